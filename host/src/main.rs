@@ -1,0 +1,2 @@
+//! The taskhost binary.
+fn main() {}

@@ -1,0 +1,66 @@
+//! The registry's errors. Their texts are model-facing: the control surface shows them as `Error: <text>`.
+
+use crate::ids::{AgentId, TaskId};
+use crate::producer::ProducerError;
+
+/// Largest integer a JSON number carries exactly; limits above it are refused.
+pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// Why a registry call was refused. A refused call changed nothing.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RegistryError {
+    /// No attached control surface serves the task's owner.
+    #[error("background tasks unavailable: no control surface is attached (load the tasks plugin)")]
+    NoSurface,
+    /// The kind was empty.
+    #[error("invalid task kind: expected a non-empty string")]
+    InvalidKind,
+    /// The label was empty.
+    #[error("invalid task label: expected a non-empty string")]
+    InvalidLabel,
+    /// The output limit was zero or not a safe integer.
+    #[error("invalid outputLimitBytes: expected a positive safe integer, got {0}")]
+    InvalidOutputLimit(u64),
+    /// The owner is not the live instance registered under its id (never registered, replaced, or
+    /// disposed).
+    #[error(
+        "agent \"{0}\" is not the registered agent instance (background task owner must be live)"
+    )]
+    StaleOwner(AgentId),
+    /// The owner already has as many live tasks as allowed.
+    #[error(
+        "background task limit reached for this owner (limit: {0}); use task_kill to stop an unneeded task, wait for it to finish, then retry"
+    )]
+    LimitReached(u64),
+    /// No task has this id (or it was dropped with its owner).
+    #[error("unknown task {0}")]
+    UnknownTask(String),
+    /// The task is owned by another session.
+    #[error("task {0} belongs to another session")]
+    ForeignTask(TaskId),
+    /// The wait timeout was not a positive finite number of milliseconds.
+    #[error("invalid wait timeout: expected a positive number of milliseconds, got {0}")]
+    InvalidWaitTimeout(String),
+    /// The wait was aborted by its caller while the task was still live.
+    #[error("wait aborted")]
+    WaitAborted,
+    /// The producer refused: its starter or its cancel failed. The task, if any, is unchanged.
+    #[error(transparent)]
+    Producer(#[from] ProducerError),
+    /// The registry has been disposed.
+    #[error("tasks service disposed")]
+    Disposed,
+}
+
+/// A registry configuration value out of range.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// The per-owner limit must be a whole number from 1 to 2^53-1.
+    #[error(
+        "max_concurrent_tasks_per_owner must be a whole number from 1 to {MAX_SAFE_INTEGER}, got {0}"
+    )]
+    TaskLimit(u64),
+    /// The teardown grace must be positive.
+    #[error("teardown_grace_ms must be a positive number of milliseconds")]
+    TeardownGrace,
+}

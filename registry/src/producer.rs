@@ -1,0 +1,136 @@
+//! The producer contract: how a capability hands its work to the registry.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+
+use crate::agent::Agent;
+use crate::status::TaskOutcome;
+
+/// An error a producer reports: from its starter, its cancel, or a completion that broke its contract.
+/// The text is shown to the model as is.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ProducerError(pub String);
+
+impl From<String> for ProducerError {
+    fn from(s: String) -> Self {
+        Self(s)
+    }
+}
+
+impl From<&str> for ProducerError {
+    fn from(s: &str) -> Self {
+        Self(s.to_owned())
+    }
+}
+
+/// The boxed completion future a producer hands over.
+pub type DoneFuture = Pin<Box<dyn Future<Output = Result<TaskOutcome, ProducerError>> + Send>>;
+type CancelFn = Box<dyn FnMut(Option<&str>) -> Result<(), ProducerError> + Send>;
+type ReaderFn = Box<dyn FnMut() -> String + Send>;
+type RunFn = Box<dyn FnOnce() -> Result<TaskHooks, ProducerError> + Send>;
+
+/// The hooks through which the registry controls and observes one piece of running work.
+///
+/// The registry calls `cancel` and the reader one at a time per task, never while holding its own
+/// bookkeeping lock, and drops the hooks once the task settles (after draining a last stream delta),
+/// so whatever they capture is released at quiescence.
+pub struct TaskHooks {
+    pub(crate) done: DoneFuture,
+    pub(crate) cancel: CancelFn,
+    pub(crate) reader: Option<ReaderFn>,
+}
+
+impl TaskHooks {
+    /// Hooks for a final-output task.
+    ///
+    /// `done` must settle once the producer has released the task's resources (quiescence), and should
+    /// not fail; a failure is recorded as `failed` with the error as detail. `cancel` requests
+    /// termination: idempotent, and it must lead to `done` settling; an error it returns fails the kill
+    /// that called it and leaves the task as it was.
+    pub fn new(
+        done: impl Future<Output = Result<TaskOutcome, ProducerError>> + Send + 'static,
+        cancel: impl FnMut(Option<&str>) -> Result<(), ProducerError> + Send + 'static,
+    ) -> Self {
+        Self {
+            done: Box::pin(done),
+            cancel: Box::new(cancel),
+            reader: None,
+        }
+    }
+
+    /// Makes this a stream task: `reader` returns the output produced since its previous call (never
+    /// re-delivering), formatting any truncation or spill notices itself.
+    pub fn with_reader(mut self, reader: impl FnMut() -> String + Send + 'static) -> Self {
+        self.reader = Some(Box::new(reader));
+        self
+    }
+
+    /// True when the hooks carry an incremental reader.
+    pub fn is_stream(&self) -> bool {
+        self.reader.is_some()
+    }
+}
+
+impl fmt::Debug for TaskHooks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TaskHooks")
+            .field("stream", &self.is_stream())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A producer's declaration: identity first, then the starter the registry calls once every check
+/// passed (declare, then execute).
+pub struct TaskStart {
+    pub(crate) kind: String,
+    pub(crate) label: String,
+    pub(crate) output_limit_bytes: Option<u64>,
+    pub(crate) owner: Option<Agent>,
+    pub(crate) run: RunFn,
+}
+
+impl TaskStart {
+    /// Declares a task of `kind` (also the id prefix) labelled `label`, started by `run`.
+    ///
+    /// `run` is called at most once, after every check that can fail has passed. If it fails, nothing
+    /// is registered and no id is used; it must clean up whatever it had started.
+    pub fn new(
+        kind: impl Into<String>,
+        label: impl Into<String>,
+        run: impl FnOnce() -> Result<TaskHooks, ProducerError> + Send + 'static,
+    ) -> Self {
+        Self {
+            kind: kind.into(),
+            label: label.into(),
+            output_limit_bytes: None,
+            owner: None,
+            run: Box::new(run),
+        }
+    }
+
+    /// Sets the owning agent. Without one the task is unowned: open to every caller, and it lives until
+    /// the registry is disposed.
+    pub fn owner(mut self, owner: Agent) -> Self {
+        self.owner = Some(owner);
+        self
+    }
+
+    /// Sets the byte cap for model-facing reads and notices of this task.
+    pub fn output_limit_bytes(mut self, limit: u64) -> Self {
+        self.output_limit_bytes = Some(limit);
+        self
+    }
+}
+
+impl fmt::Debug for TaskStart {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TaskStart")
+            .field("kind", &self.kind)
+            .field("label", &self.label)
+            .field("output_limit_bytes", &self.output_limit_bytes)
+            .field("owner", &self.owner)
+            .finish_non_exhaustive()
+    }
+}
