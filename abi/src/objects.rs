@@ -1,0 +1,146 @@
+//! The trait objects that cross the boundary. Host-implemented ones carry host vtables (the host never
+//! unloads); plugin-implemented ones carry the plugin's, so the host holds each of them with a guard on
+//! its generation and drops them before that generation unloads.
+//!
+//! Every method returns errors as text (`RString`); none may panic (a panic through an `abi_stable`
+//! trait object aborts the process). The [`crate::sdk`] wrappers uphold that for plugin code.
+
+#![allow(non_local_definitions, missing_docs)]
+
+use abi_stable::sabi_trait;
+use abi_stable::std_types::{RBox, ROption, RResult, RStr, RString, RVec};
+
+use crate::types::{
+    FfiKill, FfiOutcome, FfiRead, FfiSnapshot, TaskDecl, ToolCall, ToolResult, ToolSpec,
+};
+
+/// The host handle a plugin receives at init. Implemented by the host.
+#[sabi_trait]
+pub trait HostApi: Send + Sync {
+    /// Registers a tool; fails if the name is taken by another plugin.
+    fn register_tool(&self, spec: ToolSpec, handler: ToolHandlerBox) -> RResult<(), RString>;
+    /// Unregisters one of this plugin's tools; unknown names are ignored.
+    fn unregister_tool(&self, name: RStr<'_>);
+    /// Declares a task and, once every registry check passed, calls `starter` (on the calling
+    /// thread) to start it. Returns the task id.
+    fn start_task(&self, decl: TaskDecl, starter: StarterBox) -> RResult<RString, RString>;
+    /// Attaches a control surface (the fence opens); returns a key for [`HostApi::detach_surface`].
+    /// The host detaches whatever the generation attached when it is retired, after its successor
+    /// attached its own, so the fence never flaps across a reload.
+    fn attach_surface(&self, name: RStr<'_>) -> u64;
+    /// Detaches a surface attached by this plugin.
+    fn detach_surface(&self, key: u64);
+    /// A task snapshot, authorized for `caller` (a session id; empty for none).
+    fn get_task(&self, caller: RStr<'_>, id: RStr<'_>) -> RResult<FfiSnapshot, RString>;
+    /// The caller's and the unowned tasks, in registration order.
+    fn list_tasks(&self, caller: RStr<'_>) -> RVec<FfiSnapshot>;
+    /// Reads a task (consuming for stream kinds).
+    fn read_task(&self, caller: RStr<'_>, id: RStr<'_>) -> RResult<FfiRead, RString>;
+    /// Requests cancellation of a task.
+    fn kill_task(
+        &self,
+        caller: RStr<'_>,
+        id: RStr<'_>,
+        reason: ROption<RStr<'_>>,
+    ) -> RResult<FfiKill, RString>;
+    /// Blocks the calling thread until the task settles or `timeout_ms` passes.
+    fn wait_task(
+        &self,
+        caller: RStr<'_>,
+        id: RStr<'_>,
+        timeout_ms: f64,
+    ) -> RResult<FfiSnapshot, RString>;
+    /// Registers a completion listener; returns a key for [`HostApi::remove_listener`]. The host
+    /// removes the generation's listeners when it is retired.
+    fn on_task_done(&self, listener: ListenerBox) -> u64;
+    /// Removes a listener.
+    fn remove_listener(&self, key: u64);
+    /// Sends a notice to a session (delivered once, to that session only).
+    fn notify(&self, session: RStr<'_>, text: RStr<'_>);
+    /// Logs a record; the host adds the plugin's name and generation.
+    fn log(&self, level: u8, target: RStr<'_>, message: RStr<'_>);
+    /// Runs `worker` on a thread of this plugin's generation. The generation is not unloaded before the
+    /// worker returns.
+    fn spawn_worker(&self, worker: WorkerBox);
+    /// This plugin's own config table, as JSON text (`{}` when none).
+    fn config_json(&self) -> RString;
+}
+
+/// The host handle as the plugin holds it.
+pub type HostBox = HostApi_TO<'static, RBox<()>>;
+
+/// Handles calls of one tool. Implemented by the plugin.
+#[sabi_trait]
+pub trait ToolHandler: Send + Sync {
+    /// Handles one call. May block (it runs on a thread of the plugin's generation).
+    fn call(&self, call: ToolCall) -> ToolResult;
+}
+
+/// A tool handler as the host holds it.
+pub type ToolHandlerBox = ToolHandler_TO<'static, RBox<()>>;
+
+/// Settles one task: the first call wins, later ones are ignored. Implemented by the host.
+#[sabi_trait]
+pub trait Completion: Send + Sync {
+    /// Reports the task's outcome. Call it once the task's resources are released.
+    fn complete(&self, outcome: FfiOutcome);
+}
+
+/// A completion as the plugin holds it.
+pub type CompletionBox = Completion_TO<'static, RBox<()>>;
+
+/// Starts the work of a declared task; called at most once. Implemented by the plugin.
+#[sabi_trait]
+pub trait Starter: Send {
+    /// Starts the work. `completion` settles the task later. An error registers nothing.
+    fn run(&mut self, completion: CompletionBox) -> RResult<HooksBox, RString>;
+}
+
+/// A starter as the host holds it.
+pub type StarterBox = Starter_TO<'static, RBox<()>>;
+
+/// Controls one running task. Implemented by the plugin; dropped by the host once the task settles.
+#[sabi_trait]
+pub trait Hooks: Send {
+    /// Requests termination: idempotent, and it must lead to the completion being called.
+    fn cancel(&mut self, reason: ROption<RStr<'_>>) -> RResult<(), RString>;
+    /// True for stream kinds, whose output is read with [`Hooks::read`].
+    fn is_stream(&self) -> bool;
+    /// The output since the previous call (stream kinds).
+    fn read(&mut self) -> RString;
+}
+
+/// Task hooks as the host holds them.
+pub type HooksBox = Hooks_TO<'static, RBox<()>>;
+
+/// Hears task settlements. Implemented by the plugin.
+#[sabi_trait]
+pub trait Listener: Send + Sync {
+    /// Called once per settled task.
+    fn task_done(&self, snapshot: FfiSnapshot);
+}
+
+/// A listener as the host holds it.
+pub type ListenerBox = Listener_TO<'static, RBox<()>>;
+
+/// Background work of a plugin. Implemented by the plugin.
+#[sabi_trait]
+pub trait Worker: Send {
+    /// Runs to completion on a generation thread.
+    fn run(&mut self);
+}
+
+/// A worker as the host holds it.
+pub type WorkerBox = Worker_TO<'static, RBox<()>>;
+
+/// A loaded plugin. Implemented by the plugin; disposed when its generation is retired.
+#[sabi_trait]
+pub trait PluginInstance: Send + Sync {
+    /// The plugin's section of the system prompt (may be empty).
+    fn prompt_section(&self) -> RString;
+    /// Called once when the generation is retired, before it is dropped.
+    fn dispose(&self);
+}
+
+/// A plugin instance as the host holds it.
+pub type PluginBox = PluginInstance_TO<'static, RBox<()>>;

@@ -1,0 +1,441 @@
+//! The plugin author's side: plain Rust traits and closures, wrapped into the boundary's objects with
+//! every call under `catch_unwind`, so a plugin panic becomes an error result instead of an abort.
+//!
+//! ```ignore
+//! use taskhost_abi::{Host, Plugin, ToolResult, export_plugin, serde_json::json};
+//!
+//! struct Echo;
+//! impl Plugin for Echo {}
+//!
+//! fn init(host: Host) -> Result<Echo, String> {
+//!     host.register_tool("echo", "Echoes its text.", json!({"type": "object"}), |call| {
+//!         ToolResult::ok(call.arguments_json.to_string())
+//!     })?;
+//!     Ok(Echo)
+//! }
+//!
+//! export_plugin!(name: "echo", init: init);
+//! ```
+
+use std::any::Any;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::{RErr, ROk, ROption, RResult, RStr, RString};
+
+use crate::objects::*;
+use crate::types::*;
+
+/// What a plugin is, once initialized. Both methods have defaults.
+pub trait Plugin: Send + Sync + 'static {
+    /// The plugin's section of the system prompt.
+    fn prompt_section(&self) -> String {
+        String::new()
+    }
+    /// Called once when the plugin's generation is retired.
+    fn dispose(&self) {}
+}
+
+/// A tool handler: any `Fn(&ToolCall) -> ToolResult`.
+pub trait Tool: Send + Sync + 'static {
+    /// Handles one call.
+    fn call(&self, call: &ToolCall) -> ToolResult;
+}
+
+impl<F: Fn(&ToolCall) -> ToolResult + Send + Sync + 'static> Tool for F {
+    fn call(&self, call: &ToolCall) -> ToolResult {
+        self(call)
+    }
+}
+
+/// Controls one running task, on the plugin side.
+pub trait TaskControl: Send + 'static {
+    /// Requests termination; idempotent; must lead to [`TaskHandle::complete`] being called.
+    ///
+    /// # Errors
+    /// Why the cancel could not be delivered; the kill that asked fails with it.
+    fn cancel(&mut self, reason: Option<&str>) -> Result<(), String>;
+    /// For stream kinds: the output since the previous call. `None` (the default) marks a final-output
+    /// kind.
+    fn read(&mut self) -> Option<String> {
+        None
+    }
+}
+
+/// The text of a panic payload.
+pub fn panic_text(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_owned()
+    }
+}
+
+fn contained<R>(what: &str, f: impl FnOnce() -> R) -> Result<R, String> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|p| format!("{what} panicked: {}", panic_text(&*p)))
+}
+
+/// Settles one task; clone it freely. The first [`TaskHandle::complete`] wins.
+#[derive(Clone)]
+pub struct TaskHandle(Arc<CompletionBox>);
+
+impl TaskHandle {
+    /// Reports the outcome (call it once the task's resources are released).
+    pub fn complete(&self, outcome: FfiOutcome) {
+        self.0.complete(outcome);
+    }
+}
+
+/// The host handle, as a plugin uses it. Cheap to clone.
+#[derive(Clone)]
+pub struct Host(Arc<HostBox>);
+
+impl Host {
+    /// Registers a tool.
+    ///
+    /// # Errors
+    /// The host's refusal (a name already taken, a schema that is not valid JSON).
+    pub fn register_tool(
+        &self,
+        name: &str,
+        description: &str,
+        schema: serde_json::Value,
+        handler: impl Tool,
+    ) -> Result<(), String> {
+        let spec = ToolSpec {
+            name: name.into(),
+            description: description.into(),
+            input_schema_json: schema.to_string().into(),
+        };
+        let handler = ToolHandler_TO::from_value(ToolGlue(handler), TD_Opaque);
+        self.0
+            .register_tool(spec, handler)
+            .into_result()
+            .map_err(String::from)
+    }
+
+    /// Unregisters one of this plugin's tools.
+    pub fn unregister_tool(&self, name: &str) {
+        self.0.unregister_tool(name.into());
+    }
+
+    /// Declares a task and starts it: `start` runs (on this thread) only once every registry check
+    /// passed, and returns the task's control. Returns the task id.
+    ///
+    /// # Errors
+    /// The registry's refusal, or `start`'s own error; in both cases nothing is registered.
+    pub fn start_task<C: TaskControl>(
+        &self,
+        kind: &str,
+        label: &str,
+        owner_session: Option<&str>,
+        start: impl FnOnce(TaskHandle) -> Result<C, String> + Send + 'static,
+    ) -> Result<String, String> {
+        let decl = TaskDecl {
+            kind: kind.into(),
+            label: label.into(),
+            output_limit_bytes: ROption::RNone,
+            owner_session: owner_session.map(RString::from).into(),
+        };
+        let starter = Starter_TO::from_value(
+            StarterGlue::<C, _>(Some(start), Default::default()),
+            TD_Opaque,
+        );
+        self.0
+            .start_task(decl, starter)
+            .into_result()
+            .map(String::from)
+            .map_err(String::from)
+    }
+
+    /// Attaches a control surface; returns its key.
+    pub fn attach_surface(&self, name: &str) -> u64 {
+        self.0.attach_surface(name.into())
+    }
+
+    /// Detaches a surface.
+    pub fn detach_surface(&self, key: u64) {
+        self.0.detach_surface(key);
+    }
+
+    /// A snapshot of a task, authorized for `caller`'s session.
+    ///
+    /// # Errors
+    /// The registry's error text (`unknown task ...`, `task ... belongs to another session`).
+    pub fn get_task(&self, caller: &str, id: &str) -> Result<FfiSnapshot, String> {
+        self.0
+            .get_task(caller.into(), id.into())
+            .into_result()
+            .map_err(String::from)
+    }
+
+    /// The caller's and the unowned tasks.
+    pub fn list_tasks(&self, caller: &str) -> Vec<FfiSnapshot> {
+        self.0.list_tasks(caller.into()).into_vec()
+    }
+
+    /// Reads a task.
+    ///
+    /// # Errors
+    /// As [`Host::get_task`].
+    pub fn read_task(&self, caller: &str, id: &str) -> Result<FfiRead, String> {
+        self.0
+            .read_task(caller.into(), id.into())
+            .into_result()
+            .map_err(String::from)
+    }
+
+    /// Requests cancellation of a task.
+    ///
+    /// # Errors
+    /// As [`Host::get_task`], or the producer's cancel error.
+    pub fn kill_task(
+        &self,
+        caller: &str,
+        id: &str,
+        reason: Option<&str>,
+    ) -> Result<FfiKill, String> {
+        let reason = reason.map(RStr::from).into();
+        self.0
+            .kill_task(caller.into(), id.into(), reason)
+            .into_result()
+            .map_err(String::from)
+    }
+
+    /// Blocks until the task settles or the timeout passes.
+    ///
+    /// # Errors
+    /// As [`Host::get_task`], or `invalid wait timeout: ...`.
+    pub fn wait_task(
+        &self,
+        caller: &str,
+        id: &str,
+        timeout_ms: f64,
+    ) -> Result<FfiSnapshot, String> {
+        self.0
+            .wait_task(caller.into(), id.into(), timeout_ms)
+            .into_result()
+            .map_err(String::from)
+    }
+
+    /// Registers a completion listener; returns its key.
+    pub fn on_task_done(&self, listener: impl Fn(FfiSnapshot) + Send + Sync + 'static) -> u64 {
+        self.0
+            .on_task_done(Listener_TO::from_value(ListenerGlue(listener), TD_Opaque))
+    }
+
+    /// Removes a listener.
+    pub fn remove_listener(&self, key: u64) {
+        self.0.remove_listener(key);
+    }
+
+    /// Sends a notice to a session.
+    pub fn notify(&self, session: &str, text: &str) {
+        self.0.notify(session.into(), text.into());
+    }
+
+    /// Logs a record at `level` (see [`crate::types::level`]).
+    pub fn log(&self, level: u8, message: &str) {
+        self.0.log(level, "plugin".into(), message.into());
+    }
+
+    /// Runs `work` on a thread of this plugin's generation (the generation stays loaded until it
+    /// returns). A panic in `work` is logged.
+    pub fn spawn_worker(&self, work: impl FnOnce() + Send + 'static) {
+        let host = self.clone();
+        self.0.spawn_worker(Worker_TO::from_value(
+            WorkerGlue(Some(work), host),
+            TD_Opaque,
+        ));
+    }
+
+    /// This plugin's config table (an empty object when none).
+    pub fn config(&self) -> serde_json::Value {
+        serde_json::from_str(self.0.config_json().as_str()).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+struct ToolGlue<T>(T);
+
+impl<T: Tool> ToolHandler for ToolGlue<T> {
+    fn call(&self, call: ToolCall) -> ToolResult {
+        contained("tool call", || self.0.call(&call)).unwrap_or_else(ToolResult::error)
+    }
+}
+
+struct StarterGlue<C, F>(Option<F>, std::marker::PhantomData<fn() -> C>);
+
+impl<C: TaskControl, F: FnOnce(TaskHandle) -> Result<C, String> + Send + 'static> Starter
+    for StarterGlue<C, F>
+{
+    fn run(&mut self, completion: CompletionBox) -> RResult<HooksBox, RString> {
+        let Some(start) = self.0.take() else {
+            return RErr("task starter called twice".into());
+        };
+        let handle = TaskHandle(Arc::new(completion));
+        match contained("task starter", || start(handle)) {
+            Ok(Ok(mut control)) => {
+                let stream = contained("task reader", || control.read()).ok().flatten();
+                let glue = HooksGlue {
+                    control,
+                    stream: stream.is_some(),
+                    pending: stream.unwrap_or_default(),
+                };
+                ROk(Hooks_TO::from_value(glue, TD_Opaque))
+            }
+            Ok(Err(e)) | Err(e) => RErr(e.into()),
+        }
+    }
+}
+
+struct HooksGlue<C> {
+    control: C,
+    stream: bool,
+    /// Output read while probing whether the control streams, handed to the first read.
+    pending: String,
+}
+
+impl<C: TaskControl> Hooks for HooksGlue<C> {
+    fn cancel(&mut self, reason: ROption<RStr<'_>>) -> RResult<(), RString> {
+        let reason = reason.into_option().map(|r| r.as_str().to_owned());
+        match contained("cancel", || self.control.cancel(reason.as_deref())) {
+            Ok(Ok(())) => ROk(()),
+            Ok(Err(e)) | Err(e) => RErr(e.into()),
+        }
+    }
+
+    fn is_stream(&self) -> bool {
+        self.stream
+    }
+
+    fn read(&mut self) -> RString {
+        let mut text = std::mem::take(&mut self.pending);
+        match contained("output reader", || self.control.read()) {
+            Ok(Some(delta)) => text.push_str(&delta),
+            Ok(None) => {}
+            Err(e) => text.push_str(&format!("[{e}]")),
+        }
+        text.into()
+    }
+}
+
+struct ListenerGlue<F>(F);
+
+impl<F: Fn(FfiSnapshot) + Send + Sync + 'static> Listener for ListenerGlue<F> {
+    fn task_done(&self, snapshot: FfiSnapshot) {
+        let _ = contained("listener", || (self.0)(snapshot));
+    }
+}
+
+struct WorkerGlue<F>(Option<F>, Host);
+
+impl<F: FnOnce() + Send + 'static> Worker for WorkerGlue<F> {
+    fn run(&mut self) {
+        if let Some(work) = self.0.take()
+            && let Err(e) = contained("worker", work)
+        {
+            self.1.log(level::ERROR, &e);
+        }
+    }
+}
+
+struct PluginGlue<P>(P);
+
+impl<P: Plugin> PluginInstance for PluginGlue<P> {
+    fn prompt_section(&self) -> RString {
+        contained("prompt_section", || self.0.prompt_section())
+            .unwrap_or_default()
+            .into()
+    }
+
+    fn dispose(&self) {
+        let _ = contained("dispose", || self.0.dispose());
+    }
+}
+
+/// Runs a plugin's init under `catch_unwind`; used by [`crate::export_plugin!`].
+#[doc(hidden)]
+pub fn run_init<P: Plugin>(
+    host: HostBox,
+    init: fn(Host) -> Result<P, String>,
+) -> RResult<PluginBox, RString> {
+    let host = Host(Arc::new(host));
+    match contained("init", || init(host)) {
+        Ok(Ok(plugin)) => ROk(PluginInstance_TO::from_value(PluginGlue(plugin), TD_Opaque)),
+        Ok(Err(e)) | Err(e) => RErr(e.into()),
+    }
+}
+
+/// Builds the root module; used by [`crate::export_plugin!`].
+#[doc(hidden)]
+pub fn root_module(
+    name: extern "C" fn() -> RStr<'static>,
+    init: extern "C" fn(HostBox) -> RResult<PluginBox, RString>,
+) -> crate::PluginModRef {
+    use abi_stable::prefix_type::PrefixTypeTrait;
+    crate::PluginMod {
+        abi_version: crate::ABI_VERSION,
+        name,
+        init,
+    }
+    .leak_into_prefix()
+}
+
+/// The symbol abi_stable's loader reads (`abi_stable::library::ROOT_MODULE_LOADER_NAME`), spelled out
+/// because [`export_plugin!`] must name it literally; a unit test keeps the two equal.
+pub const ROOT_MODULE_SYMBOL: &str = "_1as_0lib_1header_0root_bmodule_bloader";
+
+/// Exports a plugin: `export_plugin!(name: "bash", init: my_init)`, where
+/// `fn my_init(host: Host) -> Result<impl Plugin, String>` registers the plugin's tools. Call it once
+/// per cdylib. (It writes what `abi_stable::export_root_module` would, through this crate's paths, so a
+/// plugin needs no dependency but `taskhost-abi`.)
+#[macro_export]
+macro_rules! export_plugin {
+    (name: $name:expr, init: $init:path $(,)?) => {
+        #[doc(hidden)]
+        pub fn __taskhost_root_module() -> $crate::PluginModRef {
+            extern "C" fn __taskhost_name() -> $crate::abi_stable::std_types::RStr<'static> {
+                $crate::abi_stable::std_types::RStr::from_str($name)
+            }
+            extern "C" fn __taskhost_init(
+                host: $crate::HostBox,
+            ) -> $crate::abi_stable::std_types::RResult<
+                $crate::PluginBox,
+                $crate::abi_stable::std_types::RString,
+            > {
+                $crate::sdk::run_init(host, $init)
+            }
+            $crate::sdk::root_module(__taskhost_name, __taskhost_init)
+        }
+
+        /// The root module header the host reads at load.
+        #[allow(non_upper_case_globals)]
+        #[unsafe(no_mangle)]
+        pub static _1as_0lib_1header_0root_bmodule_bloader: $crate::abi_stable::library::LibHeader = {
+            extern "C" fn erased() -> $crate::abi_stable::library::RootModuleResult {
+                $crate::abi_stable::library::__call_root_module_loader(__taskhost_root_module)
+            }
+            // SAFETY: `erased` builds the root module of exactly the type named here.
+            unsafe {
+                $crate::abi_stable::library::LibHeader::from_constructor::<$crate::PluginModRef>(
+                    erased,
+                    $crate::abi_stable::library::CheckTypeLayout::Yes,
+                )
+            }
+        };
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_exported_symbol_is_the_one_abi_stable_reads() {
+        assert_eq!(
+            super::ROOT_MODULE_SYMBOL,
+            abi_stable::library::ROOT_MODULE_LOADER_NAME
+        );
+    }
+}

@@ -1,0 +1,199 @@
+//! Plain data that crosses the boundary.
+
+use abi_stable::StableAbi;
+use abi_stable::std_types::{ROption, RString};
+
+/// A tool a plugin offers: its name, description and JSON schema (as JSON text).
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug)]
+pub struct ToolSpec {
+    /// The tool's name, unique across loaded plugins.
+    pub name: RString,
+    /// What the model is told the tool does.
+    pub description: RString,
+    /// The JSON schema of the arguments, as JSON text.
+    pub input_schema_json: RString,
+}
+
+/// One call of a tool.
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug)]
+pub struct ToolCall {
+    /// The calling session; empty when the caller has none.
+    pub session: RString,
+    /// The arguments, as JSON text (an object).
+    pub arguments_json: RString,
+}
+
+/// What a tool call returns: text for the model, and whether it is an error.
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug, PartialEq, Eq)]
+pub struct ToolResult {
+    /// The result text.
+    pub text: RString,
+    /// True for an error result (the model sees `Error: ...`).
+    pub is_error: bool,
+}
+
+impl ToolResult {
+    /// A successful result.
+    pub fn ok(text: impl Into<String>) -> Self {
+        Self {
+            text: RString::from(text.into()),
+            is_error: false,
+        }
+    }
+
+    /// An error result; the text is shown as `Error: <text>`.
+    pub fn error(text: impl Into<String>) -> Self {
+        Self {
+            text: RString::from(format!("Error: {}", text.into())),
+            is_error: true,
+        }
+    }
+}
+
+/// A producer's declaration of a task (identity only; the work comes with the [`crate::Starter`]).
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug)]
+pub struct TaskDecl {
+    /// Producer kind, also the id prefix (`bash`, `subagent`).
+    pub kind: RString,
+    /// One-line model-facing label.
+    pub label: RString,
+    /// Byte cap for model-facing reads and notices, if any.
+    pub output_limit_bytes: ROption<u64>,
+    /// The owning session (its agent owns the task); `RNone` for an unowned task.
+    pub owner_session: ROption<RString>,
+}
+
+/// A task's lifecycle state.
+#[repr(u8)]
+#[derive(StableAbi, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FfiStatus {
+    /// Running.
+    Running,
+    /// Cancel delivered, not settled.
+    Stopping,
+    /// Finished on its own.
+    Completed,
+    /// Cancelled.
+    Killed,
+    /// Broke.
+    Failed,
+}
+
+impl FfiStatus {
+    /// The lower-case name used in status lines.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FfiStatus::Running => "running",
+            FfiStatus::Stopping => "stopping",
+            FfiStatus::Completed => "completed",
+            FfiStatus::Killed => "killed",
+            FfiStatus::Failed => "failed",
+        }
+    }
+
+    /// True for completed, killed and failed.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            FfiStatus::Completed | FfiStatus::Killed | FfiStatus::Failed
+        )
+    }
+}
+
+/// How a task ended, as a producer reports it through [`crate::Completion::complete`]. A non-terminal
+/// status is recorded as `failed`.
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug)]
+pub struct FfiOutcome {
+    /// Completed, killed or failed.
+    pub status: FfiStatus,
+    /// Kind-specific detail (`exit code: 3`).
+    pub detail: ROption<RString>,
+    /// Final output, for final-output kinds.
+    pub output: ROption<RString>,
+}
+
+impl FfiOutcome {
+    /// An outcome with a status and optional detail and output.
+    pub fn new(status: FfiStatus, detail: Option<&str>, output: Option<&str>) -> Self {
+        Self {
+            status,
+            detail: detail.map(RString::from).into(),
+            output: output.map(RString::from).into(),
+        }
+    }
+}
+
+/// A read-only projection of one task.
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug)]
+pub struct FfiSnapshot {
+    /// The task id (`bash-3`).
+    pub id: RString,
+    /// The producer kind.
+    pub kind: RString,
+    /// The label.
+    pub label: RString,
+    /// The output cap, if any.
+    pub output_limit_bytes: ROption<u64>,
+    /// The owner's session, if owned.
+    pub owner_session: ROption<RString>,
+    /// The lifecycle state.
+    pub status: FfiStatus,
+    /// Kind-specific detail.
+    pub detail: ROption<RString>,
+    /// Registration time, ms since the Unix epoch.
+    pub started_at_ms: u64,
+    /// Settlement time, ms since the Unix epoch.
+    pub finished_at_ms: ROption<u64>,
+    /// Whether the terminal state was reported (a completion notice is owed only while false).
+    pub reported: bool,
+}
+
+impl FfiSnapshot {
+    /// `[status: <s>]` or `[status: <s>, <detail>]`.
+    pub fn status_line(&self) -> String {
+        match self.detail.as_ref().into_option() {
+            Some(d) => format!("[status: {}, {d}]", self.status.as_str()),
+            None => format!("[status: {}]", self.status.as_str()),
+        }
+    }
+}
+
+/// What a read returns.
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug)]
+pub struct FfiRead {
+    /// The delta (stream kinds) or the final output (final kinds, once settled).
+    pub text: RString,
+    /// The state after the read.
+    pub snapshot: FfiSnapshot,
+}
+
+/// What a kill returns.
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug)]
+pub struct FfiKill {
+    /// True when cancellation was requested of a live task; false when it had already finished.
+    pub requested: bool,
+    /// The state after the kill.
+    pub snapshot: FfiSnapshot,
+}
+
+/// Log levels, as [`crate::HostApi::log`] takes them.
+pub mod level {
+    /// Errors.
+    pub const ERROR: u8 = 1;
+    /// Warnings.
+    pub const WARN: u8 = 2;
+    /// Information.
+    pub const INFO: u8 = 3;
+    /// Debugging.
+    pub const DEBUG: u8 = 4;
+    /// Tracing.
+    pub const TRACE: u8 = 5;
+}

@@ -1,0 +1,59 @@
+//! The taskhost host: loads plugins, owns the task registry and the sessions, and (in the binary)
+//! serves them over MCP.
+//!
+//! Architecture invariant: this is the only crate that loads libraries; `unsafe` lives in
+//! `plugin::loader` and the host-handle glue.
+
+pub mod plugin;
+pub mod sessions;
+
+use std::path::PathBuf;
+
+use taskhost_registry::{Registry, RegistryConfig};
+use tokio::runtime::Handle;
+
+pub use plugin::{CallError, CallOutput, LoadError, LoadOptions, PluginInfo, Plugins};
+pub use sessions::Sessions;
+
+/// One host: a registry, the plugins feeding it, and the sessions owning its tasks.
+pub struct Taskhost {
+    registry: Registry,
+    plugins: Plugins,
+}
+
+impl Taskhost {
+    /// Creates a host with no plugins loaded, driving completions on `runtime`.
+    pub fn new(config: RegistryConfig, runtime: Handle, options: LoadOptions) -> Self {
+        let registry = Registry::new(config, runtime.clone());
+        let plugins = Plugins::new(registry.clone(), runtime, options);
+        Self { registry, plugins }
+    }
+
+    /// The task registry.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// The plugins.
+    pub fn plugins(&self) -> &Plugins {
+        &self.plugins
+    }
+
+    /// The sessions.
+    pub fn sessions(&self) -> &Sessions {
+        self.plugins.sessions()
+    }
+
+    /// Shuts down: every task is cancelled and awaited (boundedly), then every plugin is retired.
+    pub async fn shutdown(&self) {
+        self.registry.dispose().await;
+        self.plugins.unload_all();
+    }
+}
+
+/// A private directory for generation files: `$XDG_RUNTIME_DIR/taskhost-<pid>` or the temp dir's.
+pub fn default_generation_dir() -> PathBuf {
+    let base = std::env::var_os("XDG_RUNTIME_DIR").map_or_else(std::env::temp_dir, PathBuf::from);
+    base.join(format!("taskhost-{}", std::process::id()))
+        .join("gen")
+}

@@ -1,0 +1,61 @@
+//! Registry values to their FFI mirrors, and back.
+
+use taskhost_abi::abi_stable::std_types::{ROption, RString};
+use taskhost_abi::{FfiOutcome, FfiSnapshot, FfiStatus};
+use taskhost_registry::{TaskOutcome, TaskSnapshot, TaskStatus, TerminalStatus};
+
+pub(crate) fn status(s: TaskStatus) -> FfiStatus {
+    match s {
+        TaskStatus::Running => FfiStatus::Running,
+        TaskStatus::Stopping => FfiStatus::Stopping,
+        TaskStatus::Completed => FfiStatus::Completed,
+        TaskStatus::Killed => FfiStatus::Killed,
+        TaskStatus::Failed => FfiStatus::Failed,
+    }
+}
+
+fn opt(s: &Option<String>) -> ROption<RString> {
+    s.as_deref().map(RString::from).into()
+}
+
+pub(crate) fn snapshot(s: &TaskSnapshot) -> FfiSnapshot {
+    FfiSnapshot {
+        id: s.id.as_str().into(),
+        kind: s.kind.as_str().into(),
+        label: s.label.as_str().into(),
+        output_limit_bytes: s.output_limit_bytes.into(),
+        owner_session: s
+            .owner_session
+            .as_ref()
+            .map(|x| RString::from(x.as_str()))
+            .into(),
+        status: status(s.status),
+        detail: opt(&s.detail),
+        started_at_ms: s.started_at_ms,
+        finished_at_ms: s.finished_at_ms.into(),
+        reported: s.reported,
+    }
+}
+
+/// A plugin's outcome, copied into host memory. A non-terminal status is a contract violation and is
+/// recorded as `failed`.
+pub(crate) fn outcome(o: &FfiOutcome) -> TaskOutcome {
+    let copy = |x: &ROption<RString>| x.as_ref().into_option().map(|s| s.as_str().to_owned());
+    let (status, detail) = match o.status {
+        FfiStatus::Completed => (TerminalStatus::Completed, copy(&o.detail)),
+        FfiStatus::Killed => (TerminalStatus::Killed, copy(&o.detail)),
+        FfiStatus::Failed => (TerminalStatus::Failed, copy(&o.detail)),
+        other => (
+            TerminalStatus::Failed,
+            Some(format!(
+                "producer settled with non-terminal status {}",
+                other.as_str()
+            )),
+        ),
+    };
+    TaskOutcome {
+        status,
+        detail,
+        output: copy(&o.output),
+    }
+}

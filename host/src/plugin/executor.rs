@@ -1,0 +1,152 @@
+//! The threads a generation's code runs on.
+//!
+//! Plugin code (init, tool calls, hooks, listeners, workers, and the drop of plugin-made objects) runs
+//! only on threads of its generation's executor, never on the host's runtime threads. When the
+//! generation is unloaded the executor is shut down and every one of its threads is joined first, so
+//! thread-local destructors the plugin registered have run and glibc can really unmap the library.
+//!
+//! Calls use a pool that never makes a job wait for a busy thread: a job goes to an idle thread or to a
+//! new one, so a blocking tool call can never starve the call it is waiting on.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+
+type Job = Box<dyn FnOnce() + Send>;
+
+static NEXT_EXECUTOR: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// The executor this thread belongs to (0 for threads of none). Host code, so it pins nothing.
+    static CURRENT: Cell<u64> = const { Cell::new(0) };
+}
+
+/// One generation's threads.
+pub(crate) struct Executor {
+    id: u64,
+    name: String,
+    inner: Arc<Mutex<Pool>>,
+}
+
+struct Pool {
+    open: bool,
+    idle: Vec<Sender<Job>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+fn lock(m: &Mutex<Pool>) -> MutexGuard<'_, Pool> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Executor {
+    pub(crate) fn new(name: String) -> Self {
+        Self {
+            id: NEXT_EXECUTOR.fetch_add(1, Ordering::Relaxed),
+            name,
+            inner: Arc::new(Mutex::new(Pool {
+                open: true,
+                idle: Vec::new(),
+                threads: Vec::new(),
+            })),
+        }
+    }
+
+    /// True when the calling thread is one of this executor's.
+    pub(crate) fn is_current(&self) -> bool {
+        CURRENT.with(Cell::get) == self.id
+    }
+
+    /// Runs `job` on one of the executor's threads, without waiting. Returns false (and drops the
+    /// job) if the executor is shut down or no thread could be started.
+    pub(crate) fn submit(&self, job: impl FnOnce() + Send + 'static) -> bool {
+        let mut job: Job = Box::new(job);
+        let mut pool = lock(&self.inner);
+        if !pool.open {
+            return false;
+        }
+        while let Some(tx) = pool.idle.pop() {
+            match tx.send(job) {
+                Ok(()) => return true,
+                Err(returned) => job = returned.0,
+            }
+        }
+        let (tx, rx) = channel::<Job>();
+        if tx.send(job).is_err() {
+            return false;
+        }
+        let pool_ref = Arc::downgrade(&self.inner);
+        let id = self.id;
+        let spawned = std::thread::Builder::new()
+            .name(self.name.clone())
+            .spawn(move || worker_loop(id, rx, pool_ref));
+        match spawned {
+            Ok(handle) => {
+                pool.threads.retain(|t| !t.is_finished());
+                pool.threads.push(handle);
+                true
+            }
+            Err(e) => {
+                tracing::error!(executor = %self.name, error = %e, "cannot start a plugin thread");
+                false
+            }
+        }
+    }
+
+    /// Runs `f` on one of the executor's threads and waits for its result; runs it inline when already
+    /// on one. `None` if the executor is shut down (or `f` panicked, which the SDK glue prevents).
+    pub(crate) fn call<R: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> R + Send + 'static,
+    ) -> Option<R> {
+        if self.is_current() {
+            return Some(f());
+        }
+        let (tx, rx) = channel();
+        if !self.submit(move || {
+            let _ = tx.send(f());
+        }) {
+            return None;
+        }
+        rx.recv().ok()
+    }
+
+    /// Runs `f` on one of the executor's threads; the returned receiver yields its result.
+    pub(crate) fn call_async<R: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> R + Send + 'static,
+    ) -> Option<tokio::sync::oneshot::Receiver<R>> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.submit(move || {
+            let _ = tx.send(f());
+        })
+        .then_some(rx)
+    }
+
+    /// Closes the executor and returns its threads; idle ones exit at once, busy ones after their job.
+    pub(crate) fn shut_down(&self) -> Vec<JoinHandle<()>> {
+        let mut pool = lock(&self.inner);
+        pool.open = false;
+        pool.idle.clear();
+        std::mem::take(&mut pool.threads)
+    }
+}
+
+fn worker_loop(id: u64, first: Receiver<Job>, pool: std::sync::Weak<Mutex<Pool>>) {
+    CURRENT.with(|c| c.set(id));
+    let mut rx = first;
+    // Each idle period gets its own channel whose only sender sits in the idle list: clearing the list
+    // at shutdown ends the wait.
+    while let Ok(job) = rx.recv() {
+        job();
+        let Some(pool) = pool.upgrade() else { break };
+        let mut pool = lock(&pool);
+        if !pool.open {
+            break;
+        }
+        let (tx, next) = channel();
+        pool.idle.push(tx);
+        rx = next;
+    }
+}

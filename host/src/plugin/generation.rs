@@ -1,0 +1,196 @@
+//! A generation: one load of one plugin file, and everything that keeps its code alive.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use taskhost_abi::{PluginBox, PluginModRef};
+use taskhost_registry::Registration;
+
+use super::executor::Executor;
+use super::loader::Libraries;
+
+/// One load of a plugin file. Every host-held object made by this generation's code holds an
+/// `Arc<Generation>` (through [`GenBox`]), as do in-flight calls and workers; when the last one goes,
+/// the generation shuts its executor down, joins its threads and closes its library (a real unload).
+pub struct Generation {
+    pub(crate) plugin: String,
+    pub(crate) number: u64,
+    pub(crate) source: PathBuf,
+    /// The source file's (device, inode) when this generation was loaded.
+    pub(crate) source_id: (u64, u64),
+    pub(crate) executor: Executor,
+    pub(crate) module: PluginModRef,
+    pub(crate) config_json: String,
+    pub(crate) live_tasks: AtomicUsize,
+    pub(crate) retired: AtomicBool,
+    pub(crate) state: Mutex<GenState>,
+    libraries: Mutex<Option<Libraries>>,
+}
+
+/// What a generation registered, undone when it is retired.
+#[derive(Default)]
+pub(crate) struct GenState {
+    pub(crate) instance: Option<PluginBox>,
+    /// Tools registered during init, waiting for the swap.
+    pub(crate) staged: Vec<super::tools::ToolEntry>,
+    pub(crate) swapped_in: bool,
+    pub(crate) tool_names: Vec<String>,
+    pub(crate) surfaces: Vec<(u64, Registration)>,
+    pub(crate) listeners: Vec<u64>,
+}
+
+impl Generation {
+    pub(crate) fn new(
+        plugin: String,
+        number: u64,
+        source: PathBuf,
+        module: PluginModRef,
+        libraries: Libraries,
+        config_json: String,
+    ) -> Self {
+        Self {
+            executor: Executor::new(format!("{plugin}#g{number}")),
+            plugin,
+            number,
+            source,
+            source_id: (0, 0),
+            module,
+            config_json,
+            live_tasks: AtomicUsize::new(0),
+            retired: AtomicBool::new(false),
+            state: Mutex::new(GenState::default()),
+            libraries: Mutex::new(Some(libraries)),
+        }
+    }
+
+    pub(crate) fn state(&self) -> MutexGuard<'_, GenState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The plugin's name.
+    pub fn plugin(&self) -> &str {
+        &self.plugin
+    }
+
+    /// The plugin file this generation was loaded from.
+    pub fn source(&self) -> &std::path::Path {
+        &self.source
+    }
+
+    /// The generation number (1 for the first load of a plugin file).
+    pub fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// Tasks started through this generation that have not settled.
+    pub fn live_tasks(&self) -> usize {
+        self.live_tasks.load(Ordering::Relaxed)
+    }
+
+    /// True once a newer generation replaced this one (or the plugin was unloaded).
+    pub fn is_retired(&self) -> bool {
+        self.retired.load(Ordering::Relaxed)
+    }
+}
+
+impl std::fmt::Debug for Generation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Generation")
+            .field("plugin", &self.plugin)
+            .field("number", &self.number)
+            .field("live_tasks", &self.live_tasks())
+            .field("retired", &self.is_retired())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Generation {
+    fn drop(&mut self) {
+        let instance = self.state().instance.take();
+        if let Some(instance) = instance {
+            // Plugin-made: dropped on the generation's own threads.
+            if self.executor.call(move || drop(instance)).is_none() {
+                tracing::warn!(plugin = %self.plugin, generation = self.number, "could not drop the plugin instance on its own thread");
+            }
+        }
+        let threads = self.executor.shut_down();
+        let libraries = self
+            .libraries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        let (plugin, number) = (self.plugin.clone(), self.number);
+        let finish = move || {
+            for t in threads {
+                if t.join().is_err() {
+                    tracing::warn!(%plugin, generation = number, "a plugin thread panicked");
+                }
+            }
+            drop(libraries);
+            tracing::debug!(%plugin, generation = number, "generation unloaded");
+        };
+        if self.executor.is_current() {
+            // The last guard went on one of this generation's own threads: join from elsewhere.
+            if let Err(e) = std::thread::Builder::new()
+                .name("taskhost-reaper".into())
+                .spawn(finish)
+            {
+                tracing::error!(error = %e, "cannot start the reaper thread; the generation stays mapped");
+            }
+        } else {
+            finish();
+        }
+    }
+}
+
+/// A plugin-made value held by the host. It keeps its generation loaded, and is dropped on one of the
+/// generation's threads.
+pub(crate) struct GenBox<T: Send + 'static> {
+    value: Option<T>,
+    generation: Arc<Generation>,
+}
+
+impl<T: Send + 'static> GenBox<T> {
+    pub(crate) fn new(value: T, generation: Arc<Generation>) -> Self {
+        Self {
+            value: Some(value),
+            generation,
+        }
+    }
+
+    pub(crate) fn generation(&self) -> &Arc<Generation> {
+        &self.generation
+    }
+
+    pub(crate) fn get(&self) -> &T {
+        // Always Some until drop.
+        self.value
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("GenBox value taken before drop"))
+    }
+
+    pub(crate) fn get_mut(&mut self) -> &mut T {
+        self.value
+            .as_mut()
+            .unwrap_or_else(|| unreachable!("GenBox value taken before drop"))
+    }
+}
+
+impl<T: Send + 'static> Drop for GenBox<T> {
+    fn drop(&mut self) {
+        let Some(value) = self.value.take() else {
+            return;
+        };
+        if self.generation.executor.is_current() {
+            drop(value);
+            return;
+        }
+        let generation = self.generation.clone();
+        // If the executor is already closed the job (and the value) is dropped right here.
+        self.generation.executor.submit(move || {
+            drop(value);
+            drop(generation);
+        });
+    }
+}

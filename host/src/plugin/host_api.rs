@@ -1,0 +1,352 @@
+//! The host handle each generation receives: the plugin's only way to reach the registry, the tool
+//! table, sessions and logs.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, Weak};
+
+use taskhost_abi::abi_stable::sabi_trait::TD_Opaque;
+use taskhost_abi::abi_stable::std_types::{RErr, ROk, ROption, RResult, RStr, RString, RVec};
+use taskhost_abi::{
+    Completion, Completion_TO, FfiKill, FfiOutcome, FfiRead, FfiSnapshot, HooksBox, HostApi,
+    ListenerBox, StarterBox, TaskDecl, ToolHandlerBox, ToolSpec, WorkerBox, level,
+};
+use taskhost_registry::{Agent, KillOutcome, ProducerError, SurfaceScope, TaskHooks, TaskStart};
+
+use super::Shared;
+use super::convert;
+use super::generation::{GenBox, Generation};
+use super::tools::ToolEntry;
+
+/// The host side of one generation's handle. Holds its generation weakly (the plugin keeps the handle,
+/// and the generation keeps the plugin).
+pub(crate) struct GenHost {
+    pub(crate) generation: Weak<Generation>,
+    pub(crate) shared: Arc<Shared>,
+}
+
+fn err(e: impl ToString) -> RString {
+    RString::from(e.to_string())
+}
+
+impl GenHost {
+    fn generation(&self) -> Result<Arc<Generation>, RString> {
+        self.generation
+            .upgrade()
+            .ok_or_else(|| err("plugin generation is unloading"))
+    }
+
+    /// The caller's agent for authorization: the open session's agent, or a stand-in carrying the
+    /// session id (authorization compares sessions), or none for an empty caller.
+    fn caller(&self, caller: RStr<'_>) -> Option<Agent> {
+        let id = caller.as_str();
+        if id.is_empty() {
+            return None;
+        }
+        Some(
+            self.shared
+                .sessions
+                .agent(id)
+                .unwrap_or_else(|| Agent::new(id, id)),
+        )
+    }
+}
+
+/// Settles one task: hands the plugin's outcome, copied into host memory, to the registry.
+struct HostCompletion(Mutex<Option<tokio::sync::oneshot::Sender<taskhost_registry::TaskOutcome>>>);
+
+impl Completion for HostCompletion {
+    fn complete(&self, outcome: FfiOutcome) {
+        let tx = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(tx) = tx {
+            let _ = tx.send(convert::outcome(&outcome));
+        }
+    }
+}
+
+/// Counts a generation's live task; the count drops when the registry drops the task's hooks.
+struct LiveTask(Arc<Generation>);
+
+impl LiveTask {
+    fn new(generation: Arc<Generation>) -> Self {
+        generation.live_tasks.fetch_add(1, Ordering::Relaxed);
+        Self(generation)
+    }
+}
+
+impl Drop for LiveTask {
+    fn drop(&mut self) {
+        self.0.live_tasks.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Wraps a plugin's task hooks as registry hooks that call into the plugin on its own threads.
+fn registry_hooks(
+    generation: Arc<Generation>,
+    hooks: HooksBox,
+    rx: tokio::sync::oneshot::Receiver<taskhost_registry::TaskOutcome>,
+) -> TaskHooks {
+    let stream = hooks.is_stream();
+    let hooks = Arc::new(Mutex::new(GenBox::new(hooks, generation.clone())));
+    let live = LiveTask::new(generation.clone());
+    let done = async move {
+        let outcome = rx.await.map_err(|_| {
+            ProducerError::from("producer dropped the task's completion without settling it")
+        });
+        drop(live);
+        outcome
+    };
+    let (cancel_hooks, cancel_gen) = (hooks.clone(), generation.clone());
+    let cancel = move |reason: Option<&str>| {
+        let reason = reason.map(str::to_owned);
+        let hooks = cancel_hooks.clone();
+        cancel_gen
+            .executor
+            .call(move || {
+                let mut h = hooks.lock().unwrap_or_else(|p| p.into_inner());
+                let reason: ROption<RStr<'_>> = reason.as_deref().map(RStr::from).into();
+                h.get_mut()
+                    .cancel(reason)
+                    .into_result()
+                    .map_err(|e| e.as_str().to_owned())
+            })
+            .unwrap_or_else(|| Err("the task's plugin generation is unloading".to_owned()))
+            .map_err(ProducerError)
+    };
+    let task_hooks = TaskHooks::new(done, cancel);
+    if !stream {
+        return task_hooks;
+    }
+    task_hooks.with_reader(move || {
+        let hooks = hooks.clone();
+        generation
+            .executor
+            .call(move || {
+                let mut h = hooks.lock().unwrap_or_else(|p| p.into_inner());
+                h.get_mut().read().as_str().to_owned()
+            })
+            .unwrap_or_default()
+    })
+}
+
+impl HostApi for GenHost {
+    fn register_tool(&self, spec: ToolSpec, handler: ToolHandlerBox) -> RResult<(), RString> {
+        let generation = match self.generation() {
+            Ok(g) => g,
+            Err(e) => return RErr(e),
+        };
+        let schema: serde_json::Value = match serde_json::from_str(spec.input_schema_json.as_str())
+        {
+            Ok(v @ serde_json::Value::Object(_)) => v,
+            _ => {
+                return RErr(err(format!(
+                    "tool {}: the input schema is not a JSON object",
+                    spec.name
+                )));
+            }
+        };
+        let entry = ToolEntry {
+            name: spec.name.as_str().to_owned(),
+            description: spec.description.as_str().to_owned(),
+            input_schema: schema,
+            handler: Arc::new(GenBox::new(handler, generation.clone())),
+        };
+        match self.shared.add_tool(&generation, entry) {
+            Ok(()) => ROk(()),
+            Err(e) => RErr(err(e)),
+        }
+    }
+
+    fn unregister_tool(&self, name: RStr<'_>) {
+        if let Ok(generation) = self.generation() {
+            self.shared.remove_tool(&generation, name.as_str());
+        }
+    }
+
+    fn start_task(&self, decl: TaskDecl, starter: StarterBox) -> RResult<RString, RString> {
+        let generation = match self.generation() {
+            Ok(g) => g,
+            Err(e) => return RErr(e),
+        };
+        let owner = match decl.owner_session.as_ref().into_option() {
+            None => None,
+            Some(s) => match self.shared.sessions.agent(s.as_str()) {
+                Some(agent) => Some(agent),
+                None => return RErr(err(format!("unknown session {s}"))),
+            },
+        };
+        let run_gen = generation.clone();
+        let run = move || {
+            let mut starter = starter;
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let completion =
+                Completion_TO::from_value(HostCompletion(Mutex::new(Some(tx))), TD_Opaque);
+            // The registry calls this on the thread that called start_task: one of the generation's.
+            let started = starter.run(completion).into_result();
+            drop(starter);
+            match started {
+                Ok(hooks) => Ok(registry_hooks(run_gen, hooks, rx)),
+                Err(e) => Err(ProducerError(e.as_str().to_owned())),
+            }
+        };
+        let mut spec = TaskStart::new(decl.kind.as_str(), decl.label.as_str(), run);
+        if let Some(limit) = decl.output_limit_bytes.into_option() {
+            spec = spec.output_limit_bytes(limit);
+        }
+        if let Some(owner) = owner {
+            spec = spec.owner(owner);
+        }
+        match self.shared.registry.start(spec) {
+            Ok(id) => ROk(id.as_str().into()),
+            Err(e) => RErr(err(e)),
+        }
+    }
+
+    fn attach_surface(&self, name: RStr<'_>) -> u64 {
+        let Ok(generation) = self.generation() else {
+            return 0;
+        };
+        let registration = self
+            .shared
+            .registry
+            .attach_surface(name.as_str(), SurfaceScope::Global);
+        let key = self.shared.next_key();
+        generation.state().surfaces.push((key, registration));
+        key
+    }
+
+    fn detach_surface(&self, key: u64) {
+        if let Ok(generation) = self.generation() {
+            generation.state().surfaces.retain(|(k, _)| *k != key);
+        }
+    }
+
+    fn get_task(&self, caller: RStr<'_>, id: RStr<'_>) -> RResult<FfiSnapshot, RString> {
+        let caller = self.caller(caller);
+        match self.shared.registry.get(id.as_str(), caller.as_ref()) {
+            Ok(s) => ROk(convert::snapshot(&s)),
+            Err(e) => RErr(err(e)),
+        }
+    }
+
+    fn list_tasks(&self, caller: RStr<'_>) -> RVec<FfiSnapshot> {
+        let caller = self.caller(caller);
+        self.shared
+            .registry
+            .list(caller.as_ref())
+            .iter()
+            .map(convert::snapshot)
+            .collect()
+    }
+
+    fn read_task(&self, caller: RStr<'_>, id: RStr<'_>) -> RResult<FfiRead, RString> {
+        let caller = self.caller(caller);
+        match self.shared.registry.read(id.as_str(), caller.as_ref()) {
+            Ok(r) => ROk(FfiRead {
+                text: r.text.into(),
+                snapshot: convert::snapshot(&r.snapshot),
+            }),
+            Err(e) => RErr(err(e)),
+        }
+    }
+
+    fn kill_task(
+        &self,
+        caller: RStr<'_>,
+        id: RStr<'_>,
+        reason: ROption<RStr<'_>>,
+    ) -> RResult<FfiKill, RString> {
+        let caller = self.caller(caller);
+        let reason = reason.into_option().map(|r| r.as_str().to_owned());
+        match self
+            .shared
+            .registry
+            .kill(id.as_str(), caller.as_ref(), reason.as_deref())
+        {
+            Ok(KillOutcome::Requested(s)) => ROk(FfiKill {
+                requested: true,
+                snapshot: convert::snapshot(&s),
+            }),
+            Ok(KillOutcome::AlreadyFinished(s)) => ROk(FfiKill {
+                requested: false,
+                snapshot: convert::snapshot(&s),
+            }),
+            Err(e) => RErr(err(e)),
+        }
+    }
+
+    fn wait_task(
+        &self,
+        caller: RStr<'_>,
+        id: RStr<'_>,
+        timeout_ms: f64,
+    ) -> RResult<FfiSnapshot, RString> {
+        let caller = self.caller(caller);
+        let registry = self.shared.registry.clone();
+        let id = id.as_str().to_owned();
+        // Plugin code runs on generation threads, never on the runtime's, so blocking here is sound.
+        let waited = self
+            .shared
+            .runtime
+            .block_on(async move { registry.wait(&id, timeout_ms, caller.as_ref(), None).await });
+        match waited {
+            Ok(s) => ROk(convert::snapshot(&s)),
+            Err(e) => RErr(err(e)),
+        }
+    }
+
+    fn on_task_done(&self, listener: ListenerBox) -> u64 {
+        let Ok(generation) = self.generation() else {
+            return 0;
+        };
+        let key = self.shared.next_key();
+        self.shared
+            .add_listener(key, Arc::new(GenBox::new(listener, generation.clone())));
+        generation.state().listeners.push(key);
+        key
+    }
+
+    fn remove_listener(&self, key: u64) {
+        self.shared.remove_listener(key);
+    }
+
+    fn notify(&self, session: RStr<'_>, text: RStr<'_>) {
+        self.shared.sessions.notify(session.as_str(), text.as_str());
+    }
+
+    fn log(&self, level: u8, target: RStr<'_>, message: RStr<'_>) {
+        let (plugin, generation) = match self.generation.upgrade() {
+            Some(g) => (g.plugin.clone(), g.number),
+            None => ("?".to_owned(), 0),
+        };
+        let (target, message) = (target.as_str(), message.as_str());
+        match level {
+            level::ERROR => tracing::error!(%plugin, generation, target, "{message}"),
+            level::WARN => tracing::warn!(%plugin, generation, target, "{message}"),
+            level::INFO => tracing::info!(%plugin, generation, target, "{message}"),
+            level::DEBUG => tracing::debug!(%plugin, generation, target, "{message}"),
+            _ => tracing::trace!(%plugin, generation, target, "{message}"),
+        }
+    }
+
+    fn spawn_worker(&self, worker: WorkerBox) {
+        let Ok(generation) = self.generation() else {
+            return;
+        };
+        let keep = generation.clone();
+        let submitted = generation.executor.submit(move || {
+            let mut worker = worker;
+            worker.run();
+            drop(worker);
+            drop(keep);
+        });
+        if !submitted {
+            tracing::error!(plugin = %generation.plugin, generation = generation.number, "cannot start a plugin worker");
+        }
+    }
+
+    fn config_json(&self) -> RString {
+        self.generation
+            .upgrade()
+            .map_or_else(|| "{}".into(), |g| g.config_json.as_str().into())
+    }
+}

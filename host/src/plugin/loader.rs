@@ -1,0 +1,305 @@
+//! Opening a plugin file: the trust check, the generation's private file, and the ABI checks.
+//!
+//! This is one of the two places with `unsafe` code (the other is the host-handle glue): loading a
+//! library runs its initializers, and the root module hands out `'static` references that are only
+//! valid while the library stays open. [`Libraries`] owns both handles; a
+//! [`Generation`](super::Generation) owns the libraries and every value that could point into them.
+
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use abi_stable::StableAbi;
+use abi_stable::abi_stability::abi_checking::{
+    CheckingGlobals, check_layout_compatibility_with_globals,
+};
+use abi_stable::library::{LibraryError, RawLibrary, RootModule, lib_header_from_raw_library};
+use abi_stable::sabi_types::VersionNumber;
+use taskhost_abi::{ABI_VERSION, PluginModRef, abi_stable};
+
+/// Why a plugin file could not be loaded. Each names the file and the cause.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file or its directory is writable by others, or owned by another user.
+    #[error(
+        "refusing plugin {path}: {why} (loading a library runs its code; pass --allow-untrusted-plugins to override)"
+    )]
+    Untrusted {
+        /// The plugin file.
+        path: PathBuf,
+        /// What made it untrusted.
+        why: String,
+    },
+    /// The file could not be read or copied.
+    #[error("cannot read plugin {path}: {source}")]
+    Io {
+        /// The plugin file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The dynamic loader refused the file (truncated, not a library, unresolved symbols).
+    #[error("plugin {path} is not a loadable library: {cause}")]
+    NotALibrary {
+        /// The plugin file.
+        path: PathBuf,
+        /// The loader's message.
+        cause: String,
+    },
+    /// The library exports no taskhost root module.
+    #[error("plugin {path} is not a taskhost plugin: it exports no root module ({cause})")]
+    NoRootModule {
+        /// The plugin file.
+        path: PathBuf,
+        /// The loader's message.
+        cause: String,
+    },
+    /// The plugin was built against an incompatible interface.
+    #[error("plugin {path} has an incompatible ABI: {mismatch}")]
+    AbiMismatch {
+        /// The plugin file.
+        path: PathBuf,
+        /// What differs (the tail of abi_stable's report).
+        mismatch: String,
+    },
+    /// The plugin's init failed or panicked.
+    #[error("plugin {plugin} ({path}) failed to initialize: {message}")]
+    Init {
+        /// The plugin's name.
+        plugin: String,
+        /// The plugin file.
+        path: PathBuf,
+        /// The plugin's error.
+        message: String,
+    },
+    /// The plugin's tools clash with another plugin's.
+    #[error("plugin {plugin} ({path}) registers tool {tool}, which plugin {owner} already serves")]
+    ToolClash {
+        /// The plugin's name.
+        plugin: String,
+        /// The plugin file.
+        path: PathBuf,
+        /// The contested tool.
+        tool: String,
+        /// The plugin serving it.
+        owner: String,
+    },
+}
+
+/// The two handles of one generation's file: the `RTLD_NOW` validation handle and abi_stable's.
+/// Dropping this closes the library (both handles are refcounts on one mapping).
+pub(crate) struct Libraries {
+    _abi: RawLibrary,
+    _validated: libloading::os::unix::Library,
+}
+
+/// Refuses files (and directories) that others could have written.
+pub(crate) fn check_trust(path: &Path) -> Result<(), LoadError> {
+    let euid = unsafe_free_geteuid();
+    let check = |p: &Path, what: &str| -> Result<(), LoadError> {
+        let meta = fs::metadata(p).map_err(|source| LoadError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        if meta.uid() != euid {
+            return Err(LoadError::Untrusted {
+                path: path.to_owned(),
+                why: format!(
+                    "{what} {} is owned by uid {}, not {euid}",
+                    p.display(),
+                    meta.uid()
+                ),
+            });
+        }
+        if meta.permissions().mode() & 0o022 != 0 {
+            return Err(LoadError::Untrusted {
+                path: path.to_owned(),
+                why: format!("{what} {} is writable by group or others", p.display()),
+            });
+        }
+        Ok(())
+    };
+    check(path, "file")?;
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    check(dir, "directory")
+}
+
+fn unsafe_free_geteuid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// The (device, inode) pair glibc identifies a loaded object by.
+pub(crate) fn file_id(path: &Path) -> std::io::Result<(u64, u64)> {
+    fs::metadata(path).map(|m| (m.dev(), m.ino()))
+}
+
+/// Gives the generation its own file, `<dir>/<stem>.g<N>.so`: a hardlink when possible (O(1), and safe
+/// because cargo and linkers replace artifacts rather than rewrite them), else a copy. `link` must be
+/// false when a mapped generation came from the same inode: glibc recognizes an already-loaded object
+/// by device and inode, so `dlopen` of a second link would hand back the old mapping.
+pub(crate) fn private_copy(
+    source: &Path,
+    dir: &Path,
+    number: u64,
+    link: bool,
+) -> Result<PathBuf, LoadError> {
+    let io = |source_err| LoadError::Io {
+        path: source.to_owned(),
+        source: source_err,
+    };
+    fs::create_dir_all(dir).map_err(io)?;
+    let stem = source
+        .file_stem()
+        .map_or_else(|| "plugin".into(), |s| s.to_string_lossy().into_owned());
+    let target = dir.join(format!("{stem}.g{number}.so"));
+    let _ = fs::remove_file(&target);
+    if !link || fs::hard_link(source, &target).is_err() {
+        fs::copy(source, &target).map_err(io)?;
+    }
+    Ok(target)
+}
+
+/// Checks that `bytes` is a whole 64-bit little-endian ELF shared object: every program segment and the
+/// section table lie inside the file. `dlopen` of a truncated library maps segments past the end of
+/// the file and dies of SIGBUS when it touches them, so a file still being written must be caught here.
+pub(crate) fn check_elf(bytes: &[u8]) -> Result<(), String> {
+    let u16_at = |o: usize| {
+        bytes
+            .get(o..o + 2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]) as u64)
+    };
+    let u64_at = |o: usize| {
+        bytes
+            .get(o..o + 8)
+            .map(|b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+    };
+    let len = bytes.len() as u64;
+    if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" {
+        return Err("not an ELF file".to_owned());
+    }
+    if bytes[4] != 2 || bytes[5] != 1 {
+        return Err("not a 64-bit little-endian ELF file".to_owned());
+    }
+    if u16_at(16) != Some(3) {
+        return Err("not a shared object (ELF type is not ET_DYN)".to_owned());
+    }
+    let field = |v: Option<u64>| v.ok_or_else(|| "truncated ELF header".to_owned());
+    let (phoff, phentsize, phnum) = (field(u64_at(32))?, field(u16_at(54))?, field(u16_at(56))?);
+    let (shoff, shentsize, shnum) = (field(u64_at(40))?, field(u16_at(58))?, field(u16_at(60))?);
+    let within = |off: u64, size: u64| off.checked_add(size).is_some_and(|end| end <= len);
+    if !within(phoff, phentsize * phnum) || !within(shoff, shentsize * shnum) {
+        return Err(format!(
+            "truncated: the file ends at byte {len}, before its header tables"
+        ));
+    }
+    for i in 0..phnum {
+        let ph = (phoff + i * phentsize) as usize;
+        let (offset, filesz) = (field(u64_at(ph + 8))?, field(u64_at(ph + 32))?);
+        if !within(offset, filesz) {
+            return Err(format!(
+                "truncated: segment {i} ends past the end of the file (byte {len})"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Opens a generation's file and checks it: loadable with every symbol resolved, a taskhost root
+/// module, a compatible abi_stable version and interface layout, and our [`ABI_VERSION`].
+pub(crate) fn open(source: &Path, file: &Path) -> Result<(PluginModRef, Libraries), LoadError> {
+    let bytes = fs::read(file).map_err(|e| LoadError::Io {
+        path: source.to_owned(),
+        source: e,
+    })?;
+    check_elf(&bytes).map_err(|cause| LoadError::NotALibrary {
+        path: source.to_owned(),
+        cause,
+    })?;
+    drop(bytes);
+    let flags = libc::RTLD_NOW | libc::RTLD_LOCAL;
+    // SAFETY: loading a library runs its initializers; the file passed the trust check and is the
+    // generation's private file, which nothing rewrites while it is mapped. RTLD_NOW resolves every
+    // symbol here, so a missing one fails the load instead of aborting mid-call; RTLD_LOCAL keeps the
+    // root-module symbol every plugin exports from colliding.
+    let validated =
+        unsafe { libloading::os::unix::Library::open(Some(file), flags) }.map_err(|e| {
+            LoadError::NotALibrary {
+                path: source.to_owned(),
+                cause: e.to_string(),
+            }
+        })?;
+    let raw = RawLibrary::load_at(file).map_err(|e| LoadError::NotALibrary {
+        path: source.to_owned(),
+        cause: e.to_string(),
+    })?;
+    // SAFETY: the header's 'static references point into the library, which `Libraries` keeps open for
+    // as long as the generation (the only holder of the module) lives.
+    let header = unsafe { lib_header_from_raw_library(&raw) }.map_err(|e| match e {
+        LibraryError::GetSymbolError { .. } => LoadError::NoRootModule {
+            path: source.to_owned(),
+            cause: e.to_string(),
+        },
+        other => LoadError::AbiMismatch {
+            path: source.to_owned(),
+            mismatch: tail(&other.to_string()),
+        },
+    })?;
+    let mismatch = |m: String| LoadError::AbiMismatch {
+        path: source.to_owned(),
+        mismatch: m,
+    };
+    let expected =
+        VersionNumber::new(PluginModRef::VERSION_STRINGS).map_err(|e| mismatch(e.to_string()))?;
+    let actual =
+        VersionNumber::new(header.version_strings()).map_err(|e| mismatch(e.to_string()))?;
+    if expected.major != actual.major || (expected.major == 0 && expected.minor > actual.minor) {
+        return Err(mismatch(format!(
+            "built with taskhost-abi {actual}, the host expects {expected}"
+        )));
+    }
+    let layout = header
+        .layout()
+        .ok_or_else(|| mismatch("the root module carries no layout".into()))?;
+    // A fresh checker per generation: the process-wide one would keep pointers into unloaded files.
+    check_layout_compatibility_with_globals(
+        <PluginModRef as StableAbi>::LAYOUT,
+        layout,
+        &CheckingGlobals::new(),
+    )
+    .map_err(|e| mismatch(tail(&e.to_string())))?;
+    // SAFETY: the layout was just checked against ours; the module stays valid while `raw` is open.
+    let module = unsafe { header.unchecked_layout::<PluginModRef>() }.map_err(|e| {
+        LoadError::NotALibrary {
+            path: source.to_owned(),
+            cause: format!("root module: {e}"),
+        }
+    })?;
+    if module.abi_version() != ABI_VERSION {
+        return Err(mismatch(format!(
+            "taskhost ABI version {} (the host speaks {ABI_VERSION})",
+            module.abi_version()
+        )));
+    }
+    Ok((
+        module,
+        Libraries {
+            _abi: raw,
+            _validated: validated,
+        },
+    ))
+}
+
+/// The last lines of abi_stable's long mismatch report: where the actual difference is named.
+fn tail(report: &str) -> String {
+    let lines: Vec<&str> = report
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let start = lines.len().saturating_sub(10);
+    lines[start..].join(" / ")
+}

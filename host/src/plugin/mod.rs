@@ -1,0 +1,506 @@
+//! Plugins: loading, generations, the atomic swap, retiring and unloading.
+//!
+//! A load of a plugin file makes a new [`Generation`] from a private copy of the file. Its `init` runs
+//! with the tools it registers staged; only if it succeeds are they swapped in, under one write of the
+//! tool table, so the tool set changes atomically. The old generation is then retired: its surfaces
+//! detach (after the new one attached its own, so the fence never flaps), its listeners go, its
+//! instance is disposed. Calls already in flight finish on it; tasks it started keep it loaded until
+//! they settle; then it unloads for real.
+
+mod convert;
+mod executor;
+mod generation;
+mod host_api;
+mod loader;
+mod tools;
+pub mod watch;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
+
+use taskhost_abi::abi_stable::sabi_trait::TD_Opaque;
+use taskhost_abi::{HostApi_TO, ListenerBox};
+use taskhost_registry::{Registration, Registry};
+use tokio::runtime::Handle;
+
+pub use generation::Generation;
+pub use loader::LoadError;
+pub use tools::{CallError, CallOutput, ToolEntry};
+
+use crate::sessions::Sessions;
+use generation::GenBox;
+
+/// State every generation's host handle reaches.
+pub(crate) struct Shared {
+    pub(crate) registry: Registry,
+    pub(crate) sessions: Sessions,
+    pub(crate) runtime: Handle,
+    tools: RwLock<tools::Table>,
+    listeners: Mutex<BTreeMap<u64, Arc<GenBox<ListenerBox>>>>,
+    keys: AtomicU64,
+    tools_changed: Mutex<Vec<Arc<dyn Fn() + Send + Sync>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Shared {
+    pub(crate) fn next_key(&self) -> u64 {
+        self.keys.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    fn tools_read(&self) -> std::sync::RwLockReadGuard<'_, tools::Table> {
+        self.tools.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn tools_write(&self) -> std::sync::RwLockWriteGuard<'_, tools::Table> {
+        self.tools.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Registers a tool for `generation`: staged until its swap, live after.
+    fn add_tool(&self, generation: &Arc<Generation>, entry: ToolEntry) -> Result<(), String> {
+        let mut state = generation.state();
+        if !state.swapped_in {
+            if state.staged.iter().any(|t| t.name == entry.name) {
+                return Err(format!("tool {} registered twice", entry.name));
+            }
+            state.staged.push(entry);
+            return Ok(());
+        }
+        let mut table = self.tools_write();
+        if let Some(existing) = table.get(&entry.name)
+            && existing.plugin() != generation.plugin
+        {
+            return Err(format!(
+                "tool {} is already served by plugin {}",
+                entry.name,
+                existing.plugin()
+            ));
+        }
+        state.tool_names.push(entry.name.clone());
+        table.insert(entry.name.clone(), entry);
+        drop(table);
+        drop(state);
+        self.fire_tools_changed();
+        Ok(())
+    }
+
+    fn remove_tool(&self, generation: &Arc<Generation>, name: &str) {
+        let mut state = generation.state();
+        state.staged.retain(|t| t.name != name);
+        state.tool_names.retain(|t| t != name);
+        let removed = {
+            let mut table = self.tools_write();
+            let ours = table
+                .get(name)
+                .is_some_and(|t| Arc::ptr_eq(t.handler.generation(), generation));
+            ours && table.remove(name).is_some()
+        };
+        drop(state);
+        if removed {
+            self.fire_tools_changed();
+        }
+    }
+
+    fn add_listener(&self, key: u64, listener: Arc<GenBox<ListenerBox>>) {
+        lock(&self.listeners).insert(key, listener);
+    }
+
+    fn remove_listener(&self, key: u64) {
+        lock(&self.listeners).remove(&key);
+    }
+
+    fn fire_tools_changed(&self) {
+        let callbacks = lock(&self.tools_changed).clone();
+        for c in callbacks {
+            c();
+        }
+    }
+
+    /// Hands a settlement to every plugin listener, each on its own generation's threads, without
+    /// waiting (a slow listener never holds up settlement).
+    fn fan_out(&self, snapshot: &taskhost_registry::TaskSnapshot) {
+        let listeners: Vec<_> = lock(&self.listeners).values().cloned().collect();
+        for l in listeners {
+            let snap = convert::snapshot(snapshot);
+            let generation = l.generation().clone();
+            generation.executor.submit(move || l.get().task_done(snap));
+        }
+    }
+}
+
+/// What one plugin file slot holds.
+struct Slot {
+    name: Option<String>,
+    config_json: String,
+    next_generation: u64,
+    active: Option<Arc<Generation>>,
+    retiring: Vec<Weak<Generation>>,
+    last_hash: Option<u64>,
+}
+
+/// A generation as reported in `taskhost://plugins`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GenerationInfo {
+    /// Its number.
+    pub generation: u64,
+    /// `active` or `retiring`.
+    pub state: &'static str,
+    /// Its unsettled tasks.
+    pub live_tasks: usize,
+}
+
+/// A plugin as reported in `taskhost://plugins`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PluginInfo {
+    /// The plugin's name (the file stem until a generation loaded).
+    pub name: String,
+    /// The plugin file.
+    pub path: PathBuf,
+    /// Its mapped generations, oldest first.
+    pub generations: Vec<GenerationInfo>,
+}
+
+/// Options for loading plugins.
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    /// Where generation files go (private to this process).
+    pub generation_dir: PathBuf,
+    /// Skip the trust check.
+    pub allow_untrusted: bool,
+}
+
+/// The loaded plugins and the tool table they feed.
+pub struct Plugins {
+    shared: Arc<Shared>,
+    options: LoadOptions,
+    slots: Mutex<BTreeMap<PathBuf, Slot>>,
+    /// Serializes loads: one swap at a time.
+    load_lock: Mutex<()>,
+    _fan_out: Registration,
+}
+
+impl Plugins {
+    pub(crate) fn new(registry: Registry, runtime: Handle, options: LoadOptions) -> Self {
+        let shared = Arc::new(Shared {
+            sessions: Sessions::new(registry.clone()),
+            registry: registry.clone(),
+            runtime,
+            tools: RwLock::new(BTreeMap::new()),
+            listeners: Mutex::new(BTreeMap::new()),
+            keys: AtomicU64::new(0),
+            tools_changed: Mutex::new(Vec::new()),
+        });
+        let weak = Arc::downgrade(&shared);
+        let fan_out = registry.on_task_done(Arc::new(move |snapshot, _owner| {
+            if let Some(shared) = weak.upgrade() {
+                shared.fan_out(snapshot);
+            }
+        }));
+        Self {
+            shared,
+            options,
+            slots: Mutex::new(BTreeMap::new()),
+            load_lock: Mutex::new(()),
+            _fan_out: fan_out,
+        }
+    }
+
+    pub(crate) fn sessions(&self) -> &Sessions {
+        &self.shared.sessions
+    }
+
+    /// Calls `f` after every change of the tool set.
+    pub fn on_tools_changed(&self, f: impl Fn() + Send + Sync + 'static) {
+        lock(&self.shared.tools_changed).push(Arc::new(f));
+    }
+
+    /// The tools served now, by name.
+    pub fn tools(&self) -> Vec<ToolEntry> {
+        self.shared.tools_read().values().cloned().collect()
+    }
+
+    /// Calls a tool for `session` (empty for none).
+    ///
+    /// # Errors
+    /// [`CallError`] when no plugin serves the tool, the arguments are not an object, or the serving
+    /// generation went away.
+    ///
+    /// # Cancel safety
+    /// Dropping the future abandons the result; the call itself runs to its end on the plugin's thread.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        session: &str,
+        arguments: &serde_json::Value,
+    ) -> Result<CallOutput, CallError> {
+        let entry = self.shared.tools_read().get(name).cloned();
+        let entry = entry.ok_or_else(|| CallError::UnknownTool(name.to_owned()))?;
+        entry.call(session, arguments).await
+    }
+
+    /// Loads (or reloads) the plugin at `path` as a new generation and swaps it in once its init
+    /// succeeded. With `only_if_changed`, a file whose content is unchanged since the last successful
+    /// load is skipped (`Ok(None)`).
+    ///
+    /// # Errors
+    /// [`LoadError`] naming the file and the cause; the previous generation (if any) keeps serving.
+    pub fn load(
+        &self,
+        path: &Path,
+        config_json: Option<String>,
+        only_if_changed: bool,
+    ) -> Result<Option<Arc<Generation>>, LoadError> {
+        let _serial = lock(&self.load_lock);
+        let path = path.to_path_buf();
+        if !self.options.allow_untrusted {
+            loader::check_trust(&path)?;
+        }
+        let hash = content_hash(&path).map_err(|source| LoadError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let source_id = loader::file_id(&path).map_err(|source| LoadError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let (number, config_json, link) = {
+            let mut slots = lock(&self.slots);
+            let slot = slots.entry(path.clone()).or_insert_with(|| Slot {
+                name: None,
+                config_json: "{}".to_owned(),
+                next_generation: 1,
+                active: None,
+                retiring: Vec::new(),
+                last_hash: None,
+            });
+            if only_if_changed && slot.last_hash == Some(hash) {
+                return Ok(None);
+            }
+            if let Some(c) = config_json {
+                slot.config_json = c;
+            }
+            let n = slot.next_generation;
+            slot.next_generation += 1;
+            let mapped = slot
+                .active
+                .iter()
+                .cloned()
+                .chain(slot.retiring.iter().filter_map(Weak::upgrade));
+            let link = mapped.into_iter().all(|g| g.source_id != source_id);
+            (n, slot.config_json.clone(), link)
+        };
+        let file = loader::private_copy(&path, &self.options.generation_dir, number, link)?;
+        let opened = loader::open(&path, &file);
+        // The mapping stays valid after the name is gone; removing it now leaves nothing behind.
+        let _ = std::fs::remove_file(&file);
+        let (module, libraries) = opened?;
+        // The one plugin call made off the generation's threads: `name` returns a string literal (the
+        // export macro writes it), so it can register nothing thread-local.
+        let name = (module.name())().as_str().to_owned();
+        let mut generation = Generation::new(
+            name.clone(),
+            number,
+            path.clone(),
+            module,
+            libraries,
+            config_json,
+        );
+        generation.source_id = source_id;
+        let generation = Arc::new(generation);
+        self.init(&generation, &path)?;
+        self.swap(&generation, &path)?;
+        let mut slots = lock(&self.slots);
+        if let Some(slot) = slots.get_mut(&path) {
+            slot.last_hash = Some(hash);
+            slot.name = Some(name);
+            if let Some(old) = slot.active.replace(generation.clone()) {
+                slot.retiring.push(Arc::downgrade(&old));
+                drop(slots);
+                retire_state(&self.shared, &old);
+            }
+        }
+        tracing::info!(plugin = %generation.plugin, generation = generation.number, path = %path.display(), "plugin generation serving");
+        Ok(Some(generation))
+    }
+
+    fn init(&self, generation: &Arc<Generation>, path: &Path) -> Result<(), LoadError> {
+        let host = host_api::GenHost {
+            generation: Arc::downgrade(generation),
+            shared: self.shared.clone(),
+        };
+        let host = HostApi_TO::from_value(host, TD_Opaque);
+        let init = generation.module.init();
+        let result = generation
+            .executor
+            .call(move || match init(host).into_result() {
+                Ok(instance) => Ok(instance),
+                Err(e) => Err(e.as_str().to_owned()),
+            });
+        let fail = |message: String| {
+            retire_state(&self.shared, generation);
+            LoadError::Init {
+                plugin: generation.plugin.clone(),
+                path: path.to_owned(),
+                message,
+            }
+        };
+        match result {
+            Some(Ok(instance)) => {
+                generation.state().instance = Some(instance);
+                Ok(())
+            }
+            Some(Err(message)) => Err(fail(message)),
+            None => Err(fail("its thread could not be started".to_owned())),
+        }
+    }
+
+    /// Puts `generation`'s staged tools in the table, replacing the tools of the plugin's previous generation,
+    /// in one write.
+    fn swap(&self, generation: &Arc<Generation>, path: &Path) -> Result<(), LoadError> {
+        let mut state = generation.state();
+        let staged = std::mem::take(&mut state.staged);
+        {
+            let mut table = self.shared.tools_write();
+            for t in &staged {
+                if let Some(existing) = table.get(&t.name)
+                    && existing.plugin() != generation.plugin
+                {
+                    let e = LoadError::ToolClash {
+                        plugin: generation.plugin.clone(),
+                        path: path.to_owned(),
+                        tool: t.name.clone(),
+                        owner: existing.plugin().to_owned(),
+                    };
+                    drop(table);
+                    state.staged = staged;
+                    drop(state);
+                    retire_state(&self.shared, generation);
+                    return Err(e);
+                }
+            }
+            table.retain(|_, t| t.plugin() != generation.plugin);
+            for t in staged {
+                state.tool_names.push(t.name.clone());
+                table.insert(t.name.clone(), t);
+            }
+            state.swapped_in = true;
+        }
+        drop(state);
+        self.shared.fire_tools_changed();
+        Ok(())
+    }
+
+    /// Unloads a plugin: its tools go, its active generation is retired.
+    pub fn unload(&self, path: &Path) {
+        let _serial = lock(&self.load_lock);
+        let old = lock(&self.slots).get_mut(path).and_then(|s| {
+            let old = s.active.take();
+            if let Some(o) = &old {
+                s.retiring.push(Arc::downgrade(o));
+            }
+            s.last_hash = None;
+            old
+        });
+        if let Some(old) = old {
+            let removed = {
+                let mut table = self.shared.tools_write();
+                let before = table.len();
+                table.retain(|_, t| !Arc::ptr_eq(t.handler.generation(), &old));
+                before != table.len()
+            };
+            retire_state(&self.shared, &old);
+            if removed {
+                self.shared.fire_tools_changed();
+            }
+        }
+    }
+
+    /// The plugin table: each plugin with its mapped generations.
+    pub fn info(&self) -> Vec<PluginInfo> {
+        let mut slots = lock(&self.slots);
+        slots
+            .iter_mut()
+            .map(|(path, slot)| {
+                slot.retiring.retain(|w| w.strong_count() > 0);
+                let mut generations: Vec<GenerationInfo> = slot
+                    .retiring
+                    .iter()
+                    .filter_map(Weak::upgrade)
+                    .map(|g| GenerationInfo {
+                        generation: g.number,
+                        state: "retiring",
+                        live_tasks: g.live_tasks(),
+                    })
+                    .collect();
+                if let Some(g) = &slot.active {
+                    generations.push(GenerationInfo {
+                        generation: g.number,
+                        state: "active",
+                        live_tasks: g.live_tasks(),
+                    });
+                }
+                generations.sort_by_key(|g| g.generation);
+                let name = slot.name.clone().unwrap_or_else(|| {
+                    path.file_stem()
+                        .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
+                });
+                PluginInfo {
+                    name,
+                    path: path.clone(),
+                    generations,
+                }
+            })
+            .collect()
+    }
+
+    /// The paths of the plugin files loaded (or tried).
+    pub fn paths(&self) -> Vec<PathBuf> {
+        lock(&self.slots).keys().cloned().collect()
+    }
+
+    /// Retires every plugin (used at shutdown, after the registry is disposed).
+    pub fn unload_all(&self) {
+        for path in self.paths() {
+            self.unload(&path);
+        }
+    }
+}
+
+/// Retires a generation: its surfaces detach, its listeners go, its instance is disposed and dropped
+/// on its own threads. Whatever else holds it (tasks, in-flight calls, workers) keeps it loaded.
+fn retire_state(shared: &Shared, generation: &Arc<Generation>) {
+    generation.retired.store(true, Ordering::Relaxed);
+    let (instance, surfaces, listeners) = {
+        let mut s = generation.state();
+        s.staged.clear();
+        (
+            s.instance.take(),
+            std::mem::take(&mut s.surfaces),
+            std::mem::take(&mut s.listeners),
+        )
+    };
+    drop(surfaces);
+    for key in listeners {
+        shared.remove_listener(key);
+    }
+    if let Some(instance) = instance {
+        generation.executor.call(move || {
+            instance.dispose();
+            drop(instance);
+        });
+    }
+    tracing::info!(plugin = %generation.plugin, generation = generation.number, live_tasks = generation.live_tasks(), "plugin generation retired");
+}
+
+/// A cheap content hash, so a rebuild with identical bytes does not reload.
+fn content_hash(path: &Path) -> std::io::Result<u64> {
+    use std::hash::{DefaultHasher, Hasher};
+    let bytes = std::fs::read(path)?;
+    let mut h = DefaultHasher::new();
+    h.write(&bytes);
+    Ok(h.finish())
+}

@@ -1,0 +1,93 @@
+//! The live tool table: the union of what the active generations registered.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use taskhost_abi::{ToolCall, ToolHandlerBox};
+
+use super::generation::GenBox;
+
+/// A tool as the host serves it.
+#[derive(Clone)]
+pub struct ToolEntry {
+    /// The tool's name.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// Its JSON schema.
+    pub input_schema: serde_json::Value,
+    pub(crate) handler: Arc<GenBox<ToolHandlerBox>>,
+}
+
+impl ToolEntry {
+    /// The plugin serving the tool.
+    pub fn plugin(&self) -> &str {
+        &self.handler.generation().plugin
+    }
+
+    /// The generation serving the tool.
+    pub fn generation(&self) -> u64 {
+        self.handler.generation().number
+    }
+}
+
+/// The result of one tool call, copied out of plugin memory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallOutput {
+    /// The text.
+    pub text: String,
+    /// True for an error result.
+    pub is_error: bool,
+}
+
+/// Why a tool call did not reach a plugin.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum CallError {
+    /// No loaded plugin serves this tool.
+    #[error("unknown tool {0}")]
+    UnknownTool(String),
+    /// The arguments were not a JSON object.
+    #[error("invalid arguments for {tool}: expected a JSON object")]
+    BadArguments {
+        /// The tool.
+        tool: String,
+    },
+    /// The serving generation went away mid-call.
+    #[error("tool {0} is temporarily unavailable (its plugin is being unloaded)")]
+    Unavailable(String),
+}
+
+pub(crate) type Table = BTreeMap<String, ToolEntry>;
+
+impl ToolEntry {
+    /// Calls the tool on its generation's threads; in-flight calls keep their generation alive.
+    pub(crate) async fn call(
+        &self,
+        session: &str,
+        arguments: &serde_json::Value,
+    ) -> Result<CallOutput, CallError> {
+        if !arguments.is_object() {
+            return Err(CallError::BadArguments {
+                tool: self.name.clone(),
+            });
+        }
+        let handler = self.handler.clone();
+        let call = ToolCall {
+            session: session.into(),
+            arguments_json: arguments.to_string().into(),
+        };
+        let generation = handler.generation().clone();
+        let rx = generation
+            .executor
+            .call_async(move || {
+                let result = handler.get().call(call);
+                CallOutput {
+                    text: result.text.as_str().to_owned(),
+                    is_error: result.is_error,
+                }
+            })
+            .ok_or_else(|| CallError::Unavailable(self.name.clone()))?;
+        rx.await
+            .map_err(|_| CallError::Unavailable(self.name.clone()))
+    }
+}

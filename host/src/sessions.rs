@@ -1,0 +1,109 @@
+//! Sessions: each MCP session is one agent, the owner of the tasks it starts.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use taskhost_registry::{Agent, Registry};
+
+/// Where a session's notices go (the MCP layer installs one per connection).
+pub type NoticeSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+struct Entry {
+    agent: Agent,
+    pending: Vec<String>,
+    sink: Option<NoticeSink>,
+}
+
+/// The open sessions.
+pub struct Sessions {
+    registry: Registry,
+    inner: Mutex<HashMap<String, Entry>>,
+}
+
+impl Sessions {
+    pub(crate) fn new(registry: Registry) -> Self {
+        Self {
+            registry,
+            inner: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Opens a session: a new agent, registered as the live owner for `id`. Reopening an open id
+    /// replaces its agent (the old one's tasks stay until it is closed).
+    pub fn open(&self, id: &str) -> Agent {
+        let agent = Agent::new(id, id);
+        self.registry.register_agent(&agent);
+        self.lock().insert(
+            id.to_owned(),
+            Entry {
+                agent: agent.clone(),
+                pending: Vec::new(),
+                sink: None,
+            },
+        );
+        agent
+    }
+
+    /// Closes a session: its agent is disposed (its tasks cancelled and awaited, its records dropped).
+    ///
+    /// # Cancel safety
+    /// As [`Registry::dispose_agent`].
+    pub async fn close(&self, id: &str) {
+        let entry = self.lock().remove(id);
+        if let Some(e) = entry {
+            self.registry.dispose_agent(&e.agent).await;
+        }
+    }
+
+    /// The session's agent, if the session is open.
+    pub fn agent(&self, id: &str) -> Option<Agent> {
+        self.lock().get(id).map(|e| e.agent.clone())
+    }
+
+    /// Installs where the session's notices go; notices sent before are delivered to it at once.
+    pub fn set_sink(&self, id: &str, sink: NoticeSink) {
+        let pending = {
+            let mut g = self.lock();
+            let Some(e) = g.get_mut(id) else { return };
+            e.sink = Some(sink.clone());
+            std::mem::take(&mut e.pending)
+        };
+        for n in pending {
+            sink(&n);
+        }
+    }
+
+    /// Sends a notice to one session: to its sink, or kept until one is installed or
+    /// [`Sessions::take_notices`] collects it. A notice to a closed session is dropped.
+    pub fn notify(&self, id: &str, text: &str) {
+        let sink = {
+            let mut g = self.lock();
+            let Some(e) = g.get_mut(id) else { return };
+            match &e.sink {
+                Some(s) => s.clone(),
+                None => {
+                    e.pending.push(text.to_owned());
+                    return;
+                }
+            }
+        };
+        sink(text);
+    }
+
+    /// Takes the notices kept for a session without a sink.
+    pub fn take_notices(&self, id: &str) -> Vec<String> {
+        self.lock()
+            .get_mut(id)
+            .map(|e| std::mem::take(&mut e.pending))
+            .unwrap_or_default()
+    }
+
+    /// The ids of the open sessions.
+    pub fn ids(&self) -> Vec<String> {
+        self.lock().keys().cloned().collect()
+    }
+}

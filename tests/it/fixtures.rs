@@ -1,0 +1,168 @@
+//! Shared fixtures: locating the built plugins, a host per test, private plugin files.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use taskhost::{LoadOptions, Taskhost};
+use taskhost_registry::RegistryConfig;
+
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// The cargo target profile directory holding the built cdylibs (this binary is in its `deps/`).
+pub fn artifacts() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<binary>")
+        .to_path_buf()
+}
+
+/// A built plugin by crate file stem, e.g. `taskhost_test_probe`.
+pub fn built(stem: &str) -> PathBuf {
+    let p = artifacts().join(format!("lib{stem}.so"));
+    assert!(
+        p.exists(),
+        "{} is missing: build the workspace first (scripts/test does)",
+        p.display()
+    );
+    p
+}
+
+/// A fresh private directory (mode 0700) for one test.
+pub fn scratch(name: &str) -> PathBuf {
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("taskhost-it-{}-{name}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    set_mode(&dir, 0o700);
+    dir
+}
+
+pub fn set_mode(p: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
+/// Copies a built plugin into `dir` under a unique stem, so `/proc/self/maps` tells this test's
+/// generations apart from other tests' in the same process.
+pub fn plugin_copy(stem: &str, dir: &Path, unique: &str) -> PathBuf {
+    let target = dir.join(format!("lib{unique}.so"));
+    std::fs::copy(built(stem), &target).expect("copy plugin");
+    set_mode(&target, 0o755);
+    target
+}
+
+/// A host on its own runtime.
+pub struct Fixture {
+    pub rt: tokio::runtime::Runtime,
+    pub host: Arc<Taskhost>,
+    pub dir: PathBuf,
+}
+
+impl Fixture {
+    pub fn new(name: &str) -> Self {
+        Self::with_config(name, RegistryConfig::new())
+    }
+
+    pub fn with_config(name: &str, config: RegistryConfig) -> Self {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let dir = scratch(name);
+        let options = LoadOptions {
+            generation_dir: dir.join("gen"),
+            allow_untrusted: false,
+        };
+        let host = Arc::new(Taskhost::new(config, rt.handle().clone(), options));
+        Self { rt, host, dir }
+    }
+
+    /// Loads a private copy of the built plugin `stem` as `unique`.
+    pub fn load(&self, stem: &str, unique: &str) -> PathBuf {
+        let path = plugin_copy(stem, &self.dir, unique);
+        self.host
+            .plugins()
+            .load(&path, None, false)
+            .expect("load plugin");
+        path
+    }
+
+    /// Calls a tool; returns its text, `Error: ...` for error results.
+    pub fn call(&self, tool: &str, session: &str, args: Value) -> String {
+        let out = self
+            .rt
+            .block_on(self.host.plugins().call_tool(tool, session, &args));
+        match out {
+            Ok(o) => o.text,
+            Err(e) => format!("call error: {e}"),
+        }
+    }
+
+    pub fn start_probe(&self, session: &str, args: Value) -> String {
+        let text = self.call("probe_start", session, args);
+        text.strip_prefix("started background task ")
+            .unwrap_or_else(|| panic!("not started: {text}"))
+            .to_owned()
+    }
+
+    /// Reads until the task settles, returning all output and the final status line.
+    pub fn drain(&self, session: &str, id: &str) -> (String, String) {
+        let mut all = String::new();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let text = self.call("s_read", session, json!({"task_id": id}));
+            let (body, status) = split_status(&text);
+            all.push_str(body);
+            if !status.starts_with("[status: running") && !status.starts_with("[status: stopping") {
+                return (all, status.to_owned());
+            }
+            assert!(Instant::now() < deadline, "task {id} did not settle");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+pub fn split_status(text: &str) -> (&str, &str) {
+    match text.rfind("[status: ") {
+        Some(i) => (&text[..i], &text[i..]),
+        None => panic!("no status line in {text:?}"),
+    }
+}
+
+/// The expected output of a probe task of `n` lines.
+pub fn probe_lines(n: u64) -> String {
+    (0..n).map(|i| format!("line {i}\n")).collect()
+}
+
+/// Generation files of `unique` mapped in this process now.
+pub fn mapped_generations(unique: &str) -> Vec<String> {
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("maps");
+    let mut names: Vec<String> = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .filter(|p| p.contains(&format!("lib{unique}.g")))
+        .map(str::to_owned)
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Polls until `f` holds or the timeout passes; returns whether it held.
+pub fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if f() {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

@@ -1,0 +1,163 @@
+//! Loading: panics contained, bad files refused with one clear error, the old generation serving on.
+
+use serde_json::json;
+
+use crate::fixtures::*;
+
+#[test]
+fn a_panicking_tool_call_is_an_error_result_and_the_host_lives_on() {
+    let f = Fixture::new("tool-panic");
+    f.load("taskhost_test_probe", "probe_tool_panic");
+    assert_eq!(
+        f.call("probe_panic", "", json!({})),
+        "Error: tool call panicked: probe tool panicked"
+    );
+    assert_eq!(f.call("probe_calls", "", json!({})), "0");
+}
+
+#[test]
+fn a_panicking_or_failing_init_is_a_load_failure_naming_the_plugin() {
+    let f = Fixture::new("init-panic");
+    let path = plugin_copy("taskhost_test_probe", &f.dir, "probe_init_panic");
+    let err = f
+        .host
+        .plugins()
+        .load(&path, Some(r#"{"panic_in_init": true}"#.into()), false)
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("plugin probe") && text.contains("init panicked: probe init panicked"),
+        "{text}"
+    );
+    let err = f
+        .host
+        .plugins()
+        .load(&path, Some(r#"{"fail_in_init": true}"#.into()), false)
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .ends_with("failed to initialize: probe init refused"),
+        "{err}"
+    );
+    assert!(f.host.plugins().tools().is_empty());
+}
+
+#[test]
+fn a_panicking_cancel_fails_the_kill_and_leaves_the_task_running() {
+    let f = Fixture::new("cancel-panic");
+    f.load("taskhost_test_probe", "probe_cancel_panic");
+    f.load("taskhost_test_surface", "surface_cancel_panic");
+    f.host.sessions().open("s");
+    let id = f.start_probe(
+        "s",
+        json!({"lines": 20, "interval_ms": 5, "cancel": "panic"}),
+    );
+    assert_eq!(
+        f.call("s_kill", "s", json!({"task_id": id})),
+        "Error: cancel panicked: probe cancel panicked"
+    );
+    let (_, status) = f.drain("s", &id);
+    assert_eq!(status, "[status: completed, exit code: 0]");
+}
+
+#[test]
+fn a_panicking_listener_is_contained() {
+    let f = Fixture::new("listener-panic");
+    f.load("taskhost_test_probe", "probe_listener_panic");
+    f.load("taskhost_test_surface", "surface_listener_panic");
+    f.host.sessions().open("s");
+    assert_eq!(f.call("probe_listen", "s", json!({})), "listening");
+    let id = f.start_probe("s", json!({"lines": 1}));
+    let (_, status) = f.drain("s", &id);
+    assert_eq!(status, "[status: completed, exit code: 0]");
+    assert_eq!(f.call("probe_calls", "s", json!({})), "1");
+}
+
+#[test]
+fn bad_plugin_files_are_refused_with_one_clear_error_and_the_old_generation_keeps_serving() {
+    let f = Fixture::new("bad-files");
+    let path = f.load("taskhost_test_probe", "probe_bad");
+    let good = std::fs::read(&path).unwrap();
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "truncated library",
+            good[..4096].to_vec(),
+            "is not a loadable library",
+        ),
+        (
+            "not a library",
+            b"#!/bin/sh\necho hi\n".to_vec(),
+            "is not a loadable library",
+        ),
+        (
+            "library without our root module",
+            std::fs::read(libm()).unwrap(),
+            "exports no root module",
+        ),
+    ];
+    for (what, bytes, expected) in cases {
+        // Replace the file the way a build does (a new inode), never in place.
+        let tmp = f.dir.join("incoming.so");
+        std::fs::write(&tmp, &bytes).unwrap();
+        set_mode(&tmp, 0o755);
+        std::fs::rename(&tmp, &path).unwrap();
+        let err = f
+            .host
+            .plugins()
+            .load(&path, None, false)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(&path.display().to_string()), "{what}: {err}");
+        assert!(err.contains(expected), "{what}: {err}");
+        assert!(
+            f.call("probe_calls", "", json!({})).parse::<u64>().is_ok(),
+            "{what}"
+        );
+    }
+    let tools = f.host.plugins().tools();
+    assert!(tools.iter().all(|t| t.generation() == 1));
+}
+
+#[test]
+fn a_world_writable_plugin_file_or_directory_is_refused_unless_allowed() {
+    let f = Fixture::new("untrusted");
+    let path = plugin_copy("taskhost_test_probe", &f.dir, "probe_untrusted");
+    set_mode(&path, 0o757);
+    let err = f
+        .host
+        .plugins()
+        .load(&path, None, false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(&format!("refusing plugin {}", path.display())),
+        "{err}"
+    );
+    assert!(err.contains("writable by group or others"), "{err}");
+    set_mode(&path, 0o755);
+    set_mode(&f.dir, 0o777);
+    let err = f
+        .host
+        .plugins()
+        .load(&path, None, false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("directory") && err.contains("writable by group or others"),
+        "{err}"
+    );
+    set_mode(&f.dir, 0o700);
+    assert!(f.host.plugins().load(&path, None, false).is_ok());
+}
+
+fn libm() -> std::path::PathBuf {
+    [
+        "/lib/x86_64-linux-gnu/libm.so.6",
+        "/usr/lib/x86_64-linux-gnu/libm.so.6",
+        "/lib64/libm.so.6",
+    ]
+    .iter()
+    .map(std::path::PathBuf::from)
+    .find(|p| p.exists())
+    .expect("libm for the no-root-module case")
+}

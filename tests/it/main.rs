@@ -1,0 +1,6 @@
+//! Integration tests: real cdylibs loaded by the real host. Build the workspace first (`scripts/test`
+//! does), so the test plugins exist next to this binary.
+
+mod fixtures;
+mod loading;
+mod reload;

@@ -1,0 +1,151 @@
+//! A producer whose tasks the tests steer: they stream numbered lines at an interval, then settle;
+//! their cancel succeeds, fails, panics or is ignored on demand; tools and init panic on demand.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use taskhost_abi::sdk::TaskControl;
+use taskhost_abi::serde_json::{Value, json};
+use taskhost_abi::{FfiOutcome, FfiStatus, Host, Plugin, ToolCall, ToolResult, export_plugin};
+
+/// Calls served by this generation's code (statics start at zero in every generation).
+static CALLS: AtomicU64 = AtomicU64::new(0);
+
+struct Probe;
+
+impl Plugin for Probe {
+    fn prompt_section(&self) -> String {
+        "Probe tasks stream numbered lines.".to_owned()
+    }
+}
+
+struct Control {
+    cancelled: Arc<AtomicBool>,
+    output: Option<Arc<Mutex<String>>>,
+    mode: String,
+}
+
+impl TaskControl for Control {
+    fn cancel(&mut self, _reason: Option<&str>) -> Result<(), String> {
+        match self.mode.as_str() {
+            "fail" => Err("probe cancel refused".to_owned()),
+            "panic" => panic!("probe cancel panicked"),
+            "hang" => Ok(()),
+            _ => {
+                self.cancelled.store(true, Ordering::SeqCst);
+                Ok(())
+            }
+        }
+    }
+
+    fn read(&mut self) -> Option<String> {
+        self.output
+            .as_ref()
+            .map(|o| std::mem::take(&mut *o.lock().unwrap_or_else(|p| p.into_inner())))
+    }
+}
+
+fn args(call: &ToolCall) -> Value {
+    taskhost_abi::serde_json::from_str(call.arguments_json.as_str()).unwrap_or(Value::Null)
+}
+
+fn start(host: &Host, call: &ToolCall) -> ToolResult {
+    let a = args(call);
+    let lines = a["lines"].as_u64().unwrap_or(3);
+    let interval = Duration::from_millis(a["interval_ms"].as_u64().unwrap_or(10));
+    let final_output = a["final"].as_bool().unwrap_or(false);
+    let mode = a["cancel"].as_str().unwrap_or("ok").to_owned();
+    let owner = (!call.session.is_empty()).then(|| call.session.as_str().to_owned());
+    let worker_host = host.clone();
+    let started = host.start_task(
+        "probe",
+        &format!("probe {lines} lines"),
+        owner.as_deref(),
+        move |handle| {
+            let cancelled = Arc::new(AtomicBool::new(false));
+            let output = Arc::new(Mutex::new(String::new()));
+            let (flag, sink) = (cancelled.clone(), output.clone());
+            worker_host.spawn_worker(move || {
+                let mut all = String::new();
+                for i in 0..lines {
+                    if flag.load(Ordering::SeqCst) {
+                        handle.complete(FfiOutcome::new(
+                            FfiStatus::Killed,
+                            Some("signal: SIGTERM"),
+                            None,
+                        ));
+                        return;
+                    }
+                    let line = format!("line {i}\n");
+                    all.push_str(&line);
+                    sink.lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push_str(&line);
+                    std::thread::sleep(interval);
+                }
+                let output = final_output.then_some(all.as_str());
+                handle.complete(FfiOutcome::new(
+                    FfiStatus::Completed,
+                    Some("exit code: 0"),
+                    output,
+                ));
+            });
+            Ok(Control {
+                cancelled,
+                output: (!final_output).then_some(output),
+                mode,
+            })
+        },
+    );
+    match started {
+        Ok(id) => ToolResult::ok(format!("started background task {id}")),
+        Err(e) => ToolResult::error(e),
+    }
+}
+
+fn init(host: Host) -> Result<Probe, String> {
+    let config = host.config();
+    if config["panic_in_init"].as_bool() == Some(true) {
+        panic!("probe init panicked");
+    }
+    if config["fail_in_init"].as_bool() == Some(true) {
+        return Err("probe init refused".to_owned());
+    }
+    let schema = json!({"type": "object"});
+    let h = host.clone();
+    host.register_tool(
+        "probe_start",
+        "Starts a probe task.",
+        schema.clone(),
+        move |call: &ToolCall| {
+            CALLS.fetch_add(1, Ordering::Relaxed);
+            start(&h, call)
+        },
+    )?;
+    host.register_tool(
+        "probe_calls",
+        "Calls served by this generation.",
+        schema.clone(),
+        |_: &ToolCall| ToolResult::ok(CALLS.fetch_add(1, Ordering::Relaxed).to_string()),
+    )?;
+    host.register_tool(
+        "probe_panic",
+        "Panics.",
+        schema.clone(),
+        |_: &ToolCall| -> ToolResult { panic!("probe tool panicked") },
+    )?;
+    let h = host.clone();
+    host.register_tool(
+        "probe_listen",
+        "Registers a panicking listener.",
+        schema,
+        move |_: &ToolCall| {
+            h.on_task_done(|_| panic!("probe listener panicked"));
+            ToolResult::ok("listening")
+        },
+    )?;
+    Ok(Probe)
+}
+
+export_plugin!(name: "probe", init: init);
