@@ -8,6 +8,7 @@ pub mod plugin;
 pub mod sessions;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use taskhost_registry::{Registry, RegistryConfig};
 use tokio::runtime::Handle;
@@ -18,14 +19,14 @@ pub use sessions::Sessions;
 /// One host: a registry, the plugins feeding it, and the sessions owning its tasks.
 pub struct Taskhost {
     registry: Registry,
-    plugins: Plugins,
+    plugins: Arc<Plugins>,
 }
 
 impl Taskhost {
     /// Creates a host with no plugins loaded, driving completions on `runtime`.
     pub fn new(config: RegistryConfig, runtime: Handle, options: LoadOptions) -> Self {
         let registry = Registry::new(config, runtime.clone());
-        let plugins = Plugins::new(registry.clone(), runtime, options);
+        let plugins = Arc::new(Plugins::new(registry.clone(), runtime, options));
         Self { registry, plugins }
     }
 
@@ -37,6 +38,18 @@ impl Taskhost {
     /// The plugins.
     pub fn plugins(&self) -> &Plugins {
         &self.plugins
+    }
+
+    /// Starts watching every loaded plugin file; a content change loads a new generation. Dropping
+    /// the returned guard stops watching.
+    ///
+    /// # Errors
+    /// When a plugin directory cannot be watched.
+    pub fn watch(
+        &self,
+        debounce: std::time::Duration,
+    ) -> Result<plugin::watch::Watch, plugin::watch::WatchError> {
+        plugin::watch::watch(self.plugins.clone(), &self.plugins.paths(), debounce)
     }
 
     /// The sessions.

@@ -28,6 +28,9 @@ enum Command {
         /// Load plugin files even if others could have written them.
         #[arg(long)]
         allow_untrusted_plugins: bool,
+        /// Do not reload plugins when their files change.
+        #[arg(long)]
+        no_watch: bool,
     },
 }
 
@@ -65,6 +68,7 @@ fn main() -> ExitCode {
         Command::Serve {
             plugins,
             allow_untrusted_plugins,
+            no_watch,
         } => {
             let options = LoadOptions {
                 generation_dir: default_generation_dir(),
@@ -85,6 +89,17 @@ fn main() -> ExitCode {
                     tracing::error!("{e}");
                 }
             }
+            let _watch = if no_watch {
+                None
+            } else {
+                match host.watch(taskhost::plugin::watch::DEFAULT_DEBOUNCE) {
+                    Ok(w) => Some(w),
+                    Err(e) => {
+                        eprintln!("taskhost: {e}");
+                        return ExitCode::FAILURE;
+                    }
+                }
+            };
             let tools: Vec<String> = host.plugins().tools().into_iter().map(|t| t.name).collect();
             tracing::info!(
                 ?tools,

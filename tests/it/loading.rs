@@ -161,3 +161,28 @@ fn libm() -> std::path::PathBuf {
     .find(|p| p.exists())
     .expect("libm for the no-root-module case")
 }
+
+#[test]
+fn a_plugin_built_against_another_interface_is_refused_naming_the_mismatch() {
+    let f = Fixture::new("mismatch");
+    let path = plugin_copy("taskhost_test_mismatch", &f.dir, "mismatch_plugin");
+    let err = f
+        .host
+        .plugins()
+        .load(&path, None, false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(&format!(
+            "plugin {} has an incompatible ABI:",
+            path.display()
+        )),
+        "{err}"
+    );
+    // abi_stable reports the first difference it meets: here the package defining the root module.
+    assert!(
+        err.contains("mismatched package") && err.contains("taskhost-test-mismatch"),
+        "{err}"
+    );
+    assert!(f.host.plugins().tools().is_empty());
+}

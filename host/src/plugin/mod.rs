@@ -255,7 +255,8 @@ impl Plugins {
         only_if_changed: bool,
     ) -> Result<Option<Arc<Generation>>, LoadError> {
         let _serial = lock(&self.load_lock);
-        let path = path.to_path_buf();
+        // Absolute, so the watcher's event paths match it.
+        let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         if !self.options.allow_untrusted {
             loader::check_trust(&path)?;
         }
