@@ -1,6 +1,7 @@
 //! Integration tests: real cdylibs loaded by the real host. Build the workspace first (`scripts/test`
-#![allow(clippy::unwrap_used)]
 //! does), so the test plugins exist next to this binary.
+
+#![allow(clippy::unwrap_used)]
 
 mod fixtures;
 mod loading;

@@ -166,7 +166,7 @@ pub(crate) fn private_copy(
 /// Checks that `bytes` is a whole 64-bit little-endian ELF shared object: every program segment and the
 /// section table lie inside the file. `dlopen` of a truncated library maps segments past the end of
 /// the file and dies of SIGBUS when it touches them, so a file still being written must be caught here.
-pub(crate) fn check_elf(bytes: &[u8]) -> Result<(), String> {
+pub(crate) fn check_elf(bytes: &[u8], file_len: u64) -> Result<(), String> {
     let u16_at = |o: usize| {
         bytes
             .get(o..o + 2)
@@ -177,7 +177,7 @@ pub(crate) fn check_elf(bytes: &[u8]) -> Result<(), String> {
             .get(o..o + 8)
             .map(|b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
     };
-    let len = bytes.len() as u64;
+    let len = file_len;
     if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" {
         return Err("not an ELF file".to_owned());
     }
@@ -196,6 +196,9 @@ pub(crate) fn check_elf(bytes: &[u8]) -> Result<(), String> {
             "truncated: the file ends at byte {len}, before its header tables"
         ));
     }
+    if phoff + phentsize * phnum > bytes.len() as u64 {
+        return Err("the program headers lie beyond the first 64 KiB".to_owned());
+    }
     for i in 0..phnum {
         let ph = (phoff + i * phentsize) as usize;
         let (offset, filesz) = (field(u64_at(ph + 8))?, field(u64_at(ph + 32))?);
@@ -208,18 +211,30 @@ pub(crate) fn check_elf(bytes: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
+/// The first `max` bytes of a file (fewer if it is shorter), and its length.
+fn read_head(path: &Path, max: usize) -> std::io::Result<(Vec<u8>, u64)> {
+    use std::io::Read;
+    let f = fs::File::open(path)?;
+    let len = f.metadata()?.len();
+    let mut head = Vec::with_capacity(max);
+    f.take(max as u64).read_to_end(&mut head)?;
+    Ok((head, len))
+}
+
 /// Opens a generation's file and checks it: loadable with every symbol resolved, a taskhost root
 /// module, a compatible abi_stable version and interface layout, and our [`ABI_VERSION`].
+///
+/// Only the ELF headers are read here; the rest of the file is left to the dynamic loader.
 pub(crate) fn open(source: &Path, file: &Path) -> Result<(PluginModRef, Libraries), LoadError> {
-    let bytes = fs::read(file).map_err(|e| LoadError::Io {
+    let io = |e| LoadError::Io {
         path: source.to_owned(),
         source: e,
-    })?;
-    check_elf(&bytes).map_err(|cause| LoadError::NotALibrary {
+    };
+    let (head, len) = read_head(file, 64 * 1024).map_err(io)?;
+    check_elf(&head, len).map_err(|cause| LoadError::NotALibrary {
         path: source.to_owned(),
         cause,
     })?;
-    drop(bytes);
     let flags = libc::RTLD_NOW | libc::RTLD_LOCAL;
     // SAFETY: loading a library runs its initializers; the file passed the trust check and is the
     // generation's private file, which nothing rewrites while it is mapped. RTLD_NOW resolves every

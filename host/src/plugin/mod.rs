@@ -139,7 +139,8 @@ struct Slot {
     next_generation: u64,
     active: Option<Arc<Generation>>,
     retiring: Vec<Weak<Generation>>,
-    last_hash: Option<u64>,
+    /// The file as it was at the last successful load.
+    last: Option<FileSignature>,
 }
 
 /// A generation as reported in `taskhost://plugins`.
@@ -260,7 +261,7 @@ impl Plugins {
         if !self.options.allow_untrusted {
             loader::check_trust(&path)?;
         }
-        let hash = content_hash(&path).map_err(|source| LoadError::Io {
+        let signature = signature(&path).map_err(|source| LoadError::Io {
             path: path.clone(),
             source,
         })?;
@@ -276,9 +277,14 @@ impl Plugins {
                 next_generation: 1,
                 active: None,
                 retiring: Vec::new(),
-                last_hash: None,
+                last: None,
             });
-            if only_if_changed && slot.last_hash == Some(hash) {
+            if only_if_changed
+                && slot
+                    .last
+                    .as_ref()
+                    .is_some_and(|l| l.same_content(&signature, &path))
+            {
                 return Ok(None);
             }
             if let Some(c) = config_json {
@@ -296,8 +302,8 @@ impl Plugins {
         };
         let file = loader::private_copy(&path, &self.options.generation_dir, number, link)?;
         let opened = loader::open(&path, &file);
-        // The mapping stays valid after the name is gone; removing it now leaves nothing behind.
-        let _ = std::fs::remove_file(&file);
+        // The mapping stays valid after the name is gone: the file is removed once fingerprinted.
+        fingerprint_then_remove(file, signature.fingerprint.clone());
         let (module, libraries) = opened?;
         // The one plugin call made off the generation's threads: `name` returns a string literal (the
         // export macro writes it), so it can register nothing thread-local.
@@ -316,12 +322,13 @@ impl Plugins {
         self.swap(&generation, &path)?;
         let mut slots = lock(&self.slots);
         if let Some(slot) = slots.get_mut(&path) {
-            slot.last_hash = Some(hash);
+            slot.last = Some(signature);
             slot.name = Some(name);
             if let Some(old) = slot.active.replace(generation.clone()) {
                 slot.retiring.push(Arc::downgrade(&old));
                 drop(slots);
                 retire_state(&self.shared, &old);
+                release_off_path(old);
             }
         }
         tracing::info!(plugin = %generation.plugin, generation = generation.number, path = %path.display(), "plugin generation serving");
@@ -403,7 +410,7 @@ impl Plugins {
             if let Some(o) = &old {
                 s.retiring.push(Arc::downgrade(o));
             }
-            s.last_hash = None;
+            s.last = None;
             old
         });
         if let Some(old) = old {
@@ -414,6 +421,7 @@ impl Plugins {
                 before != table.len()
             };
             retire_state(&self.shared, &old);
+            release_off_path(old);
             if removed {
                 self.shared.fire_tools_changed();
             }
@@ -497,11 +505,86 @@ fn retire_state(shared: &Shared, generation: &Arc<Generation>) {
     tracing::info!(plugin = %generation.plugin, generation = generation.number, live_tasks = generation.live_tasks(), "plugin generation retired");
 }
 
-/// A cheap content hash, so a rebuild with identical bytes does not reload.
-fn content_hash(path: &Path) -> std::io::Result<u64> {
-    use std::hash::{DefaultHasher, Hasher};
-    let bytes = std::fs::read(path)?;
-    let mut h = DefaultHasher::new();
-    h.write(&bytes);
-    Ok(h.finish())
+/// Drops a retired generation's handle on a helper thread: if it was the last one, the unload (thread
+/// joins, `dlclose`) happens there instead of on the swap path.
+fn release_off_path(generation: Arc<Generation>) {
+    if Arc::strong_count(&generation) > 1 {
+        return; // tasks or calls still hold it; the last of them unloads it
+    }
+    let spawned = std::thread::Builder::new()
+        .name("taskhost-unload".into())
+        .spawn(move || drop(generation));
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "cannot start the unload thread; unloading inline");
+    }
+}
+
+/// What identifies a plugin file's content cheaply: its inode and metadata, and a fingerprint of the
+/// bytes that were loaded (computed off the swap path, from the generation's private file).
+struct FileSignature {
+    id: (u64, u64),
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    fingerprint: Arc<std::sync::OnceLock<Option<u64>>>,
+}
+
+fn signature(path: &Path) -> std::io::Result<FileSignature> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path)?;
+    Ok(FileSignature {
+        id: (m.dev(), m.ino()),
+        len: m.len(),
+        modified: m.modified().ok(),
+        fingerprint: Arc::new(std::sync::OnceLock::new()),
+    })
+}
+
+impl FileSignature {
+    /// True when the file at `path`, whose signature is `now`, holds the bytes this signature was
+    /// taken of. Same inode, size and mtime: unchanged. Another size: changed. Same size: compared by
+    /// fingerprint (the file is read only in that case).
+    fn same_content(&self, now: &FileSignature, path: &Path) -> bool {
+        if self.len != now.len {
+            return false;
+        }
+        if self.id == now.id && self.modified == now.modified {
+            return true;
+        }
+        let Some(old) = *self.fingerprint.wait() else {
+            return false;
+        };
+        std::fs::read(path).is_ok_and(|b| fingerprint(&b) == old)
+    }
+}
+
+/// Fingerprints a generation's private file (the loaded bytes) into `slot`, then removes the file;
+/// on a helper thread, so the swap does not wait for a full read.
+fn fingerprint_then_remove(file: PathBuf, slot: Arc<std::sync::OnceLock<Option<u64>>>) {
+    fn fill(file: &Path, slot: &std::sync::OnceLock<Option<u64>>) {
+        let _ = slot.set(std::fs::read(file).ok().map(|b| fingerprint(&b)));
+        let _ = std::fs::remove_file(file);
+    }
+    let (f, s) = (file.clone(), slot.clone());
+    let spawned = std::thread::Builder::new()
+        .name("taskhost-fingerprint".into())
+        .spawn(move || fill(&f, &s));
+    if spawned.is_err() {
+        fill(&file, &slot);
+    }
+}
+
+/// A fast content fingerprint (word-wise multiply-rotate), so a rebuild with identical bytes does not
+/// reload. Change detection only: not a cryptographic hash.
+fn fingerprint(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut h = (bytes.len() as u64).wrapping_mul(K);
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        h = (h.rotate_left(23) ^ w).wrapping_mul(K);
+    }
+    for &b in chunks.remainder() {
+        h = (h.rotate_left(23) ^ u64::from(b)).wrapping_mul(K);
+    }
+    h
 }

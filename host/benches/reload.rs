@@ -1,0 +1,118 @@
+//! Reload figures for `scripts/bench`: from the rename of a new plugin file into a watched directory to
+//! the new generation serving, and a direct load+swap, each against a bare `dlopen` + `dlsym` of the
+//! same file in the same run. Needs the release probe plugin (`scripts/bench` builds it). Prints one
+//! JSON line per figure.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use taskhost::{LoadOptions, Taskhost};
+use taskhost_registry::RegistryConfig;
+
+const DEBOUNCE: Duration = Duration::from_millis(150);
+
+/// (median, min) of the samples.
+fn stats(mut v: Vec<f64>) -> (f64, f64) {
+    v.sort_by(f64::total_cmp);
+    (v[v.len() / 2], v[0])
+}
+
+fn staged(src: &[u8], dir: &Path, n: u32) -> PathBuf {
+    let p = dir.join(format!("staged-{n}.so"));
+    let mut bytes = src.to_vec();
+    bytes.extend_from_slice(&n.to_le_bytes());
+    std::fs::write(&p, bytes).expect("stage");
+    p
+}
+
+fn active(host: &Taskhost) -> u64 {
+    host.plugins().info()[0]
+        .generations
+        .iter()
+        .find(|g| g.state == "active")
+        .map_or(0, |g| g.generation)
+}
+
+fn main() {
+    let exe = std::env::current_exe().expect("exe");
+    let profile = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>");
+    let plugin = profile.join("libtaskhost_test_probe.so");
+    let src = std::fs::read(&plugin)
+        .unwrap_or_else(|_| panic!("{} missing: run scripts/bench", plugin.display()));
+    let dir = std::env::temp_dir().join(format!("taskhost-bench-reload-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("libprobe_bench.so");
+    std::fs::write(&path, &src).expect("plugin");
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let options = LoadOptions {
+        generation_dir: dir.join("gen"),
+        allow_untrusted: true,
+    };
+    let host = Taskhost::new(RegistryConfig::new(), rt.handle().clone(), options);
+    host.plugins().load(&path, None, false).expect("first load");
+
+    // Bare dlopen + dlsym of a fresh file each time (a new inode, so nothing is reused).
+    let mut bare = Vec::new();
+    for n in 0..20 {
+        let f = staged(&src, &dir, 1000 + n);
+        let t = Instant::now();
+        // SAFETY: the benchmark's own test plugin; its initializers are ours.
+        let lib = unsafe { libloading::Library::new(&f) }.expect("dlopen");
+        // SAFETY: looked up only, never called.
+        let sym = unsafe { lib.get::<*const u8>(b"_1as_0lib_1header_0root_bmodule_bloader\0") }
+            .expect("dlsym");
+        let _ = *sym;
+        bare.push(t.elapsed().as_secs_f64() * 1e3);
+        drop(lib);
+        let _ = std::fs::remove_file(f);
+    }
+    let (bare, _) = stats(bare);
+
+    let mut direct = Vec::new();
+    for n in 0..20 {
+        let f = staged(&src, &dir, 2000 + n);
+        std::fs::rename(&f, &path).expect("rename");
+        let t = Instant::now();
+        host.plugins().load(&path, None, false).expect("reload");
+        direct.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let (direct, direct_min) = stats(direct);
+
+    let _watch = host.watch(DEBOUNCE).expect("watch");
+    let mut watched = Vec::new();
+    for n in 0..20 {
+        let before = active(&host);
+        let f = staged(&src, &dir, 3000 + n);
+        let t = Instant::now();
+        std::fs::rename(&f, &path).expect("rename");
+        while active(&host) == before {
+            assert!(t.elapsed() < Duration::from_secs(10), "no reload");
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        watched.push(t.elapsed().as_secs_f64() * 1e3);
+        std::thread::sleep(DEBOUNCE * 2);
+    }
+    let (watched, watched_min) = stats(watched);
+    let debounce = DEBOUNCE.as_secs_f64() * 1e3;
+    println!(
+        "{{\"name\":\"reload: load + swap (no watcher)\",\"unit\":\"ms\",\"value\":{direct:.3},\"min\":{direct_min:.3},\"baseline_name\":\"bare dlopen+dlsym\",\"baseline\":{bare:.3},\"ratio\":{:.2}}}",
+        direct / bare
+    );
+    println!(
+        "{{\"name\":\"reload: rename to serving, minus {debounce:.0} ms debounce\",\"unit\":\"ms\",\"value\":{:.3},\"min\":{:.3},\"baseline_name\":\"bare dlopen+dlsym\",\"baseline\":{bare:.3},\"ratio\":{:.2},\"target\":\"<= baseline + 2 ms\"}}",
+        watched - debounce,
+        watched_min - debounce,
+        (watched - debounce) / bare
+    );
+    drop(_watch);
+    rt.block_on(host.shutdown());
+    let _ = std::fs::remove_dir_all(&dir);
+}
