@@ -11,7 +11,8 @@ use abi_stable::sabi_trait;
 use abi_stable::std_types::{RBox, ROption, RResult, RStr, RString, RVec};
 
 use crate::types::{
-    FfiKill, FfiOutcome, FfiRead, FfiSnapshot, TaskDecl, ToolCall, ToolResult, ToolSpec,
+    FfiKill, FfiOutcome, FfiRead, FfiSnapshot, ProcessRequest, ProcessResult, TaskDecl, ToolCall,
+    ToolResult, ToolSpec,
 };
 
 /// The host handle a plugin receives at init. Implemented by the host.
@@ -24,6 +25,23 @@ pub trait HostApi: Send + Sync {
     /// Declares a task and, once every registry check passed, calls `starter` (on the calling
     /// thread) to start it. Returns the task id.
     fn start_task(&self, decl: TaskDecl, starter: StarterBox) -> RResult<RString, RString>;
+    /// Declares a task whose work is a child process run by the host's process service: a stream
+    /// task (stdout and stderr), killed by SIGTERM then SIGKILL to its group, settled with
+    /// `exit code: N`, `signal: SIG...` or `killed before exit`. Its hooks are the host's, so the task
+    /// does not keep the calling plugin loaded. Returns the task id.
+    fn start_process_task(
+        &self,
+        decl: TaskDecl,
+        request: ProcessRequest,
+    ) -> RResult<RString, RString>;
+    /// Runs a child process in the foreground for `session` (its spill files go with the session),
+    /// blocking the calling thread until it ends or `timeout_ms` passes (then it is killed).
+    fn run_process(
+        &self,
+        session: RStr<'_>,
+        request: ProcessRequest,
+        timeout_ms: u64,
+    ) -> ProcessResult;
     /// Attaches a control surface (the fence opens); returns a key for [`HostApi::detach_surface`].
     /// The host detaches whatever the generation attached when it is retired, after its successor
     /// attached its own, so the fence never flaps across a reload.

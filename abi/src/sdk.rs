@@ -151,6 +151,40 @@ impl Host {
             .map_err(String::from)
     }
 
+    /// Starts a process task (see [`HostApi::start_process_task`]); returns its id.
+    ///
+    /// # Errors
+    /// The registry's refusal; nothing is started then.
+    pub fn start_process_task(
+        &self,
+        kind: &str,
+        label: &str,
+        owner_session: Option<&str>,
+        request: ProcessRequest,
+    ) -> Result<String, String> {
+        let decl = TaskDecl {
+            kind: kind.into(),
+            label: label.into(),
+            output_limit_bytes: ROption::RNone,
+            owner_session: owner_session.map(RString::from).into(),
+        };
+        self.0
+            .start_process_task(decl, request)
+            .into_result()
+            .map(String::from)
+            .map_err(String::from)
+    }
+
+    /// Runs a process in the foreground (see [`HostApi::run_process`]).
+    pub fn run_process(
+        &self,
+        session: &str,
+        request: ProcessRequest,
+        timeout_ms: u64,
+    ) -> ProcessResult {
+        self.0.run_process(session.into(), request, timeout_ms)
+    }
+
     /// Attaches a control surface; returns its key.
     pub fn attach_surface(&self, name: &str) -> u64 {
         self.0.attach_surface(name.into())

@@ -1,7 +1,7 @@
 //! Plain data that crosses the boundary.
 
 use abi_stable::StableAbi;
-use abi_stable::std_types::{ROption, RString};
+use abi_stable::std_types::{ROption, RString, RVec, Tuple2};
 
 /// A tool a plugin offers: its name, description and JSON schema (as JSON text).
 #[repr(C)]
@@ -196,4 +196,51 @@ pub mod level {
     pub const DEBUG: u8 = 4;
     /// Tracing.
     pub const TRACE: u8 = 5;
+}
+
+/// A child process the host's process service runs: `bash -c <command>` in its own process group, stdin
+/// closed, the host's environment without credentials plus `extra_env`.
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug)]
+pub struct ProcessRequest {
+    /// The command line.
+    pub command: RString,
+    /// The working directory; the host's when `RNone`.
+    pub workdir: ROption<RString>,
+    /// Variables set after the scrub.
+    pub extra_env: RVec<Tuple2<RString, RString>>,
+    /// Milliseconds between SIGTERM and SIGKILL.
+    pub grace_ms: u64,
+    /// In-memory tail per stream, in bytes.
+    pub tail_bytes: u64,
+    /// Largest spill file per stream, in bytes.
+    pub spill_cap_bytes: u64,
+}
+
+impl ProcessRequest {
+    /// A request with the defaults: 3 s grace, 64,000-byte tails, 64 MiB spill cap.
+    pub fn new(command: &str) -> Self {
+        Self {
+            command: command.into(),
+            workdir: ROption::RNone,
+            extra_env: RVec::new(),
+            grace_ms: 3_000,
+            tail_bytes: 64_000,
+            spill_cap_bytes: 64 << 20,
+        }
+    }
+}
+
+/// How a foreground process ended, and what it wrote.
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug)]
+pub struct ProcessResult {
+    /// Its output, rendered as a task read is (stdout, `[stderr]` block, drop notice).
+    pub output: RString,
+    /// Its exit code, if it exited.
+    pub exit_code: ROption<i32>,
+    /// The signal that ended it (`SIGTERM`), if one did.
+    pub signal: ROption<RString>,
+    /// True when the timeout ended it.
+    pub timed_out: bool,
 }

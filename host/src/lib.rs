@@ -5,6 +5,7 @@
 //! `plugin::loader` and the host-handle glue.
 
 pub mod plugin;
+pub mod process;
 pub mod sessions;
 
 use std::path::PathBuf;
@@ -57,9 +58,25 @@ impl Taskhost {
         self.plugins.sessions()
     }
 
-    /// Shuts down: every task is cancelled and awaited (boundedly), then every plugin is retired.
+    /// The process service every producer's children run under.
+    pub fn processes(&self) -> &process::ProcessService {
+        self.plugins.processes()
+    }
+
+    /// Closes a session: its tasks are cancelled and awaited, its records and spill files removed.
+    ///
+    /// # Cancel safety
+    /// As [`Sessions::close`]; the spill files stay until a later call completes.
+    pub async fn close_session(&self, id: &str) {
+        self.sessions().close(id).await;
+        self.processes().remove_spills(id);
+    }
+
+    /// Shuts down: every task is cancelled and awaited (boundedly), every remaining child process group
+    /// is ended, then every plugin is retired.
     pub async fn shutdown(&self) {
         self.registry.dispose().await;
+        self.processes().shutdown();
         self.plugins.unload_all();
     }
 }

@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod bash;
 mod fixtures;
 mod loading;
 mod reload;

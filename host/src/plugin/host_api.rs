@@ -10,6 +10,7 @@ use taskhost_abi::{
     Completion, Completion_TO, FfiKill, FfiOutcome, FfiRead, FfiSnapshot, HooksBox, HostApi,
     ListenerBox, StarterBox, TaskDecl, ToolHandlerBox, ToolSpec, WorkerBox, level,
 };
+use taskhost_abi::{ProcessRequest, ProcessResult};
 use taskhost_registry::{Agent, KillOutcome, ProducerError, SurfaceScope, TaskHooks, TaskStart};
 
 use super::Shared;
@@ -128,6 +129,53 @@ fn registry_hooks(
     })
 }
 
+impl GenHost {
+    /// Resolves the declaration's owner and registers the task with the registry.
+    fn register(
+        &self,
+        decl: &TaskDecl,
+        run: impl FnOnce() -> Result<TaskHooks, ProducerError> + Send + 'static,
+    ) -> RResult<RString, RString> {
+        let owner = match decl.owner_session.as_ref().into_option() {
+            None => None,
+            Some(s) => match self.shared.sessions.agent(s.as_str()) {
+                Some(agent) => Some(agent),
+                None => return RErr(err(format!("unknown session {s}"))),
+            },
+        };
+        let mut spec = TaskStart::new(decl.kind.as_str(), decl.label.as_str(), run);
+        if let Some(limit) = decl.output_limit_bytes.into_option() {
+            spec = spec.output_limit_bytes(limit);
+        }
+        if let Some(owner) = owner {
+            spec = spec.owner(owner);
+        }
+        match self.shared.registry.start(spec) {
+            Ok(id) => ROk(id.as_str().into()),
+            Err(e) => RErr(err(e)),
+        }
+    }
+}
+
+/// A plugin's process request, copied into host types.
+fn process_spec(r: &ProcessRequest) -> crate::process::ProcessSpec {
+    let mut spec = crate::process::ProcessSpec::new(r.command.as_str());
+    spec.workdir = r
+        .workdir
+        .as_ref()
+        .into_option()
+        .map(|w| std::path::PathBuf::from(w.as_str()));
+    spec.extra_env = r
+        .extra_env
+        .iter()
+        .map(|t| (t.0.as_str().to_owned(), t.1.as_str().to_owned()))
+        .collect();
+    spec.grace = std::time::Duration::from_millis(r.grace_ms);
+    spec.tail_bytes = usize::try_from(r.tail_bytes).unwrap_or(usize::MAX);
+    spec.spill_cap = r.spill_cap_bytes;
+    spec
+}
+
 impl HostApi for GenHost {
     fn register_tool(&self, spec: ToolSpec, handler: ToolHandlerBox) -> RResult<(), RString> {
         let generation = match self.generation() {
@@ -167,14 +215,6 @@ impl HostApi for GenHost {
             Ok(g) => g,
             Err(e) => return RErr(e),
         };
-        let owner = match decl.owner_session.as_ref().into_option() {
-            None => None,
-            Some(s) => match self.shared.sessions.agent(s.as_str()) {
-                Some(agent) => Some(agent),
-                None => return RErr(err(format!("unknown session {s}"))),
-            },
-        };
-        let run_gen = generation.clone();
         let run = move || {
             let mut starter = starter;
             let (tx, rx) = tokio::sync::oneshot::channel();
@@ -184,20 +224,72 @@ impl HostApi for GenHost {
             let started = starter.run(completion).into_result();
             drop(starter);
             match started {
-                Ok(hooks) => Ok(registry_hooks(run_gen, hooks, rx)),
+                Ok(hooks) => Ok(registry_hooks(generation, hooks, rx)),
                 Err(e) => Err(ProducerError(e.as_str().to_owned())),
             }
         };
-        let mut spec = TaskStart::new(decl.kind.as_str(), decl.label.as_str(), run);
-        if let Some(limit) = decl.output_limit_bytes.into_option() {
-            spec = spec.output_limit_bytes(limit);
-        }
-        if let Some(owner) = owner {
-            spec = spec.owner(owner);
-        }
-        match self.shared.registry.start(spec) {
-            Ok(id) => ROk(id.as_str().into()),
-            Err(e) => RErr(err(e)),
+        self.register(&decl, run)
+    }
+
+    fn start_process_task(
+        &self,
+        decl: TaskDecl,
+        request: ProcessRequest,
+    ) -> RResult<RString, RString> {
+        let spec = process_spec(&request);
+        let session = decl
+            .owner_session
+            .as_ref()
+            .into_option()
+            .map_or_else(String::new, |s| s.as_str().to_owned());
+        let processes = self.shared.processes.clone();
+        let run = move || {
+            let process = processes.spawn(&spec, &session);
+            let (waited, killed, read) = (process.clone(), process.clone(), process);
+            let done = async move {
+                let exit = waited.wait().await;
+                Ok(waited.outcome(&exit))
+            };
+            let cancel = move |_reason: Option<&str>| {
+                killed.kill();
+                Ok(())
+            };
+            Ok(TaskHooks::new(done, cancel).with_reader(move || read.read()))
+        };
+        self.register(&decl, run)
+    }
+
+    fn run_process(
+        &self,
+        session: RStr<'_>,
+        request: ProcessRequest,
+        timeout_ms: u64,
+    ) -> ProcessResult {
+        let spec = process_spec(&request);
+        let process = self.shared.processes.spawn(&spec, session.as_str());
+        let timeout = std::time::Duration::from_millis(timeout_ms.max(1));
+        // Plugin code runs on generation threads, never on the runtime's, so blocking here is sound.
+        let (exit, timed_out) = self.shared.runtime.block_on(async {
+            match tokio::time::timeout(timeout, process.wait()).await {
+                Ok(exit) => (exit, false),
+                Err(_) => {
+                    process.kill();
+                    (process.wait().await, true)
+                }
+            }
+        });
+        let (exit_code, signal) = match exit {
+            crate::process::Exit::Code(c) => (Some(c), None),
+            crate::process::Exit::Signal(s) => {
+                (None, Some(RString::from(crate::process::signal_name(s))))
+            }
+            crate::process::Exit::Unknown => (None, None),
+        };
+        ProcessResult {
+            output: process.read().into(),
+            exit_code: exit_code.into(),
+            signal: signal.into(),
+            timed_out,
         }
     }
 

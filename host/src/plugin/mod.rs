@@ -35,6 +35,7 @@ use generation::GenBox;
 /// State every generation's host handle reaches.
 pub(crate) struct Shared {
     pub(crate) registry: Registry,
+    pub(crate) processes: Arc<crate::process::ProcessService>,
     pub(crate) sessions: Sessions,
     pub(crate) runtime: Handle,
     tools: RwLock<tools::Table>,
@@ -186,7 +187,15 @@ pub struct Plugins {
 
 impl Plugins {
     pub(crate) fn new(registry: Registry, runtime: Handle, options: LoadOptions) -> Self {
+        let spill_dir = options
+            .generation_dir
+            .parent()
+            .map_or_else(|| options.generation_dir.join("spill"), |p| p.join("spill"));
         let shared = Arc::new(Shared {
+            processes: Arc::new(crate::process::ProcessService::new(
+                runtime.clone(),
+                spill_dir,
+            )),
             sessions: Sessions::new(registry.clone()),
             registry: registry.clone(),
             runtime,
@@ -212,6 +221,10 @@ impl Plugins {
 
     pub(crate) fn sessions(&self) -> &Sessions {
         &self.shared.sessions
+    }
+
+    pub(crate) fn processes(&self) -> &crate::process::ProcessService {
+        &self.shared.processes
     }
 
     /// Calls `f` after every change of the tool set.

@@ -1,1 +1,204 @@
-//! Placeholder until its issue lands.
+//! The control surface: `task_output`, `task_list`, `task_kill`, the completion notice, and the prompt
+//! section that teaches the background-task habit. Attaching on load opens the registry's fence.
+
+use taskhost_abi::serde_json::{Value, json};
+use taskhost_abi::{FfiSnapshot, Host, Plugin, ToolCall, ToolResult, export_plugin};
+
+const PROMPT: &str = "Track every background task id you start. You are notified in-session when a task finishes — do not busy-poll or sleep on one; keep working on independent steps and do not duplicate a running task's work. Before giving a final answer, collect every still-relevant task with task_output (set wait: true only when you are genuinely blocked on it), and task_kill tasks that stopped mattering.";
+
+/// The plugin's settings (its `[plugin.config]` table).
+#[derive(Clone, Copy, Debug)]
+struct Config {
+    wait_timeout_ms: f64,
+    max_wait_timeout_ms: f64,
+}
+
+impl Config {
+    fn from_json(v: &Value) -> Result<Self, String> {
+        let num = |key: &str, default: f64| -> Result<f64, String> {
+            match &v[key] {
+                Value::Null => Ok(default),
+                x => x
+                    .as_f64()
+                    .filter(|n| n.is_finite() && *n > 0.0)
+                    .ok_or_else(|| {
+                        format!("tasks: {key} must be a positive number of milliseconds, got {x}")
+                    }),
+            }
+        };
+        let c = Self {
+            wait_timeout_ms: num("wait_timeout_ms", 30_000.0)?,
+            max_wait_timeout_ms: num("max_wait_timeout_ms", 600_000.0)?,
+        };
+        if c.wait_timeout_ms > c.max_wait_timeout_ms {
+            return Err(format!(
+                "tasks: wait_timeout_ms ({}) exceeds max_wait_timeout_ms ({})",
+                c.wait_timeout_ms, c.max_wait_timeout_ms
+            ));
+        }
+        Ok(c)
+    }
+}
+
+struct Tasks;
+
+impl Plugin for Tasks {
+    fn prompt_section(&self) -> String {
+        PROMPT.to_owned()
+    }
+}
+
+fn args(call: &ToolCall) -> Value {
+    taskhost_abi::serde_json::from_str(call.arguments_json.as_str()).unwrap_or(Value::Null)
+}
+
+fn task_id(args: &Value) -> Result<String, ToolResult> {
+    match &args["task_id"] {
+        Value::String(s) if !s.is_empty() => Ok(s.clone()),
+        other => Err(ToolResult::error(format!(
+            "invalid task_id: expected a non-empty string, got {other}"
+        ))),
+    }
+}
+
+/// The body, a newline unless it ends with one, then the status line; `(no new output)` for nothing.
+fn render_output(body: &str, snapshot: &FfiSnapshot) -> String {
+    let body = if body.is_empty() {
+        "(no new output)"
+    } else {
+        body
+    };
+    let sep = if body.ends_with('\n') { "" } else { "\n" };
+    format!("{body}{sep}{}", snapshot.status_line())
+}
+
+fn task_output(host: &Host, config: Config, call: &ToolCall) -> ToolResult {
+    let a = args(call);
+    let id = match task_id(&a) {
+        Ok(id) => id,
+        Err(e) => return e,
+    };
+    let caller = call.session.as_str();
+    let wait = match &a["wait"] {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        other => {
+            return ToolResult::error(format!("invalid wait: expected a boolean, got {other}"));
+        }
+    };
+    if wait {
+        let timeout = match &a["timeout_ms"] {
+            Value::Null => config.wait_timeout_ms,
+            Value::Number(n) => n.as_f64().unwrap_or(f64::NAN),
+            other => {
+                return ToolResult::error(format!(
+                    "invalid wait timeout: expected a positive number of milliseconds, got {other}"
+                ));
+            }
+        };
+        // The registry refuses a non-positive timeout; a valid one is capped.
+        let timeout = if timeout > 0.0 {
+            timeout.min(config.max_wait_timeout_ms)
+        } else {
+            timeout
+        };
+        if let Err(e) = host.wait_task(caller, &id, timeout) {
+            return ToolResult::error(e);
+        }
+    }
+    match host.read_task(caller, &id) {
+        Ok(read) => ToolResult::ok(render_output(read.text.as_str(), &read.snapshot)),
+        Err(e) => ToolResult::error(e),
+    }
+}
+
+fn task_list(host: &Host, call: &ToolCall) -> ToolResult {
+    let tasks = host.list_tasks(call.session.as_str());
+    if tasks.is_empty() {
+        return ToolResult::ok("(no background tasks)");
+    }
+    let lines: Vec<String> = tasks
+        .iter()
+        .map(|t| format!("{} [{}] {} — {}", t.id, t.kind, t.status.as_str(), t.label))
+        .collect();
+    ToolResult::ok(lines.join("\n"))
+}
+
+fn task_kill(host: &Host, call: &ToolCall) -> ToolResult {
+    let a = args(call);
+    let id = match task_id(&a) {
+        Ok(id) => id,
+        Err(e) => return e,
+    };
+    let reason = match &a["reason"] {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        other => {
+            return ToolResult::error(format!("invalid reason: expected a string, got {other}"));
+        }
+    };
+    match host.kill_task(call.session.as_str(), &id, reason.as_deref()) {
+        Ok(k) if k.requested => ToolResult::ok(format!("requested cancellation of task {id}")),
+        Ok(k) => ToolResult::ok(format!(
+            "task {id} had already finished {}",
+            k.snapshot.status_line()
+        )),
+        Err(e) => ToolResult::error(e),
+    }
+}
+
+/// The completion notice for a task that settled with nobody having reported it.
+fn notice(s: &FfiSnapshot) -> String {
+    format!(
+        "background task {} ({}: {}) finished {}. Read its output with task_output.",
+        s.id,
+        s.kind,
+        s.label,
+        s.status_line()
+    )
+}
+
+fn init(host: Host) -> Result<Tasks, String> {
+    let config = Config::from_json(&host.config())?;
+    host.attach_surface("tasks");
+    let h = host.clone();
+    host.on_task_done(move |s: FfiSnapshot| {
+        // Owned, and not reported by a kill, a read, a wait or a teardown: the owner is told, once.
+        if let Some(session) = s.owner_session.as_ref().into_option()
+            && !s.reported
+        {
+            h.notify(session.as_str(), &notice(&s));
+        }
+    });
+    let h = host.clone();
+    host.register_tool(
+        "task_output",
+        "Read a background task. Stream tasks return only output since the previous read; final-output tasks return their result after settlement. Every response ends with `[status: ...]`. Reads are non-blocking unless `wait: true`, which waits up to the configured cap.",
+        json!({"type": "object", "properties": {
+            "task_id": {"type": "string"},
+            "wait": {"type": "boolean"},
+            "timeout_ms": {"type": "number"}
+        }, "required": ["task_id"]}),
+        move |c: &ToolCall| task_output(&h, config, c),
+    )?;
+    let h = host.clone();
+    host.register_tool(
+        "task_list",
+        "List your background tasks (running and finished) with their ids, kinds, and statuses.",
+        json!({"type": "object", "properties": {}}),
+        move |c: &ToolCall| task_list(&h, c),
+    )?;
+    let h = host.clone();
+    host.register_tool(
+        "task_kill",
+        "Request cancellation of a running background task by task id. Returns immediately; the task settles as killed once its work actually stops.",
+        json!({"type": "object", "properties": {
+            "task_id": {"type": "string"},
+            "reason": {"type": "string"}
+        }, "required": ["task_id"]}),
+        move |c: &ToolCall| task_kill(&h, c),
+    )?;
+    Ok(Tasks)
+}
+
+export_plugin!(name: "tasks", init: init);

@@ -1,0 +1,390 @@
+//! The host's process service: every child process of every producer is spawned, read, signalled and
+//! reaped here, on the host's runtime (no thread per process), with one environment policy.
+//!
+//! A child runs `bash -c <command>` in its own process group with stdin closed and a scrubbed
+//! environment. Each output stream keeps an in-memory tail and spills beyond it to a private 0600
+//! file, up to a cap. A kill sends SIGTERM to the group, then SIGKILL after the grace if any of the
+//! group is still alive. When a process settles, whatever is left of its group is ended too: a task's
+//! processes never outlive it.
+
+pub mod env;
+mod render;
+mod stream;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+use tokio::runtime::Handle;
+use tokio::sync::watch;
+
+pub use render::render_read;
+use stream::{SpillPlan, StreamBuf};
+use taskhost_registry::{TaskOutcome, TerminalStatus};
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct ProcessSpec {
+    /// The command, run as `bash -c <command>`.
+    pub command: String,
+    /// The working directory (the host's when `None`).
+    pub workdir: Option<PathBuf>,
+    /// Variables set after the scrub (trusted configuration).
+    pub extra_env: Vec<(String, String)>,
+    /// Time between SIGTERM and SIGKILL, and the longest wait for pipes after exit.
+    pub grace: Duration,
+    /// In-memory tail per stream, in bytes.
+    pub tail_bytes: usize,
+    /// Largest spill file per stream, in bytes.
+    pub spill_cap: u64,
+}
+
+impl ProcessSpec {
+    /// A spec with the defaults: 3 s grace, 64,000-byte tails, 64 MiB spill cap.
+    pub fn new(command: impl Into<String>) -> Self {
+        Self {
+            command: command.into(),
+            workdir: None,
+            extra_env: Vec::new(),
+            grace: Duration::from_secs(3),
+            tail_bytes: 64_000,
+            spill_cap: 64 << 20,
+        }
+    }
+}
+
+/// How a process ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// It exited with this code.
+    Code(i32),
+    /// A signal ended it.
+    Signal(i32),
+    /// It never ran (spawn failure) or its status is unknown.
+    Unknown,
+}
+
+/// The output and status of a settled process.
+struct Streams {
+    out: StreamBuf,
+    err: StreamBuf,
+    /// A spawn failure, reported once in the next read.
+    spawn_error: Option<String>,
+}
+
+/// One child process (or the record of one that failed to spawn).
+pub struct Process {
+    pgid: Option<i32>,
+    streams: Mutex<Streams>,
+    exit: watch::Sender<Option<Exit>>,
+    kill_requested: AtomicBool,
+    grace: Duration,
+    runtime: Handle,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Sends `signal` to a whole process group; false if none of it is left.
+fn signal_group(pgid: i32, signal: i32) -> bool {
+    // SAFETY: killpg has no memory preconditions; a stale pgid at worst signals nothing (ESRCH).
+    unsafe { libc::killpg(pgid, signal) == 0 }
+}
+
+/// The name of a signal, as status lines show it.
+pub fn signal_name(signal: i32) -> String {
+    let name = match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGBUS => "SIGBUS",
+        _ => return format!("signal {signal}"),
+    };
+    name.to_owned()
+}
+
+impl Process {
+    /// Requests termination: SIGTERM to the group now, SIGKILL after the grace if anything of the group
+    /// is left (even if the leader already exited). Returns false if the process had already exited.
+    pub fn kill(self: &Arc<Self>) -> bool {
+        if self.exit.borrow().is_some() {
+            return false;
+        }
+        let first = !self.kill_requested.swap(true, Ordering::SeqCst);
+        let Some(pgid) = self.pgid else { return false };
+        signal_group(pgid, libc::SIGTERM);
+        if first {
+            let grace = self.grace;
+            self.runtime.spawn(async move {
+                tokio::time::sleep(grace).await;
+                signal_group(pgid, libc::SIGKILL);
+            });
+        }
+        true
+    }
+
+    /// The output since the previous read, rendered (stdout, then `[stderr]` and stderr; a notice when
+    /// output was dropped from memory).
+    pub fn read(&self) -> String {
+        let mut s = lock(&self.streams);
+        let out = s.out.read();
+        let err = s.err.read();
+        let spawn_error = s.spawn_error.take();
+        let paths: Vec<PathBuf> = [s.out.spill_path(), s.err.spill_path()]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect();
+        render_read(
+            &out.bytes,
+            &err.bytes,
+            out.lossy || err.lossy,
+            &paths,
+            spawn_error.as_deref(),
+        )
+    }
+
+    /// Waits for the process to settle (exited and its output drained).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping the future leaves the process as it is.
+    pub async fn wait(&self) -> Exit {
+        let mut rx = self.exit.subscribe();
+        match rx.wait_for(Option::is_some).await {
+            Ok(v) => v.clone().unwrap_or(Exit::Unknown),
+            Err(_) => Exit::Unknown,
+        }
+    }
+
+    /// The registry outcome of a settled process: an exit code is `completed` (a kill that raced a
+    /// normal exit is `killed before exit`), a signal is `killed`.
+    pub fn outcome(&self, exit: &Exit) -> TaskOutcome {
+        let killed = self.kill_requested.load(Ordering::SeqCst);
+        match exit {
+            Exit::Code(c) if !killed => {
+                TaskOutcome::completed().with_detail(format!("exit code: {c}"))
+            }
+            Exit::Signal(s) => {
+                TaskOutcome::killed().with_detail(format!("signal: {}", signal_name(*s)))
+            }
+            _ => TaskOutcome::new(TerminalStatus::Killed).with_detail("killed before exit"),
+        }
+    }
+}
+
+/// Spawns and tracks child processes.
+pub struct ProcessService {
+    runtime: Handle,
+    spill_dir: PathBuf,
+    next: AtomicU64,
+    /// Spill files by owning session ("" for unowned), removed when the session is disposed.
+    spills: Mutex<HashMap<String, Vec<PathBuf>>>,
+    /// Live process groups, ended at shutdown.
+    live: Arc<Mutex<HashMap<u64, i32>>>,
+}
+
+impl ProcessService {
+    /// A service whose spill files go to `spill_dir` (created 0700).
+    pub fn new(runtime: Handle, spill_dir: PathBuf) -> Self {
+        Self {
+            runtime,
+            spill_dir,
+            next: AtomicU64::new(0),
+            spills: Mutex::new(HashMap::new()),
+            live: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+
+    fn spill_plan(&self, n: u64, which: &str, cap: u64) -> SpillPlan {
+        let nonce = {
+            let t = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            (t as u64 ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15)) & 0xFFFF_FFFF_FFFF
+        };
+        let name = format!(
+            "taskhost-{}-{n}-{nonce:012x}-{which}.log",
+            std::process::id()
+        );
+        SpillPlan {
+            path: self.spill_dir.join(name),
+            cap,
+        }
+    }
+
+    /// Starts a process for `owner_session` (its spill files are removed with the session). Never
+    /// fails: a spawn failure gives a process that has already ended, whose first read says why.
+    pub fn spawn(&self, spec: &ProcessSpec, owner_session: &str) -> Arc<Process> {
+        let n = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let _ = ensure_private_dir(&self.spill_dir);
+        let (out_plan, err_plan) = (
+            self.spill_plan(n, "stdout", spec.spill_cap),
+            self.spill_plan(n, "stderr", spec.spill_cap),
+        );
+        lock(&self.spills)
+            .entry(owner_session.to_owned())
+            .or_default()
+            .extend([out_plan.path.clone(), err_plan.path.clone()]);
+        let streams = Streams {
+            out: StreamBuf::new(spec.tail_bytes, Some(out_plan)),
+            err: StreamBuf::new(spec.tail_bytes, Some(err_plan)),
+            spawn_error: None,
+        };
+        let mut cmd = tokio::process::Command::new("bash");
+        cmd.arg("-c").arg(&spec.command);
+        if let Some(dir) = &spec.workdir {
+            cmd.current_dir(dir);
+        }
+        cmd.env_clear();
+        cmd.envs(env::scrubbed(std::env::vars(), &spec.extra_env));
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd.process_group(0);
+        cmd.kill_on_drop(false);
+        let _guard = self.runtime.enter();
+        let (exit, _) = watch::channel(None);
+        match cmd.spawn() {
+            Err(e) => {
+                let process = Arc::new(Process {
+                    pgid: None,
+                    streams: Mutex::new(Streams {
+                        spawn_error: Some(e.to_string()),
+                        ..streams
+                    }),
+                    exit,
+                    kill_requested: AtomicBool::new(false),
+                    grace: spec.grace,
+                    runtime: self.runtime.clone(),
+                });
+                process.exit.send_replace(Some(Exit::Unknown));
+                process
+            }
+            Ok(mut child) => {
+                let pgid = child.id().map(|p| p as i32);
+                let process = Arc::new(Process {
+                    pgid,
+                    streams: Mutex::new(streams),
+                    exit,
+                    kill_requested: AtomicBool::new(false),
+                    grace: spec.grace,
+                    runtime: self.runtime.clone(),
+                });
+                if let Some(g) = pgid {
+                    lock(&self.live).insert(n, g);
+                }
+                let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+                let p = process.clone();
+                let live = self.live.clone();
+                self.runtime.spawn(async move {
+                    let out = tokio::spawn(pump(stdout, p.clone(), true));
+                    let err = tokio::spawn(pump(stderr, p.clone(), false));
+                    let status = child.wait().await;
+                    // A daemon that kept the pipes open must not hold the task forever.
+                    let _ = tokio::time::timeout(p.grace, async {
+                        let _ = out.await;
+                        let _ = err.await;
+                    })
+                    .await;
+                    if let Some(g) = pgid {
+                        // Nothing of a settled task's group survives it.
+                        if signal_group(g, libc::SIGTERM) {
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            signal_group(g, libc::SIGKILL);
+                        }
+                    }
+                    lock(&live).remove(&n);
+                    let exit = match status {
+                        Ok(s) => {
+                            use std::os::unix::process::ExitStatusExt;
+                            match (s.code(), s.signal()) {
+                                (Some(c), _) => Exit::Code(c),
+                                (None, Some(sig)) => Exit::Signal(sig),
+                                _ => Exit::Unknown,
+                            }
+                        }
+                        Err(_) => Exit::Unknown,
+                    };
+                    {
+                        let mut s = lock(&p.streams);
+                        s.out.finish();
+                        s.err.finish();
+                    }
+                    p.exit.send_replace(Some(exit));
+                });
+                process
+            }
+        }
+    }
+
+    /// Removes the spill files of a disposed session.
+    pub fn remove_spills(&self, session: &str) {
+        let paths = lock(&self.spills).remove(session).unwrap_or_default();
+        for p in paths {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+
+    /// Ends every live process group at once (SIGKILL) and removes every spill file: the last step of
+    /// a host shutdown, after the registry's orderly teardown.
+    pub fn shutdown(&self) {
+        for (_, g) in lock(&self.live).drain() {
+            signal_group(g, libc::SIGKILL);
+        }
+        let sessions: Vec<String> = lock(&self.spills).keys().cloned().collect();
+        for s in sessions {
+            self.remove_spills(&s);
+        }
+    }
+
+    /// Live process groups.
+    pub fn live(&self) -> usize {
+        lock(&self.live).len()
+    }
+}
+
+async fn pump(
+    pipe: Option<impl tokio::io::AsyncRead + Unpin>,
+    process: Arc<Process>,
+    stdout: bool,
+) {
+    let Some(mut pipe) = pipe else { return };
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match pipe.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                let mut s = lock(&process.streams);
+                if stdout {
+                    s.out.push(&buf[..n])
+                } else {
+                    s.err.push(&buf[..n])
+                }
+            }
+        }
+    }
+}
+
+fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if dir.is_dir() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
