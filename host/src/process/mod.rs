@@ -91,29 +91,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// Sends `signal` to a whole process group; false if none of it is left.
-fn signal_group(pgid: i32, signal: i32) -> bool {
-    // SAFETY: killpg has no memory preconditions; a stale pgid at worst signals nothing (ESRCH).
-    unsafe { libc::killpg(pgid, signal) == 0 }
+fn signal_group(pgid: i32, signal: nix::sys::signal::Signal) -> bool {
+    nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), signal).is_ok()
 }
 
-/// The name of a signal, as status lines show it.
+/// The name of a signal, as status lines show it (`SIGTERM`).
 pub fn signal_name(signal: i32) -> String {
-    let name = match signal {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGALRM => "SIGALRM",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGUSR1 => "SIGUSR1",
-        libc::SIGUSR2 => "SIGUSR2",
-        libc::SIGBUS => "SIGBUS",
-        _ => return format!("signal {signal}"),
-    };
-    name.to_owned()
+    nix::sys::signal::Signal::try_from(signal)
+        .map_or_else(|_| format!("signal {signal}"), |s| s.as_str().to_owned())
 }
 
 impl Process {
@@ -125,12 +110,12 @@ impl Process {
         }
         let first = !self.kill_requested.swap(true, Ordering::SeqCst);
         let Some(pgid) = self.pgid else { return false };
-        signal_group(pgid, libc::SIGTERM);
+        signal_group(pgid, nix::sys::signal::Signal::SIGTERM);
         if first {
             let grace = self.grace;
             self.runtime.spawn(async move {
                 tokio::time::sleep(grace).await;
-                signal_group(pgid, libc::SIGKILL);
+                signal_group(pgid, nix::sys::signal::Signal::SIGKILL);
             });
         }
         true
@@ -301,9 +286,9 @@ impl ProcessService {
                     .await;
                     if let Some(g) = pgid {
                         // Nothing of a settled task's group survives it.
-                        if signal_group(g, libc::SIGTERM) {
+                        if signal_group(g, nix::sys::signal::Signal::SIGTERM) {
                             tokio::time::sleep(Duration::from_millis(50)).await;
-                            signal_group(g, libc::SIGKILL);
+                            signal_group(g, nix::sys::signal::Signal::SIGKILL);
                         }
                     }
                     lock(&live).remove(&n);
@@ -342,7 +327,7 @@ impl ProcessService {
     /// a host shutdown, after the registry's orderly teardown.
     pub fn shutdown(&self) {
         for (_, g) in lock(&self.live).drain() {
-            signal_group(g, libc::SIGKILL);
+            signal_group(g, nix::sys::signal::Signal::SIGKILL);
         }
         let sessions: Vec<String> = lock(&self.spills).keys().cloned().collect();
         for s in sessions {
@@ -356,8 +341,10 @@ impl ProcessService {
     }
 }
 
-async fn pump(
-    pipe: Option<impl tokio::io::AsyncRead + Unpin>,
+/// Copies one pipe into its stream until EOF. Starts with the kernel's default 64 KiB; a read that
+/// fills the buffer marks a busy stream, which then gets a 1 MiB pipe and read size (fewer wakeups).
+async fn pump<P: tokio::io::AsyncRead + std::os::fd::AsFd + Unpin>(
+    pipe: Option<P>,
     process: Arc<Process>,
     stdout: bool,
 ) {
@@ -367,15 +354,30 @@ async fn pump(
         match pipe.read(&mut buf).await {
             Ok(0) | Err(_) => return,
             Ok(n) => {
-                let mut s = lock(&process.streams);
-                if stdout {
-                    s.out.push(&buf[..n])
-                } else {
-                    s.err.push(&buf[..n])
+                {
+                    let mut s = lock(&process.streams);
+                    if stdout {
+                        s.out.push(&buf[..n])
+                    } else {
+                        s.err.push(&buf[..n])
+                    }
+                }
+                if n == buf.len() && buf.len() < PIPE_BYTES {
+                    widen_pipe(&pipe);
+                    buf.resize(PIPE_BYTES, 0);
                 }
             }
         }
     }
+}
+
+/// Pipe capacity asked for each output pipe, and the read size: fewer, larger reads than the
+/// kernel's 64 KiB default.
+const PIPE_BYTES: usize = 1 << 20;
+
+/// Asks the kernel for a larger pipe buffer; a refusal (over the system limit) leaves the default.
+fn widen_pipe(pipe: &impl std::os::fd::AsFd) {
+    let _ = nix::fcntl::fcntl(pipe, nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_BYTES as i32));
 }
 
 fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
