@@ -5,8 +5,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams, ResourceContents};
+use taskhost::config::Config;
+use taskhost::mcp::{self, PLUGINS_URI, Peers};
 use taskhost::{LoadOptions, Taskhost, default_generation_dir};
-use taskhost_registry::RegistryConfig;
 
 #[derive(Parser)]
 #[command(
@@ -20,17 +23,41 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Loads the plugins and serves until interrupted.
+    /// Loads the plugins and serves MCP: on stdio (one session), or on a Unix socket.
     Serve {
-        /// A plugin file to load (repeatable); without any, the default plugins next to the binary.
+        /// A TOML config file ([tasks], [[plugin]]).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// A plugin file to load (repeatable); without any (here or in the config), the default
+        /// plugins next to the binary.
         #[arg(long = "plugin")]
         plugins: Vec<PathBuf>,
-        /// Load plugin files even if others could have written them.
+        /// `unix:PATH`: serve one MCP session per connection on this socket.
         #[arg(long)]
-        allow_untrusted_plugins: bool,
+        listen: Option<String>,
         /// Do not reload plugins when their files change.
         #[arg(long)]
         no_watch: bool,
+        /// Load plugin files even if others could have written them.
+        #[arg(long)]
+        allow_untrusted_plugins: bool,
+    },
+    /// Prints the plugin table of a running host.
+    Plugins {
+        /// `unix:PATH` of the host.
+        #[arg(long)]
+        connect: String,
+    },
+    /// Calls one tool on a running host and prints its text.
+    Call {
+        /// `unix:PATH` of the host.
+        #[arg(long)]
+        connect: String,
+        /// The tool.
+        tool: String,
+        /// Its arguments, a JSON object.
+        #[arg(default_value = "{}")]
+        arguments: String,
     },
 }
 
@@ -40,10 +67,16 @@ fn default_plugins() -> Vec<PathBuf> {
         .ok()
         .and_then(|p| p.parent().map(PathBuf::from))
         .unwrap_or_default();
-    ["bash", "tasks", "subagent"]
+    ["tasks", "bash", "subagent"]
         .iter()
         .map(|n| dir.join(format!("libtaskhost_plugin_{n}.so")))
         .collect()
+}
+
+fn unix_path(spec: &str) -> Result<PathBuf, String> {
+    spec.strip_prefix("unix:")
+        .map(PathBuf::from)
+        .ok_or_else(|| format!("expected unix:PATH, got {spec}"))
 }
 
 fn main() -> ExitCode {
@@ -64,57 +97,190 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match cli.command {
+    let result = match cli.command {
         Command::Serve {
+            config,
             plugins,
-            allow_untrusted_plugins,
+            listen,
             no_watch,
-        } => {
-            let options = LoadOptions {
-                generation_dir: default_generation_dir(),
-                allow_untrusted: allow_untrusted_plugins,
-            };
-            let host = Arc::new(Taskhost::new(
-                RegistryConfig::new(),
-                runtime.handle().clone(),
-                options,
-            ));
-            let plugins = if plugins.is_empty() {
-                default_plugins()
-            } else {
-                plugins
-            };
-            for path in &plugins {
-                if let Err(e) = host.plugins().load(path, None, false) {
-                    tracing::error!("{e}");
-                }
-            }
-            let _watch = if no_watch {
-                None
-            } else {
-                match host.watch(taskhost::plugin::watch::DEFAULT_DEBOUNCE) {
-                    Ok(w) => Some(w),
-                    Err(e) => {
-                        eprintln!("taskhost: {e}");
-                        return ExitCode::FAILURE;
-                    }
-                }
-            };
-            let tools: Vec<String> = host.plugins().tools().into_iter().map(|t| t.name).collect();
-            tracing::info!(
-                ?tools,
-                "serving; the MCP front end is not built yet, so nothing connects (Ctrl-C stops)"
-            );
-            runtime.block_on(async {
-                let _ = tokio::signal::ctrl_c().await;
-                host.shutdown().await;
-            });
-            let _ = std::fs::remove_dir_all(
-                default_generation_dir()
-                    .parent()
-                    .unwrap_or(&default_generation_dir()),
-            );
-            ExitCode::SUCCESS
+            allow_untrusted_plugins,
+        } => serve(
+            &runtime,
+            config,
+            plugins,
+            listen,
+            no_watch,
+            allow_untrusted_plugins,
+        ),
+        Command::Plugins { connect } => runtime.block_on(plugins(&connect)),
+        Command::Call {
+            connect,
+            tool,
+            arguments,
+        } => runtime.block_on(call(&connect, &tool, &arguments)),
+    };
+    match result {
+        Ok(code) => code,
+        Err((code, message)) => {
+            eprintln!("taskhost: {message}");
+            ExitCode::from(code)
         }
     }
+}
+
+type Outcome = Result<ExitCode, (u8, String)>;
+
+fn serve(
+    runtime: &tokio::runtime::Runtime,
+    config: Option<PathBuf>,
+    plugin_args: Vec<PathBuf>,
+    listen: Option<String>,
+    no_watch: bool,
+    allow_untrusted: bool,
+) -> Outcome {
+    let config = match &config {
+        Some(path) => Config::load(path).map_err(|e| (2, e.to_string()))?,
+        None => Config::default(),
+    };
+    let registry = config.registry().map_err(|e| (2, e.to_string()))?;
+    let listen = listen
+        .map(|l| unix_path(&l))
+        .transpose()
+        .map_err(|e| (2, e))?;
+    let gen_dir = default_generation_dir();
+    let options = LoadOptions {
+        generation_dir: gen_dir.clone(),
+        allow_untrusted,
+    };
+    let host = Arc::new(Taskhost::new(registry, runtime.handle().clone(), options));
+    let mut entries: Vec<(PathBuf, Option<String>)> = config
+        .plugins
+        .iter()
+        .map(|p| (p.path.clone(), Some(p.config_json())))
+        .collect();
+    entries.extend(plugin_args.into_iter().map(|p| (p, None)));
+    if entries.is_empty() {
+        entries = default_plugins().into_iter().map(|p| (p, None)).collect();
+    }
+    for (path, plugin_config) in &entries {
+        if let Err(e) = host.plugins().load(path, plugin_config.clone(), false) {
+            tracing::error!("{e}");
+        }
+    }
+    let peers = Peers::default();
+    {
+        let (peers, handle) = (peers.clone(), runtime.handle().clone());
+        host.plugins()
+            .on_tools_changed(move || peers.tools_changed(&handle));
+    }
+    let _watch = if no_watch {
+        None
+    } else {
+        Some(
+            host.watch(taskhost::plugin::watch::DEFAULT_DEBOUNCE)
+                .map_err(|e| (1, e.to_string()))?,
+        )
+    };
+    let tools: Vec<String> = host.plugins().tools().into_iter().map(|t| t.name).collect();
+    tracing::info!(?tools, "serving");
+    let served = runtime.block_on(async {
+        let stop = async {
+            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+            }
+        };
+        let result = tokio::select! {
+            r = async {
+                match &listen {
+                    Some(path) => mcp::serve_unix(host.clone(), peers.clone(), path).await,
+                    None => mcp::serve_stdio(host.clone(), peers.clone()).await,
+                }
+            } => r,
+            () = stop => Ok(()),
+        };
+        host.shutdown().await;
+        result
+    });
+    if let Some(path) = &listen {
+        let _ = std::fs::remove_file(path);
+    }
+    if let Some(dir) = gen_dir.parent() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    served.map(|()| ExitCode::SUCCESS).map_err(|e| (1, e))
+}
+
+async fn connect(
+    spec: &str,
+) -> Result<rmcp::service::RunningService<rmcp::RoleClient, ()>, (u8, String)> {
+    let path = unix_path(spec).map_err(|e| (2, e))?;
+    let stream = tokio::net::UnixStream::connect(&path)
+        .await
+        .map_err(|e| (1, format!("cannot connect to {}: {e}", path.display())))?;
+    ().serve(stream).await.map_err(|e| {
+        (
+            1,
+            format!("MCP handshake with {} failed: {e}", path.display()),
+        )
+    })
+}
+
+async fn plugins(spec: &str) -> Outcome {
+    let client = connect(spec).await?;
+    let read = client
+        .peer()
+        .read_resource(ReadResourceRequestParams::new(PLUGINS_URI))
+        .await
+        .map_err(|e| (1, format!("reading {PLUGINS_URI}: {e}")))?;
+    let text = read.contents.into_iter().find_map(|c| match c {
+        ResourceContents::TextResourceContents { text, .. } => Some(text),
+        _ => None,
+    });
+    let table: serde_json::Value =
+        serde_json::from_str(&text.unwrap_or_default()).map_err(|e| (1, e.to_string()))?;
+    println!(
+        "{:<12} {:<6} {:<9} {:>5}  path",
+        "plugin", "gen", "state", "tasks"
+    );
+    for p in table["plugins"].as_array().into_iter().flatten() {
+        for g in p["generations"].as_array().into_iter().flatten() {
+            println!(
+                "{:<12} {:<6} {:<9} {:>5}  {}",
+                p["name"].as_str().unwrap_or("?"),
+                g["generation"],
+                g["state"].as_str().unwrap_or("?"),
+                g["live_tasks"],
+                p["path"].as_str().unwrap_or("?")
+            );
+        }
+    }
+    let _ = client.cancel().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn call(spec: &str, tool: &str, arguments: &str) -> Outcome {
+    let args: serde_json::Value =
+        serde_json::from_str(arguments).map_err(|e| (2, format!("arguments are not JSON: {e}")))?;
+    let serde_json::Value::Object(args) = args else {
+        return Err((2, "arguments must be a JSON object".to_owned()));
+    };
+    let client = connect(spec).await?;
+    let result = client
+        .peer()
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
+        .await
+        .map_err(|e| (1, format!("calling {tool}: {e}")))?;
+    for block in &result.content {
+        if let Some(t) = block.as_text() {
+            println!("{}", t.text);
+        }
+    }
+    let _ = client.cancel().await;
+    Ok(if result.is_error == Some(true) {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }

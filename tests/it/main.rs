@@ -6,5 +6,6 @@
 mod bash;
 mod fixtures;
 mod loading;
+mod mcp;
 mod reload;
 mod watch;

@@ -479,6 +479,28 @@ impl Plugins {
             .collect()
     }
 
+    /// The prompt sections of the active generations, in plugin path order, empty ones left out.
+    pub fn prompt_sections(&self) -> Vec<String> {
+        let active: Vec<Arc<Generation>> = lock(&self.slots)
+            .values()
+            .filter_map(|s| s.active.clone())
+            .collect();
+        active
+            .into_iter()
+            .filter_map(|g| {
+                // Plugin code: asked on the generation's own threads.
+                let g2 = g.clone();
+                let text = g.executor.call(move || {
+                    g2.state()
+                        .instance
+                        .as_ref()
+                        .map(|i| i.prompt_section().as_str().to_owned())
+                });
+                text.flatten().filter(|t| !t.is_empty())
+            })
+            .collect()
+    }
+
     /// The paths of the plugin files loaded (or tried).
     pub fn paths(&self) -> Vec<PathBuf> {
         lock(&self.slots).keys().cloned().collect()

@@ -1,0 +1,109 @@
+//! The TOML config: registry settings and the plugins to load, each with its own table.
+//!
+//! ```toml
+//! [tasks]
+//! max_concurrent_tasks_per_owner = 10
+//! teardown_grace_ms = 10000
+//!
+//! [[plugin]]
+//! path = "target/debug/libtaskhost_plugin_bash.so"
+//! [plugin.config]
+//! grace_ms = 3000
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use taskhost_registry::RegistryConfig;
+
+/// The whole file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Registry settings.
+    #[serde(default)]
+    pub tasks: TasksSection,
+    /// Plugins to load, in order.
+    #[serde(default, rename = "plugin")]
+    pub plugins: Vec<PluginEntry>,
+}
+
+/// `[tasks]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TasksSection {
+    /// Live tasks allowed per owner (default 10).
+    pub max_concurrent_tasks_per_owner: Option<u64>,
+    /// How long a teardown waits for a cancelled task (default 10000).
+    pub teardown_grace_ms: Option<u64>,
+}
+
+/// One `[[plugin]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginEntry {
+    /// The plugin file; relative paths are taken from the config file's directory.
+    pub path: PathBuf,
+    /// The plugin's own table, handed to it as JSON.
+    #[serde(default)]
+    pub config: Option<toml::Table>,
+}
+
+/// A config that could not be used; the message names the file and the key.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(String);
+
+impl Config {
+    /// Reads and checks a config file.
+    ///
+    /// # Errors
+    /// [`ConfigError`] naming the file and, for a bad value, the key.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError(format!("cannot read config {}: {e}", path.display())))?;
+        let mut config: Config = toml::from_str(&text).map_err(|e| {
+            ConfigError(format!(
+                "bad config {}: {}",
+                path.display(),
+                e.to_string().trim()
+            ))
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        for p in &mut config.plugins {
+            if p.path.is_relative() {
+                p.path = base.join(&p.path);
+            }
+        }
+        config
+            .registry()
+            .map_err(|e| ConfigError(format!("bad config {}: [tasks] {e}", path.display())))?;
+        Ok(config)
+    }
+
+    /// The registry settings.
+    ///
+    /// # Errors
+    /// The out-of-range key.
+    pub fn registry(&self) -> Result<RegistryConfig, taskhost_registry::ConfigError> {
+        let mut c = RegistryConfig::new();
+        if let Some(n) = self.tasks.max_concurrent_tasks_per_owner {
+            c = c.with_max_tasks_per_owner(n)?;
+        }
+        if let Some(ms) = self.tasks.teardown_grace_ms {
+            c = c.with_teardown_grace(Duration::from_millis(ms))?;
+        }
+        Ok(c)
+    }
+}
+
+impl PluginEntry {
+    /// The plugin's table as JSON text (`{}` when none).
+    pub fn config_json(&self) -> String {
+        self.config.as_ref().map_or_else(
+            || "{}".to_owned(),
+            |t| serde_json::to_string(t).unwrap_or_else(|_| "{}".to_owned()),
+        )
+    }
+}

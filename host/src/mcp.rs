@@ -1,0 +1,285 @@
+//! The MCP front end: one [`McpSession`] per MCP session (stdio: one; a Unix socket: one per
+//! connection). Each session is one agent, the owner of the tasks it starts, disposed when the
+//! session ends.
+//!
+//! Notices go out as MCP logging notifications, as the spec asks; rmcp marks logging deprecated
+//! (SEP-2577) for the 2026-07-28 protocol, where it will give way to another channel.
+#![allow(deprecated)]
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListResourcesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Resource, ResourceContents, ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
+};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
+use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+
+use crate::{CallError, Taskhost};
+
+/// The URI of the plugin table resource.
+pub const PLUGINS_URI: &str = "taskhost://plugins";
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The live sessions' peers, told when the tool set changes.
+#[derive(Clone, Default)]
+pub struct Peers(Arc<Mutex<HashMap<String, Peer<RoleServer>>>>);
+
+impl Peers {
+    /// Sends `notifications/tools/list_changed` to every initialized session.
+    pub fn tools_changed(&self, runtime: &tokio::runtime::Handle) {
+        let peers: Vec<Peer<RoleServer>> = lock(&self.0).values().cloned().collect();
+        for peer in peers {
+            runtime.spawn(async move {
+                let _ = peer.notify_tool_list_changed().await;
+            });
+        }
+    }
+}
+
+/// One MCP session.
+pub struct McpSession {
+    host: Arc<Taskhost>,
+    id: String,
+    peers: Peers,
+    peer: Arc<OnceLock<Peer<RoleServer>>>,
+    /// Notices not yet shown on a tool result.
+    pending: Arc<Mutex<Vec<String>>>,
+}
+
+impl McpSession {
+    fn new(host: Arc<Taskhost>, id: String, peers: Peers) -> Self {
+        host.sessions().open(&id);
+        let session = Self {
+            host,
+            id,
+            peers,
+            peer: Arc::default(),
+            pending: Arc::default(),
+        };
+        let (peer, pending) = (session.peer.clone(), session.pending.clone());
+        let runtime = tokio::runtime::Handle::current();
+        session.host.sessions().set_sink(
+            &session.id,
+            Arc::new(move |text: &str| {
+                lock(&pending).push(text.to_owned());
+                if let Some(peer) = peer.get().cloned() {
+                    let param =
+                        LoggingMessageNotificationParam::new(LoggingLevel::Info, json!(text))
+                            .with_logger("tasks");
+                    runtime.spawn(async move {
+                        #[allow(deprecated)]
+                        let _ = peer.notify_logging_message(param).await;
+                    });
+                }
+            }),
+        );
+        session
+    }
+
+    fn tool_error(text: String) -> CallToolResult {
+        CallToolResult::error(vec![ContentBlock::text(text)])
+    }
+}
+
+impl ServerHandler for McpSession {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_logging()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_resources()
+            .build();
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("taskhost", env!("CARGO_PKG_VERSION")))
+            .with_instructions(self.host.plugins().prompt_sections().join("\n\n"))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let tools = self
+            .host
+            .plugins()
+            .tools()
+            .into_iter()
+            .map(|t| {
+                let schema = match t.input_schema {
+                    Value::Object(m) => m,
+                    _ => serde_json::Map::new(),
+                };
+                Tool::new(t.name, t.description, Arc::new(schema))
+            })
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let arguments = request.arguments.map_or_else(|| json!({}), Value::Object);
+        let result = match self
+            .host
+            .plugins()
+            .call_tool(&request.name, &self.id, &arguments)
+            .await
+        {
+            Ok(out) => {
+                let mut blocks = vec![ContentBlock::text(out.text)];
+                blocks.extend(
+                    std::mem::take(&mut *lock(&self.pending))
+                        .into_iter()
+                        .map(ContentBlock::text),
+                );
+                if out.is_error {
+                    CallToolResult::error(blocks)
+                } else {
+                    CallToolResult::success(blocks)
+                }
+            }
+            Err(
+                e @ (CallError::UnknownTool(_)
+                | CallError::BadArguments { .. }
+                | CallError::Unavailable(_)),
+            ) => Self::tool_error(format!("Error: {e}")),
+        };
+        Ok(result.into())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let _ = self.peer.set(context.peer.clone());
+        lock(&self.peers.0).insert(self.id.clone(), context.peer);
+    }
+
+    async fn set_level(
+        &self,
+        _request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Ok(())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(ListResourcesResult::with_all_items(vec![
+            Resource::new(PLUGINS_URI, "plugins").with_mime_type("application/json"),
+        ]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        if request.uri != PLUGINS_URI {
+            return Err(McpError::resource_not_found(
+                format!("no resource at {}", request.uri),
+                None,
+            ));
+        }
+        let text = plugins_json(&self.host).to_string();
+        Ok(ReadResourceResult::new(vec![ResourceContents::text(text, PLUGINS_URI)]).into())
+    }
+}
+
+/// The plugin table as `taskhost://plugins` serves it.
+pub fn plugins_json(host: &Taskhost) -> Value {
+    let plugins: Vec<Value> = host
+        .plugins()
+        .info()
+        .into_iter()
+        .map(|p| {
+            let generations: Vec<Value> = p
+                .generations
+                .iter()
+                .map(|g| json!({"generation": g.generation, "state": g.state, "live_tasks": g.live_tasks}))
+                .collect();
+            json!({"name": p.name, "path": p.path.display().to_string(), "generations": generations})
+        })
+        .collect();
+    json!({"plugins": plugins})
+}
+
+/// Serves one session over `transport` until it ends, then disposes the session's agent (its tasks
+/// are cancelled and awaited, its processes ended).
+///
+/// # Errors
+/// When the MCP handshake fails.
+pub async fn serve_session<T>(
+    host: Arc<Taskhost>,
+    peers: Peers,
+    id: String,
+    transport: T,
+) -> Result<(), String>
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
+{
+    let session = McpSession::new(host.clone(), id.clone(), peers.clone());
+    let outcome = match session.serve(transport).await {
+        Ok(running) => running
+            .waiting()
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    lock(&peers.0).remove(&id);
+    host.close_session(&id).await;
+    tracing::info!(session = %id, "session ended");
+    outcome
+}
+
+/// Serves one session on stdin/stdout.
+///
+/// # Errors
+/// When the MCP handshake fails.
+pub async fn serve_stdio(host: Arc<Taskhost>, peers: Peers) -> Result<(), String> {
+    let (stdin, stdout) = rmcp::transport::stdio();
+    serve_session(
+        host,
+        peers,
+        "stdio".to_owned(),
+        tokio::io::join(stdin, stdout),
+    )
+    .await
+}
+
+/// Serves one session per connection on a Unix socket at `path`, until the future is dropped.
+///
+/// # Errors
+/// When the socket cannot be bound.
+pub async fn serve_unix(host: Arc<Taskhost>, peers: Peers, path: &Path) -> Result<(), String> {
+    let _ = std::fs::remove_file(path);
+    let listener = tokio::net::UnixListener::bind(path)
+        .map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
+    let next = AtomicU64::new(0);
+    loop {
+        let (stream, _) = listener
+            .accept()
+            .await
+            .map_err(|e| format!("accept on {}: {e}", path.display()))?;
+        let id = format!("session-{}", next.fetch_add(1, Ordering::Relaxed) + 1);
+        let (host, peers) = (host.clone(), peers.clone());
+        tokio::spawn(async move {
+            if let Err(e) = serve_session(host, peers, id.clone(), stream).await {
+                tracing::warn!(session = %id, error = %e, "session failed");
+            }
+        });
+    }
+}

@@ -1,0 +1,411 @@
+//! End to end: the real `taskhost` binary, spoken to over MCP (rmcp's client) on stdio and on a Unix
+//! socket.
+
+#![allow(deprecated)] // MCP logging notifications carry the notices (SEP-2577 deprecates them in rmcp).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, LoggingMessageNotificationParam, ReadResourceRequestParams,
+    ResourceContents,
+};
+use rmcp::service::{NotificationContext, RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, ServiceExt};
+use serde_json::{Value, json};
+
+use crate::fixtures::*;
+
+/// Counts `tools/list_changed` and keeps logging notices.
+#[derive(Clone, Default)]
+struct Watcher {
+    list_changed: Arc<AtomicUsize>,
+    notices: Arc<Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for Watcher {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.list_changed.fetch_add(1, Ordering::SeqCst);
+    }
+
+    #[allow(deprecated)]
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.notices
+            .lock()
+            .unwrap()
+            .push(params.data.as_str().unwrap_or_default().to_owned());
+    }
+}
+
+type Client = RunningService<RoleClient, Watcher>;
+
+fn binary() -> PathBuf {
+    let p = artifacts().join("taskhost");
+    assert!(
+        p.exists(),
+        "{} is missing: build the workspace first",
+        p.display()
+    );
+    p
+}
+
+async fn stdio_client(args: &[&str], watcher: Watcher) -> Client {
+    let mut cmd = tokio::process::Command::new(binary());
+    cmd.arg("serve").args(args).env("RUST_LOG", "warn");
+    let transport = TokioChildProcess::new(cmd).expect("spawn taskhost");
+    watcher.serve(transport).await.expect("MCP handshake")
+}
+
+async fn socket_client(path: &Path, watcher: Watcher) -> Client {
+    let stream = tokio::net::UnixStream::connect(path)
+        .await
+        .expect("connect");
+    watcher.serve(stream).await.expect("MCP handshake")
+}
+
+async fn call(client: &Client, tool: &str, args: Value) -> String {
+    let Value::Object(args) = args else {
+        panic!("arguments must be an object")
+    };
+    let result = client
+        .peer()
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
+        .await
+        .expect("call");
+    result
+        .content
+        .iter()
+        .filter_map(|b| b.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n---\n")
+}
+
+async fn start(client: &Client, command: &str) -> String {
+    let text = call(
+        client,
+        "bash",
+        json!({"command": command, "run_in_background": true}),
+    )
+    .await;
+    text.strip_prefix("started background task ")
+        .unwrap_or_else(|| panic!("not started: {text}"))
+        .to_owned()
+}
+
+async fn plugins_resource(client: &Client) -> Value {
+    let read = client
+        .peer()
+        .read_resource(ReadResourceRequestParams::new("taskhost://plugins"))
+        .await
+        .expect("resource");
+    match &read.contents[0] {
+        ResourceContents::TextResourceContents { text, .. } => {
+            serde_json::from_str(text).expect("json")
+        }
+        other => panic!("not text: {other:?}"),
+    }
+}
+
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_stdio_a_background_command_is_started_polled_waited_listed_and_killed() {
+    let client = stdio_client(&["--no-watch"], Watcher::default()).await;
+    let info = client.peer_info().expect("server info");
+    assert!(
+        info.instructions
+            .as_deref()
+            .unwrap_or("")
+            .contains("Track every background task id you start")
+    );
+    let tools = client.peer().list_all_tools().await.expect("tools");
+    let mut names: Vec<_> = tools.iter().map(|t| t.name.to_string()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["bash", "subagent", "task_kill", "task_list", "task_output"]
+    );
+
+    let id = start(&client, "echo one; sleep 0.3; echo two").await;
+    let first = call(&client, "task_output", json!({"task_id": id})).await;
+    assert!(first.ends_with("[status: running]"), "{first}");
+    let rest = call(
+        &client,
+        "task_output",
+        json!({"task_id": id, "wait": true, "timeout_ms": 10000}),
+    )
+    .await;
+    assert!(
+        rest.ends_with("[status: completed, exit code: 0]"),
+        "{rest}"
+    );
+    assert_eq!(
+        format!("{}{}", first.trim_end_matches("[status: running]"), rest),
+        "one\ntwo\n[status: completed, exit code: 0]".replace("(no new output)\n", "")
+    );
+    let sleeper = start(&client, "sleep 60").await;
+    assert_eq!(
+        call(&client, "task_kill", json!({"task_id": sleeper})).await,
+        format!("requested cancellation of task {sleeper}")
+    );
+    let list = call(&client, "task_list", json!({})).await;
+    assert!(
+        list.starts_with(&format!(
+            "{id} [bash] completed — echo one; sleep 0.3; echo two\n{sleeper} [bash] "
+        )),
+        "{list}"
+    );
+    assert_eq!(
+        call(&client, "no_such_tool", json!({})).await,
+        "Error: unknown tool no_such_tool"
+    );
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_tasks_plugin_a_background_start_hits_the_fence() {
+    let bash = artifacts().join("libtaskhost_plugin_bash.so");
+    let client = stdio_client(
+        &["--no-watch", "--plugin", bash.to_str().unwrap()],
+        Watcher::default(),
+    )
+    .await;
+    assert_eq!(
+        call(
+            &client,
+            "bash",
+            json!({"command": "echo x", "run_in_background": true})
+        )
+        .await,
+        "Error: background tasks unavailable: no control surface is attached (load the tasks plugin)"
+    );
+    assert_eq!(
+        call(&client, "bash", json!({"command": "echo fg"})).await,
+        "fg\n[exit code: 0]"
+    );
+    client.cancel().await.expect("close");
+}
+
+/// A host serving on a socket in `dir`, killed when dropped.
+struct SocketHost {
+    child: std::process::Child,
+    socket: PathBuf,
+}
+
+impl SocketHost {
+    fn start(dir: &Path, extra: &[&str]) -> Self {
+        let socket = dir.join("taskhost.sock");
+        let child = std::process::Command::new(binary())
+            .args(["serve", "--listen", &format!("unix:{}", socket.display())])
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn taskhost");
+        assert!(
+            eventually(Duration::from_secs(20), || socket.exists()),
+            "socket never appeared"
+        );
+        Self { child, socket }
+    }
+}
+
+impl Drop for SocketHost {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_socket_sessions_are_isolated_and_a_disconnect_kills_its_tasks() {
+    let dir = scratch("mcp-sessions");
+    let host = SocketHost::start(&dir, &["--no-watch"]);
+    let a = socket_client(&host.socket, Watcher::default()).await;
+    let b = socket_client(&host.socket, Watcher::default()).await;
+    let id = start(&a, "echo $$; sleep 1000").await;
+    assert_eq!(
+        call(&b, "task_output", json!({"task_id": id})).await,
+        format!("Error: task {id} belongs to another session")
+    );
+    assert_eq!(
+        call(&b, "task_list", json!({})).await,
+        "(no background tasks)"
+    );
+    let mut out = String::new();
+    for _ in 0..100 {
+        out.push_str(&call(&a, "task_output", json!({"task_id": id})).await);
+        if out.contains('\n') && !out.starts_with("(no new output)") {
+            break;
+        }
+        out.clear();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let pid: i32 = out.lines().next().unwrap().trim().parse().unwrap();
+    assert!(alive(pid));
+    a.cancel().await.expect("disconnect");
+    assert!(
+        eventually(Duration::from_secs(10), || !alive(pid)),
+        "the session's process outlived it"
+    );
+    assert_eq!(
+        call(&b, "task_list", json!({})).await,
+        "(no background tasks)"
+    );
+
+    // The CLI against the same host.
+    let cli = std::process::Command::new(binary())
+        .args([
+            "call",
+            "--connect",
+            &format!("unix:{}", host.socket.display()),
+            "bash",
+            r#"{"command":"echo via-cli"}"#,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&cli.stdout),
+        "via-cli\n[exit code: 0]\n"
+    );
+    let table = std::process::Command::new(binary())
+        .args([
+            "plugins",
+            "--connect",
+            &format!("unix:{}", host.socket.display()),
+        ])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&table.stdout).into_owned();
+    assert!(
+        table.contains("bash") && table.contains("active"),
+        "{table}"
+    );
+    b.cancel().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_rebuilt_while_a_task_runs_notifies_list_changed_and_the_task_output_is_complete()
+{
+    let dir = scratch("mcp-rebuild");
+    let bash = dir.join("libtaskhost_plugin_bash.so");
+    let tasks = dir.join("libtaskhost_plugin_tasks.so");
+    for (from, to) in [
+        ("taskhost_plugin_bash", &bash),
+        ("taskhost_plugin_tasks", &tasks),
+    ] {
+        std::fs::copy(built(from), to).unwrap();
+        set_mode(to, 0o755);
+    }
+    let host = SocketHost::start(
+        &dir,
+        &[
+            "--plugin",
+            tasks.to_str().unwrap(),
+            "--plugin",
+            bash.to_str().unwrap(),
+        ],
+    );
+    let watcher = Watcher::default();
+    let client = socket_client(&host.socket, watcher.clone()).await;
+    let id = start(
+        &client,
+        "for i in $(seq 1 200); do echo line $i; sleep 0.005; done",
+    )
+    .await;
+
+    // Rebuild the bash plugin the way cargo does: a new file, hardlinked over the old name.
+    let staged = dir.join("deps-new.so");
+    let mut bytes = std::fs::read(built("taskhost_plugin_bash")).unwrap();
+    bytes.extend_from_slice(b"rebuilt");
+    std::fs::write(&staged, bytes).unwrap();
+    set_mode(&staged, 0o755);
+    std::fs::remove_file(&bash).unwrap();
+    std::fs::hard_link(&staged, &bash).unwrap();
+
+    assert!(
+        eventually(Duration::from_secs(10), || watcher
+            .list_changed
+            .load(Ordering::SeqCst)
+            > 0),
+        "no list_changed"
+    );
+    let table = plugins_resource(&client).await;
+    let bash_gens: Vec<u64> = table["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "bash")
+        .unwrap()["generations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["state"] == "active")
+        .map(|g| g["generation"].as_u64().unwrap())
+        .collect();
+    assert_eq!(bash_gens, [2]);
+    let text = call(
+        &client,
+        "task_output",
+        json!({"task_id": id, "wait": true, "timeout_ms": 20000}),
+    )
+    .await;
+    assert!(
+        text.ends_with("[status: completed, exit code: 0]"),
+        "{text}"
+    );
+    let expected: String = (1..=200).map(|i| format!("line {i}\n")).collect();
+    assert_eq!(
+        text.trim_end_matches("[status: completed, exit code: 0]"),
+        expected
+    );
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completion_notice_arrives_as_a_log_message_and_on_the_next_tool_result() {
+    let watcher = Watcher::default();
+    let client = stdio_client(&["--no-watch"], watcher.clone()).await;
+    let id = start(&client, "echo quick").await;
+    assert!(
+        eventually(Duration::from_secs(10), || !watcher
+            .notices
+            .lock()
+            .unwrap()
+            .is_empty()),
+        "no notice"
+    );
+    let expected = format!(
+        "background task {id} (bash: echo quick) finished [status: completed, exit code: 0]. Read its output with task_output."
+    );
+    assert_eq!(
+        *watcher.notices.lock().unwrap(),
+        std::slice::from_ref(&expected)
+    );
+    let next = call(&client, "task_list", json!({})).await;
+    assert_eq!(
+        next,
+        format!("{id} [bash] completed — echo quick\n---\n{expected}")
+    );
+    let after = call(&client, "task_list", json!({})).await;
+    assert!(
+        !after.contains("---"),
+        "the extra block is shown once: {after}"
+    );
+    client.cancel().await.expect("close");
+}
