@@ -48,6 +48,25 @@ fn new_output(text: &str) -> &str {
     }
 }
 
+/// The pid a task printed as its first line of output.
+fn first_line_pid(f: &Fixture, id: &str) -> i32 {
+    let mut text = String::new();
+    assert!(eventually(Duration::from_secs(5), || {
+        text.push_str(new_output(&f.call(
+            "task_output",
+            "s",
+            json!({"task_id": id}),
+        )));
+        text.contains('\n')
+    }));
+    text.lines()
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .parse()
+        .expect("a pid")
+}
+
 fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => !stat
@@ -138,19 +157,7 @@ fn a_killed_group_and_a_finished_one_leave_no_grandchild_behind() {
     let f = host("orphans", r#"{"grace_ms": 300}"#);
     let killed = start(&f, "s", "sleep 1000 & echo $!; wait");
     let finished = start(&f, "s", "sleep 1000 & echo $!");
-    let pid_of = |id: &str| -> i32 {
-        let mut text = String::new();
-        assert!(eventually(Duration::from_secs(5), || {
-            text.push_str(new_output(&f.call(
-                "task_output",
-                "s",
-                json!({"task_id": id}),
-            )));
-            text.contains('\n')
-        }));
-        text.trim().parse().unwrap()
-    };
-    let (a, b) = (pid_of(&killed), pid_of(&finished));
+    let (a, b) = (first_line_pid(&f, &killed), first_line_pid(&f, &finished));
     f.call("task_kill", "s", json!({"task_id": killed}));
     wait(&f, "s", &killed);
     wait(&f, "s", &finished);
@@ -324,16 +331,7 @@ fn bad_input_gets_a_clear_error() {
 fn closing_a_session_kills_its_processes() {
     let f = host("close", "{}");
     let id = start(&f, "s", "echo $$; sleep 1000");
-    let mut text = String::new();
-    assert!(eventually(Duration::from_secs(5), || {
-        text.push_str(new_output(&f.call(
-            "task_output",
-            "s",
-            json!({"task_id": id}),
-        )));
-        text.contains('\n')
-    }));
-    let pid: i32 = text.trim().parse().unwrap();
+    let pid = first_line_pid(&f, &id);
     f.rt.block_on(f.host.close_session("s"));
     assert!(eventually(Duration::from_secs(5), || !alive(pid)));
     assert_eq!(f.host.processes().live(), 0);

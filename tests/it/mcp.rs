@@ -409,3 +409,34 @@ async fn a_completion_notice_arrives_as_a_log_message_and_on_the_next_tool_resul
     );
     client.cancel().await.expect("close");
 }
+
+#[test]
+fn a_bad_config_exits_with_code_two_naming_the_key() {
+    let dir = scratch("bad-config");
+    for (text, key) in [
+        (
+            "[tasks]\nmax_concurrent_tasks_per_owner = 0\n",
+            "max_concurrent_tasks_per_owner",
+        ),
+        (
+            "[tasks]\nmax_concurrent_tasks_per_owner = -1\n",
+            "max_concurrent_tasks_per_owner",
+        ),
+        ("[tasks]\nbogus = 1\n", "bogus"),
+        ("[[plugin]]\nconfig = {}\n", "path"),
+    ] {
+        let file = dir.join("taskhost.toml");
+        std::fs::write(&file, text).unwrap();
+        let out = std::process::Command::new(binary())
+            .args(["serve", "--no-watch", "--config", file.to_str().unwrap()])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text}: {stderr}");
+        assert!(
+            stderr.contains(key) && stderr.contains("taskhost.toml"),
+            "{text}: {stderr}"
+        );
+    }
+}

@@ -1,0 +1,52 @@
+//! MCP figures for `scripts/bench`: a non-blocking `task_output` round trip over stdio to the real
+//! release `taskhost` (default plugins), against an MCP `ping` round trip on the same connection.
+
+use std::path::Path;
+use std::time::Instant;
+
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, ClientRequest, PingRequest};
+use rmcp::transport::TokioChildProcess;
+
+fn main() {
+    let exe = std::env::current_exe().expect("exe");
+    let profile = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>")
+        .to_path_buf();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let mut cmd = tokio::process::Command::new(profile.join("taskhost"));
+        cmd.args(["serve", "--no-watch"]).env("RUST_LOG", "error");
+        let client = ().serve(TokioChildProcess::new(cmd).expect("spawn")).await.expect("handshake");
+        let args = serde_json::json!({"command": "sleep 600", "run_in_background": true});
+        let serde_json::Value::Object(args) = args else { unreachable!() };
+        let started = client.peer().call_tool(CallToolRequestParams::new("bash").with_arguments(args)).await.expect("bash");
+        let id = started.content[0].as_text().expect("text").text.trim_start_matches("started background task ").to_owned();
+        let serde_json::Value::Object(read) = serde_json::json!({"task_id": id}) else { unreachable!() };
+        let n = 2_000;
+        let mut best_ping = f64::MAX;
+        let mut best_read = f64::MAX;
+        for _ in 0..3 {
+            let t = Instant::now();
+            for _ in 0..n {
+                client.peer().send_request(ClientRequest::PingRequest(PingRequest::default())).await.expect("ping");
+            }
+            best_ping = best_ping.min(t.elapsed().as_secs_f64() * 1e6 / f64::from(n));
+            let t = Instant::now();
+            for _ in 0..n {
+                client.peer().call_tool(CallToolRequestParams::new("task_output").with_arguments(read.clone())).await.expect("read");
+            }
+            best_read = best_read.min(t.elapsed().as_secs_f64() * 1e6 / f64::from(n));
+        }
+        println!(
+            "{{\"name\":\"task_output round trip over stdio (non-blocking)\",\"unit\":\"us\",\"value\":{best_read:.1},\"baseline_name\":\"MCP ping round trip\",\"baseline\":{best_ping:.1},\"ratio\":{:.2}}}",
+            best_read / best_ping
+        );
+        let _ = client.cancel().await;
+    });
+}
