@@ -11,8 +11,8 @@ use abi_stable::sabi_trait;
 use abi_stable::std_types::{RBox, ROption, RResult, RStr, RString, RVec};
 
 use crate::types::{
-    FfiKill, FfiOutcome, FfiRead, FfiSnapshot, ProcessRequest, ProcessResult, TaskDecl, ToolCall,
-    ToolResult, ToolSpec,
+    AgentRequest, FfiKill, FfiOutcome, FfiRead, FfiSnapshot, ProcessRequest, ProcessResult,
+    TaskDecl, ToolCall, ToolResult, ToolSpec,
 };
 
 /// The host handle a plugin receives at init. Implemented by the host.
@@ -42,6 +42,11 @@ pub trait HostApi: Send + Sync {
         request: ProcessRequest,
         timeout_ms: u64,
     ) -> ProcessResult;
+    /// Declares a final-output task whose work is a child agent over ACP (see [`AgentRequest`]). Its
+    /// hooks are the host's. Returns the task id.
+    fn start_agent_task(&self, decl: TaskDecl, request: AgentRequest) -> RResult<RString, RString>;
+    /// Runs a child agent in the foreground for `session`, blocking the calling thread until it ends.
+    fn run_agent(&self, session: RStr<'_>, request: AgentRequest) -> FfiOutcome;
     /// Attaches a control surface (the fence opens); returns a key for [`HostApi::detach_surface`].
     /// The host detaches whatever the generation attached when it is retired, after its successor
     /// attached its own, so the fence never flaps across a reload.

@@ -185,6 +185,35 @@ impl Host {
         self.0.run_process(session.into(), request, timeout_ms)
     }
 
+    /// Starts a child agent task (see [`HostApi::start_agent_task`]); returns its id.
+    ///
+    /// # Errors
+    /// The registry's refusal; nothing is started then.
+    pub fn start_agent_task(
+        &self,
+        kind: &str,
+        label: &str,
+        owner_session: Option<&str>,
+        request: AgentRequest,
+    ) -> Result<String, String> {
+        let decl = TaskDecl {
+            kind: kind.into(),
+            label: label.into(),
+            output_limit_bytes: ROption::RNone,
+            owner_session: owner_session.map(RString::from).into(),
+        };
+        self.0
+            .start_agent_task(decl, request)
+            .into_result()
+            .map(String::from)
+            .map_err(String::from)
+    }
+
+    /// Runs a child agent in the foreground (see [`HostApi::run_agent`]).
+    pub fn run_agent(&self, session: &str, request: AgentRequest) -> FfiOutcome {
+        self.0.run_agent(session.into(), request)
+    }
+
     /// Attaches a control surface; returns its key.
     pub fn attach_surface(&self, name: &str) -> u64 {
         self.0.attach_surface(name.into())

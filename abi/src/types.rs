@@ -244,3 +244,22 @@ pub struct ProcessResult {
     /// True when the timeout ended it.
     pub timed_out: bool,
 }
+
+/// A child agent run over ACP, as the host runs it: the command is spawned through the host's process
+/// service (same environment scrub), initialized, given a new session and the prompt.
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug)]
+pub struct AgentRequest {
+    /// The agent program and its arguments (`["gemini", "--acp"]`).
+    pub command: RVec<RString>,
+    /// The session's working directory; the host's when `RNone`.
+    pub cwd: ROption<RString>,
+    /// The prompt.
+    pub prompt: RString,
+    /// `reject` (the default) or `allow`: how permission requests are answered.
+    pub permission_policy: RString,
+    /// Milliseconds cancel waits at each step (ACP cancel, closed stdin) before the next.
+    pub grace_ms: u64,
+    /// Milliseconds `initialize` and `session/new` may take.
+    pub setup_timeout_ms: u64,
+}

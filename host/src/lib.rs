@@ -4,6 +4,7 @@
 //! Architecture invariant: this is the only crate that loads libraries; `unsafe` lives in
 //! `plugin::loader` and the host-handle glue.
 
+pub mod acp;
 pub mod config;
 pub mod mcp;
 pub mod plugin;

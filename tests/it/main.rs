@@ -8,4 +8,5 @@ mod fixtures;
 mod loading;
 mod mcp;
 mod reload;
+mod subagent;
 mod watch;

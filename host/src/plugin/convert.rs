@@ -59,3 +59,13 @@ pub(crate) fn outcome(o: &FfiOutcome) -> TaskOutcome {
         output: copy(&o.output),
     }
 }
+
+/// A host outcome as the plugin side sees it.
+pub(crate) fn outcome_to_ffi(o: &TaskOutcome) -> FfiOutcome {
+    let status = match o.status {
+        TerminalStatus::Completed => FfiStatus::Completed,
+        TerminalStatus::Killed => FfiStatus::Killed,
+        TerminalStatus::Failed => FfiStatus::Failed,
+    };
+    FfiOutcome::new(status, o.detail.as_deref(), o.output.as_deref())
+}

@@ -6,11 +6,11 @@ use std::sync::{Arc, Mutex, Weak};
 
 use taskhost_abi::abi_stable::sabi_trait::TD_Opaque;
 use taskhost_abi::abi_stable::std_types::{RErr, ROk, ROption, RResult, RStr, RString, RVec};
+use taskhost_abi::{AgentRequest, ProcessRequest, ProcessResult};
 use taskhost_abi::{
     Completion, Completion_TO, FfiKill, FfiOutcome, FfiRead, FfiSnapshot, HooksBox, HostApi,
     ListenerBox, StarterBox, TaskDecl, ToolHandlerBox, ToolSpec, WorkerBox, level,
 };
-use taskhost_abi::{ProcessRequest, ProcessResult};
 use taskhost_registry::{Agent, KillOutcome, ProducerError, SurfaceScope, TaskHooks, TaskStart};
 
 use super::Shared;
@@ -157,6 +157,33 @@ impl GenHost {
     }
 }
 
+/// A plugin's agent request, copied into host types and checked.
+fn agent_run(r: &AgentRequest) -> Result<crate::acp::AgentRun, String> {
+    let command: Vec<String> = r.command.iter().map(|c| c.as_str().to_owned()).collect();
+    if command.first().is_none_or(String::is_empty) {
+        return Err("subagent: the agent command is empty".to_owned());
+    }
+    let policy =
+        crate::acp::PermissionPolicy::parse(r.permission_policy.as_str()).ok_or_else(|| {
+            format!(
+                "subagent: unknown permission_policy {:?} (expected reject or allow)",
+                r.permission_policy.as_str()
+            )
+        })?;
+    Ok(crate::acp::AgentRun {
+        command,
+        cwd: r
+            .cwd
+            .as_ref()
+            .into_option()
+            .map(|c| std::path::PathBuf::from(c.as_str())),
+        prompt: r.prompt.as_str().to_owned(),
+        permission_policy: policy,
+        grace: std::time::Duration::from_millis(r.grace_ms),
+        setup_timeout: std::time::Duration::from_millis(r.setup_timeout_ms.max(1)),
+    })
+}
+
 /// A plugin's process request, copied into host types.
 fn process_spec(r: &ProcessRequest) -> crate::process::ProcessSpec {
     let mut spec = crate::process::ProcessSpec::new(r.command.as_str());
@@ -257,6 +284,57 @@ impl HostApi for GenHost {
             Ok(TaskHooks::new(done, cancel).with_reader(move || read.read()))
         };
         self.register(&decl, run)
+    }
+
+    fn start_agent_task(&self, decl: TaskDecl, request: AgentRequest) -> RResult<RString, RString> {
+        let run_spec = match agent_run(&request) {
+            Ok(r) => r,
+            Err(e) => return RErr(err(e)),
+        };
+        let session = decl
+            .owner_session
+            .as_ref()
+            .into_option()
+            .map_or_else(String::new, |s| s.as_str().to_owned());
+        let (processes, runtime) = (self.shared.processes.clone(), self.shared.runtime.clone());
+        let run = move || {
+            let cancel = taskhost_registry::CancellationToken::new();
+            let token = cancel.clone();
+            let driver = runtime
+                .spawn(async move { crate::acp::run(&processes, &session, run_spec, token).await });
+            let done = async move {
+                driver
+                    .await
+                    .map_err(|e| ProducerError(format!("subagent driver failed: {e}")))
+            };
+            let cancel = move |_reason: Option<&str>| {
+                cancel.cancel();
+                Ok(())
+            };
+            Ok(TaskHooks::new(done, cancel))
+        };
+        self.register(&decl, run)
+    }
+
+    fn run_agent(&self, session: RStr<'_>, request: AgentRequest) -> FfiOutcome {
+        let outcome = match agent_run(&request) {
+            Err(e) => taskhost_registry::TaskOutcome::failed(e),
+            Ok(run) => {
+                let processes = self.shared.processes.clone();
+                let session = session.as_str().to_owned();
+                // Plugin code runs on generation threads, never on the runtime's, so blocking here is sound.
+                self.shared.runtime.block_on(async move {
+                    crate::acp::run(
+                        &processes,
+                        &session,
+                        run,
+                        taskhost_registry::CancellationToken::new(),
+                    )
+                    .await
+                })
+            }
+        };
+        convert::outcome_to_ffi(&outcome)
     }
 
     fn run_process(

@@ -29,8 +29,10 @@ use taskhost_registry::{TaskOutcome, TerminalStatus};
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct ProcessSpec {
-    /// The command, run as `bash -c <command>`.
+    /// The command, run as `bash -c <command>` (unless `argv` is set).
     pub command: String,
+    /// A program and its arguments, run directly instead of through bash.
+    pub argv: Option<Vec<String>>,
     /// The working directory (the host's when `None`).
     pub workdir: Option<PathBuf>,
     /// Variables set after the scrub (trusted configuration).
@@ -48,6 +50,7 @@ impl ProcessSpec {
     pub fn new(command: impl Into<String>) -> Self {
         Self {
             command: command.into(),
+            argv: None,
             workdir: None,
             extra_env: Vec::new(),
             grace: Duration::from_secs(3),
@@ -56,6 +59,9 @@ impl ProcessSpec {
         }
     }
 }
+
+/// The stdin and stdout of a piped process.
+pub type Pipes = (tokio::process::ChildStdin, tokio::process::ChildStdout);
 
 /// How a process ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -142,6 +148,18 @@ impl Process {
         )
     }
 
+    /// The last `max` bytes of stderr (lossy UTF-8), without consuming them: for diagnostics.
+    pub fn stderr_tail(&self, max: usize) -> String {
+        String::from_utf8_lossy(&lock(&self.streams).err.peek_tail(max))
+            .trim()
+            .to_owned()
+    }
+
+    /// True once the process has exited (and its output drained).
+    pub fn has_exited(&self) -> bool {
+        self.exit.borrow().is_some()
+    }
+
     /// Waits for the process to settle (exited and its output drained).
     ///
     /// # Cancel safety
@@ -213,6 +231,26 @@ impl ProcessService {
     /// Starts a process for `owner_session` (its spill files are removed with the session). Never
     /// fails: a spawn failure gives a process that has already ended, whose first read says why.
     pub fn spawn(&self, spec: &ProcessSpec, owner_session: &str) -> Arc<Process> {
+        self.spawn_with(spec, owner_session, false).0
+    }
+
+    /// Starts a process that talks over its stdin and stdout (a protocol peer, such as an ACP agent):
+    /// both are handed back; stderr is captured as usual. `None` pipes mean the spawn failed (the
+    /// process's read says why).
+    pub fn spawn_piped(
+        &self,
+        spec: &ProcessSpec,
+        owner_session: &str,
+    ) -> (Arc<Process>, Option<Pipes>) {
+        self.spawn_with(spec, owner_session, true)
+    }
+
+    fn spawn_with(
+        &self,
+        spec: &ProcessSpec,
+        owner_session: &str,
+        piped: bool,
+    ) -> (Arc<Process>, Option<Pipes>) {
         let n = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         let _ = ensure_private_dir(&self.spill_dir);
         let (out_plan, err_plan) = (
@@ -228,14 +266,24 @@ impl ProcessService {
             err: StreamBuf::new(spec.tail_bytes, Some(err_plan)),
             spawn_error: None,
         };
-        let mut cmd = tokio::process::Command::new("bash");
-        cmd.arg("-c").arg(&spec.command);
+        let mut cmd = match spec.argv.as_deref() {
+            Some([program, args @ ..]) => {
+                let mut c = tokio::process::Command::new(program);
+                c.args(args);
+                c
+            }
+            _ => {
+                let mut c = tokio::process::Command::new("bash");
+                c.arg("-c").arg(&spec.command);
+                c
+            }
+        };
         if let Some(dir) = &spec.workdir {
             cmd.current_dir(dir);
         }
         cmd.env_clear();
         cmd.envs(env::scrubbed(std::env::vars(), &spec.extra_env));
-        cmd.stdin(Stdio::null())
+        cmd.stdin(if piped { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         cmd.process_group(0);
@@ -256,7 +304,7 @@ impl ProcessService {
                     runtime: self.runtime.clone(),
                 });
                 process.exit.send_replace(Some(Exit::Unknown));
-                process
+                (process, None)
             }
             Ok(mut child) => {
                 let pgid = child.id().map(|p| p as i32);
@@ -271,7 +319,12 @@ impl ProcessService {
                 if let Some(g) = pgid {
                     lock(&self.live).insert(n, g);
                 }
-                let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+                let stderr = child.stderr.take();
+                let (stdout, talk) = if piped {
+                    (None, child.stdin.take().zip(child.stdout.take()))
+                } else {
+                    (child.stdout.take(), None)
+                };
                 let p = process.clone();
                 let live = self.live.clone();
                 self.runtime.spawn(async move {
@@ -310,7 +363,7 @@ impl ProcessService {
                     }
                     p.exit.send_replace(Some(exit));
                 });
-                process
+                (process, talk)
             }
         }
     }

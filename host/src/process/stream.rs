@@ -139,6 +139,12 @@ impl StreamBuf {
         StreamRead { bytes, lossy }
     }
 
+    /// The last `max` bytes retained, without consuming them.
+    pub(crate) fn peek_tail(&self, max: usize) -> Vec<u8> {
+        let skip = self.tail.len().saturating_sub(max);
+        self.tail.range(skip..).copied().collect()
+    }
+
     /// Closes the spill file (the path stays for reads of the full output).
     pub(crate) fn finish(&mut self) {
         if let Some(f) = self.spill.as_mut() {

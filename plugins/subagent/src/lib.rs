@@ -1,33 +1,173 @@
-//! The subagent producer. The ACP client that runs a child agent is not built yet (issue 6); until
-//! then the `subagent` tool is registered so deployments see it, and every call says what is missing
-//! instead of pretending to run an agent.
+//! The subagent producer: the `subagent` tool runs a child agent over ACP with a prompt.
+//!
+//! The conversation itself (spawn through the host's process service, `initialize`, `session/new`,
+//! the prompt, message chunks, permission answers, cancel) is the host's; this plugin is the tool's
+//! policy and wording. Any ACP agent works: configure its command in this plugin's table, e.g.
+//! `command = ["gemini", "--acp"]`, or the repo's scripted agent, `target/debug/taskhost-test-agent`.
 
-use taskhost_abi::serde_json::json;
-use taskhost_abi::{Host, Plugin, ToolCall, ToolResult, export_plugin};
+use taskhost_abi::abi_stable::std_types::{RNone, RSome, RString, RVec};
+use taskhost_abi::serde_json::{Value, json};
+use taskhost_abi::{AgentRequest, FfiStatus, Host, Plugin, ToolCall, ToolResult, export_plugin};
+
+/// The plugin's settings (its `[plugin.config]` table).
+#[derive(Clone, Debug)]
+struct Config {
+    command: Vec<String>,
+    cwd: Option<String>,
+    permission_policy: String,
+    grace_ms: u64,
+    setup_timeout_ms: u64,
+    enable_run_in_background: bool,
+}
+
+impl Config {
+    fn from_json(v: &Value) -> Result<Self, String> {
+        let command = match &v["command"] {
+            Value::Null => Vec::new(),
+            Value::Array(items) => items
+                .iter()
+                .map(|i| {
+                    i.as_str().map(str::to_owned).ok_or_else(|| {
+                        format!("subagent: command must be an array of strings, got {i}")
+                    })
+                })
+                .collect::<Result<_, _>>()?,
+            other => {
+                return Err(format!(
+                    "subagent: command must be an array of strings, got {other}"
+                ));
+            }
+        };
+        let policy = v["permission_policy"]
+            .as_str()
+            .unwrap_or("reject")
+            .to_owned();
+        if policy != "reject" && policy != "allow" {
+            return Err(format!(
+                "subagent: permission_policy must be \"reject\" or \"allow\", got {policy:?}"
+            ));
+        }
+        let num = |key: &str, default: u64| match &v[key] {
+            Value::Null => Ok(default),
+            x => x
+                .as_u64()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| format!("subagent: {key} must be a positive integer, got {x}")),
+        };
+        Ok(Self {
+            command,
+            cwd: v["cwd"].as_str().map(str::to_owned),
+            permission_policy: policy,
+            grace_ms: num("grace_ms", 3_000)?,
+            setup_timeout_ms: num("setup_timeout_ms", 30_000)?,
+            enable_run_in_background: v["enable_run_in_background"].as_bool().unwrap_or(true),
+        })
+    }
+
+    fn request(&self, prompt: &str) -> AgentRequest {
+        AgentRequest {
+            command: self
+                .command
+                .iter()
+                .map(|c| RString::from(c.as_str()))
+                .collect::<RVec<_>>(),
+            cwd: self.cwd.as_deref().map_or(RNone, |c| RSome(c.into())),
+            prompt: prompt.into(),
+            permission_policy: self.permission_policy.as_str().into(),
+            grace_ms: self.grace_ms,
+            setup_timeout_ms: self.setup_timeout_ms,
+        }
+    }
+}
 
 struct Subagent;
 
 impl Plugin for Subagent {}
 
+fn text_arg(args: &Value, key: &str) -> Result<String, ToolResult> {
+    match &args[key] {
+        Value::String(s) if !s.trim().is_empty() => Ok(s.clone()),
+        other => Err(ToolResult::error(format!(
+            "invalid {key}: expected a non-empty string, got {other}"
+        ))),
+    }
+}
+
+fn call(host: &Host, config: &Config, call: &ToolCall) -> ToolResult {
+    if config.command.is_empty() {
+        return ToolResult::error(
+            "subagent: no agent is configured; set command = [\"your-acp-agent\", \"--acp\"] in this plugin's [plugin.config] table",
+        );
+    }
+    let args: Value =
+        taskhost_abi::serde_json::from_str(call.arguments_json.as_str()).unwrap_or(Value::Null);
+    let (description, prompt) = match (text_arg(&args, "description"), text_arg(&args, "prompt")) {
+        (Ok(d), Ok(p)) => (d, p),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
+    let background = match &args["run_in_background"] {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        other => {
+            return ToolResult::error(format!(
+                "invalid run_in_background: expected a boolean, got {other}"
+            ));
+        }
+    };
+    let session = call.session.as_str();
+    if background {
+        if !config.enable_run_in_background {
+            return ToolResult::error("run_in_background is disabled for this tool instance");
+        }
+        let owner = (!session.is_empty()).then_some(session);
+        return match host.start_agent_task("subagent", &description, owner, config.request(&prompt))
+        {
+            Ok(id) => ToolResult::ok(format!("started background subagent task {id}")),
+            Err(e) => ToolResult::error(e),
+        };
+    }
+    let outcome = host.run_agent(session, config.request(&prompt));
+    let detail = outcome
+        .detail
+        .as_ref()
+        .into_option()
+        .map(|d| d.as_str().to_owned());
+    match outcome.status {
+        FfiStatus::Completed => ToolResult::ok(
+            outcome
+                .output
+                .as_ref()
+                .into_option()
+                .map_or("", |o| o.as_str()),
+        ),
+        FfiStatus::Killed => ToolResult::error("the subagent was cancelled"),
+        _ => ToolResult::error(format!(
+            "the subagent failed: {}",
+            detail.unwrap_or_default()
+        )),
+    }
+}
+
 fn init(host: Host) -> Result<Subagent, String> {
-    let configured = host.config()["command"]
-        .as_array()
-        .is_some_and(|c| !c.is_empty());
+    let config = Config::from_json(&host.config())?;
+    let mut description =
+        "Runs a child agent over ACP with a prompt and returns its final message.".to_owned();
+    let mut props = json!({
+        "description": {"type": "string", "description": "A few words on what the subagent is for (its task label)."},
+        "prompt": {"type": "string", "description": "The task for the subagent."}
+    });
+    if config.enable_run_in_background {
+        description.push_str(" This call waits for the result by default. Set `run_in_background: true` to return a task id; collect with `task_output` and stop with `task_kill`.");
+        props["run_in_background"] = json!({"type": "boolean", "description": "Whether to run as a background task and return its id. Defaults to false; collect with task_output or stop with task_kill."});
+    } else {
+        description.push_str(" This call waits for the subagent and returns its result.");
+    }
+    let (h, c) = (host.clone(), config);
     host.register_tool(
         "subagent",
-        "Runs a child agent over ACP with a prompt and returns its final message. This call waits for the result by default. Set `run_in_background: true` to return a task id; collect with `task_output` and stop with `task_kill`.",
-        json!({"type": "object", "properties": {
-            "description": {"type": "string"},
-            "prompt": {"type": "string"},
-            "run_in_background": {"type": "boolean", "description": "Whether to run as a background task and return its id. Defaults to false; collect with task_output or stop with task_kill."}
-        }, "required": ["description", "prompt"]}),
-        move |_: &ToolCall| {
-            if configured {
-                ToolResult::error("subagent: the ACP client is not implemented in this build yet")
-            } else {
-                ToolResult::error("subagent: no agent is configured; set command = [\"your-acp-agent\", \"--acp\"] in this plugin's [plugin.config] table")
-            }
-        },
+        &description,
+        json!({"type": "object", "properties": props, "required": ["description", "prompt"]}),
+        move |tool_call: &ToolCall| call(&h, &c, tool_call),
     )?;
     Ok(Subagent)
 }

@@ -1,0 +1,260 @@
+//! Running a child agent over ACP: spawn it through the process service, `initialize`, `session/new`,
+//! send the prompt, collect the agent's message chunks, answer permission requests by policy, and map
+//! the stop reason to a task outcome. Cancel is ACP `session/cancel`, then closing stdin, then the
+//! process group after the grace.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    CancelNotification, ContentBlock, InitializeRequest, NewSessionRequest, PermissionOptionKind,
+    PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    SelectedPermissionOutcome, SessionNotification, SessionUpdate, StopReason, TextContent,
+};
+use agent_client_protocol::{Agent, ByteStreams, Client};
+use taskhost_registry::{CancellationToken, TaskOutcome};
+use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+
+use crate::process::{Exit, ProcessService, ProcessSpec};
+
+/// How permission requests from the child are answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PermissionPolicy {
+    /// Reject (pick a reject option, else cancel the request). The default.
+    Reject,
+    /// Allow once (or always, if that is all that is offered).
+    Allow,
+}
+
+impl PermissionPolicy {
+    /// Parses `reject` or `allow`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "reject" => Some(Self::Reject),
+            "allow" => Some(Self::Allow),
+            _ => None,
+        }
+    }
+
+    fn answer(self, request: &RequestPermissionRequest) -> RequestPermissionResponse {
+        let kinds: &[PermissionOptionKind] = match self {
+            Self::Allow => &[
+                PermissionOptionKind::AllowOnce,
+                PermissionOptionKind::AllowAlways,
+            ],
+            Self::Reject => &[
+                PermissionOptionKind::RejectOnce,
+                PermissionOptionKind::RejectAlways,
+            ],
+        };
+        let choice = kinds.iter().find_map(|k| {
+            request
+                .options
+                .iter()
+                .find(|o| o.kind == *k)
+                .map(|o| o.option_id.clone())
+        });
+        RequestPermissionResponse::new(match choice {
+            Some(id) => RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(id)),
+            None => RequestPermissionOutcome::Cancelled,
+        })
+    }
+}
+
+/// One child agent run.
+#[derive(Clone, Debug)]
+pub struct AgentRun {
+    /// The agent command: program and arguments.
+    pub command: Vec<String>,
+    /// The session's working directory (the host's when `None`).
+    pub cwd: Option<PathBuf>,
+    /// The prompt.
+    pub prompt: String,
+    /// How permission requests are answered.
+    pub permission_policy: PermissionPolicy,
+    /// How long cancel waits at each step (ACP cancel, closed stdin) before the next.
+    pub grace: Duration,
+    /// How long `initialize` and `session/new` may take.
+    pub setup_timeout: Duration,
+}
+
+/// The agent's messages: chunks accumulate into the current message; anything else between messages
+/// (a tool call, a plan) closes it.
+#[derive(Default)]
+struct Transcript {
+    current: String,
+    last: String,
+}
+
+impl Transcript {
+    fn update(&mut self, update: &SessionUpdate) {
+        match update {
+            SessionUpdate::AgentMessageChunk(chunk) => {
+                if let ContentBlock::Text(t) = &chunk.content {
+                    self.current.push_str(&t.text);
+                }
+            }
+            SessionUpdate::AgentThoughtChunk(_) | SessionUpdate::UserMessageChunk(_) => {}
+            _ => {
+                if !self.current.is_empty() {
+                    self.last = std::mem::take(&mut self.current);
+                }
+            }
+        }
+    }
+
+    /// The last non-empty message.
+    fn final_message(&self) -> String {
+        if self.current.is_empty() {
+            self.last.clone()
+        } else {
+            self.current.clone()
+        }
+    }
+}
+
+/// How the conversation ended, before the process is accounted for.
+enum End {
+    Stopped(StopReason),
+    Cancelled,
+    SetupTimeout(&'static str),
+}
+
+/// Runs the child to quiescence and returns the task outcome (never fails: every failure is a
+/// `failed` or `killed` outcome with a clear detail).
+pub async fn run(
+    processes: &ProcessService,
+    session: &str,
+    run: AgentRun,
+    cancel: CancellationToken,
+) -> TaskOutcome {
+    let mut spec = ProcessSpec::new(run.command.join(" "));
+    spec.argv = Some(run.command.clone());
+    spec.workdir = run.cwd.clone();
+    spec.grace = run.grace;
+    let (process, pipes) = processes.spawn_piped(&spec, session);
+    let Some((stdin, stdout)) = pipes else {
+        return TaskOutcome::failed(format!(
+            "cannot start agent {}: {}",
+            run.command.join(" "),
+            process.read().trim()
+        ));
+    };
+    let transcript: Arc<Mutex<Transcript>> = Arc::default();
+    let seen = transcript.clone();
+    let policy = run.permission_policy;
+    let (grace, setup_timeout) = (run.grace, run.setup_timeout);
+    let cwd = run
+        .cwd
+        .clone()
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| PathBuf::from("/"));
+    let prompt = run.prompt.clone();
+    let token = cancel.clone();
+    let conversation = Client
+        .v1()
+        .name("taskhost-subagent")
+        .on_receive_notification(
+            async move |n: SessionNotification, _cx| {
+                seen.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .update(&n.update);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .on_receive_request(
+            async move |request: RequestPermissionRequest, responder, _cx| {
+                responder.respond(policy.answer(&request))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .connect_with(
+            ByteStreams::new(stdin.compat_write(), stdout.compat()),
+            async move |cx: ConnectionTo<Agent>| {
+                let setup = async {
+                    type Setup = Result<
+                        Result<agent_client_protocol::v1::schema::SessionId, End>,
+                        agent_client_protocol::Error,
+                    >;
+                    let init = cx
+                        .send_request(InitializeRequest::new(ProtocolVersion::V1))
+                        .block_task();
+                    match tokio::time::timeout(setup_timeout, init).await {
+                        Err(_) => return Setup::Ok(Err(End::SetupTimeout("initialize"))),
+                        Ok(r) => r?,
+                    };
+                    let new = cx.send_request(NewSessionRequest::new(cwd)).block_task();
+                    match tokio::time::timeout(setup_timeout, new).await {
+                        Err(_) => Setup::Ok(Err(End::SetupTimeout("session/new"))),
+                        Ok(r) => Setup::Ok(Ok(r?.session_id)),
+                    }
+                };
+                let session_id = tokio::select! {
+                    r = setup => match r? {
+                        Ok(id) => id,
+                        Err(end) => return Ok(end),
+                    },
+                    () = token.cancelled() => return Ok(End::Cancelled),
+                };
+                let prompt = cx
+                    .send_request(PromptRequest::new(
+                        session_id.clone(),
+                        vec![ContentBlock::Text(TextContent::new(prompt))],
+                    ))
+                    .block_task();
+                tokio::pin!(prompt);
+                tokio::select! {
+                    r = &mut prompt => Ok(End::Stopped(r?.stop_reason)),
+                    () = token.cancelled() => {
+                        cx.send_notification(CancelNotification::new(session_id))?;
+                        match tokio::time::timeout(grace, &mut prompt).await {
+                            Ok(Ok(r)) => Ok(End::Stopped(r.stop_reason)),
+                            _ => Ok(End::Cancelled),
+                        }
+                    }
+                }
+            },
+        );
+    let ended = conversation.await;
+    // The connection is gone, so stdin is closed; give the agent the grace to exit, then end it.
+    if tokio::time::timeout(grace, process.wait()).await.is_err() {
+        process.kill();
+    }
+    let exit = process.wait().await;
+    let stderr = process.stderr_tail(400);
+    let why = |what: String| {
+        let exit = match exit {
+            Exit::Code(c) => format!("; agent exited with code {c}"),
+            Exit::Signal(s) => format!("; agent ended by {}", crate::process::signal_name(s)),
+            Exit::Unknown => String::new(),
+        };
+        let stderr = if stderr.is_empty() {
+            String::new()
+        } else {
+            format!("; stderr: {stderr}")
+        };
+        format!("{what}{exit}{stderr}")
+    };
+    let output = transcript
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .final_message();
+    match ended {
+        Ok(End::Stopped(StopReason::EndTurn)) => TaskOutcome::completed().with_output(output),
+        Ok(End::Stopped(StopReason::Cancelled) | End::Cancelled) => TaskOutcome::killed(),
+        Ok(End::Stopped(StopReason::MaxTokens)) => TaskOutcome::failed("max-tokens"),
+        Ok(End::Stopped(StopReason::MaxTurnRequests)) => TaskOutcome::failed("max-turn-requests"),
+        Ok(End::Stopped(StopReason::Refusal)) => TaskOutcome::failed("refusal"),
+        Ok(End::Stopped(other)) => TaskOutcome::failed(format!("{other:?}").to_lowercase()),
+        Ok(End::SetupTimeout(step)) => TaskOutcome::failed(why(format!(
+            "agent did not answer {step} within {} ms",
+            setup_timeout.as_millis()
+        ))),
+        Err(_) if cancel.is_cancelled() => TaskOutcome::killed(),
+        Err(e) => TaskOutcome::failed(why(format!("agent connection failed: {e}"))),
+    }
+}

@@ -1,0 +1,214 @@
+//! The subagent producer against the scripted ACP agent (`tests/agent`).
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::fixtures::*;
+
+fn agent_bin() -> String {
+    let p = artifacts().join("taskhost-test-agent");
+    assert!(
+        p.exists(),
+        "{} is missing: build the workspace first",
+        p.display()
+    );
+    p.display().to_string()
+}
+
+/// A host with the tasks and subagent plugins; `config` is the subagent table.
+fn host(name: &str, config: Value) -> Fixture {
+    let f = Fixture::new(name);
+    f.load("taskhost_plugin_tasks", &format!("tasks_{name}"));
+    let sub = plugin_copy(
+        "taskhost_plugin_subagent",
+        &f.dir,
+        &format!("subagent_{name}"),
+    );
+    f.host
+        .plugins()
+        .load(&sub, Some(config.to_string()), false)
+        .expect("subagent");
+    f.host.sessions().open("s");
+    f
+}
+
+fn scripted(name: &str) -> Fixture {
+    host(name, json!({"command": [agent_bin()], "grace_ms": 500}))
+}
+
+fn start(f: &Fixture, prompt: &str) -> String {
+    let text = f.call(
+        "subagent",
+        "s",
+        json!({"description": "helper", "prompt": prompt, "run_in_background": true}),
+    );
+    text.strip_prefix("started background subagent task ")
+        .unwrap_or_else(|| panic!("not started: {text}"))
+        .to_owned()
+}
+
+fn wait(f: &Fixture, id: &str) -> String {
+    f.call(
+        "task_output",
+        "s",
+        json!({"task_id": id, "wait": true, "timeout_ms": 20000}),
+    )
+}
+
+#[test]
+fn a_background_subagent_answers_through_task_output_idempotently() {
+    let f = scripted("answer");
+    let id = start(&f, "echo: background |answer");
+    assert_eq!(id, "subagent-1");
+    assert_eq!(wait(&f, &id), "background answer\n[status: completed]");
+    assert_eq!(
+        f.call("task_output", "s", json!({"task_id": id})),
+        "background answer\n[status: completed]"
+    );
+    assert_eq!(
+        f.call("task_list", "s", json!({})),
+        format!("{id} [subagent] completed — helper")
+    );
+}
+
+#[test]
+fn a_foreground_subagent_returns_its_last_message() {
+    let f = scripted("fg");
+    assert_eq!(
+        f.call(
+            "subagent",
+            "s",
+            json!({"description": "d", "prompt": "echo: a|b"})
+        ),
+        "ab"
+    );
+    assert_eq!(
+        f.call(
+            "subagent",
+            "s",
+            json!({"description": "d", "prompt": "refuse"})
+        ),
+        "Error: the subagent failed: refusal"
+    );
+}
+
+#[test]
+fn stop_reasons_map_to_failed_outcomes() {
+    let f = scripted("stops");
+    let refused = start(&f, "refuse");
+    assert_eq!(
+        wait(&f, &refused),
+        "(no new output)\n[status: failed, refusal]"
+    );
+    let capped = start(&f, "max-tokens");
+    assert_eq!(
+        wait(&f, &capped),
+        "(no new output)\n[status: failed, max-tokens]"
+    );
+}
+
+#[test]
+fn a_kill_while_thinking_ends_the_child_and_its_process() {
+    let f = scripted("kill-thinking");
+    let id = start(&f, "wait");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        f.call("task_kill", "s", json!({"task_id": id})),
+        format!("requested cancellation of task {id}")
+    );
+    assert_eq!(wait(&f, &id), "(no new output)\n[status: killed]");
+    assert!(eventually(Duration::from_secs(5), || f
+        .host
+        .processes()
+        .live()
+        == 0));
+}
+
+#[test]
+fn a_kill_while_the_child_is_still_starting_ends_it() {
+    let f = host(
+        "kill-starting",
+        json!({"command": ["env", "TASKHOST_TEST_AGENT_HANG_INIT=1", agent_bin()], "grace_ms": 300}),
+    );
+    let id = start(&f, "echo: never");
+    std::thread::sleep(Duration::from_millis(200));
+    f.call("task_kill", "s", json!({"task_id": id}));
+    assert_eq!(wait(&f, &id), "(no new output)\n[status: killed]");
+    assert!(eventually(Duration::from_secs(5), || f
+        .host
+        .processes()
+        .live()
+        == 0));
+}
+
+#[test]
+fn a_child_that_hangs_on_initialize_fails_with_a_clear_detail() {
+    let f = host(
+        "hang-init",
+        json!({"command": ["env", "TASKHOST_TEST_AGENT_HANG_INIT=1", agent_bin()], "grace_ms": 300, "setup_timeout_ms": 300}),
+    );
+    let id = start(&f, "echo: never");
+    let text = wait(&f, &id);
+    assert!(
+        text.starts_with(
+            "(no new output)\n[status: failed, agent did not answer initialize within 300 ms"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_child_that_crashes_or_speaks_garbage_fails_with_a_clear_detail() {
+    let f = scripted("crash");
+    let crashed = start(&f, "crash");
+    let text = wait(&f, &crashed);
+    assert!(
+        text.contains("[status: failed, agent connection failed")
+            && text.contains("agent exited with code 3"),
+        "{text}"
+    );
+    let garbage = start(&f, "garbage");
+    let text = wait(&f, &garbage);
+    assert!(
+        text.contains("[status: failed, agent connection failed"),
+        "{text}"
+    );
+    let missing = host("missing", json!({"command": ["/nonexistent/agent"]}));
+    let id = start(&missing, "echo: x");
+    let text = wait(&missing, &id);
+    assert!(
+        text.contains("[status: failed, cannot start agent /nonexistent/agent"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_subagent_plugin_can_be_reloaded_while_a_child_runs() {
+    let f = scripted("reload");
+    let path = f
+        .host
+        .plugins()
+        .paths()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("subagent_reload"))
+        .unwrap();
+    let id = start(&f, "wait");
+    for _ in 0..3 {
+        f.host.plugins().load(&path, None, false).expect("reload");
+    }
+    f.call("task_kill", "s", json!({"task_id": id}));
+    assert_eq!(wait(&f, &id), "(no new output)\n[status: killed]");
+    let again = start(&f, "echo: after reload");
+    assert_eq!(wait(&f, &again), "after reload\n[status: completed]");
+}
+
+#[test]
+fn without_an_agent_configured_the_tool_says_how_to_set_one() {
+    let f = host("unconfigured", json!({}));
+    let text = f.call("subagent", "s", json!({"description": "d", "prompt": "p"}));
+    assert!(
+        text.starts_with("Error: subagent: no agent is configured; set command = "),
+        "{text}"
+    );
+}
