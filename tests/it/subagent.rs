@@ -212,3 +212,28 @@ fn without_an_agent_configured_the_tool_says_how_to_set_one() {
         "{text}"
     );
 }
+
+#[test]
+fn permission_requests_are_answered_by_the_configured_policy() {
+    let rejecting = scripted("policy-reject");
+    assert_eq!(
+        rejecting.call(
+            "subagent",
+            "s",
+            json!({"description": "d", "prompt": "ask"})
+        ),
+        "permission: reject-once"
+    );
+    let allowing = host(
+        "policy-allow",
+        json!({"command": [agent_bin()], "permission_policy": "allow"}),
+    );
+    assert_eq!(
+        allowing.call(
+            "subagent",
+            "s",
+            json!({"description": "d", "prompt": "ask"})
+        ),
+        "permission: allow-once"
+    );
+}

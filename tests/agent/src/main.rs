@@ -3,6 +3,7 @@
 //! - `echo: TEXT` answers TEXT (in chunks split at `|`) and ends the turn.
 //! - `wait` streams "thinking" and waits until cancelled (then answers `cancelled`), or 60 s.
 //! - `refuse`, `max-tokens` end the turn with that stop reason.
+//! - `ask` asks permission for a tool call and answers with the option the client chose.
 //! - `crash` exits with code 3 mid-turn; `garbage` writes a line that is not JSON-RPC and exits.
 //! - with `TASKHOST_TEST_AGENT_HANG_INIT=1` it never answers `initialize`.
 
@@ -14,6 +15,10 @@ use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, ContentBlock, ContentChunk, InitializeRequest,
     InitializeResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
     SessionId, SessionNotification, SessionUpdate, StopReason, TextContent,
+};
+use agent_client_protocol::v1::schema::{
+    PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
+    ToolCallUpdate, ToolCallUpdateFields,
 };
 use agent_client_protocol::{Agent, Result, Stdio};
 use tokio_util::sync::CancellationToken;
@@ -85,6 +90,30 @@ async fn main() -> Result<()> {
                             () = token.cancelled() => StopReason::Cancelled,
                             () = tokio::time::sleep(Duration::from_secs(60)) => StopReason::EndTurn,
                         }
+                    } else if text == "ask" {
+                        let options = vec![
+                            PermissionOption::new(
+                                "allow-once",
+                                "Allow",
+                                PermissionOptionKind::AllowOnce,
+                            ),
+                            PermissionOption::new(
+                                "reject-once",
+                                "Reject",
+                                PermissionOptionKind::RejectOnce,
+                            ),
+                        ];
+                        let tool_call = ToolCallUpdate::new("call-1", ToolCallUpdateFields::new());
+                        let asked =
+                            RequestPermissionRequest::new(r.session_id.clone(), tool_call, options);
+                        let answer = cx2.send_request(asked).block_task().await?;
+                        match answer.outcome {
+                            RequestPermissionOutcome::Selected(s) => {
+                                say(&format!("permission: {}", s.option_id))?
+                            }
+                            _ => say("permission: cancelled")?,
+                        }
+                        StopReason::EndTurn
                     } else if text == "refuse" {
                         StopReason::Refusal
                     } else if text == "max-tokens" {
