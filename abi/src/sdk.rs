@@ -134,12 +134,7 @@ impl Host {
         owner_session: Option<&str>,
         start: impl FnOnce(TaskHandle) -> Result<C, String> + Send + 'static,
     ) -> Result<String, String> {
-        let decl = TaskDecl {
-            kind: kind.into(),
-            label: label.into(),
-            output_limit_bytes: ROption::RNone,
-            owner_session: owner_session.map(RString::from).into(),
-        };
+        let decl = task_decl(kind, label, owner_session);
         let starter = Starter_TO::from_value(
             StarterGlue::<C, _>(Some(start), Default::default()),
             TD_Opaque,
@@ -162,12 +157,7 @@ impl Host {
         owner_session: Option<&str>,
         request: ProcessRequest,
     ) -> Result<String, String> {
-        let decl = TaskDecl {
-            kind: kind.into(),
-            label: label.into(),
-            output_limit_bytes: ROption::RNone,
-            owner_session: owner_session.map(RString::from).into(),
-        };
+        let decl = task_decl(kind, label, owner_session);
         self.0
             .start_process_task(decl, request)
             .into_result()
@@ -196,12 +186,7 @@ impl Host {
         owner_session: Option<&str>,
         request: AgentRequest,
     ) -> Result<String, String> {
-        let decl = TaskDecl {
-            kind: kind.into(),
-            label: label.into(),
-            output_limit_bytes: ROption::RNone,
-            owner_session: owner_session.map(RString::from).into(),
-        };
+        let decl = task_decl(kind, label, owner_session);
         self.0
             .start_agent_task(decl, request)
             .into_result()
@@ -318,6 +303,31 @@ impl Host {
     /// This plugin's config table (an empty object when none).
     pub fn config(&self) -> serde_json::Value {
         serde_json::from_str(self.0.config_json().as_str()).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// A task declaration without an output limit.
+fn task_decl(kind: &str, label: &str, owner_session: Option<&str>) -> TaskDecl {
+    TaskDecl {
+        kind: kind.into(),
+        label: label.into(),
+        output_limit_bytes: ROption::RNone,
+        owner_session: owner_session.map(RString::from).into(),
+    }
+}
+
+/// An optional boolean tool argument: absent or `null` is `false`; anything but a boolean is the
+/// error result `invalid <key>: expected a boolean, got <json>`.
+///
+/// # Errors
+/// That error result, ready to return from the tool.
+pub fn bool_arg(args: &serde_json::Value, key: &str) -> Result<bool, ToolResult> {
+    match &args[key] {
+        serde_json::Value::Null => Ok(false),
+        serde_json::Value::Bool(b) => Ok(*b),
+        other => Err(ToolResult::error(format!(
+            "invalid {key}: expected a boolean, got {other}"
+        ))),
     }
 }
 

@@ -115,14 +115,9 @@ fn call(host: &Host, config: &Config, call: &ToolCall) -> ToolResult {
             ));
         }
     };
-    let background = match &args["run_in_background"] {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        other => {
-            return ToolResult::error(format!(
-                "invalid run_in_background: expected a boolean, got {other}"
-            ));
-        }
+    let background = match taskhost_abi::sdk::bool_arg(&args, "run_in_background") {
+        Ok(b) => b,
+        Err(e) => return e,
     };
     let timeout_ms = match &args["timeout_ms"] {
         Value::Null => config.timeout_ms,

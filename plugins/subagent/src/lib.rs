@@ -105,14 +105,9 @@ fn call(host: &Host, config: &Config, call: &ToolCall) -> ToolResult {
         (Ok(d), Ok(p)) => (d, p),
         (Err(e), _) | (_, Err(e)) => return e,
     };
-    let background = match &args["run_in_background"] {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        other => {
-            return ToolResult::error(format!(
-                "invalid run_in_background: expected a boolean, got {other}"
-            ));
-        }
+    let background = match taskhost_abi::sdk::bool_arg(&args, "run_in_background") {
+        Ok(b) => b,
+        Err(e) => return e,
     };
     let session = call.session.as_str();
     if background {

@@ -79,12 +79,9 @@ fn task_output(host: &Host, config: Config, call: &ToolCall) -> ToolResult {
         Err(e) => return e,
     };
     let caller = call.session.as_str();
-    let wait = match &a["wait"] {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        other => {
-            return ToolResult::error(format!("invalid wait: expected a boolean, got {other}"));
-        }
+    let wait = match taskhost_abi::sdk::bool_arg(&a, "wait") {
+        Ok(b) => b,
+        Err(e) => return e,
     };
     if wait {
         let timeout = match &a["timeout_ms"] {
