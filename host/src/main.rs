@@ -80,13 +80,20 @@ fn unix_path(spec: &str) -> Result<PathBuf, String> {
 }
 
 fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // The server logs its lifecycle; the one-shot commands only say what went wrong.
+    let default_filter = if matches!(cli.command, Command::Serve { .. }) {
+        "info"
+    } else {
+        "warn"
+    };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| default_filter.into()),
         )
         .init();
-    let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
