@@ -186,3 +186,36 @@ fn a_plugin_built_against_another_interface_is_refused_naming_the_mismatch() {
     );
     assert!(f.host.plugins().tools().is_empty());
 }
+
+#[test]
+fn a_tool_call_that_blocks_does_not_hold_up_other_calls_or_a_reload() {
+    let f = Fixture::new("blocking");
+    let path = f.load("taskhost_test_probe", "probe_blocking");
+    let (host, handle) = (f.host.clone(), f.rt.handle().clone());
+    let blocked = std::thread::spawn(move || {
+        handle
+            .block_on(
+                host.plugins()
+                    .call_tool("probe_block", "", &json!({"ms": 3000})),
+            )
+            .map(|o| o.text)
+    });
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let t = std::time::Instant::now();
+    assert_eq!(f.call("probe_calls", "", json!({})), "0");
+    f.host
+        .plugins()
+        .load(&path, None, false)
+        .expect("reload while a call blocks");
+    assert_eq!(
+        f.call("probe_calls", "", json!({})),
+        "0",
+        "served by the new generation"
+    );
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(2),
+        "other calls waited for the blocked one"
+    );
+    // The call in flight finishes on the old generation.
+    assert_eq!(blocked.join().unwrap().unwrap(), "unblocked");
+}

@@ -440,3 +440,36 @@ fn a_bad_config_exits_with_code_two_naming_the_key() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_ended_by_sigterm_ends_its_children_and_leaves_no_socket_behind() {
+    let dir = scratch("sigterm");
+    let mut host = SocketHost::start(&dir, &["--no-watch"]);
+    let client = socket_client(&host.socket, Watcher::default()).await;
+    let id = start(&client, "echo $$; sleep 1000").await;
+    let mut pid = None;
+    for _ in 0..100 {
+        let text = call(&client, "task_output", json!({"task_id": id})).await;
+        if let Some(line) = text.lines().next().filter(|l| !l.starts_with('(')) {
+            pid = line.trim().parse::<i32>().ok();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let pid = pid.expect("the task printed its pid");
+    let host_pid = host.child.id() as i32;
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &host_pid.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let exited = eventually(Duration::from_secs(15), || {
+        matches!(host.child.try_wait(), Ok(Some(_)))
+    });
+    assert!(exited, "the host did not exit on SIGTERM");
+    assert!(!alive(pid), "the child outlived the host");
+    assert!(!host.socket.exists(), "the socket was left behind");
+    drop(client);
+}

@@ -135,6 +135,16 @@ fn init(host: Host) -> Result<Probe, String> {
         schema.clone(),
         |_: &ToolCall| -> ToolResult { panic!("probe tool panicked") },
     )?;
+    host.register_tool(
+        "probe_block",
+        "Blocks for ms milliseconds.",
+        schema.clone(),
+        |call: &ToolCall| {
+            let ms = args(call)["ms"].as_u64().unwrap_or(1000);
+            std::thread::sleep(Duration::from_millis(ms));
+            ToolResult::ok("unblocked")
+        },
+    )?;
     let h = host.clone();
     host.register_tool(
         "probe_listen",
