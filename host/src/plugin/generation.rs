@@ -35,7 +35,6 @@ pub(crate) struct GenState {
     /// Tools registered during init, waiting for the swap.
     pub(crate) staged: Vec<super::tools::ToolEntry>,
     pub(crate) swapped_in: bool,
-    pub(crate) tool_names: Vec<String>,
     pub(crate) surfaces: Vec<(u64, Registration)>,
     pub(crate) listeners: Vec<u64>,
 }
@@ -45,6 +44,7 @@ impl Generation {
         plugin: String,
         number: u64,
         source: PathBuf,
+        source_id: (u64, u64),
         module: PluginModRef,
         libraries: Libraries,
         config_json: String,
@@ -54,7 +54,7 @@ impl Generation {
             plugin,
             number,
             source,
-            source_id: (0, 0),
+            source_id,
             module,
             config_json,
             live_tasks: AtomicUsize::new(0),

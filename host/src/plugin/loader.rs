@@ -132,11 +132,6 @@ fn unsafe_free_geteuid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-/// The (device, inode) pair glibc identifies a loaded object by.
-pub(crate) fn file_id(path: &Path) -> std::io::Result<(u64, u64)> {
-    fs::metadata(path).map(|m| (m.dev(), m.ino()))
-}
-
 /// Gives the generation its own file, `<dir>/<stem>.g<N>.so`: a hardlink when possible (O(1), and safe
 /// because cargo and linkers replace artifacts rather than rewrite them), else a copy. `link` must be
 /// false when a mapped generation came from the same inode: glibc recognizes an already-loaded object

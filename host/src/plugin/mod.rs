@@ -81,7 +81,6 @@ impl Shared {
                 existing.plugin()
             ));
         }
-        state.tool_names.push(entry.name.clone());
         table.insert(entry.name.clone(), entry);
         drop(table);
         drop(state);
@@ -92,7 +91,6 @@ impl Shared {
     fn remove_tool(&self, generation: &Arc<Generation>, name: &str) {
         let mut state = generation.state();
         state.staged.retain(|t| t.name != name);
-        state.tool_names.retain(|t| t != name);
         let removed = {
             let mut table = self.tools_write();
             let ours = table
@@ -142,6 +140,20 @@ struct Slot {
     retiring: Vec<Weak<Generation>>,
     /// The file as it was at the last successful load.
     last: Option<FileSignature>,
+}
+
+impl Slot {
+    /// Moves a replaced or unloaded generation to the retiring list, which keeps only the ones still
+    /// mapped (so the list does not grow with reload history).
+    fn retire(&mut self, old: &Arc<Generation>) {
+        self.prune();
+        self.retiring.push(Arc::downgrade(old));
+    }
+
+    /// Forgets retired generations that have unloaded.
+    fn prune(&mut self) {
+        self.retiring.retain(|w| w.strong_count() > 0);
+    }
 }
 
 /// A generation as reported in `taskhost://plugins`.
@@ -278,10 +290,6 @@ impl Plugins {
             path: path.clone(),
             source,
         })?;
-        let source_id = loader::file_id(&path).map_err(|source| LoadError::Io {
-            path: path.clone(),
-            source,
-        })?;
         let (number, config_json, link) = {
             let mut slots = lock(&self.slots);
             let slot = slots.entry(path.clone()).or_insert_with(|| Slot {
@@ -310,7 +318,7 @@ impl Plugins {
                 .iter()
                 .cloned()
                 .chain(slot.retiring.iter().filter_map(Weak::upgrade));
-            let link = mapped.into_iter().all(|g| g.source_id != source_id);
+            let link = mapped.into_iter().all(|g| g.source_id != signature.id);
             (n, slot.config_json.clone(), link)
         };
         let file = loader::private_copy(&path, &self.options.generation_dir, number, link)?;
@@ -321,16 +329,15 @@ impl Plugins {
         // The one plugin call made off the generation's threads: `name` returns a string literal (the
         // export macro writes it), so it can register nothing thread-local.
         let name = (module.name())().as_str().to_owned();
-        let mut generation = Generation::new(
+        let generation = Arc::new(Generation::new(
             name.clone(),
             number,
             path.clone(),
+            signature.id,
             module,
             libraries,
             config_json,
-        );
-        generation.source_id = source_id;
-        let generation = Arc::new(generation);
+        ));
         self.init(&generation, &path)?;
         self.swap(&generation, &path)?;
         let mut slots = lock(&self.slots);
@@ -338,7 +345,7 @@ impl Plugins {
             slot.last = Some(signature);
             slot.name = Some(name);
             if let Some(old) = slot.active.replace(generation.clone()) {
-                slot.retiring.push(Arc::downgrade(&old));
+                slot.retire(&old);
                 drop(slots);
                 retire_state(&self.shared, &old);
                 release_off_path(old);
@@ -405,7 +412,6 @@ impl Plugins {
             }
             table.retain(|_, t| t.plugin() != generation.plugin);
             for t in staged {
-                state.tool_names.push(t.name.clone());
                 table.insert(t.name.clone(), t);
             }
             state.swapped_in = true;
@@ -421,7 +427,7 @@ impl Plugins {
         let old = lock(&self.slots).get_mut(path).and_then(|s| {
             let old = s.active.take();
             if let Some(o) = &old {
-                s.retiring.push(Arc::downgrade(o));
+                s.retire(o);
             }
             s.last = None;
             old
@@ -447,7 +453,7 @@ impl Plugins {
         slots
             .iter_mut()
             .map(|(path, slot)| {
-                slot.retiring.retain(|w| w.strong_count() > 0);
+                slot.prune();
                 let mut generations: Vec<GenerationInfo> = slot
                     .retiring
                     .iter()
@@ -557,6 +563,7 @@ fn release_off_path(generation: Arc<Generation>) {
 /// What identifies a plugin file's content cheaply: its inode and metadata, and a fingerprint of the
 /// bytes that were loaded (computed off the swap path, from the generation's private file).
 struct FileSignature {
+    /// (device, inode): how glibc tells loaded objects apart.
     id: (u64, u64),
     len: u64,
     modified: Option<std::time::SystemTime>,
