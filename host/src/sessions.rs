@@ -101,9 +101,4 @@ impl Sessions {
             .map(|e| std::mem::take(&mut e.pending))
             .unwrap_or_default()
     }
-
-    /// The ids of the open sessions.
-    pub fn ids(&self) -> Vec<String> {
-        self.lock().keys().cloned().collect()
-    }
 }

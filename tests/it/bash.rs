@@ -111,6 +111,11 @@ fn a_foreground_command_returns_its_output_then_the_exit_code() {
         json!({"command": "sleep 5", "timeout_ms": 100}),
     );
     assert_eq!(timed, "[timed out after 100 ms]\n[killed: SIGTERM]");
+    assert_eq!(
+        f.host.processes().spill_files(),
+        0,
+        "runs that never spilled leave nothing to remove"
+    );
 }
 
 #[test]
@@ -191,6 +196,11 @@ fn ten_megabytes_of_output_spill_to_a_private_file_and_the_read_says_so() {
     let meta = std::fs::metadata(&path).expect("spill file");
     assert_eq!(meta.len(), 10_000_000);
     assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    assert_eq!(
+        f.host.processes().spill_files(),
+        1,
+        "only the stdout spill exists"
+    );
     f.rt.block_on(f.host.close_session("s"));
     assert!(
         !std::path::Path::new(&path).exists(),

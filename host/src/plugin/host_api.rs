@@ -157,6 +157,14 @@ impl GenHost {
     }
 }
 
+/// The declaration's owning session, "" for an unowned task (the process service's key for spill files).
+fn owner_session(decl: &TaskDecl) -> String {
+    decl.owner_session
+        .as_ref()
+        .into_option()
+        .map_or_else(String::new, |s| s.as_str().to_owned())
+}
+
 /// A plugin's agent request, copied into host types and checked.
 fn agent_run(r: &AgentRequest) -> Result<crate::acp::AgentRun, String> {
     let command: Vec<String> = r.command.iter().map(|c| c.as_str().to_owned()).collect();
@@ -264,11 +272,7 @@ impl HostApi for GenHost {
         request: ProcessRequest,
     ) -> RResult<RString, RString> {
         let spec = process_spec(&request);
-        let session = decl
-            .owner_session
-            .as_ref()
-            .into_option()
-            .map_or_else(String::new, |s| s.as_str().to_owned());
+        let session = owner_session(&decl);
         let processes = self.shared.processes.clone();
         let run = move || {
             let process = processes.spawn(&spec, &session);
@@ -291,11 +295,7 @@ impl HostApi for GenHost {
             Ok(r) => r,
             Err(e) => return RErr(err(e)),
         };
-        let session = decl
-            .owner_session
-            .as_ref()
-            .into_option()
-            .map_or_else(String::new, |s| s.as_str().to_owned());
+        let session = owner_session(&decl);
         let (processes, runtime) = (self.shared.processes.clone(), self.shared.runtime.clone());
         let run = move || {
             let cancel = taskhost_registry::CancellationToken::new();

@@ -108,6 +108,23 @@ pub fn signal_name(signal: i32) -> String {
 }
 
 impl Process {
+    fn new(
+        pgid: Option<i32>,
+        streams: Streams,
+        exit: watch::Sender<Option<Exit>>,
+        grace: Duration,
+        runtime: &Handle,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            pgid,
+            streams: Mutex::new(streams),
+            exit,
+            kill_requested: AtomicBool::new(false),
+            grace,
+            runtime: runtime.clone(),
+        })
+    }
+
     /// Requests termination: SIGTERM to the group now, SIGKILL after the grace if anything of the group
     /// is left (even if the leader already exited). Returns false if the process had already exited.
     pub fn kill(self: &Arc<Self>) -> bool {
@@ -155,11 +172,6 @@ impl Process {
             .to_owned()
     }
 
-    /// True once the process has exited (and its output drained).
-    pub fn has_exited(&self) -> bool {
-        self.exit.borrow().is_some()
-    }
-
     /// Waits for the process to settle (exited and its output drained).
     ///
     /// # Cancel safety
@@ -188,13 +200,45 @@ impl Process {
     }
 }
 
+/// Spill files by owning session ("" for unowned), removed when the session is disposed. Holds only
+/// files that exist: a stream's planned path is forgotten when its process settles without spilling.
+#[derive(Default)]
+struct Spills(Mutex<HashMap<String, Vec<PathBuf>>>);
+
+impl Spills {
+    fn record(&self, session: &str, paths: [PathBuf; 2]) {
+        lock(&self.0)
+            .entry(session.to_owned())
+            .or_default()
+            .extend(paths);
+    }
+
+    /// Forgets the planned spill paths of `process`'s streams that never became a file.
+    fn forget_unused(&self, session: &str, process: &Process) {
+        let unused: Vec<PathBuf> = {
+            let s = lock(&process.streams);
+            [&s.out, &s.err]
+                .into_iter()
+                .filter(|b| b.spill_path().is_none())
+                .filter_map(|b| b.planned_spill().cloned())
+                .collect()
+        };
+        let mut map = lock(&self.0);
+        if let Some(paths) = map.get_mut(session) {
+            paths.retain(|p| !unused.contains(p));
+            if paths.is_empty() {
+                map.remove(session);
+            }
+        }
+    }
+}
+
 /// Spawns and tracks child processes.
 pub struct ProcessService {
     runtime: Handle,
     spill_dir: PathBuf,
     next: AtomicU64,
-    /// Spill files by owning session ("" for unowned), removed when the session is disposed.
-    spills: Mutex<HashMap<String, Vec<PathBuf>>>,
+    spills: Arc<Spills>,
     /// Live process groups, ended at shutdown.
     live: Arc<Mutex<HashMap<u64, i32>>>,
 }
@@ -206,7 +250,7 @@ impl ProcessService {
             runtime,
             spill_dir,
             next: AtomicU64::new(0),
-            spills: Mutex::new(HashMap::new()),
+            spills: Arc::default(),
             live: Arc::new(Mutex::new(HashMap::new())),
         }
     }
@@ -257,10 +301,10 @@ impl ProcessService {
             self.spill_plan(n, "stdout", spec.spill_cap),
             self.spill_plan(n, "stderr", spec.spill_cap),
         );
-        lock(&self.spills)
-            .entry(owner_session.to_owned())
-            .or_default()
-            .extend([out_plan.path.clone(), err_plan.path.clone()]);
+        self.spills.record(
+            owner_session,
+            [out_plan.path.clone(), err_plan.path.clone()],
+        );
         let streams = Streams {
             out: StreamBuf::new(spec.tail_bytes, Some(out_plan)),
             err: StreamBuf::new(spec.tail_bytes, Some(err_plan)),
@@ -292,30 +336,18 @@ impl ProcessService {
         let (exit, _) = watch::channel(None);
         match cmd.spawn() {
             Err(e) => {
-                let process = Arc::new(Process {
-                    pgid: None,
-                    streams: Mutex::new(Streams {
-                        spawn_error: Some(e.to_string()),
-                        ..streams
-                    }),
-                    exit,
-                    kill_requested: AtomicBool::new(false),
-                    grace: spec.grace,
-                    runtime: self.runtime.clone(),
-                });
+                let streams = Streams {
+                    spawn_error: Some(e.to_string()),
+                    ..streams
+                };
+                let process = Process::new(None, streams, exit, spec.grace, &self.runtime);
                 process.exit.send_replace(Some(Exit::Unknown));
+                self.spills.forget_unused(owner_session, &process);
                 (process, None)
             }
             Ok(mut child) => {
                 let pgid = child.id().map(|p| p as i32);
-                let process = Arc::new(Process {
-                    pgid,
-                    streams: Mutex::new(streams),
-                    exit,
-                    kill_requested: AtomicBool::new(false),
-                    grace: spec.grace,
-                    runtime: self.runtime.clone(),
-                });
+                let process = Process::new(pgid, streams, exit, spec.grace, &self.runtime);
                 if let Some(g) = pgid {
                     lock(&self.live).insert(n, g);
                 }
@@ -327,6 +359,7 @@ impl ProcessService {
                 };
                 let p = process.clone();
                 let live = self.live.clone();
+                let (spills, session) = (self.spills.clone(), owner_session.to_owned());
                 self.runtime.spawn(async move {
                     let out = tokio::spawn(pump(stdout, p.clone(), true));
                     let err = tokio::spawn(pump(stderr, p.clone(), false));
@@ -361,6 +394,7 @@ impl ProcessService {
                         s.out.finish();
                         s.err.finish();
                     }
+                    spills.forget_unused(&session, &p);
                     p.exit.send_replace(Some(exit));
                 });
                 (process, talk)
@@ -370,7 +404,7 @@ impl ProcessService {
 
     /// Removes the spill files of a disposed session.
     pub fn remove_spills(&self, session: &str) {
-        let paths = lock(&self.spills).remove(session).unwrap_or_default();
+        let paths = lock(&self.spills.0).remove(session).unwrap_or_default();
         for p in paths {
             let _ = std::fs::remove_file(p);
         }
@@ -382,10 +416,15 @@ impl ProcessService {
         for (_, g) in lock(&self.live).drain() {
             signal_group(g, nix::sys::signal::Signal::SIGKILL);
         }
-        let sessions: Vec<String> = lock(&self.spills).keys().cloned().collect();
+        let sessions: Vec<String> = lock(&self.spills.0).keys().cloned().collect();
         for s in sessions {
             self.remove_spills(&s);
         }
+    }
+
+    /// Spill files recorded for removal, across sessions: only files that were created.
+    pub fn spill_files(&self) -> usize {
+        lock(&self.spills.0).values().map(Vec::len).sum()
     }
 
     /// Live process groups.

@@ -57,6 +57,11 @@ impl StreamBuf {
         }
     }
 
+    /// Where this stream's spill file goes if it ever overflows.
+    pub(crate) fn planned_spill(&self) -> Option<&PathBuf> {
+        self.plan.as_ref().map(|p| &p.path)
+    }
+
     /// True once output went beyond the tail (a spill was started or attempted).
     #[cfg(test)]
     pub(crate) fn overflowed(&self) -> bool {
