@@ -78,8 +78,9 @@ pub trait HostApi: Send + Sync {
     fn on_task_done(&self, listener: ListenerBox) -> u64;
     /// Removes a listener.
     fn remove_listener(&self, key: u64);
-    /// Sends a notice to a session (delivered once, to that session only).
-    fn notify(&self, session: RStr<'_>, text: RStr<'_>);
+    /// Sends a notice about `task` (empty for none) to a session (delivered once, to that session
+    /// only). A notice about a task that gets reported before the notice is shown may be dropped.
+    fn notify(&self, session: RStr<'_>, task: RStr<'_>, text: RStr<'_>);
     /// Logs a record; the host adds the plugin's name and generation.
     fn log(&self, level: u8, target: RStr<'_>, message: RStr<'_>);
     /// Runs `worker` on a thread of this plugin's generation. The generation is not unloaded before the

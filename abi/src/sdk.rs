@@ -280,9 +280,11 @@ impl Host {
         self.0.remove_listener(key);
     }
 
-    /// Sends a notice to a session.
-    pub fn notify(&self, session: &str, text: &str) {
-        self.0.notify(session.into(), text.into());
+    /// Sends a notice to a session, about `task` when given (the host may then drop it if the task
+    /// gets read, waited on or killed before the notice is shown).
+    pub fn notify(&self, session: &str, task: Option<&str>, text: &str) {
+        self.0
+            .notify(session.into(), task.unwrap_or_default().into(), text.into());
     }
 
     /// Logs a record at `level` (see [`crate::types::level`]).

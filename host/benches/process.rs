@@ -43,6 +43,7 @@ fn main() {
     let options = LoadOptions {
         generation_dir: dir.join("gen"),
         allow_untrusted: true,
+        spill_dir: None,
     };
     let host = Taskhost::new(config, rt.handle().clone(), options);
     for p in ["bash", "tasks"] {

@@ -55,6 +55,7 @@ fn main() {
     let options = LoadOptions {
         generation_dir: dir.join("gen"),
         allow_untrusted: true,
+        spill_dir: None,
     };
     let host = Taskhost::new(RegistryConfig::new(), rt.handle().clone(), options);
     host.plugins().load(&path, None, false).expect("first load");

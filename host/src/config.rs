@@ -37,6 +37,9 @@ pub struct TasksSection {
     pub max_concurrent_tasks_per_owner: Option<u64>,
     /// How long a teardown waits for a cancelled task (default 10000).
     pub teardown_grace_ms: Option<u64>,
+    /// Where process output beyond the in-memory tail is spilled (default: beside the generation
+    /// files, under `$XDG_RUNTIME_DIR` or the temp dir); relative to the config file's directory.
+    pub spill_dir: Option<PathBuf>,
 }
 
 /// One `[[plugin]]`.
@@ -75,6 +78,11 @@ impl Config {
             if p.path.is_relative() {
                 p.path = base.join(&p.path);
             }
+        }
+        if let Some(dir) = config.tasks.spill_dir.as_mut()
+            && dir.is_relative()
+        {
+            *dir = base.join(&*dir);
         }
         config
             .registry()

@@ -158,6 +158,7 @@ fn serve(
     let options = LoadOptions {
         generation_dir: gen_dir.clone(),
         allow_untrusted,
+        spill_dir: config.tasks.spill_dir.clone(),
     };
     let host = Arc::new(Taskhost::new(registry, runtime.handle().clone(), options));
     let mut entries: Vec<(PathBuf, Option<String>)> = config

@@ -21,6 +21,7 @@ use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
+use crate::sessions::Notice;
 use crate::{CallError, Taskhost};
 
 /// The URI of the plugin table resource.
@@ -53,7 +54,7 @@ pub struct McpSession {
     peers: Peers,
     peer: Arc<OnceLock<Peer<RoleServer>>>,
     /// Notices not yet shown on a tool result.
-    pending: Arc<Mutex<Vec<String>>>,
+    pending: Arc<Mutex<Vec<Notice>>>,
 }
 
 impl McpSession {
@@ -70,12 +71,14 @@ impl McpSession {
         let runtime = tokio::runtime::Handle::current();
         session.host.sessions().set_sink(
             &session.id,
-            Arc::new(move |text: &str| {
-                lock(&pending).push(text.to_owned());
+            Arc::new(move |notice: &Notice| {
+                lock(&pending).push(notice.clone());
                 if let Some(peer) = peer.get().cloned() {
-                    let param =
-                        LoggingMessageNotificationParam::new(LoggingLevel::Info, json!(text))
-                            .with_logger("tasks");
+                    let param = LoggingMessageNotificationParam::new(
+                        LoggingLevel::Info,
+                        json!(notice.text),
+                    )
+                    .with_logger("tasks");
                     runtime.spawn(async move {
                         #[allow(deprecated)]
                         let _ = peer.notify_logging_message(param).await;
@@ -139,10 +142,17 @@ impl ServerHandler for McpSession {
         {
             Ok(out) => {
                 let mut blocks = vec![ContentBlock::text(out.text)];
+                let pending = std::mem::take(&mut *lock(&self.pending));
+                let sessions = self.host.sessions();
                 blocks.extend(
-                    std::mem::take(&mut *lock(&self.pending))
+                    pending
                         .into_iter()
-                        .map(ContentBlock::text),
+                        .filter(|n| {
+                            !n.task
+                                .as_deref()
+                                .is_some_and(|t| sessions.already_reported(t))
+                        })
+                        .map(|n| ContentBlock::text(n.text)),
                 );
                 if out.is_error {
                     CallToolResult::error(blocks)

@@ -5,12 +5,21 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use taskhost_registry::{Agent, Registry};
 
+/// A notice for a session, about a task when it names one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Notice {
+    /// The task the notice is about, if any.
+    pub task: Option<String>,
+    /// What the session is told.
+    pub text: String,
+}
+
 /// Where a session's notices go (the MCP layer installs one per connection).
-pub type NoticeSink = Arc<dyn Fn(&str) + Send + Sync>;
+pub type NoticeSink = Arc<dyn Fn(&Notice) + Send + Sync>;
 
 struct Entry {
     agent: Agent,
-    pending: Vec<String>,
+    pending: Vec<Notice>,
     sink: Option<NoticeSink>,
 }
 
@@ -79,26 +88,39 @@ impl Sessions {
 
     /// Sends a notice to one session: to its sink, or kept until one is installed or
     /// [`Sessions::take_notices`] collects it. A notice to a closed session is dropped.
-    pub fn notify(&self, id: &str, text: &str) {
+    pub fn notify(&self, id: &str, task: Option<&str>, text: &str) {
+        let notice = Notice {
+            task: task.map(str::to_owned),
+            text: text.to_owned(),
+        };
         let sink = {
             let mut g = self.lock();
             let Some(e) = g.get_mut(id) else { return };
             match &e.sink {
                 Some(s) => s.clone(),
                 None => {
-                    e.pending.push(text.to_owned());
+                    e.pending.push(notice);
                     return;
                 }
             }
         };
-        sink(text);
+        sink(&notice);
     }
 
-    /// Takes the notices kept for a session without a sink.
+    /// Takes the texts of the notices kept for a session without a sink.
     pub fn take_notices(&self, id: &str) -> Vec<String> {
         self.lock()
             .get_mut(id)
             .map(|e| std::mem::take(&mut e.pending))
             .unwrap_or_default()
+            .into_iter()
+            .map(|n| n.text)
+            .collect()
+    }
+
+    /// True when `task` was reported (read, waited on, killed) since its notice was sent: a notice
+    /// shown later would repeat what the session already saw.
+    pub fn already_reported(&self, task: &str) -> bool {
+        self.registry.get(task, None).is_ok_and(|s| s.reported)
     }
 }

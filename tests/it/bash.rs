@@ -7,7 +7,7 @@ use serde_json::json;
 use crate::fixtures::*;
 
 /// A host with the real bash and tasks plugins, and one open session `s`.
-fn host(name: &str, bash_config: &str) -> Fixture {
+pub(crate) fn host(name: &str, bash_config: &str) -> Fixture {
     let f = Fixture::new(name);
     let bash = plugin_copy("taskhost_plugin_bash", &f.dir, &format!("bash_{name}"));
     f.host
@@ -19,7 +19,7 @@ fn host(name: &str, bash_config: &str) -> Fixture {
     f
 }
 
-fn start(f: &Fixture, session: &str, command: &str) -> String {
+pub(crate) fn start(f: &Fixture, session: &str, command: &str) -> String {
     let text = f.call(
         "bash",
         session,
@@ -30,7 +30,7 @@ fn start(f: &Fixture, session: &str, command: &str) -> String {
         .to_owned()
 }
 
-fn wait(f: &Fixture, session: &str, id: &str) -> String {
+pub(crate) fn wait(f: &Fixture, session: &str, id: &str) -> String {
     f.call(
         "task_output",
         session,
@@ -39,7 +39,7 @@ fn wait(f: &Fixture, session: &str, id: &str) -> String {
 }
 
 /// The new output of a `task_output` result (nothing for `(no new output)`).
-fn new_output(text: &str) -> &str {
+pub(crate) fn new_output(text: &str) -> &str {
     let body = split_status(text).0;
     if body == "(no new output)\n" {
         ""
@@ -49,7 +49,7 @@ fn new_output(text: &str) -> &str {
 }
 
 /// The pid a task printed as its first line of output.
-fn first_line_pid(f: &Fixture, id: &str) -> i32 {
+pub(crate) fn first_line_pid(f: &Fixture, id: &str) -> i32 {
     let mut text = String::new();
     assert!(eventually(Duration::from_secs(5), || {
         text.push_str(new_output(&f.call(
@@ -67,7 +67,7 @@ fn first_line_pid(f: &Fixture, id: &str) -> i32 {
         .expect("a pid")
 }
 
-fn alive(pid: i32) -> bool {
+pub(crate) fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => !stat
             .rsplit(')')

@@ -77,6 +77,7 @@ impl Fixture {
         let options = LoadOptions {
             generation_dir: dir.join("gen"),
             allow_untrusted: false,
+            spill_dir: None,
         };
         let host = Arc::new(Taskhost::new(config, rt.handle().clone(), options));
         Self { rt, host, dir }

@@ -21,9 +21,9 @@ use crate::fixtures::*;
 
 /// Counts `tools/list_changed` and keeps logging notices.
 #[derive(Clone, Default)]
-struct Watcher {
-    list_changed: Arc<AtomicUsize>,
-    notices: Arc<Mutex<Vec<String>>>,
+pub(crate) struct Watcher {
+    pub(crate) list_changed: Arc<AtomicUsize>,
+    pub(crate) notices: Arc<Mutex<Vec<String>>>,
 }
 
 impl ClientHandler for Watcher {
@@ -44,9 +44,9 @@ impl ClientHandler for Watcher {
     }
 }
 
-type Client = RunningService<RoleClient, Watcher>;
+pub(crate) type Client = RunningService<RoleClient, Watcher>;
 
-fn binary() -> PathBuf {
+pub(crate) fn binary() -> PathBuf {
     let p = artifacts().join("taskhost");
     assert!(
         p.exists(),
@@ -56,9 +56,15 @@ fn binary() -> PathBuf {
     p
 }
 
-async fn stdio_client(args: &[&str], watcher: Watcher) -> Client {
+pub(crate) async fn stdio_client(args: &[&str], watcher: Watcher) -> Client {
     let mut cmd = tokio::process::Command::new(binary());
-    cmd.arg("serve").args(args).env("RUST_LOG", "warn");
+    cmd.arg("serve").args(args);
+    command_client(cmd, watcher).await
+}
+
+/// A client of the host `cmd` starts, speaking MCP on its stdio.
+pub(crate) async fn command_client(mut cmd: tokio::process::Command, watcher: Watcher) -> Client {
+    cmd.env("RUST_LOG", "warn");
     let transport = TokioChildProcess::new(cmd).expect("spawn taskhost");
     watcher.serve(transport).await.expect("MCP handshake")
 }
@@ -70,7 +76,7 @@ async fn socket_client(path: &Path, watcher: Watcher) -> Client {
     watcher.serve(stream).await.expect("MCP handshake")
 }
 
-async fn call(client: &Client, tool: &str, args: Value) -> String {
+pub(crate) async fn call(client: &Client, tool: &str, args: Value) -> String {
     let Value::Object(args) = args else {
         panic!("arguments must be an object")
     };
@@ -87,7 +93,7 @@ async fn call(client: &Client, tool: &str, args: Value) -> String {
         .join("\n---\n")
 }
 
-async fn start(client: &Client, command: &str) -> String {
+pub(crate) async fn start(client: &Client, command: &str) -> String {
     let text = call(
         client,
         "bash",

@@ -479,8 +479,11 @@ impl HostApi for GenHost {
         self.shared.remove_listener(key);
     }
 
-    fn notify(&self, session: RStr<'_>, text: RStr<'_>) {
-        self.shared.sessions.notify(session.as_str(), text.as_str());
+    fn notify(&self, session: RStr<'_>, task: RStr<'_>, text: RStr<'_>) {
+        let task = (!task.is_empty()).then(|| task.as_str());
+        self.shared
+            .sessions
+            .notify(session.as_str(), task, text.as_str());
     }
 
     fn log(&self, level: u8, target: RStr<'_>, message: RStr<'_>) {

@@ -185,6 +185,8 @@ pub struct LoadOptions {
     pub generation_dir: PathBuf,
     /// Skip the trust check.
     pub allow_untrusted: bool,
+    /// Where spill files of process output go; `None` puts them in `spill` beside `generation_dir`.
+    pub spill_dir: Option<PathBuf>,
 }
 
 /// The loaded plugins and the tool table they feed.
@@ -199,10 +201,12 @@ pub struct Plugins {
 
 impl Plugins {
     pub(crate) fn new(registry: Registry, runtime: Handle, options: LoadOptions) -> Self {
-        let spill_dir = options
-            .generation_dir
-            .parent()
-            .map_or_else(|| options.generation_dir.join("spill"), |p| p.join("spill"));
+        let spill_dir = options.spill_dir.clone().unwrap_or_else(|| {
+            options
+                .generation_dir
+                .parent()
+                .map_or_else(|| options.generation_dir.join("spill"), |p| p.join("spill"))
+        });
         let shared = Arc::new(Shared {
             processes: Arc::new(crate::process::ProcessService::new(
                 runtime.clone(),

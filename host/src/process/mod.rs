@@ -8,10 +8,11 @@
 //! processes never outlive it.
 
 pub mod env;
+mod escaped;
 mod render;
 mod stream;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -239,19 +240,24 @@ pub struct ProcessService {
     spill_dir: PathBuf,
     next: AtomicU64,
     spills: Arc<Spills>,
-    /// Live process groups, ended at shutdown.
+    /// Live process groups by process number, ended at shutdown.
     live: Arc<Mutex<HashMap<u64, i32>>>,
+    /// Descendants that left their group, ended when their process settles.
+    escaped: Arc<escaped::Escaped>,
 }
 
 impl ProcessService {
-    /// A service whose spill files go to `spill_dir` (created 0700).
+    /// A service whose spill files go to `spill_dir` (created 0700). Makes the host process a child
+    /// subreaper, so descendants that escape their process group are adopted and ended with their task.
     pub fn new(runtime: Handle, spill_dir: PathBuf) -> Self {
+        escaped::become_subreaper();
         Self {
             runtime,
             spill_dir,
             next: AtomicU64::new(0),
             spills: Arc::default(),
             live: Arc::new(Mutex::new(HashMap::new())),
+            escaped: Arc::default(),
         }
     }
 
@@ -310,23 +316,24 @@ impl ProcessService {
             err: StreamBuf::new(spec.tail_bytes, Some(err_plan)),
             spawn_error: None,
         };
-        let mut cmd = match spec.argv.as_deref() {
-            Some([program, args @ ..]) => {
-                let mut c = tokio::process::Command::new(program);
-                c.args(args);
-                c
-            }
-            _ => {
-                let mut c = tokio::process::Command::new("bash");
-                c.arg("-c").arg(&spec.command);
-                c
-            }
+        let mut child_env = env::scrubbed(std::env::vars(), &spec.extra_env);
+        child_env.retain(|(k, _)| k != escaped::MARKER);
+        child_env.push((escaped::MARKER.to_owned(), self.escaped.marker(n)));
+        let search_path = child_env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.as_str());
+        let (program, args): (&str, Vec<&str>) = match spec.argv.as_deref() {
+            Some([program, args @ ..]) => (program, args.iter().map(String::as_str).collect()),
+            _ => ("bash", vec!["-c", &spec.command]),
         };
+        let mut cmd = tokio::process::Command::new(env::resolve_program(program, search_path));
+        cmd.args(args);
         if let Some(dir) = &spec.workdir {
             cmd.current_dir(dir);
         }
         cmd.env_clear();
-        cmd.envs(env::scrubbed(std::env::vars(), &spec.extra_env));
+        cmd.envs(child_env);
         cmd.stdin(if piped { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -350,6 +357,7 @@ impl ProcessService {
                 let process = Process::new(pgid, streams, exit, spec.grace, &self.runtime);
                 if let Some(g) = pgid {
                     lock(&self.live).insert(n, g);
+                    self.escaped.own_group(g);
                 }
                 let stderr = child.stderr.take();
                 let (stdout, talk) = if piped {
@@ -359,6 +367,7 @@ impl ProcessService {
                 };
                 let p = process.clone();
                 let live = self.live.clone();
+                let escaped = self.escaped.clone();
                 let (spills, session) = (self.spills.clone(), owner_session.to_owned());
                 self.runtime.spawn(async move {
                     let out = tokio::spawn(pump(stdout, p.clone(), true));
@@ -378,6 +387,11 @@ impl ProcessService {
                         }
                     }
                     lock(&live).remove(&n);
+                    let (running, spawned) = live_sets(&live);
+                    let _ = tokio::task::spawn_blocking(move || {
+                        escaped.sweep(&running, &spawned, pgid.as_slice())
+                    })
+                    .await;
                     let exit = match status {
                         Ok(s) => {
                             use std::os::unix::process::ExitStatusExt;
@@ -413,9 +427,12 @@ impl ProcessService {
     /// Ends every live process group at once (SIGKILL) and removes every spill file: the last step of
     /// a host shutdown, after the registry's orderly teardown.
     pub fn shutdown(&self) {
-        for (_, g) in lock(&self.live).drain() {
+        let groups: Vec<i32> = lock(&self.live).drain().map(|(_, g)| g).collect();
+        for &g in &groups {
             signal_group(g, nix::sys::signal::Signal::SIGKILL);
         }
+        self.escaped
+            .sweep(&HashSet::new(), &HashSet::new(), &groups);
         let sessions: Vec<String> = lock(&self.spills.0).keys().cloned().collect();
         for s in sessions {
             self.remove_spills(&s);
@@ -431,6 +448,20 @@ impl ProcessService {
     pub fn live(&self) -> usize {
         lock(&self.live).len()
     }
+
+    /// Escaped descendants adopted and not yet ended (they belong to running processes).
+    pub fn adopted(&self) -> usize {
+        self.escaped.adopted()
+    }
+}
+
+/// The running process numbers and the pids the runtime reaps itself.
+fn live_sets(live: &Mutex<HashMap<u64, i32>>) -> (HashSet<u64>, HashSet<i32>) {
+    let live = lock(live);
+    (
+        live.keys().copied().collect(),
+        live.values().copied().collect(),
+    )
 }
 
 /// Copies one pipe into its stream until EOF. Starts with the kernel's default 64 KiB; a read that

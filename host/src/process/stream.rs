@@ -112,14 +112,16 @@ impl StreamBuf {
             self.lose_spill();
             return;
         }
-        let written = self
-            .spill
-            .as_mut()
-            .is_some_and(|f| f.write_all(data).is_ok());
-        if written {
-            self.spilled += data.len() as u64;
-        } else {
-            self.lose_spill();
+        let written = match self.spill.as_mut() {
+            Some(f) => f.write_all(data),
+            None => Err(std::io::ErrorKind::NotFound.into()),
+        };
+        match written {
+            Ok(()) => self.spilled += data.len() as u64,
+            Err(e) => {
+                tracing::warn!(path = %plan.path.display(), error = %e, "a spill write failed; the spill file is dropped");
+                self.lose_spill();
+            }
         }
     }
 

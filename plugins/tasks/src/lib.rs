@@ -164,7 +164,7 @@ fn init(host: Host) -> Result<Tasks, String> {
         if let Some(session) = s.owner_session.as_ref().into_option()
             && !s.reported
         {
-            h.notify(session.as_str(), &notice(&s));
+            h.notify(session.as_str(), Some(s.id.as_str()), &notice(&s));
         }
     });
     let h = host.clone();

@@ -1,5 +1,6 @@
 //! A producer whose tasks the tests steer: they stream numbered lines at an interval, then settle;
-//! their cancel succeeds, fails, panics or is ignored on demand; tools and init panic on demand.
+//! their cancel succeeds, fails, panics or is ignored on demand; their worker, tools and init panic on
+//! demand.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -56,6 +57,7 @@ fn start(host: &Host, call: &ToolCall) -> ToolResult {
     let interval = Duration::from_millis(a["interval_ms"].as_u64().unwrap_or(10));
     let final_output = a["final"].as_bool().unwrap_or(false);
     let mode = a["cancel"].as_str().unwrap_or("ok").to_owned();
+    let panic_after = a["panic_after"].as_u64();
     let owner = (!call.session.is_empty()).then(|| call.session.as_str().to_owned());
     let worker_host = host.clone();
     let started = host.start_task(
@@ -69,6 +71,9 @@ fn start(host: &Host, call: &ToolCall) -> ToolResult {
             worker_host.spawn_worker(move || {
                 let mut all = String::new();
                 for i in 0..lines {
+                    if panic_after == Some(i) {
+                        panic!("probe worker panicked after {i} lines");
+                    }
                     if flag.load(Ordering::SeqCst) {
                         handle.complete(FfiOutcome::new(
                             FfiStatus::Killed,
