@@ -150,7 +150,7 @@ impl ServerHandler for McpSession {
                         .filter(|n| {
                             !n.task
                                 .as_deref()
-                                .is_some_and(|t| sessions.already_reported(t))
+                                .is_some_and(|t| sessions.already_reported(&self.id, t))
                         })
                         .map(|n| ContentBlock::text(n.text)),
                 );

@@ -118,9 +118,14 @@ impl Sessions {
             .collect()
     }
 
-    /// True when `task` was reported (read, waited on, killed) since its notice was sent: a notice
-    /// shown later would repeat what the session already saw.
-    pub fn already_reported(&self, task: &str) -> bool {
-        self.registry.get(task, None).is_ok_and(|s| s.reported)
+    /// True when `task`, owned by session `id`, was reported (read, waited on, killed) since its
+    /// notice was sent: a notice shown later would repeat what the session already saw. False for a
+    /// closed session or a task it does not own.
+    pub fn already_reported(&self, id: &str, task: &str) -> bool {
+        self.agent(id).is_some_and(|agent| {
+            self.registry
+                .get(task, Some(&agent))
+                .is_ok_and(|s| s.reported)
+        })
     }
 }

@@ -93,6 +93,8 @@ pub(crate) async fn call(client: &Client, tool: &str, args: Value) -> String {
         .join("\n---\n")
 }
 
+/// Starts `command` in the background and returns its task id (the first block; notices of other
+/// tasks may follow it).
 pub(crate) async fn start(client: &Client, command: &str) -> String {
     let text = call(
         client,
@@ -100,7 +102,9 @@ pub(crate) async fn start(client: &Client, command: &str) -> String {
         json!({"command": command, "run_in_background": true}),
     )
     .await;
-    text.strip_prefix("started background task ")
+    let first = text.split("\n---\n").next().unwrap_or_default();
+    first
+        .strip_prefix("started background task ")
         .unwrap_or_else(|| panic!("not started: {text}"))
         .to_owned()
 }
@@ -415,6 +419,29 @@ async fn a_completion_notice_arrives_as_a_log_message_and_on_the_next_tool_resul
         !after.contains("---"),
         "the extra block is shown once: {after}"
     );
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notice_of_a_task_read_before_the_next_result_is_not_repeated_on_it() {
+    let watcher = Watcher::default();
+    let client = stdio_client(&["--no-watch"], watcher.clone()).await;
+    let id = start(&client, "echo quick").await;
+    assert!(
+        eventually(Duration::from_secs(10), || !watcher
+            .notices
+            .lock()
+            .unwrap()
+            .is_empty()),
+        "no notice"
+    );
+    let read = call(&client, "task_output", json!({"task_id": id})).await;
+    assert_eq!(
+        read, "quick\n[status: completed, exit code: 0]",
+        "the read that reports the task carries no notice of it"
+    );
+    let next = call(&client, "task_list", json!({})).await;
+    assert!(!next.contains("---"), "nor does a later result: {next}");
     client.cancel().await.expect("close");
 }
 
