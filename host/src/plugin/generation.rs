@@ -36,7 +36,11 @@ pub(crate) struct GenState {
     pub(crate) staged: Vec<super::tools::ToolEntry>,
     pub(crate) swapped_in: bool,
     pub(crate) surfaces: Vec<(u64, Registration)>,
+    /// Keys of every completion listener this generation registered (staged or in force).
     pub(crate) listeners: Vec<u64>,
+    /// Completion listeners registered during init, put in force by the swap in the same step that
+    /// takes the previous generation's out: a settlement reaches exactly one generation's listener.
+    pub(crate) staged_listeners: Vec<(u64, super::ListenerEntry)>,
 }
 
 impl Generation {

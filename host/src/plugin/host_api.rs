@@ -470,8 +470,7 @@ impl HostApi for GenHost {
         };
         let key = self.shared.next_key();
         self.shared
-            .add_listener(key, Arc::new(GenBox::new(listener, generation.clone())));
-        generation.state().listeners.push(key);
+            .add_listener(key, Arc::new(GenBox::new(listener, generation)));
         key
     }
 

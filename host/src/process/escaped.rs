@@ -9,7 +9,7 @@
 //! recognised (only a cgroup could tell); it is reaped if it exits while adopted and known.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill, killpg};
@@ -40,20 +40,30 @@ pub fn become_subreaper() {
     }
 }
 
+/// The live processes of a service: process number to process group (the group leader's pid, which
+/// the runtime reaps itself).
+pub type Live = Arc<Mutex<HashMap<u64, i32>>>;
+
 /// What the sweep knows: adopted children with their process number, and the process groups that
 /// are this host's (spawned groups and adopted daemons' groups) while any member of them exists.
 pub struct Escaped {
     service: u64,
+    live: Live,
     state: Mutex<Known>,
+    /// Held shared from a spawn until its child is registered live, and exclusively while a sweep
+    /// round decides: a sweep never sees a child of this host that is not yet known as spawned.
+    gate: RwLock<()>,
+    /// Sweeps asked for and done: one sweep runs at a time and serves every request made before it
+    /// started, so a burst of settlements costs a few sweeps, not one blocked thread each.
+    requests: Mutex<Requests>,
+    done: tokio::sync::watch::Sender<u64>,
 }
 
-impl Default for Escaped {
-    fn default() -> Self {
-        Self {
-            service: next_service(),
-            state: Mutex::default(),
-        }
-    }
+#[derive(Default)]
+struct Requests {
+    asked: u64,
+    running: bool,
+    groups: Vec<i32>,
 }
 
 #[derive(Default)]
@@ -68,6 +78,69 @@ const MAX_ROUNDS: usize = 16;
 const GROUP_WAIT: Duration = Duration::from_millis(500);
 
 impl Escaped {
+    /// The escape tracking of a service whose live processes are `live`.
+    pub fn new(live: Live) -> Self {
+        Self {
+            service: next_service(),
+            live,
+            state: Mutex::default(),
+            gate: RwLock::new(()),
+            requests: Mutex::default(),
+            done: tokio::sync::watch::Sender::new(0),
+        }
+    }
+
+    /// Ends what escaped from processes that settled, once `group` (a settled process's group, if
+    /// it had one) is gone: resolves when a sweep that started after this call has finished. Sweeps
+    /// run on the runtime's blocking pool, one at a time, each serving every request made before it.
+    ///
+    /// # Cancel safety
+    /// Dropping the future leaves the sweep it asked for to run without it.
+    pub async fn settled(self: &Arc<Self>, group: Option<i32>) {
+        let mut done = self.done.subscribe();
+        let ticket = {
+            let mut r = self.requests.lock().unwrap_or_else(|p| p.into_inner());
+            r.asked += 1;
+            r.groups.extend(group);
+            if !r.running {
+                r.running = true;
+                let this = self.clone();
+                tokio::task::spawn_blocking(move || this.serve_requests());
+            }
+            r.asked
+        };
+        let _ = done.wait_for(|&d| d >= ticket).await;
+    }
+
+    /// Runs sweeps until every request made so far is served.
+    fn serve_requests(&self) {
+        /// Should a sweep panic, its waiters are released and the next request starts a runner.
+        struct Unwind<'a>(&'a Escaped);
+        impl Drop for Unwind<'_> {
+            fn drop(&mut self) {
+                if std::thread::panicking() {
+                    let mut r = self.0.requests.lock().unwrap_or_else(|p| p.into_inner());
+                    r.running = false;
+                    self.0.done.send_replace(r.asked);
+                }
+            }
+        }
+        let _unwind = Unwind(self);
+        loop {
+            let (ticket, groups) = {
+                let mut r = self.requests.lock().unwrap_or_else(|p| p.into_inner());
+                (r.asked, std::mem::take(&mut r.groups))
+            };
+            self.sweep(&groups);
+            self.done.send_replace(ticket);
+            let mut r = self.requests.lock().unwrap_or_else(|p| p.into_inner());
+            if r.asked == ticket {
+                r.running = false;
+                return;
+            }
+        }
+    }
+
     /// The marker value for this service's process number `n`.
     pub fn marker(&self, n: u64) -> String {
         marker_value(self.service, n)
@@ -79,19 +152,35 @@ impl Escaped {
         self.lock().groups.insert(pgid);
     }
 
+    /// Held from just before a spawn until the child is in the live map; spawns hold it together, a
+    /// sweep round waits for them.
+    pub fn spawning(&self) -> RwLockReadGuard<'_, ()> {
+        self.gate.read().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Known> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Ends and reaps every adopted child whose process is not in `live` (running process numbers),
-    /// reaps this host's orphaned zombies, and first waits (bounded) until nothing is left of
-    /// `settled`, groups just ended. `spawned` are the pids the runtime reaps itself; they are never
-    /// touched. Returns the processes it ended. Blocking: run it off the async workers.
-    pub fn sweep(&self, live: &HashSet<u64>, spawned: &HashSet<i32>, settled: &[i32]) -> usize {
+    /// Ends and reaps every adopted child whose process is not live (group leaders of live processes
+    /// are the runtime's to reap and are never touched), reaps this host's orphaned zombies, and
+    /// first waits (bounded) until nothing is left of `settled`, groups just ended. Each round reads
+    /// the live map afresh while no spawn is between its fork and its registration
+    /// ([`Escaped::spawning`]). Returns the processes it ended. Blocking: run it off the async workers.
+    pub fn sweep(&self, settled: &[i32]) -> usize {
         let mut known = self.lock();
         let deadline = Instant::now() + GROUP_WAIT;
         let mut ended = 0;
+        let mut spawned = HashSet::new();
         for _ in 0..MAX_ROUNDS {
+            let gate = self.gate.write().unwrap_or_else(|p| p.into_inner());
+            let (live, now_spawned) = {
+                let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+                let numbers: HashSet<u64> = live.keys().copied().collect();
+                let pids: HashSet<i32> = live.values().copied().collect();
+                (numbers, pids)
+            };
+            spawned = now_spawned;
             let mut progressed = false;
             for pid in direct_children() {
                 if spawned.contains(&pid) || known.adopted.contains_key(&pid) {
@@ -131,6 +220,7 @@ impl Escaped {
                 progressed = true;
                 false
             });
+            drop(gate);
             let settling = Instant::now() < deadline && settled.iter().any(|&g| group_exists(g));
             if settling {
                 std::thread::sleep(Duration::from_millis(1));

@@ -12,7 +12,7 @@ mod escaped;
 mod render;
 mod stream;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -241,7 +241,7 @@ pub struct ProcessService {
     next: AtomicU64,
     spills: Arc<Spills>,
     /// Live process groups by process number, ended at shutdown.
-    live: Arc<Mutex<HashMap<u64, i32>>>,
+    live: escaped::Live,
     /// Descendants that left their group, ended when their process settles.
     escaped: Arc<escaped::Escaped>,
 }
@@ -251,13 +251,14 @@ impl ProcessService {
     /// subreaper, so descendants that escape their process group are adopted and ended with their task.
     pub fn new(runtime: Handle, spill_dir: PathBuf) -> Self {
         escaped::become_subreaper();
+        let live = escaped::Live::default();
         Self {
             runtime,
             spill_dir,
             next: AtomicU64::new(0),
             spills: Arc::default(),
-            live: Arc::new(Mutex::new(HashMap::new())),
-            escaped: Arc::default(),
+            escaped: Arc::new(escaped::Escaped::new(live.clone())),
+            live,
         }
     }
 
@@ -341,6 +342,7 @@ impl ProcessService {
         cmd.kill_on_drop(false);
         let _guard = self.runtime.enter();
         let (exit, _) = watch::channel(None);
+        let spawning = self.escaped.spawning();
         match cmd.spawn() {
             Err(e) => {
                 let streams = Streams {
@@ -357,6 +359,8 @@ impl ProcessService {
                 let process = Process::new(pgid, streams, exit, spec.grace, &self.runtime);
                 if let Some(g) = pgid {
                     lock(&self.live).insert(n, g);
+                    // After the gate: a sweep holds the known state while it waits for the gate.
+                    drop(spawning);
                     self.escaped.own_group(g);
                 }
                 let stderr = child.stderr.take();
@@ -387,11 +391,7 @@ impl ProcessService {
                         }
                     }
                     lock(&live).remove(&n);
-                    let (running, spawned) = live_sets(&live);
-                    let _ = tokio::task::spawn_blocking(move || {
-                        escaped.sweep(&running, &spawned, pgid.as_slice())
-                    })
-                    .await;
+                    escaped.settled(pgid).await;
                     let exit = match status {
                         Ok(s) => {
                             use std::os::unix::process::ExitStatusExt;
@@ -431,8 +431,7 @@ impl ProcessService {
         for &g in &groups {
             signal_group(g, nix::sys::signal::Signal::SIGKILL);
         }
-        self.escaped
-            .sweep(&HashSet::new(), &HashSet::new(), &groups);
+        self.escaped.sweep(&groups);
         let sessions: Vec<String> = lock(&self.spills.0).keys().cloned().collect();
         for s in sessions {
             self.remove_spills(&s);
@@ -453,15 +452,6 @@ impl ProcessService {
     pub fn adopted(&self) -> usize {
         self.escaped.adopted()
     }
-}
-
-/// The running process numbers and the pids the runtime reaps itself.
-fn live_sets(live: &Mutex<HashMap<u64, i32>>) -> (HashSet<u64>, HashSet<i32>) {
-    let live = lock(live);
-    (
-        live.keys().copied().collect(),
-        live.values().copied().collect(),
-    )
 }
 
 /// Copies one pipe into its stream until EOF. Starts with the kernel's default 64 KiB; a read that
