@@ -1,7 +1,8 @@
 //! MCP figures for `scripts/bench`: a non-blocking `task_output` round trip over stdio to the real
 //! release `taskhost` (default plugins), against an MCP `ping` round trip on the same connection.
 
-use std::path::Path;
+mod common;
+
 use std::time::Instant;
 
 use rmcp::ServiceExt;
@@ -9,12 +10,7 @@ use rmcp::model::{CallToolRequestParams, ClientRequest, PingRequest};
 use rmcp::transport::TokioChildProcess;
 
 fn main() {
-    let exe = std::env::current_exe().expect("exe");
-    let profile = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>")
-        .to_path_buf();
+    let profile = common::profile_dir();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -3,7 +3,8 @@
 //! `head -c 1G /dev/zero | cat > /dev/null` in the same run, with the host's RSS growth; and 1,000
 //! concurrent background `sleep` tasks: time to start all, host threads, RSS per task.
 
-use std::path::Path;
+mod common;
+
 use std::time::Instant;
 
 use serde_json::json;
@@ -24,15 +25,8 @@ fn threads() -> usize {
 }
 
 fn main() {
-    let exe = std::env::current_exe().expect("exe");
-    let profile = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>")
-        .to_path_buf();
-    let dir = std::env::temp_dir().join(format!("taskhost-bench-process-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
+    let profile = common::profile_dir();
+    let dir = common::scratch("process");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

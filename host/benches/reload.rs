@@ -3,6 +3,8 @@
 //! same file in the same run. Needs the release probe plugin (`scripts/bench` builds it). Prints one
 //! JSON line per figure.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -34,11 +36,7 @@ fn active(host: &Taskhost) -> u64 {
 }
 
 fn main() {
-    let exe = std::env::current_exe().expect("exe");
-    let profile = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>");
+    let profile = common::profile_dir();
     let plugin = profile.join("libtaskhost_test_probe.so");
     let src = std::fs::read(&plugin)
         .unwrap_or_else(|_| panic!("{} missing: run scripts/bench", plugin.display()));

@@ -48,13 +48,7 @@ fn a_worker_that_panics_mid_task_fails_its_task_and_the_plugin_keeps_serving() {
 #[test]
 fn a_task_that_never_settles_is_force_failed_when_its_session_closes() {
     let f = probe_host("never-settles");
-    let (tx, rx) = std::sync::mpsc::channel();
-    let _l = f
-        .host
-        .registry()
-        .on_task_done(std::sync::Arc::new(move |s, _| {
-            let _ = tx.send((s.status, s.detail.clone()));
-        }));
+    let (_l, rx) = outcomes(&f);
     let id = f.start_probe(
         "s",
         json!({"lines": 300, "interval_ms": 5, "cancel": "hang"}),
@@ -84,13 +78,7 @@ fn a_task_that_never_settles_is_force_failed_when_its_session_closes() {
 #[test]
 fn a_cancel_that_fails_during_teardown_force_fails_the_task_with_the_error() {
     let f = probe_host("cancel-fails");
-    let (tx, rx) = std::sync::mpsc::channel();
-    let _l = f
-        .host
-        .registry()
-        .on_task_done(std::sync::Arc::new(move |s, _| {
-            let _ = tx.send((s.status, s.detail.clone()));
-        }));
+    let (_l, rx) = outcomes(&f);
     let id = f.start_probe(
         "s",
         json!({"lines": 100, "interval_ms": 5, "cancel": "fail"}),
@@ -257,6 +245,24 @@ async fn ten_gigabytes_of_output_stay_within_the_memory_and_spill_bounds() {
     );
     assert_eq!(dir_bytes(&spill), 0, "a dropped spill leaves no file");
     client.cancel().await.expect("close");
+}
+
+/// Every settlement's status and detail, as the registry's completion listeners see them (in force
+/// while the registration is held).
+fn outcomes(
+    f: &Fixture,
+) -> (
+    taskhost_registry::Registration,
+    std::sync::mpsc::Receiver<(TaskStatus, Option<String>)>,
+) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let registration = f
+        .host
+        .registry()
+        .on_task_done(std::sync::Arc::new(move |s, _| {
+            let _ = tx.send((s.status, s.detail.clone()));
+        }));
+    (registration, rx)
 }
 
 /// Waits for a task of `client` to settle and returns everything its last read showed.

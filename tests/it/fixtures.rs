@@ -93,6 +93,18 @@ impl Fixture {
         path
     }
 
+    /// Loads the plugin file `path` expecting a refusal; returns the error's text.
+    pub fn load_error(&self, path: &Path, config_json: Option<&str>) -> String {
+        match self
+            .host
+            .plugins()
+            .load(path, config_json.map(str::to_owned), false)
+        {
+            Ok(_) => panic!("{} loaded; a refusal was expected", path.display()),
+            Err(e) => e.to_string(),
+        }
+    }
+
     /// Calls a tool; returns its text, `Error: ...` for error results.
     pub fn call(&self, tool: &str, session: &str, args: Value) -> String {
         let out = self

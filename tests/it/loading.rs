@@ -19,24 +19,14 @@ fn a_panicking_tool_call_is_an_error_result_and_the_host_lives_on() {
 fn a_panicking_or_failing_init_is_a_load_failure_naming_the_plugin() {
     let f = Fixture::new("init-panic");
     let path = plugin_copy("taskhost_test_probe", &f.dir, "probe_init_panic");
-    let err = f
-        .host
-        .plugins()
-        .load(&path, Some(r#"{"panic_in_init": true}"#.into()), false)
-        .unwrap_err();
-    let text = err.to_string();
+    let err = f.load_error(&path, Some(r#"{"panic_in_init": true}"#));
     assert!(
-        text.contains("plugin probe") && text.contains("init panicked: probe init panicked"),
-        "{text}"
+        err.contains("plugin probe") && err.contains("init panicked: probe init panicked"),
+        "{err}"
     );
-    let err = f
-        .host
-        .plugins()
-        .load(&path, Some(r#"{"fail_in_init": true}"#.into()), false)
-        .unwrap_err();
+    let err = f.load_error(&path, Some(r#"{"fail_in_init": true}"#));
     assert!(
-        err.to_string()
-            .ends_with("failed to initialize: probe init refused"),
+        err.ends_with("failed to initialize: probe init refused"),
         "{err}"
     );
     assert!(f.host.plugins().tools().is_empty());
@@ -101,12 +91,7 @@ fn bad_plugin_files_are_refused_with_one_clear_error_and_the_old_generation_keep
         std::fs::write(&tmp, &bytes).unwrap();
         set_mode(&tmp, 0o755);
         std::fs::rename(&tmp, &path).unwrap();
-        let err = f
-            .host
-            .plugins()
-            .load(&path, None, false)
-            .unwrap_err()
-            .to_string();
+        let err = f.load_error(&path, None);
         assert!(err.contains(&path.display().to_string()), "{what}: {err}");
         assert!(err.contains(expected), "{what}: {err}");
         assert!(
@@ -123,12 +108,7 @@ fn a_world_writable_plugin_file_or_directory_is_refused_unless_allowed() {
     let f = Fixture::new("untrusted");
     let path = plugin_copy("taskhost_test_probe", &f.dir, "probe_untrusted");
     set_mode(&path, 0o757);
-    let err = f
-        .host
-        .plugins()
-        .load(&path, None, false)
-        .unwrap_err()
-        .to_string();
+    let err = f.load_error(&path, None);
     assert!(
         err.starts_with(&format!("refusing plugin {}", path.display())),
         "{err}"
@@ -136,12 +116,7 @@ fn a_world_writable_plugin_file_or_directory_is_refused_unless_allowed() {
     assert!(err.contains("writable by group or others"), "{err}");
     set_mode(&path, 0o755);
     set_mode(&f.dir, 0o777);
-    let err = f
-        .host
-        .plugins()
-        .load(&path, None, false)
-        .unwrap_err()
-        .to_string();
+    let err = f.load_error(&path, None);
     assert!(
         err.contains("directory") && err.contains("writable by group or others"),
         "{err}"
@@ -166,12 +141,7 @@ fn libm() -> std::path::PathBuf {
 fn a_plugin_built_against_another_interface_is_refused_naming_the_mismatch() {
     let f = Fixture::new("mismatch");
     let path = plugin_copy("taskhost_test_mismatch", &f.dir, "mismatch_plugin");
-    let err = f
-        .host
-        .plugins()
-        .load(&path, None, false)
-        .unwrap_err()
-        .to_string();
+    let err = f.load_error(&path, None);
     assert!(
         err.starts_with(&format!(
             "plugin {} has an incompatible ABI:",

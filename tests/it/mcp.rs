@@ -389,11 +389,8 @@ async fn a_plugin_rebuilt_while_a_task_runs_notifies_list_changed_and_the_task_o
     client.cancel().await.expect("close");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_completion_notice_arrives_as_a_log_message_and_on_the_next_tool_result() {
-    let watcher = Watcher::default();
-    let client = stdio_client(&["--no-watch"], watcher.clone()).await;
-    let id = start(&client, "echo quick").await;
+/// Waits until the first logging notice arrived.
+fn first_notice(watcher: &Watcher) {
     assert!(
         eventually(Duration::from_secs(10), || !watcher
             .notices
@@ -402,6 +399,14 @@ async fn a_completion_notice_arrives_as_a_log_message_and_on_the_next_tool_resul
             .is_empty()),
         "no notice"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completion_notice_arrives_as_a_log_message_and_on_the_next_tool_result() {
+    let watcher = Watcher::default();
+    let client = stdio_client(&["--no-watch"], watcher.clone()).await;
+    let id = start(&client, "echo quick").await;
+    first_notice(&watcher);
     let expected = format!(
         "background task {id} (bash: echo quick) finished [status: completed, exit code: 0]. Read its output with task_output."
     );
@@ -427,14 +432,7 @@ async fn a_notice_of_a_task_read_before_the_next_result_is_not_repeated_on_it() 
     let watcher = Watcher::default();
     let client = stdio_client(&["--no-watch"], watcher.clone()).await;
     let id = start(&client, "echo quick").await;
-    assert!(
-        eventually(Duration::from_secs(10), || !watcher
-            .notices
-            .lock()
-            .unwrap()
-            .is_empty()),
-        "no notice"
-    );
+    first_notice(&watcher);
     let read = call(&client, "task_output", json!({"task_id": id})).await;
     assert_eq!(
         read, "quick\n[status: completed, exit code: 0]",

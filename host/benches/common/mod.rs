@@ -1,0 +1,23 @@
+//! What the benchmark binaries share: where the release build they measure lives, scratch space.
+
+// Each bench binary compiles this module and uses a part of it.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+/// The cargo profile directory holding the binaries and plugins (a bench runs from its `deps/`).
+pub fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("bench binary path");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<bench>")
+        .to_path_buf()
+}
+
+/// A fresh scratch directory for one benchmark run.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("taskhost-bench-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("bench scratch dir");
+    dir
+}

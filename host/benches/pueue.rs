@@ -1,0 +1,248 @@
+//! Side by side with pueue for `scripts/bench`: start 200 background commands and collect all their
+//! outputs. taskhost is driven as an agent drives it (its MCP server over stdio, release build, bash and
+//! tasks plugins: 200 `bash` starts, then one `task_output` wait per task); pueue as a user or an agent
+//! drives it (a private `pueued`, 200 `pueue add` runs, `pueue wait`, then one `pueue log --json --full`
+//! for every output). The two run in alternating pairs; each pair gives a ratio, and the figure is the
+//! median pair. Every output is checked byte for byte on both sides. Without `pueue` and `pueued` on
+//! `PATH` (or in `~/.cargo/bin`) the row says it was skipped.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use serde_json::{Value, json};
+
+const TASKS: usize = 200;
+const PAIRS: usize = 5;
+const LINES: usize = 20;
+
+fn command(i: usize) -> String {
+    format!("for j in $(seq 1 {LINES}); do echo \"task {i} line $j\"; done")
+}
+
+fn expected(i: usize) -> String {
+    (1..=LINES)
+        .map(|j| format!("task {i} line {j}\n"))
+        .collect()
+}
+
+fn find(program: &str) -> Option<PathBuf> {
+    let home = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo/bin"));
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .chain(home)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+type Client = RunningService<RoleClient, ()>;
+
+async fn call(client: &Client, tool: &str, args: Value) -> String {
+    let Value::Object(args) = args else {
+        panic!("arguments must be an object")
+    };
+    let result = client
+        .peer()
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
+        .await
+        .expect("call");
+    result.content[0].as_text().expect("text").text.clone()
+}
+
+/// One taskhost run: seconds to start all and collect every output.
+async fn taskhost_run(client: &Client) -> f64 {
+    let t = Instant::now();
+    let mut ids = Vec::with_capacity(TASKS);
+    for i in 0..TASKS {
+        let text = call(
+            client,
+            "bash",
+            json!({"command": command(i), "run_in_background": true}),
+        )
+        .await;
+        let id = text
+            .strip_prefix("started background task ")
+            .unwrap_or_else(|| panic!("not started: {text}"));
+        ids.push(id.to_owned());
+    }
+    for (i, id) in ids.iter().enumerate() {
+        let text = call(
+            client,
+            "task_output",
+            json!({"task_id": id, "wait": true, "timeout_ms": 60000}),
+        )
+        .await;
+        assert_eq!(
+            text,
+            format!("{}[status: completed, exit code: 0]", expected(i)),
+            "taskhost output of task {i}"
+        );
+    }
+    t.elapsed().as_secs_f64()
+}
+
+struct Pueue {
+    client: PathBuf,
+    config: PathBuf,
+    daemon: std::process::Child,
+}
+
+impl Pueue {
+    fn start(client: PathBuf, daemon: &Path, dir: &Path) -> Self {
+        let config = dir.join("pueue.yml");
+        let socket = dir.join("pueue.socket");
+        std::fs::write(
+            &config,
+            format!(
+                "shared:\n  pueue_directory: {}\n  runtime_directory: {}\n  use_unix_socket: true\n  unix_socket_path: {}\n",
+                dir.join("data").display(),
+                dir.display(),
+                socket.display()
+            ),
+        )
+        .expect("pueue config");
+        let daemon = Command::new(daemon)
+            .arg("-c")
+            .arg(&config)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("pueued");
+        let p = Self {
+            client,
+            config,
+            daemon,
+        };
+        let deadline = Instant::now() + std::time::Duration::from_secs(10);
+        while !p.try_run(&["status"]) {
+            assert!(Instant::now() < deadline, "pueued did not come up");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        p.run(&["parallel", &TASKS.to_string()]);
+        p
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(&self.client);
+        c.arg("-c").arg(&self.config).args(args);
+        c
+    }
+
+    fn try_run(&self, args: &[&str]) -> bool {
+        self.command(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let out = self.command(args).output().expect("pueue");
+        assert!(
+            out.status.success(),
+            "pueue {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// One pueue run: seconds to start all and collect every output.
+    fn run_once(&self) -> f64 {
+        let t = Instant::now();
+        let mut ids = Vec::with_capacity(TASKS);
+        for i in 0..TASKS {
+            let id = self.run(&["add", "--print-task-id", "--", &command(i)]);
+            ids.push(id.trim().to_owned());
+        }
+        self.run(&["wait"]);
+        let log: Value =
+            serde_json::from_str(&self.run(&["log", "--json", "--full"])).expect("pueue log json");
+        let elapsed = t.elapsed().as_secs_f64();
+        for (i, id) in ids.iter().enumerate() {
+            let output = log[id.as_str()]["output"].as_str().unwrap_or_default();
+            assert_eq!(output, expected(i).trim_end(), "pueue output of task {id}");
+        }
+        self.run(&["clean"]);
+        elapsed
+    }
+}
+
+impl Drop for Pueue {
+    fn drop(&mut self) {
+        let _ = self.try_run(&["reset", "--force"]);
+        let _ = self.try_run(&["shutdown"]);
+        let _ = self.daemon.wait();
+    }
+}
+
+fn main() {
+    let name = "start 200 background commands and collect all outputs";
+    let (Some(client), Some(daemon)) = (find("pueue"), find("pueued")) else {
+        println!(
+            "{{\"name\":\"{name} (skipped: pueue not installed; cargo install pueue)\",\"skipped\":true}}"
+        );
+        return;
+    };
+    let profile = common::profile_dir();
+    let dir = common::scratch("pueue");
+    let config = dir.join("taskhost.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[tasks]\nmax_concurrent_tasks_per_owner = {}\n\n[[plugin]]\npath = \"{}\"\n\n[[plugin]]\npath = \"{}\"\n",
+            TASKS + 10,
+            profile.join("libtaskhost_plugin_bash.so").display(),
+            profile.join("libtaskhost_plugin_tasks.so").display()
+        ),
+    )
+    .expect("taskhost config");
+    let pueue = Pueue::start(client, &daemon, &dir);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut ratios = Vec::new();
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    rt.block_on(async {
+        let mut cmd = tokio::process::Command::new(profile.join("taskhost"));
+        cmd.arg("serve")
+            .arg("--no-watch")
+            .arg("--config")
+            .arg(&config)
+            .env("RUST_LOG", "error");
+        let host: Client =
+            ().serve(TokioChildProcess::new(cmd).expect("spawn taskhost"))
+                .await
+                .expect("handshake");
+        for _ in 0..PAIRS {
+            let a = taskhost_run(&host).await;
+            let b = pueue.run_once();
+            ours.push(a);
+            theirs.push(b);
+            ratios.push(a / b);
+        }
+        let _ = host.cancel().await;
+    });
+    drop(pueue);
+    let _ = std::fs::remove_dir_all(&dir);
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let pairs: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
+    let (a, b, r) = (median(&mut ours), median(&mut theirs), median(&mut ratios));
+    println!(
+        "{{\"name\":\"{name}\",\"unit\":\"ms\",\"value\":{:.0},\"baseline_name\":\"pueue 200 x add, wait, log --json --full (ratios per pair: {})\",\"baseline\":{:.0},\"ratio\":{r:.2}}}",
+        a * 1e3,
+        pairs.join(" "),
+        b * 1e3,
+    );
+}
