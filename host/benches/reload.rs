@@ -21,9 +21,7 @@ fn stats(mut v: Vec<f64>) -> (f64, f64) {
 
 fn staged(src: &[u8], dir: &Path, n: u32) -> PathBuf {
     let p = dir.join(format!("staged-{n}.so"));
-    let mut bytes = src.to_vec();
-    bytes.extend_from_slice(&n.to_le_bytes());
-    std::fs::write(&p, bytes).expect("stage");
+    std::fs::write(&p, common::rebuilt(src.to_vec(), n)).expect("stage");
     p
 }
 
@@ -40,9 +38,11 @@ fn main() {
     let plugin = profile.join("libtaskhost_test_probe.so");
     let src = std::fs::read(&plugin)
         .unwrap_or_else(|_| panic!("{} missing: run scripts/bench", plugin.display()));
-    let dir = std::env::temp_dir().join(format!("taskhost-bench-reload-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
+    let dir = common::scratch("reload");
+    // New files are written outside the watched directory and renamed in, so the only event the
+    // watcher sees is the rename (a file written beside the plugin starts the debounce clock early).
+    let staging = dir.join("staging");
+    std::fs::create_dir_all(&staging).expect("staging dir");
     let path = dir.join("libprobe_bench.so");
     std::fs::write(&path, &src).expect("plugin");
 
@@ -61,7 +61,7 @@ fn main() {
     // Bare dlopen + dlsym of a fresh file each time (a new inode, so nothing is reused).
     let mut bare = Vec::new();
     for n in 0..20 {
-        let f = staged(&src, &dir, 1000 + n);
+        let f = staged(&src, &staging, 1000 + n);
         let t = Instant::now();
         // SAFETY: the benchmark's own test plugin; its initializers are ours.
         let lib = unsafe { libloading::Library::new(&f) }.expect("dlopen");
@@ -77,7 +77,7 @@ fn main() {
 
     let mut direct = Vec::new();
     for n in 0..20 {
-        let f = staged(&src, &dir, 2000 + n);
+        let f = staged(&src, &staging, 2000 + n);
         std::fs::rename(&f, &path).expect("rename");
         let t = Instant::now();
         host.plugins().load(&path, None, false).expect("reload");
@@ -89,7 +89,7 @@ fn main() {
     let mut watched = Vec::new();
     for n in 0..20 {
         let before = active(&host);
-        let f = staged(&src, &dir, 3000 + n);
+        let f = staged(&src, &staging, 3000 + n);
         let t = Instant::now();
         std::fs::rename(&f, &path).expect("rename");
         while active(&host) == before {

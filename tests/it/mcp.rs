@@ -343,9 +343,7 @@ async fn a_plugin_rebuilt_while_a_task_runs_notifies_list_changed_and_the_task_o
 
     // Rebuild the bash plugin the way cargo does: a new file, hardlinked over the old name.
     let staged = dir.join("deps-new.so");
-    let mut bytes = std::fs::read(built("taskhost_plugin_bash")).unwrap();
-    bytes.extend_from_slice(b"rebuilt");
-    std::fs::write(&staged, bytes).unwrap();
+    std::fs::write(&staged, rebuilt_bytes("taskhost_plugin_bash", 1)).unwrap();
     set_mode(&staged, 0o755);
     std::fs::remove_file(&bash).unwrap();
     std::fs::hard_link(&staged, &bash).unwrap();

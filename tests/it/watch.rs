@@ -13,12 +13,10 @@ fn cargo_style_replace(new_artifact: &Path, dest: &Path) {
     std::fs::hard_link(new_artifact, dest).unwrap();
 }
 
-/// A changed build of the probe: the same library with bytes appended (ignored by the loader).
+/// A changed build of the probe, staged where cargo would put it.
 fn rebuilt(f: &Fixture, n: u8) -> std::path::PathBuf {
     let staged = f.dir.join(format!("deps-{n}.so"));
-    let mut bytes = std::fs::read(built("taskhost_test_probe")).unwrap();
-    bytes.extend_from_slice(&[n; 64]);
-    std::fs::write(&staged, bytes).unwrap();
+    std::fs::write(&staged, rebuilt_bytes("taskhost_test_probe", n.into())).unwrap();
     set_mode(&staged, 0o755);
     staged
 }
@@ -54,7 +52,7 @@ fn a_cargo_style_rebuild_under_the_directory_watch_gives_exactly_one_reload() {
 }
 
 #[test]
-fn a_touch_without_new_content_does_not_reload() {
+fn a_file_of_the_same_build_does_not_reload() {
     let f = Fixture::new("watch-same");
     let path = f.load("taskhost_test_probe", "probe_watch_same");
     let _watch = f.host.watch(Duration::from_millis(100)).expect("watch");
@@ -62,5 +60,25 @@ fn a_touch_without_new_content_does_not_reload() {
     std::fs::copy(&path, &same).unwrap();
     cargo_style_replace(&same, &path);
     std::thread::sleep(Duration::from_millis(600));
-    assert_eq!(active_generation(&f), 1);
+    assert_eq!(active_generation(&f), 1, "a copy of the same bytes");
+    // Bytes appended past the end of the image (the build id unchanged): the same code.
+    let padded = f.dir.join("padded.so");
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.extend_from_slice(&[0; 64]);
+    std::fs::write(&padded, &bytes).unwrap();
+    set_mode(&padded, 0o755);
+    cargo_style_replace(&padded, &path);
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(active_generation(&f), 2, "another size is a change");
+    let repadded = f.dir.join("repadded.so");
+    *bytes.last_mut().unwrap() = 1;
+    std::fs::write(&repadded, &bytes).unwrap();
+    set_mode(&repadded, 0o755);
+    cargo_style_replace(&repadded, &path);
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(
+        active_generation(&f),
+        2,
+        "the same size and build id is the same build"
+    );
 }

@@ -206,6 +206,41 @@ pub(crate) fn check_elf(bytes: &[u8], file_len: u64) -> Result<(), String> {
     Ok(())
 }
 
+/// The GNU build id of the ELF file at `path` (the linker's hash of its output), when its notes lie in
+/// the first 4 KiB, where linkers put them. `None` for a file without one (or unreadable).
+pub(crate) fn build_id(path: &Path) -> Option<Vec<u8>> {
+    let (head, _) = read_head(path, 4096).ok()?;
+    let u16_at = |o: usize| Some(u16::from_le_bytes(head.get(o..o + 2)?.try_into().ok()?) as usize);
+    let u32_at = |o: usize| Some(u32::from_le_bytes(head.get(o..o + 4)?.try_into().ok()?) as usize);
+    let u64_at = |o: usize| Some(u64::from_le_bytes(head.get(o..o + 8)?.try_into().ok()?) as usize);
+    if head.get(..4) != Some(b"\x7fELF") || head.get(4..6) != Some(&[2, 1]) {
+        return None;
+    }
+    let (phoff, phentsize, phnum) = (u64_at(32)?, u16_at(54)?, u16_at(56)?);
+    for i in 0..phnum {
+        let ph = phoff.checked_add(i.checked_mul(phentsize)?)?;
+        const PT_NOTE: usize = 4;
+        if u32_at(ph)? != PT_NOTE {
+            continue;
+        }
+        let (start, size) = (u64_at(ph + 8)?, u64_at(ph + 32)?);
+        let mut at = start;
+        while at.checked_add(12)? <= start.checked_add(size)? {
+            let (namesz, descsz, kind) = (u32_at(at)?, u32_at(at + 4)?, u32_at(at + 8)?);
+            let name = at + 12;
+            let desc = name + namesz.next_multiple_of(4);
+            const NT_GNU_BUILD_ID: usize = 3;
+            if kind == NT_GNU_BUILD_ID && head.get(name..name + namesz)? == b"GNU\0" {
+                return head
+                    .get(desc..desc.checked_add(descsz)?)
+                    .map(<[u8]>::to_vec);
+            }
+            at = desc.checked_add(descsz.next_multiple_of(4))?;
+        }
+    }
+    None
+}
+
 /// The first `max` bytes of a file (fewer if it is shorter), and its length.
 fn read_head(path: &Path, max: usize) -> std::io::Result<(Vec<u8>, u64)> {
     use std::io::Read;
@@ -312,4 +347,43 @@ fn tail(report: &str) -> String {
         .collect();
     let start = lines.len().saturating_sub(10);
     lines[start..].join(" / ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::build_id;
+
+    #[test]
+    fn the_build_id_is_read_from_the_notes_and_changes_only_with_them() {
+        // This test binary is an ELF file linked like a plugin, with a GNU build id note.
+        let exe = std::env::current_exe().expect("test binary");
+        let id = build_id(&exe).expect("the test binary has a build id");
+        assert!(id.len() >= 16, "{id:?}");
+        let mut bytes = std::fs::read(&exe).expect("read");
+        let at = bytes
+            .windows(id.len())
+            .take(4096)
+            .position(|w| w == id.as_slice())
+            .expect("the id lies in the first 4 KiB");
+        let dir = std::env::temp_dir().join(format!("taskhost-build-id-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let write = |name: &str, bytes: &[u8]| {
+            let p = dir.join(name);
+            std::fs::write(&p, bytes).expect("write");
+            build_id(&p)
+        };
+        let len = bytes.len();
+        bytes[len - 1] ^= 1;
+        assert_eq!(
+            write("tail", &bytes).as_ref(),
+            Some(&id),
+            "a byte past the notes"
+        );
+        bytes[at] ^= 1;
+        let changed = write("changed", &bytes).expect("still an id");
+        assert_ne!(changed, id);
+        assert_eq!(write("text", b"not an ELF file"), None);
+        assert_eq!(write("short", &bytes[..100]), None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -312,7 +312,7 @@ impl Plugins {
         if !self.options.allow_untrusted {
             loader::check_trust(&path)?;
         }
-        let signature = signature(&path).map_err(|source| LoadError::Io {
+        let mut signature = signature(&path).map_err(|source| LoadError::Io {
             path: path.clone(),
             source,
         })?;
@@ -349,6 +349,7 @@ impl Plugins {
         };
         let file = loader::private_copy(&path, &self.options.generation_dir, number, link)?;
         let opened = loader::open(&path, &file);
+        signature.build_id = loader::build_id(&file);
         // The mapping stays valid after the name is gone: the file is removed once fingerprinted.
         fingerprint_then_remove(file, signature.fingerprint.clone());
         let (module, libraries) = opened?;
@@ -588,13 +589,15 @@ fn release_off_path(generation: Arc<Generation>) {
     }
 }
 
-/// What identifies a plugin file's content cheaply: its inode and metadata, and a fingerprint of the
-/// bytes that were loaded (computed off the swap path, from the generation's private file).
+/// What identifies a plugin file's content cheaply: its inode and metadata, the build id of the bytes
+/// that were loaded, and their fingerprint (computed off the swap path, from the generation's private
+/// file).
 struct FileSignature {
     /// (device, inode): how glibc tells loaded objects apart.
     id: (u64, u64),
     len: u64,
     modified: Option<std::time::SystemTime>,
+    build_id: Option<Vec<u8>>,
     fingerprint: Arc<std::sync::OnceLock<Option<u64>>>,
 }
 
@@ -605,20 +608,26 @@ fn signature(path: &Path) -> std::io::Result<FileSignature> {
         id: (m.dev(), m.ino()),
         len: m.len(),
         modified: m.modified().ok(),
+        build_id: None,
         fingerprint: Arc::new(std::sync::OnceLock::new()),
     })
 }
 
 impl FileSignature {
-    /// True when the file at `path`, whose signature is `now`, holds the bytes this signature was
-    /// taken of. Same inode, size and mtime: unchanged. Another size: changed. Same size: compared by
-    /// fingerprint (the file is read only in that case).
+    /// True when the file at `path`, whose signature is `now`, holds the build this signature was
+    /// taken of. Same inode, size and mtime: unchanged. Another size: changed. Same size: the same
+    /// build id (the linker's hash of its output) when both have one, which costs one 4 KiB read;
+    /// otherwise compared by fingerprint (the whole file is read only in that case: ~1.3 ms for a
+    /// 7 MB plugin, on the reload's critical path).
     fn same_content(&self, now: &FileSignature, path: &Path) -> bool {
         if self.len != now.len {
             return false;
         }
         if self.id == now.id && self.modified == now.modified {
             return true;
+        }
+        if let (Some(old), Some(new)) = (&self.build_id, loader::build_id(path)) {
+            return *old == new;
         }
         let Some(old) = *self.fingerprint.wait() else {
             return false;
@@ -651,9 +660,15 @@ fn fingerprint_then_remove(file: PathBuf, slot: Arc<std::sync::OnceLock<Option<u
 fn fingerprint(path: &Path) -> std::io::Result<u64> {
     use std::io::Read;
     const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    // Four independent lanes over 32-byte blocks, so the multiplies overlap instead of waiting on
+    // each other (a single chain hashed a 7 MB plugin in ~1.5 ms, on the reload's critical path).
+    fn mix(h: u64, w: u64) -> u64 {
+        (h.rotate_left(23) ^ w).wrapping_mul(K)
+    }
     let mut file = std::fs::File::open(path)?;
     let mut buf = vec![0u8; 64 * 1024];
-    let (mut h, mut len) = (K, 0u64);
+    let mut lanes = [K, K.rotate_left(16), K.rotate_left(32), K.rotate_left(48)];
+    let mut len = 0u64;
     loop {
         let mut filled = 0;
         while filled < buf.len() {
@@ -665,17 +680,23 @@ fn fingerprint(path: &Path) -> std::io::Result<u64> {
             }
         }
         len += filled as u64;
-        // Only the last piece is short, so words never straddle pieces.
-        let mut words = buf[..filled].chunks_exact(8);
+        // Only the last piece is short, so blocks never straddle pieces.
+        let word = |c: &[u8]| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        let mut blocks = buf[..filled].chunks_exact(32);
+        for b in &mut blocks {
+            for (lane, c) in lanes.iter_mut().zip(b.chunks_exact(8)) {
+                *lane = mix(*lane, word(c));
+            }
+        }
+        let mut words = blocks.remainder().chunks_exact(8);
         for c in &mut words {
-            let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-            h = (h.rotate_left(23) ^ w).wrapping_mul(K);
+            lanes[0] = mix(lanes[0], word(c));
         }
         for &b in words.remainder() {
-            h = (h.rotate_left(23) ^ u64::from(b)).wrapping_mul(K);
+            lanes[0] = mix(lanes[0], u64::from(b));
         }
         if filled < buf.len() {
-            return Ok((h.rotate_left(23) ^ len).wrapping_mul(K));
+            return Ok(lanes.iter().fold(mix(K, len), |h, &l| mix(h, l)));
         }
     }
 }
