@@ -333,6 +333,26 @@ pub fn bool_arg(args: &serde_json::Value, key: &str) -> Result<bool, ToolResult>
     }
 }
 
+/// A positive integer key of a plugin's config table: absent or `null` is `default`; anything but an
+/// integer above zero is the error `<plugin>: <key> must be a positive integer, got <json>`.
+///
+/// # Errors
+/// That error, ready to return from init.
+pub fn positive_config(
+    config: &serde_json::Value,
+    plugin: &str,
+    key: &str,
+    default: u64,
+) -> Result<u64, String> {
+    match &config[key] {
+        serde_json::Value::Null => Ok(default),
+        x => x
+            .as_u64()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| format!("{plugin}: {key} must be a positive integer, got {x}")),
+    }
+}
+
 struct ToolGlue<T>(T);
 
 impl<T: Tool> ToolHandler for ToolGlue<T> {
@@ -512,5 +532,22 @@ mod tests {
             super::ROOT_MODULE_SYMBOL,
             abi_stable::library::ROOT_MODULE_LOADER_NAME
         );
+    }
+
+    #[test]
+    fn a_positive_config_key_defaults_when_absent_and_names_itself_when_bad() {
+        let config = serde_json::json!({"grace_ms": 500, "zero": 0, "text": "5", "neg": -1});
+        let get = |key| super::positive_config(&config, "bash", key, 7);
+        assert_eq!(get("grace_ms"), Ok(500));
+        assert_eq!(get("absent"), Ok(7));
+        assert_eq!(
+            get("zero"),
+            Err("bash: zero must be a positive integer, got 0".to_owned())
+        );
+        assert_eq!(
+            get("text"),
+            Err("bash: text must be a positive integer, got \"5\"".to_owned())
+        );
+        assert!(get("neg").is_err());
     }
 }

@@ -154,6 +154,7 @@ pub async fn run(
         .unwrap_or_else(|| PathBuf::from("/"));
     let prompt = run.prompt.clone();
     let token = cancel.clone();
+    let cancelled = cancel.clone();
     let conversation = Client
         .v1()
         .name("taskhost-subagent")
@@ -168,6 +169,13 @@ pub async fn run(
         )
         .on_receive_request(
             async move |request: RequestPermissionRequest, responder, _cx| {
+                // ACP: once the client sent session/cancel, every permission request is answered
+                // `cancelled`, whatever the policy.
+                if cancelled.is_cancelled() {
+                    return responder.respond(RequestPermissionResponse::new(
+                        RequestPermissionOutcome::Cancelled,
+                    ));
+                }
                 responder.respond(policy.answer(&request))
             },
             agent_client_protocol::on_receive_request!(),

@@ -237,3 +237,15 @@ fn permission_requests_are_answered_by_the_configured_policy() {
         "permission: allow-once"
     );
 }
+
+#[test]
+fn a_permission_request_after_a_cancel_is_answered_cancelled_whatever_the_policy() {
+    let f = host(
+        "policy-after-cancel",
+        json!({"command": [agent_bin()], "permission_policy": "allow", "grace_ms": 2000}),
+    );
+    let id = start(&f, "ask-after-cancel");
+    std::thread::sleep(Duration::from_millis(300));
+    f.call("task_kill", "s", json!({"task_id": id}));
+    assert_eq!(wait(&f, &id), "permission: cancelled\n[status: completed]");
+}

@@ -5,6 +5,7 @@
 //! policy and wording. Background tasks' hooks belong to the host, so reloading this plugin never
 //! touches a running command.
 
+use taskhost_abi::sdk::positive_config;
 use taskhost_abi::serde_json::{Value, json};
 use taskhost_abi::{
     Host, Plugin, ProcessRequest, ProcessResult, ToolCall, ToolResult, export_plugin,
@@ -23,15 +24,7 @@ struct Config {
 
 impl Config {
     fn from_json(v: &Value) -> Result<Self, String> {
-        let num = |key: &str, default: u64| -> Result<u64, String> {
-            match &v[key] {
-                Value::Null => Ok(default),
-                x => x
-                    .as_u64()
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| format!("bash: {key} must be a positive integer, got {x}")),
-            }
-        };
+        let num = |key: &str, default: u64| positive_config(v, "bash", key, default);
         let c = Self {
             enable_run_in_background: v["enable_run_in_background"].as_bool().unwrap_or(true),
             timeout_ms: num("timeout_ms", 120_000)?,

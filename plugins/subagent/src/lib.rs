@@ -6,6 +6,7 @@
 //! `command = ["gemini", "--acp"]`, or the repo's scripted agent, `target/debug/taskhost-test-agent`.
 
 use taskhost_abi::abi_stable::std_types::{RNone, RSome, RString, RVec};
+use taskhost_abi::sdk::positive_config;
 use taskhost_abi::serde_json::{Value, json};
 use taskhost_abi::{AgentRequest, FfiStatus, Host, Plugin, ToolCall, ToolResult, export_plugin};
 
@@ -47,13 +48,7 @@ impl Config {
                 "subagent: permission_policy must be \"reject\" or \"allow\", got {policy:?}"
             ));
         }
-        let num = |key: &str, default: u64| match &v[key] {
-            Value::Null => Ok(default),
-            x => x
-                .as_u64()
-                .filter(|n| *n > 0)
-                .ok_or_else(|| format!("subagent: {key} must be a positive integer, got {x}")),
-        };
+        let num = |key: &str, default: u64| positive_config(v, "subagent", key, default);
         Ok(Self {
             command,
             cwd: v["cwd"].as_str().map(str::to_owned),

@@ -3,7 +3,8 @@
 //! - `echo: TEXT` answers TEXT (in chunks split at `|`) and ends the turn.
 //! - `wait` streams "thinking" and waits until cancelled (then answers `cancelled`), or 60 s.
 //! - `refuse`, `max-tokens` end the turn with that stop reason.
-//! - `ask` asks permission for a tool call and answers with the option the client chose.
+//! - `ask` asks permission for a tool call and answers with the option the client chose;
+//!   `ask-after-cancel` does so once the turn is cancelled, and ends it normally.
 //! - `crash` exits with code 3 mid-turn; `garbage` writes a line that is not JSON-RPC and exits.
 //! - with `TASKHOST_TEST_AGENT_HANG_INIT=1` it never answers `initialize`.
 
@@ -90,7 +91,13 @@ async fn main() -> Result<()> {
                             () = token.cancelled() => StopReason::Cancelled,
                             () = tokio::time::sleep(Duration::from_secs(60)) => StopReason::EndTurn,
                         }
-                    } else if text == "ask" {
+                    } else if text == "ask" || text == "ask-after-cancel" {
+                        if text == "ask-after-cancel" {
+                            tokio::select! {
+                                () = token.cancelled() => {}
+                                () = tokio::time::sleep(Duration::from_secs(60)) => {}
+                            }
+                        }
                         let options = vec![
                             PermissionOption::new(
                                 "allow-once",
