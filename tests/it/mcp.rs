@@ -226,6 +226,8 @@ impl SocketHost {
             .args(["serve", "--listen", &format!("unix:{}", socket.display())])
             .args(extra)
             .env("RUST_LOG", "warn")
+            // The generation and spill files go under the test's directory.
+            .env("XDG_RUNTIME_DIR", dir)
             .stdin(std::process::Stdio::null())
             .spawn()
             .expect("spawn taskhost");
@@ -472,23 +474,42 @@ fn a_bad_config_exits_with_code_two_naming_the_key() {
     }
 }
 
+/// Proves: SIGTERM to the host ends every child, the daemons they started included, and leaves
+/// nothing behind: no socket, no generation or spill files.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_host_ended_by_sigterm_ends_its_children_and_leaves_no_socket_behind() {
+async fn a_host_ended_by_sigterm_ends_its_children_and_leaves_nothing_behind() {
     let dir = scratch("sigterm");
     let mut host = SocketHost::start(&dir, &["--no-watch"]);
     let client = socket_client(&host.socket, Watcher::default()).await;
-    let id = start(&client, "echo $$; sleep 1000").await;
-    let mut pid = None;
-    for _ in 0..100 {
+    let id = start(
+        &client,
+        "setsid sleep 1000 & echo $!; echo $$; head -c 100000 /dev/zero; sleep 1000",
+    )
+    .await;
+    let mut printed = String::new();
+    for _ in 0..200 {
         let text = call(&client, "task_output", json!({"task_id": id})).await;
-        if let Some(line) = text.lines().next().filter(|l| !l.starts_with('(')) {
-            pid = line.trim().parse::<i32>().ok();
+        printed.push_str(text.split("[status: ").next().unwrap_or_default());
+        if printed.lines().count() >= 2 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let pid = pid.expect("the task printed its pid");
+    let pids: Vec<i32> = printed
+        .lines()
+        .take(2)
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    let [daemon, pid] = pids[..] else {
+        panic!("the task printed its pids: {printed:?}")
+    };
     let host_pid = host.child.id() as i32;
+    let own_dir = dir.join(format!("taskhost-{host_pid}"));
+    let spill = std::fs::read_dir(own_dir.join("spill")).map_or(0, |d| d.count());
+    assert!(
+        spill > 0,
+        "the 100 kB of output spilled beside the generations"
+    );
     assert!(
         std::process::Command::new("kill")
             .args(["-TERM", &host_pid.to_string()])
@@ -501,6 +522,53 @@ async fn a_host_ended_by_sigterm_ends_its_children_and_leaves_no_socket_behind()
     });
     assert!(exited, "the host did not exit on SIGTERM");
     assert!(!alive(pid), "the child outlived the host");
+    assert!(
+        eventually(Duration::from_secs(5), || !alive(daemon)),
+        "the daemon outlived the host"
+    );
     assert!(!host.socket.exists(), "the socket was left behind");
+    assert!(
+        !own_dir.exists(),
+        "generation or spill files were left behind"
+    );
     drop(client);
+}
+
+/// Proves: a plugin's log record reaches the host's log (stderr, plain text on a pipe) with the
+/// plugin's name and generation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_log_record_reaches_the_host_log_with_its_plugin_and_generation() {
+    use tokio::io::AsyncReadExt;
+    let mut cmd = tokio::process::Command::new(binary());
+    cmd.args(["serve", "--no-watch", "--plugin"])
+        .arg(built("taskhost_test_probe"))
+        .env("RUST_LOG", "warn");
+    let (transport, stderr) = TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn taskhost");
+    let client = Watcher::default()
+        .serve(transport)
+        .await
+        .expect("MCP handshake");
+    assert_eq!(
+        call(&client, "probe_log", json!({"message": "probe says hello"})).await,
+        "logged"
+    );
+    client.cancel().await.expect("close");
+    let mut log = String::new();
+    stderr
+        .expect("stderr piped")
+        .read_to_string(&mut log)
+        .await
+        .expect("read stderr");
+    let line = log
+        .lines()
+        .find(|l| l.contains("probe says hello"))
+        .unwrap_or_else(|| panic!("no record in {log:?}"));
+    assert!(
+        line.contains("WARN") && line.contains("plugin=probe") && line.contains("generation=1"),
+        "{line}"
+    );
+    assert!(!line.contains('\x1b'), "colour codes on a pipe: {line:?}");
 }

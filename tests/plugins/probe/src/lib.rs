@@ -140,6 +140,20 @@ fn init(host: Host) -> Result<Probe, String> {
         schema.clone(),
         |_: &ToolCall| -> ToolResult { panic!("probe tool panicked") },
     )?;
+    let h = host.clone();
+    host.register_tool(
+        "probe_log",
+        "Logs `message` at warn level through the host.",
+        schema.clone(),
+        move |call: &ToolCall| {
+            let message = args(call)["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            h.log(taskhost_abi::level::WARN, &message);
+            ToolResult::ok("logged")
+        },
+    )?;
     host.register_tool(
         "probe_block",
         "Blocks for ms milliseconds.",
