@@ -483,31 +483,27 @@ async fn a_host_ended_by_sigterm_ends_its_children_and_leaves_nothing_behind() {
     let client = socket_client(&host.socket, Watcher::default()).await;
     let id = start(
         &client,
-        "setsid sleep 1000 & echo $!; echo $$; head -c 100000 /dev/zero; sleep 1000",
+        "setsid sleep 1000 & echo $!; echo $$; sleep 0.5; head -c 100000 /dev/zero; sleep 1000",
     )
     .await;
-    let mut printed = String::new();
+    let mut pids: Vec<i32> = Vec::new();
     for _ in 0..200 {
         let text = call(&client, "task_output", json!({"task_id": id})).await;
-        printed.push_str(text.split("[status: ").next().unwrap_or_default());
-        if printed.lines().count() >= 2 {
+        pids.extend(text.lines().filter_map(|l| l.trim().parse::<i32>().ok()));
+        if pids.len() >= 2 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let pids: Vec<i32> = printed
-        .lines()
-        .take(2)
-        .filter_map(|l| l.trim().parse().ok())
-        .collect();
     let [daemon, pid] = pids[..] else {
-        panic!("the task printed its pids: {printed:?}")
+        panic!("the task printed its pids: {pids:?}")
     };
     let host_pid = host.child.id() as i32;
     let own_dir = dir.join(format!("taskhost-{host_pid}"));
-    let spill = std::fs::read_dir(own_dir.join("spill")).map_or(0, |d| d.count());
     assert!(
-        spill > 0,
+        eventually(Duration::from_secs(5), || {
+            std::fs::read_dir(own_dir.join("spill")).is_ok_and(|mut d| d.next().is_some())
+        }),
         "the 100 kB of output spilled beside the generations"
     );
     assert!(
