@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
-use notify::{Event, RecommendedWatcher, RecursiveMode, Watcher};
+use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
 use super::Plugins;
 
@@ -99,6 +99,9 @@ fn debounce_loop(
             None => events.recv().map_err(|_| RecvTimeoutError::Disconnected),
         };
         match received {
+            // Opening or reading a file changes nothing (and the host's own reads of a plugin file
+            // would otherwise schedule a needless check after every reload).
+            Ok(Ok(event)) if matches!(event.kind, EventKind::Access(_)) => {}
             Ok(Ok(event)) => {
                 let now = Instant::now();
                 for path in event.paths.into_iter().filter(|p| targets.contains(p)) {
@@ -141,6 +144,30 @@ mod tests {
 
     fn event(path: &Path) -> notify::Result<Event> {
         Ok(Event::new(notify::EventKind::Any).add_path(path.to_path_buf()))
+    }
+
+    #[test]
+    fn opening_a_file_is_not_a_change() {
+        let (tx, rx) = channel();
+        let target = PathBuf::from("/plugins/libbash.so");
+        let opened = Event::new(EventKind::Access(notify::event::AccessKind::Open(
+            notify::event::AccessMode::Any,
+        )))
+        .add_path(target.clone());
+        // The sender outlives the window, so an open taken for a change would fire.
+        let sender = std::thread::spawn(move || {
+            let _ = tx.send(Ok(opened));
+            std::thread::sleep(Duration::from_millis(60));
+        });
+        let mut fired = 0;
+        debounce_loop(
+            &rx,
+            &BTreeSet::from([target]),
+            Duration::from_millis(10),
+            |_| fired += 1,
+        );
+        let _ = sender.join();
+        assert_eq!(fired, 0);
     }
 
     #[test]
