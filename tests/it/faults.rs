@@ -123,16 +123,22 @@ const DAEMONS: &str =
 
 /// Proves: a daemon that leaves its task's process group (`setsid`, with children of its own) is
 /// ended and reaped by the time the task reads as settled; nothing of it is left, not even a zombie.
+/// The daemons hold the task's output pipe, yet the task settles without waiting out the grace.
 #[test]
 fn daemons_forked_by_a_command_are_ended_and_reaped_when_it_completes() {
-    let f = bash::host("daemon", "{}");
+    let f = bash::host("daemon", r#"{"grace_ms": 5000}"#);
     let id = bash::start(&f, "s", &format!("{DAEMONS}; sleep 0.3"));
     let pids = printed_pids(&f, &id, 3);
     assert!(
         pids.iter().all(|&p| bash::alive(p)),
         "daemons not running: {pids:?}"
     );
+    let started = Instant::now();
     let done = bash::wait(&f, "s", &id);
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "the task waited out the 5 s grace for daemons holding its pipe"
+    );
     assert!(
         done.ends_with("[status: completed, exit code: 0]"),
         "{done}"

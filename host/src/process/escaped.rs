@@ -241,7 +241,7 @@ impl Escaped {
 }
 
 /// True while any process (a zombie included) is in group `pgid`.
-fn group_exists(pgid: i32) -> bool {
+pub fn group_exists(pgid: i32) -> bool {
     killpg(Pid::from_raw(pgid), None).is_ok()
 }
 

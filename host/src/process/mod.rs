@@ -377,12 +377,26 @@ impl ProcessService {
                     let out = tokio::spawn(pump(stdout, p.clone(), true));
                     let err = tokio::spawn(pump(stderr, p.clone(), false));
                     let status = child.wait().await;
-                    // A daemon that kept the pipes open must not hold the task forever.
-                    let _ = tokio::time::timeout(p.grace, async {
+                    let pumps = async {
                         let _ = out.await;
                         let _ = err.await;
-                    })
-                    .await;
+                    };
+                    tokio::pin!(pumps);
+                    // The pipes close when every writer is gone. A writer left in the task's group
+                    // gets the grace to finish; once the group is empty, only processes that left it
+                    // (daemons, ended by the sweep below) can hold them, and nothing waits for those.
+                    let deadline = tokio::time::Instant::now() + p.grace;
+                    let drained = loop {
+                        tokio::select! {
+                            () = &mut pumps => break true,
+                            () = tokio::time::sleep_until(deadline) => break false,
+                            () = tokio::time::sleep(Duration::from_millis(20)) => {
+                                if !pgid.is_some_and(escaped::group_exists) {
+                                    break false;
+                                }
+                            }
+                        }
+                    };
                     if let Some(g) = pgid {
                         // Nothing of a settled task's group survives it.
                         if signal_group(g, nix::sys::signal::Signal::SIGTERM) {
@@ -392,6 +406,10 @@ impl ProcessService {
                     }
                     lock(&live).remove(&n);
                     escaped.settled(pgid).await;
+                    if !drained {
+                        // What the writers left in the pipes, now that they are gone.
+                        let _ = tokio::time::timeout_at(deadline, &mut pumps).await;
+                    }
                     let exit = match status {
                         Ok(s) => {
                             use std::os::unix::process::ExitStatusExt;
