@@ -228,7 +228,8 @@ impl Host {
     /// Reads a task.
     ///
     /// # Errors
-    /// As [`Host::get_task`].
+    /// As [`Host::get_task`]; refused when called (directly, or from a thread it waits on) by the
+    /// task's own cancel or reader.
     pub fn read_task(&self, caller: &str, id: &str) -> Result<FfiRead, String> {
         self.0
             .read_task(caller.into(), id.into())
@@ -239,7 +240,8 @@ impl Host {
     /// Requests cancellation of a task.
     ///
     /// # Errors
-    /// As [`Host::get_task`], or the producer's cancel error.
+    /// As [`Host::get_task`], or the producer's cancel error; refused when called by the task's own
+    /// cancel or reader, as [`Host::read_task`] is.
     pub fn kill_task(
         &self,
         caller: &str,

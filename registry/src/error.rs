@@ -47,6 +47,10 @@ pub enum RegistryError {
     /// The producer refused: its starter or its cancel failed. The task, if any, is unchanged.
     #[error(transparent)]
     Producer(#[from] ProducerError),
+    /// A producer's cancel or reader called back to kill or read its own task, which would wait
+    /// forever on the call that is running the hook.
+    #[error("task {0} cannot be killed or read from its own cancel or reader")]
+    OwnHook(String),
     /// The registry has been disposed.
     #[error("tasks service disposed")]
     Disposed,

@@ -17,6 +17,7 @@
 mod agent;
 mod config;
 mod error;
+mod hook_scope;
 mod ids;
 mod listeners;
 mod producer;
@@ -32,6 +33,7 @@ mod tests;
 pub use agent::Agent;
 pub use config::RegistryConfig;
 pub use error::{ConfigError, MAX_SAFE_INTEGER, RegistryError};
+pub use hook_scope::{HookScope, ScopeGuard};
 pub use ids::{AgentId, SessionId, TaskId};
 pub use listeners::{Registration, TaskDoneListener, TasksChangedListener};
 pub use producer::{DoneFuture, ProducerError, TaskHooks, TaskStart};

@@ -27,8 +27,8 @@ impl From<&str> for ProducerError {
 
 /// The boxed completion future a producer hands over.
 pub type DoneFuture = Pin<Box<dyn Future<Output = Result<TaskOutcome, ProducerError>> + Send>>;
-type CancelFn = Box<dyn FnMut(Option<&str>) -> Result<(), ProducerError> + Send>;
-type ReaderFn = Box<dyn FnMut() -> String + Send>;
+pub(crate) type CancelFn = Box<dyn FnMut(Option<&str>) -> Result<(), ProducerError> + Send>;
+pub(crate) type ReaderFn = Box<dyn FnMut() -> String + Send>;
 type RunFn = Box<dyn FnOnce() -> Result<TaskHooks, ProducerError> + Send>;
 
 /// The hooks through which the registry controls and observes one piece of running work.

@@ -12,11 +12,12 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::Agent;
 use crate::config::RegistryConfig;
 use crate::error::{MAX_SAFE_INTEGER, RegistryError};
+use crate::hook_scope;
 use crate::ids::TaskId;
 use crate::listeners::{
     Detach, ListenerSet, Registration, TaskDoneListener, TasksChangedListener, panic_text,
 };
-use crate::producer::{ProducerError, TaskHooks, TaskStart};
+use crate::producer::{ProducerError, ReaderFn, TaskHooks, TaskStart};
 use crate::state::{
     Bucket, LiveHooks, Ops, OwnerKey, Phase, Record, SharedOps, State, lock, now_ms, owner_key,
 };
@@ -33,7 +34,9 @@ type ChangedSet = ListenerSet<dyn Fn(Option<&Agent>) + Send + Sync>;
 ///
 /// Cheap to clone; clones share one registry. Every method is safe to call from any thread. Producer
 /// code (starters, cancels, readers) is never called while the registry's bookkeeping lock is held, so a
-/// producer may call back into the registry, except to kill or read the very task whose hook is running.
+/// producer may call back into the registry. A kill or read of the very task whose hook is running is
+/// refused with [`RegistryError::OwnHook`] (it would wait on the call running the hook), on the hook's
+/// thread and on any thread that entered its [`HookScope`].
 #[derive(Clone)]
 pub struct Registry {
     pub(crate) inner: Arc<Inner>,
@@ -375,17 +378,20 @@ impl Registry {
     /// settled task marks it reported.
     ///
     /// # Errors
-    /// As [`Registry::get`]; or [`RegistryError::Producer`] if the producer's reader panicked (the
-    /// cursor is then the producer's business; the task is otherwise unchanged).
+    /// As [`Registry::get`]; [`RegistryError::OwnHook`] from inside the task's own cancel or reader;
+    /// or [`RegistryError::Producer`] if the producer's reader panicked (the cursor is then the
+    /// producer's business; the task is otherwise unchanged).
     pub fn read(&self, id: &str, caller: Option<&Agent>) -> Result<TaskRead, RegistryError> {
-        let ops = {
+        let (task, ops) = {
             let st = lock(&self.inner.state);
-            authorize(&st, id, caller)?.ops.clone()
+            let rec = authorize(&st, id, caller)?;
+            (rec.id.clone(), rec.ops.clone())
         };
+        hook_scope::refuse_own(id)?;
         let mut ops = lock(&ops);
         let ops = &mut *ops;
         let delta = match ops.hooks.as_mut().and_then(|h| h.reader.as_mut()) {
-            Some(reader) => catch_unwind(AssertUnwindSafe(reader)).map_err(|p| {
+            Some(reader) => call_reader(&task, reader).map_err(|p| {
                 ProducerError(format!("output reader panicked: {}", panic_text(&*p)))
             })?,
             None => std::mem::take(&mut ops.remainder),
@@ -419,17 +425,20 @@ impl Registry {
     /// A `stopping` task is cancelled again (cancels are idempotent).
     ///
     /// # Errors
-    /// As [`Registry::get`], or [`RegistryError::Producer`] with the cancel's error.
+    /// As [`Registry::get`], [`RegistryError::OwnHook`] from inside the task's own cancel or reader,
+    /// or [`RegistryError::Producer`] with the cancel's error.
     pub fn kill(
         &self,
         id: &str,
         caller: Option<&Agent>,
         reason: Option<&str>,
     ) -> Result<KillOutcome, RegistryError> {
-        let ops = {
+        let (task, ops) = {
             let st = lock(&self.inner.state);
-            authorize(&st, id, caller)?.ops.clone()
+            let rec = authorize(&st, id, caller)?;
+            (rec.id.clone(), rec.ops.clone())
         };
+        hook_scope::refuse_own(id)?;
         let mut ops = lock(&ops);
         {
             let mut st = lock(&self.inner.state);
@@ -443,7 +452,7 @@ impl Registry {
             }
         }
         if let Some(hooks) = ops.hooks.as_mut() {
-            call_cancel(hooks, reason)?;
+            call_cancel(&task, hooks, reason)?;
         }
         let (snapshot, owner, moved) = {
             let mut st = lock(&self.inner.state);
@@ -599,16 +608,25 @@ fn authorize<'s>(
 
 /// Calls a producer cancel, turning a panic into an error.
 pub(crate) fn call_cancel(
+    id: &TaskId,
     hooks: &mut LiveHooks,
     reason: Option<&str>,
 ) -> Result<(), ProducerError> {
-    match catch_unwind(AssertUnwindSafe(|| (hooks.cancel)(reason))) {
+    let cancelled = hook_scope::run_hook(id, || {
+        catch_unwind(AssertUnwindSafe(|| (hooks.cancel)(reason)))
+    });
+    match cancelled {
         Ok(r) => r,
         Err(p) => Err(ProducerError(format!(
             "cancel panicked: {}",
             panic_text(&*p)
         ))),
     }
+}
+
+/// Runs task `id`'s reader, marked as its hook, with a panic caught.
+fn call_reader(id: &TaskId, reader: &mut ReaderFn) -> std::thread::Result<String> {
+    hook_scope::run_hook(id, || catch_unwind(AssertUnwindSafe(reader)))
 }
 
 /// Renders a number the way JSON (and the original's messages) would.
@@ -673,7 +691,7 @@ impl Inner {
         }
         let mut hooks = ops.hooks.take();
         if let Some(reader) = hooks.as_mut().and_then(|h| h.reader.as_mut()) {
-            match catch_unwind(AssertUnwindSafe(reader)) {
+            match call_reader(id, reader) {
                 Ok(text) => ops.remainder.push_str(&text),
                 Err(p) => {
                     tracing::warn!(task = %id, panic = %panic_text(&*p), "output reader panicked at settlement")

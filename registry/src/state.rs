@@ -10,6 +10,7 @@ use tokio::task::AbortHandle;
 
 use crate::agent::Agent;
 use crate::ids::{AgentId, SessionId, TaskId};
+use crate::producer::{CancelFn, ReaderFn};
 use crate::status::{TaskSnapshot, TaskStatus};
 
 /// An admission bucket key: the owner's instance, or `None` for the shared unowned bucket.
@@ -107,9 +108,6 @@ impl Bucket {
         }
     }
 }
-
-pub(crate) type CancelFn = Box<dyn FnMut(Option<&str>) -> Result<(), crate::ProducerError> + Send>;
-pub(crate) type ReaderFn = Box<dyn FnMut() -> String + Send>;
 
 /// The producer's live hooks; present exactly while the task is live.
 pub(crate) struct LiveHooks {

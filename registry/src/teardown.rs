@@ -161,7 +161,7 @@ impl Inner {
                 }
             };
             let cancelled = match ops.hooks.as_mut() {
-                Some(hooks) => call_cancel(hooks, Some(reason)),
+                Some(hooks) => call_cancel(id, hooks, Some(reason)),
                 None => Ok(()),
             };
             match cancelled {

@@ -96,6 +96,49 @@ fn a_cancel_that_fails_during_teardown_force_fails_the_task_with_the_error() {
     );
 }
 
+/// Runs `f` on a thread of its own and gives up after `timeout`, so a deadlock fails the test
+/// instead of hanging it.
+fn within<T: Send + 'static>(timeout: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(timeout)
+        .unwrap_or_else(|_| panic!("no answer within {timeout:?}: deadlocked"))
+}
+
+/// Proves: a producer hook that calls back into the host for its own task (a cancel that kills it,
+/// a reader that reads it, here also at settlement) is refused at once with an error naming the
+/// task, where it used to wait forever on the task's own lock; the kill, the reads and the
+/// settlement go through, and other tasks stay usable.
+#[test]
+fn a_hook_that_kills_or_reads_its_own_task_is_refused_instead_of_deadlocking() {
+    let f = std::sync::Arc::new(probe_host("reenter"));
+    let id = f.start_probe(
+        "s",
+        json!({"lines": 1000, "interval_ms": 5, "cancel": "reenter"}),
+    );
+    let refusal = format!("task {id} cannot be killed or read from its own cancel or reader");
+    let (g, task) = (f.clone(), id.clone());
+    let kill = within(Duration::from_secs(10), move || {
+        g.call("s_kill", "s", json!({"task_id": task}))
+    });
+    assert_eq!(kill, format!("requested cancellation of task {id}"));
+    let (g, task) = (f.clone(), id.clone());
+    let (output, status) = within(Duration::from_secs(20), move || g.drain("s", &task));
+    assert_eq!(status, "[status: killed, signal: SIGTERM]");
+    assert!(
+        output.contains(&format!("kill of itself: {refusal}\n")),
+        "{output}"
+    );
+    assert!(
+        output.contains(&format!("read of itself: {refusal}\n")),
+        "{output}"
+    );
+    let next = f.start_probe("s", json!({"lines": 2}));
+    assert_eq!(f.drain("s", &next).1, "[status: completed, exit code: 0]");
+}
+
 /// The pids a task printed, one per line, once it has printed `n` of them.
 fn printed_pids(f: &Fixture, id: &str, n: usize) -> Vec<i32> {
     let mut text = String::new();

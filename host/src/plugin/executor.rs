@@ -14,6 +14,8 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
+use taskhost_registry::HookScope;
+
 type Job = Box<dyn FnOnce() + Send>;
 
 static NEXT_EXECUTOR: AtomicU64 = AtomicU64::new(1);
@@ -96,6 +98,10 @@ impl Executor {
 
     /// Runs `f` on one of the executor's threads and waits for its result; runs it inline when already
     /// on one. `None` if the executor is shut down (or `f` panicked, which the SDK glue prevents).
+    ///
+    /// The caller's registry hook scope goes with `f`: the caller waits for it, so a producer hook
+    /// run this way is still inside its task's hook, and its call-backs for that task are refused
+    /// rather than left waiting on the caller.
     pub(crate) fn call<R: Send + 'static>(
         &self,
         f: impl FnOnce() -> R + Send + 'static,
@@ -104,7 +110,9 @@ impl Executor {
             return Some(f());
         }
         let (tx, rx) = channel();
+        let scope = HookScope::current();
         if !self.submit(move || {
+            let _scope = scope.map(HookScope::enter);
             let _ = tx.send(f());
         }) {
             return None;

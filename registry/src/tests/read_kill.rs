@@ -1,7 +1,7 @@
 //! read, get, list and kill, and the isolation between sessions.
 
 use super::*;
-use crate::{KillOutcome, TaskStatus};
+use crate::{HookScope, KillOutcome, TaskStatus};
 
 #[tokio::test]
 async fn a_stream_read_consumes_and_the_terminal_read_carries_detail_and_reported() {
@@ -282,4 +282,131 @@ async fn get_is_non_consuming_and_does_not_mark_reported() {
     settle_pass().await;
     assert!(!reg.get(id.as_str(), None).unwrap().reported);
     assert_eq!(reg.read(id.as_str(), None).unwrap().text, "kept");
+}
+
+/// A task whose cancel and reader call back into the registry for `target` (its own id unless
+/// set otherwise), recording each answer.
+struct CallBack {
+    reg: Registry,
+    target: Arc<Mutex<Option<String>>>,
+    answers: Arc<Mutex<Vec<String>>>,
+}
+
+impl CallBack {
+    fn new(reg: &Registry) -> Self {
+        Self {
+            reg: reg.clone(),
+            target: Arc::default(),
+            answers: Arc::default(),
+        }
+    }
+
+    fn aim(&self, id: &str) {
+        *self.target.lock().unwrap() = Some(id.to_owned());
+    }
+
+    fn answers(&self) -> Vec<String> {
+        self.answers.lock().unwrap().clone()
+    }
+
+    /// The task; `on_thread` runs the cancel's call-back on a thread of its own carrying the scope.
+    fn task(&self, on_thread: bool) -> TaskStart {
+        let (reg, target, answers) = (self.reg.clone(), self.target.clone(), self.answers.clone());
+        TaskStart::new("probe", "call back", move || {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let mut tx = Some(tx);
+            let (r_reg, r_target, r_answers) = (reg.clone(), target.clone(), answers.clone());
+            let cancel = move |_: Option<&str>| {
+                let Some(id) = target.lock().unwrap().clone() else {
+                    return Ok(());
+                };
+                let (reg, answers) = (reg.clone(), answers.clone());
+                let call_back = move || {
+                    let said = match reg.kill(&id, None, None) {
+                        Ok(k) => format!("kill: {}", k.snapshot().status),
+                        Err(e) => format!("kill: {e}"),
+                    };
+                    answers.lock().unwrap().push(said);
+                };
+                if on_thread {
+                    let scope = HookScope::current();
+                    std::thread::spawn(move || {
+                        let _scope = scope.map(HookScope::enter);
+                        call_back();
+                    })
+                    .join()
+                    .unwrap();
+                } else {
+                    call_back();
+                }
+                if let Some(tx) = tx.take() {
+                    let _ = tx.send(Ok(TaskOutcome::killed()));
+                }
+                Ok(())
+            };
+            let done = async move { rx.await.unwrap_or_else(|_| Ok(TaskOutcome::killed())) };
+            Ok(TaskHooks::new(done, cancel).with_reader(move || {
+                if let Some(id) = r_target.lock().unwrap().clone() {
+                    let said = match r_reg.read(&id, None) {
+                        Ok(r) => format!("read: {:?}", r.text),
+                        Err(e) => format!("read: {e}"),
+                    };
+                    r_answers.lock().unwrap().push(said);
+                }
+                String::new()
+            }))
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_cancel_or_reader_that_kills_or_reads_its_own_task_is_refused() {
+    let (reg, _s) = registry();
+    let cb = CallBack::new(&reg);
+    let id = reg.start(cb.task(false)).unwrap();
+    cb.aim(id.as_str());
+    let refusal = format!("task {id} cannot be killed or read from its own cancel or reader");
+    reg.read(id.as_str(), None).unwrap();
+    assert_eq!(cb.answers(), [format!("read: {refusal}")]);
+    let killed = reg.kill(id.as_str(), None, None).unwrap();
+    assert!(matches!(killed, KillOutcome::Requested(_)));
+    settle_pass().await;
+    assert_eq!(
+        reg.get(id.as_str(), None).unwrap().status,
+        TaskStatus::Killed
+    );
+    assert_eq!(
+        cb.answers()[1..],
+        [format!("kill: {refusal}"), format!("read: {refusal}")],
+        "the cancel's kill, then the reader at settlement"
+    );
+}
+
+#[tokio::test]
+async fn a_call_back_on_another_thread_carrying_the_hook_scope_is_refused_too() {
+    let (reg, _s) = registry();
+    let cb = CallBack::new(&reg);
+    let id = reg.start(cb.task(true)).unwrap();
+    cb.aim(id.as_str());
+    reg.kill(id.as_str(), None, None).unwrap();
+    assert_eq!(
+        cb.answers()[0],
+        format!("kill: task {id} cannot be killed or read from its own cancel or reader")
+    );
+    assert!(
+        HookScope::current().is_none(),
+        "the scope ended with the hook"
+    );
+}
+
+#[tokio::test]
+async fn a_cancel_may_kill_another_task() {
+    let (reg, _s) = registry();
+    let cb = CallBack::new(&reg);
+    let p = Probe::new();
+    let other = reg.start(p.stream_task("bash", "other")).unwrap();
+    let id = reg.start(cb.task(false)).unwrap();
+    cb.aim(other.as_str());
+    reg.kill(id.as_str(), None, None).unwrap();
+    assert_eq!(cb.answers(), ["kill: stopping"]);
 }

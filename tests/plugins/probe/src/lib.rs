@@ -1,6 +1,6 @@
 //! A producer whose tasks the tests steer: they stream numbered lines at an interval, then settle;
-//! their cancel succeeds, fails, panics or is ignored on demand; their worker, tools and init panic on
-//! demand.
+//! their cancel succeeds, fails, panics or is ignored on demand, or calls back into the host for its
+//! own task (`reenter`, as does its reader then); their worker, tools and init panic on demand.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -25,6 +25,29 @@ struct Control {
     cancelled: Arc<AtomicBool>,
     output: Option<Arc<Mutex<String>>>,
     mode: String,
+    reenter: Option<Reentry>,
+}
+
+/// What a `reenter` task's hooks need to call back into the host for their own task.
+struct Reentry {
+    host: Host,
+    /// The owner session, the caller of the call-backs.
+    caller: String,
+    /// The task's own id, set once the start returned.
+    id: Arc<Mutex<Option<String>>>,
+}
+
+impl Control {
+    /// In `reenter` mode, calls `f` with the host, the caller session and the task's own id, and
+    /// returns what it said as a line of output.
+    fn reenter(&self, what: &str, f: impl FnOnce(&Host, &str, &str) -> String) -> Option<String> {
+        let r = self.reenter.as_ref()?;
+        let id = r.id.lock().unwrap_or_else(|p| p.into_inner()).clone()?;
+        Some(format!(
+            "{what} of itself: {}\n",
+            f(&r.host, &r.caller, &id)
+        ))
+    }
 }
 
 impl TaskControl for Control {
@@ -33,6 +56,21 @@ impl TaskControl for Control {
             "fail" => Err("probe cancel refused".to_owned()),
             "panic" => panic!("probe cancel panicked"),
             "hang" => Ok(()),
+            "reenter" => {
+                let said = self.reenter("kill", |h, caller, id| {
+                    match h.kill_task(caller, id, None) {
+                        Ok(_) => "requested".to_owned(),
+                        Err(e) => e,
+                    }
+                });
+                if let (Some(said), Some(out)) = (said, &self.output) {
+                    out.lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push_str(&said);
+                }
+                self.cancelled.store(true, Ordering::SeqCst);
+                Ok(())
+            }
             _ => {
                 self.cancelled.store(true, Ordering::SeqCst);
                 Ok(())
@@ -41,9 +79,15 @@ impl TaskControl for Control {
     }
 
     fn read(&mut self) -> Option<String> {
-        self.output
-            .as_ref()
-            .map(|o| std::mem::take(&mut *o.lock().unwrap_or_else(|p| p.into_inner())))
+        let said = self.reenter("read", |h, caller, id| match h.read_task(caller, id) {
+            Ok(r) => format!("read {} bytes", r.text.len()),
+            Err(e) => e,
+        });
+        self.output.as_ref().map(|o| {
+            let mut o = o.lock().unwrap_or_else(|p| p.into_inner());
+            o.push_str(said.as_deref().unwrap_or_default());
+            std::mem::take(&mut *o)
+        })
     }
 }
 
@@ -60,6 +104,12 @@ fn start(host: &Host, call: &ToolCall) -> ToolResult {
     let panic_after = a["panic_after"].as_u64();
     let owner = (!call.session.is_empty()).then(|| call.session.as_str().to_owned());
     let worker_host = host.clone();
+    let own_id: Arc<Mutex<Option<String>>> = Arc::default();
+    let reenter = (mode == "reenter").then(|| Reentry {
+        host: host.clone(),
+        caller: owner.clone().unwrap_or_default(),
+        id: own_id.clone(),
+    });
     let started = host.start_task(
         "probe",
         &format!("probe {lines} lines"),
@@ -100,11 +150,15 @@ fn start(host: &Host, call: &ToolCall) -> ToolResult {
                 cancelled,
                 output: (!final_output).then_some(output),
                 mode,
+                reenter,
             })
         },
     );
     match started {
-        Ok(id) => ToolResult::ok(format!("started background task {id}")),
+        Ok(id) => {
+            *own_id.lock().unwrap_or_else(|p| p.into_inner()) = Some(id.clone());
+            ToolResult::ok(format!("started background task {id}"))
+        }
         Err(e) => ToolResult::error(e),
     }
 }
