@@ -21,7 +21,7 @@ fn stats(mut v: Vec<f64>) -> (f64, f64) {
 
 fn staged(src: &[u8], dir: &Path, n: u32) -> PathBuf {
     let p = dir.join(format!("staged-{n}.so"));
-    std::fs::write(&p, common::rebuilt(src.to_vec(), n)).expect("stage");
+    std::fs::write(&p, taskhost_tests::with_build_id(src.to_vec(), n)).expect("stage");
     p
 }
 

@@ -13,11 +13,7 @@ static NEXT: AtomicU64 = AtomicU64::new(0);
 
 /// The cargo target profile directory holding the built cdylibs (this binary is in its `deps/`).
 pub fn artifacts() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<binary>")
-        .to_path_buf()
+    taskhost_tests::profile_dir()
 }
 
 /// A built plugin by crate file stem, e.g. `taskhost_test_probe`.
@@ -58,17 +54,7 @@ pub fn plugin_copy(stem: &str, dir: &Path, unique: &str) -> PathBuf {
 /// The bytes of the built plugin `stem` as a rebuild would make them: the same code under another
 /// build id (the linker's hash of its output, which the host uses to tell builds apart), numbered `n`.
 pub fn rebuilt_bytes(stem: &str, n: u32) -> Vec<u8> {
-    let mut bytes = std::fs::read(built(stem)).expect("read plugin");
-    // An ELF note header: name size 4, descriptor size 20, type NT_GNU_BUILD_ID, name "GNU".
-    const NOTE: &[u8] = b"\x04\0\0\0\x14\0\0\0\x03\0\0\0GNU\0";
-    let at = bytes
-        .windows(NOTE.len())
-        .take(4096)
-        .position(|w| w == NOTE)
-        .expect("the plugin has a GNU build id note in its first 4 KiB")
-        + NOTE.len();
-    bytes[at..at + 4].copy_from_slice(&n.to_le_bytes());
-    bytes
+    taskhost_tests::with_build_id(std::fs::read(built(stem)).expect("read plugin"), n)
 }
 
 /// A host on its own runtime.

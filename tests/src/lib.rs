@@ -1,1 +1,54 @@
-//! Placeholder until its issue lands.
+//! What the integration tests (`tests/it`, `tests/soak`) and the host's benchmarks share: where the
+//! cargo build they drive lives, and how to make a plugin file look like a fresh build of itself.
+//! Plain std, so any test or bench target can depend on it.
+
+use std::path::{Path, PathBuf};
+
+/// The cargo profile directory (`target/<profile>`) holding the built binaries and cdylibs, found
+/// from the running test or bench binary, which cargo puts in its `deps/`.
+///
+/// # Panics
+/// If the running binary is not two levels below a directory (not run by cargo).
+pub fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<binary>")
+        .to_path_buf()
+}
+
+/// `bytes` of a plugin as a rebuild numbered `n` would make them: the same code under another GNU
+/// build id (which the host uses to tell builds of the same size apart).
+///
+/// # Panics
+/// If the bytes carry no GNU build id note in their first 4 KiB (the workspace's linker writes one).
+pub fn with_build_id(mut bytes: Vec<u8>, n: u32) -> Vec<u8> {
+    // An ELF note header: name size 4, descriptor size 20, type NT_GNU_BUILD_ID, name "GNU".
+    const NOTE: &[u8] = b"\x04\0\0\0\x14\0\0\0\x03\0\0\0GNU\0";
+    let at = bytes
+        .windows(NOTE.len())
+        .take(4096)
+        .position(|w| w == NOTE)
+        .expect("the plugin has a GNU build id note in its first 4 KiB")
+        + NOTE.len();
+    bytes[at..at + 4].copy_from_slice(&n.to_le_bytes());
+    bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_build_id_changes_only_the_note_descriptor() {
+        let mut elf = vec![0u8; 64];
+        elf.extend_from_slice(b"\x04\0\0\0\x14\0\0\0\x03\0\0\0GNU\0");
+        elf.extend_from_slice(&[0xaa; 20]);
+        elf.extend_from_slice(&[7; 16]);
+        let rebuilt = with_build_id(elf.clone(), 0x0102_0304);
+        assert_eq!(rebuilt.len(), elf.len());
+        assert_eq!(&rebuilt[80..84], &[4, 3, 2, 1]);
+        assert_eq!(rebuilt[..80], elf[..80]);
+        assert_eq!(rebuilt[84..], elf[84..]);
+    }
+}
