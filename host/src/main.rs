@@ -211,6 +211,16 @@ fn serve(
             () = stop => Ok(()),
         };
         host.shutdown().await;
+        // This process is a taskhost and nothing else: whatever child is left descends from a task
+        // (a daemon that cleared its environment, which no sweep can attribute).
+        let left = tokio::task::spawn_blocking(|| {
+            taskhost::process::end_all_children(std::time::Duration::from_secs(2))
+        })
+        .await
+        .unwrap_or(0);
+        if left > 0 {
+            tracing::info!(ended = left, "ended descendants no task claimed");
+        }
         result
     });
     if let Some(path) = &listen {

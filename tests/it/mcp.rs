@@ -474,8 +474,9 @@ fn a_bad_config_exits_with_code_two_naming_the_key() {
     }
 }
 
-/// Proves: SIGTERM to the host ends every child, the daemons they started included, and leaves
-/// nothing behind: no socket, no generation or spill files.
+/// Proves: SIGTERM to the host ends every child, the daemons they started included (one of them
+/// with its environment cleared, so nothing marks it as a task's), and leaves nothing behind: no
+/// socket, no generation or spill files.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_ended_by_sigterm_ends_its_children_and_leaves_nothing_behind() {
     let dir = scratch("sigterm");
@@ -483,19 +484,20 @@ async fn a_host_ended_by_sigterm_ends_its_children_and_leaves_nothing_behind() {
     let client = socket_client(&host.socket, Watcher::default()).await;
     let id = start(
         &client,
-        "setsid sleep 1000 & echo $!; echo $$; sleep 0.5; head -c 100000 /dev/zero; sleep 1000",
+        "setsid sleep 1000 & echo $!; setsid env -i /bin/sleep 1000 & echo $!; echo $$; sleep 0.5; \
+         head -c 100000 /dev/zero; sleep 1000",
     )
     .await;
     let mut pids: Vec<i32> = Vec::new();
     for _ in 0..200 {
         let text = call(&client, "task_output", json!({"task_id": id})).await;
         pids.extend(text.lines().filter_map(|l| l.trim().parse::<i32>().ok()));
-        if pids.len() >= 2 {
+        if pids.len() >= 3 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let [daemon, pid] = pids[..] else {
+    let [daemon, bare_daemon, pid] = pids[..] else {
         panic!("the task printed its pids: {pids:?}")
     };
     let host_pid = host.child.id() as i32;
@@ -521,6 +523,10 @@ async fn a_host_ended_by_sigterm_ends_its_children_and_leaves_nothing_behind() {
     assert!(
         eventually(Duration::from_secs(5), || !alive(daemon)),
         "the daemon outlived the host"
+    );
+    assert!(
+        eventually(Duration::from_secs(5), || !alive(bare_daemon)),
+        "the daemon without an environment outlived the host"
     );
     assert!(!host.socket.exists(), "the socket was left behind");
     assert!(

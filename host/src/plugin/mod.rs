@@ -351,7 +351,7 @@ impl Plugins {
         let opened = loader::open(&path, &file);
         signature.build_id = loader::build_id(&file);
         // The mapping stays valid after the name is gone: the file is removed once fingerprinted.
-        fingerprint_then_remove(&self.shared.runtime, file, signature.fingerprint.clone());
+        fingerprint_then_remove(file, signature.fingerprint.clone());
         let (module, libraries) = opened?;
         // The one plugin call made off the generation's threads: `name` returns a string literal (the
         // export macro writes it), so it can register nothing thread-local.
@@ -375,7 +375,7 @@ impl Plugins {
                 slot.retire(&old);
                 drop(slots);
                 retire_state(&self.shared, &old);
-                release_off_path(&self.shared.runtime, old);
+                release_off_path(old);
             }
         }
         tracing::info!(plugin = %generation.plugin, generation = generation.number, path = %path.display(), "plugin generation serving");
@@ -468,7 +468,7 @@ impl Plugins {
                 before != table.len()
             };
             retire_state(&self.shared, &old);
-            release_off_path(&self.shared.runtime, old);
+            release_off_path(old);
             if removed {
                 self.shared.fire_tools_changed();
             }
@@ -575,15 +575,18 @@ fn retire_state(shared: &Shared, generation: &Arc<Generation>) {
     tracing::info!(plugin = %generation.plugin, generation = generation.number, live_tasks = generation.live_tasks(), "plugin generation retired");
 }
 
-/// Drops a retired generation's handle on the runtime's blocking pool: if it was the last one, the
-/// unload (thread joins, `dlclose`) happens there instead of on the swap path. A pooled thread, not a
-/// fresh one per reload (in one phase profile on a 2-vCPU VM a fresh thread's start took up to 13 ms
-/// of a reload); if the runtime is shutting down, the unload happens here.
-fn release_off_path(runtime: &Handle, generation: Arc<Generation>) {
+/// Drops a retired generation's handle on a helper thread: if it was the last one, the unload (thread
+/// joins, `dlclose`) happens there instead of on the swap path.
+fn release_off_path(generation: Arc<Generation>) {
     if Arc::strong_count(&generation) > 1 {
         return; // tasks or calls still hold it; the last of them unloads it
     }
-    drop(runtime.spawn_blocking(move || drop(generation)));
+    let spawned = std::thread::Builder::new()
+        .name("taskhost-unload".into())
+        .spawn(move || drop(generation));
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "cannot start the unload thread; unloading inline");
+    }
 }
 
 /// What identifies a plugin file's content cheaply: its inode and metadata, the build id of the bytes
@@ -634,28 +637,19 @@ impl FileSignature {
 }
 
 /// Fingerprints a generation's private file (the loaded bytes) into `slot`, then removes the file;
-/// on the runtime's blocking pool, so the swap does not wait for a full read. The slot is filled
-/// whatever happens: if the runtime is shutting down and drops the job unrun, with `None` (a later
-/// check then reads the file as changed), so nothing waits on it forever.
-fn fingerprint_then_remove(
-    runtime: &Handle,
-    file: PathBuf,
-    slot: Arc<std::sync::OnceLock<Option<u64>>>,
-) {
-    struct Fill {
-        file: PathBuf,
-        slot: Arc<std::sync::OnceLock<Option<u64>>>,
+/// on a helper thread, so the swap does not wait for a full read.
+fn fingerprint_then_remove(file: PathBuf, slot: Arc<std::sync::OnceLock<Option<u64>>>) {
+    fn fill(file: &Path, slot: &std::sync::OnceLock<Option<u64>>) {
+        let _ = slot.set(fingerprint(file).ok());
+        let _ = std::fs::remove_file(file);
     }
-    impl Drop for Fill {
-        fn drop(&mut self) {
-            let _ = self.slot.set(None);
-        }
+    let (f, s) = (file.clone(), slot.clone());
+    let spawned = std::thread::Builder::new()
+        .name("taskhost-fingerprint".into())
+        .spawn(move || fill(&f, &s));
+    if spawned.is_err() {
+        fill(&file, &slot);
     }
-    let job = Fill { file, slot };
-    drop(runtime.spawn_blocking(move || {
-        let _ = job.slot.set(fingerprint(&job.file).ok());
-        let _ = std::fs::remove_file(&job.file);
-    }));
 }
 
 /// A fast content fingerprint of the file at `path` (word-wise multiply-rotate over its bytes, then

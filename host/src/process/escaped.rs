@@ -6,7 +6,8 @@
 //! descendants inherit it. After a process settles, [`Escaped::sweep`] ends every adopted child whose
 //! marker names a settled process of this host, and reaps it; killing one adopts its children in turn,
 //! so the sweep repeats until a round finds nothing. A descendant that cleared its environment is not
-//! recognised (only a cgroup could tell); it is reaped if it exits while adopted and known.
+//! recognised (only a cgroup could tell): it lives on after its task, is reaped if it exits, and is
+//! ended with the host when the binary exits ([`end_all_children`]).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
@@ -243,6 +244,36 @@ impl Escaped {
 /// True while any process (a zombie included) is in group `pgid`.
 pub fn group_exists(pgid: i32) -> bool {
     killpg(Pid::from_raw(pgid), None).is_ok()
+}
+
+/// Ends and reaps every child this process has, whoever it came from, until none is left or `within`
+/// has passed; returns how many it ended. Each is killed with its process group (ending one can
+/// orphan its own children to this subreaper, so it repeats).
+///
+/// Only for a process that is a taskhost and nothing else, as its last step (the binary, after
+/// [`super::Processes::shutdown`]): its children are then all descendants of its tasks, a daemon that
+/// cleared [`MARKER`] from its environment included, which no sweep can attribute to a task. A program
+/// that embeds the host and has children of its own must not call it.
+pub fn end_all_children(within: Duration) -> usize {
+    let deadline = Instant::now() + within;
+    let mut ended = 0;
+    loop {
+        let children = direct_children();
+        if children.is_empty() || Instant::now() >= deadline {
+            return ended;
+        }
+        for pid in children {
+            let p = Pid::from_raw(pid);
+            if let Some((false, pgid)) = stat(pid) {
+                if pgid == pid {
+                    let _ = killpg(p, Signal::SIGKILL);
+                }
+                let _ = kill(p, Signal::SIGKILL);
+                ended += 1;
+            }
+            reap(pid);
+        }
+    }
 }
 
 /// Reaps the adopted child `pid`, waiting up to 100 ms for a kill to land; false if it is still alive.

@@ -23,6 +23,7 @@ use tokio::io::AsyncReadExt;
 use tokio::runtime::Handle;
 use tokio::sync::watch;
 
+pub use escaped::end_all_children;
 pub use render::render_read;
 use stream::{SpillPlan, StreamBuf};
 use taskhost_registry::{TaskOutcome, TerminalStatus};
