@@ -73,9 +73,12 @@ struct Known {
     groups: HashSet<i32>,
 }
 
-/// Most rounds of one sweep: each round ends one more level of a daemon's descendants.
+/// Most rounds of one sweep that end something: each ends one more level of a daemon's descendants.
 const MAX_ROUNDS: usize = 16;
-/// Longest a sweep waits for the killed members of the settled group to die and be adopted.
+/// Longest a sweep waits for the killed members of the settled groups, and the groups of the daemons
+/// it killed, to die and be adopted. Rounds that only wait do not count against [`MAX_ROUNDS`]: on a
+/// loaded machine a killed group can take longer than sixteen 1 ms waits to empty, and a descendant
+/// adopted after the sweep gave up would outlive its task.
 const GROUP_WAIT: Duration = Duration::from_millis(500);
 
 impl Escaped {
@@ -165,15 +168,18 @@ impl Escaped {
 
     /// Ends and reaps every adopted child whose process is not live (group leaders of live processes
     /// are the runtime's to reap and are never touched), reaps this host's orphaned zombies, and
-    /// first waits (bounded) until nothing is left of `settled`, groups just ended. Each round reads
+    /// waits (bounded by [`GROUP_WAIT`]) until nothing is left of `settled`, groups just ended, nor
+    /// of the groups of the daemons it killed. Each round reads
     /// the live map afresh while no spawn is between its fork and its registration
     /// ([`Escaped::spawning`]). Returns the processes it ended. Blocking: run it off the async workers.
     pub fn sweep(&self, settled: &[i32]) -> usize {
         let mut known = self.lock();
         let deadline = Instant::now() + GROUP_WAIT;
         let mut ended = 0;
-        let mut spawned = HashSet::new();
-        for _ in 0..MAX_ROUNDS {
+        let mut spawned: HashSet<i32>;
+        let mut killed: Vec<i32> = Vec::new();
+        let mut rounds = 0;
+        loop {
             let gate = self.gate.write().unwrap_or_else(|p| p.into_inner());
             let (live, now_spawned) = {
                 let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
@@ -209,6 +215,7 @@ impl Escaped {
                     let p = Pid::from_raw(pid);
                     // After `setsid` the daemon leads its own group: end that group with it.
                     groups.insert(pid);
+                    killed.push(pid);
                     if killpg(p, Signal::SIGKILL).is_err() {
                         let _ = kill(p, Signal::SIGKILL);
                     }
@@ -222,12 +229,21 @@ impl Escaped {
                 false
             });
             drop(gate);
-            let settling = Instant::now() < deadline && settled.iter().any(|&g| group_exists(g));
-            if settling {
-                std::thread::sleep(Duration::from_millis(1));
-            } else if !progressed {
+            if progressed {
+                rounds += 1;
+                if rounds >= MAX_ROUNDS {
+                    break;
+                }
+                continue;
+            }
+            // The children list of /proc is read while processes die: a round can miss an orphan
+            // whose group is still there, so the sweep looks again until those groups are gone.
+            let waiting = Instant::now() < deadline
+                && settled.iter().chain(&killed).any(|&g| group_exists(g));
+            if !waiting {
                 break;
             }
+            std::thread::sleep(Duration::from_millis(1));
         }
         known
             .groups
