@@ -40,7 +40,7 @@ const STREAMING_PER_SESSION: usize = 50;
 const LINES: u32 = 300;
 /// RSS the host may hold above its warmed-up baseline once the storm is over and its sessions are
 /// closed: a fixed part, plus a part per task run (glibc keeps what the records and reads freed in
-/// per-thread arenas; runs of the long form, 10,651 to 11,031 tasks, ended 73 to 80 MiB above the
+/// per-thread arenas; runs of the long form, 10,651 to 11,806 tasks, ended 73 to 86 MiB above the
 /// baseline). Before plugin
 /// loads stopped reading whole libraries into memory on fresh threads, the short form (1,255 tasks)
 /// ended 190 MiB above it; since, about 24 MiB.
