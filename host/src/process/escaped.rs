@@ -212,13 +212,10 @@ impl Escaped {
                     return true;
                 }
                 if !zombie {
-                    let p = Pid::from_raw(pid);
                     // After `setsid` the daemon leads its own group: end that group with it.
                     groups.insert(pid);
                     killed.push(pid);
-                    if killpg(p, Signal::SIGKILL).is_err() {
-                        let _ = kill(p, Signal::SIGKILL);
-                    }
+                    kill_with_group(pid);
                     ended += 1;
                 }
                 if !reap(pid) {
@@ -279,16 +276,20 @@ pub fn end_all_children(within: Duration) -> usize {
             return ended;
         }
         for pid in children {
-            let p = Pid::from_raw(pid);
-            if let Some((false, pgid)) = stat(pid) {
-                if pgid == pid {
-                    let _ = killpg(p, Signal::SIGKILL);
-                }
-                let _ = kill(p, Signal::SIGKILL);
+            if let Some((false, _)) = stat(pid) {
+                kill_with_group(pid);
                 ended += 1;
             }
             reap(pid);
         }
+    }
+}
+
+/// SIGKILLs `pid` with the process group it leads, or alone when it leads none.
+fn kill_with_group(pid: i32) {
+    let p = Pid::from_raw(pid);
+    if killpg(p, Signal::SIGKILL).is_err() {
+        let _ = kill(p, Signal::SIGKILL);
     }
 }
 

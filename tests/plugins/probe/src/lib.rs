@@ -52,25 +52,21 @@ impl Control {
 
 impl TaskControl for Control {
     fn cancel(&mut self, _reason: Option<&str>) -> Result<(), String> {
+        let said = self.reenter("kill", |h, caller, id| {
+            match h.kill_task(caller, id, None) {
+                Ok(_) => "requested".to_owned(),
+                Err(e) => e,
+            }
+        });
+        if let (Some(said), Some(out)) = (said, &self.output) {
+            out.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push_str(&said);
+        }
         match self.mode.as_str() {
             "fail" => Err("probe cancel refused".to_owned()),
             "panic" => panic!("probe cancel panicked"),
             "hang" => Ok(()),
-            "reenter" => {
-                let said = self.reenter("kill", |h, caller, id| {
-                    match h.kill_task(caller, id, None) {
-                        Ok(_) => "requested".to_owned(),
-                        Err(e) => e,
-                    }
-                });
-                if let (Some(said), Some(out)) = (said, &self.output) {
-                    out.lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .push_str(&said);
-                }
-                self.cancelled.store(true, Ordering::SeqCst);
-                Ok(())
-            }
             _ => {
                 self.cancelled.store(true, Ordering::SeqCst);
                 Ok(())
