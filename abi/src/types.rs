@@ -262,4 +262,7 @@ pub struct AgentRequest {
     pub grace_ms: u64,
     /// Milliseconds `initialize` and `session/new` may take.
     pub setup_timeout_ms: u64,
+    /// Names of host environment variables the agent gets even though the environment policy would
+    /// remove them (its API key, say); names the host does not have are skipped.
+    pub pass_env: RVec<RString>,
 }

@@ -38,6 +38,7 @@ fn main() {
         generation_dir: dir.join("gen"),
         allow_untrusted: true,
         spill_dir: None,
+        env: Default::default(),
     };
     let host = Taskhost::new(config, rt.handle().clone(), options);
     for p in ["bash", "tasks"] {

@@ -54,6 +54,7 @@ fn main() {
         generation_dir: dir.join("gen"),
         allow_untrusted: true,
         spill_dir: None,
+        env: Default::default(),
     };
     let host = Taskhost::new(RegistryConfig::new(), rt.handle().clone(), options);
     host.plugins().load(&path, None, false).expect("first load");

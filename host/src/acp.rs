@@ -79,6 +79,8 @@ pub struct AgentRun {
     pub grace: Duration,
     /// How long `initialize` and `session/new` may take.
     pub setup_timeout: Duration,
+    /// Host variables passed to the agent past the environment policy (those the host has).
+    pub pass_env: Vec<String>,
 }
 
 /// The agent's messages: chunks accumulate into the current message; anything else between messages
@@ -135,6 +137,11 @@ pub async fn run(
     spec.argv = Some(run.command.clone());
     spec.workdir = run.cwd.clone();
     spec.grace = run.grace;
+    spec.extra_env = run
+        .pass_env
+        .iter()
+        .filter_map(|name| Some((name.clone(), std::env::var(name).ok()?)))
+        .collect();
     let (process, pipes) = processes.spawn_piped(&spec, session);
     let Some((stdin, stdout)) = pipes else {
         return TaskOutcome::failed(format!(

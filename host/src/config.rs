@@ -5,6 +5,10 @@
 //! max_concurrent_tasks_per_owner = 10
 //! teardown_grace_ms = 10000
 //!
+//! [env]
+//! inherit = "all"
+//! exclude = ["AWS_*"]
+//!
 //! [[plugin]]
 //! path = "target/debug/libtaskhost_plugin_bash.so"
 //! [plugin.config]
@@ -17,6 +21,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use taskhost_registry::RegistryConfig;
 
+use crate::process::env::{EnvPolicy, Inherit};
+
 /// The whole file.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -27,6 +33,74 @@ pub struct Config {
     /// Plugins to load, in order.
     #[serde(default, rename = "plugin")]
     pub plugins: Vec<PluginEntry>,
+    /// The environment policy of every child process.
+    #[serde(default)]
+    pub env: EnvSection,
+}
+
+/// `[env]`: what every child process inherits (see [`crate::process::env`]).
+///
+/// ```toml
+/// [env]
+/// inherit = "core"             # "all" (default), "core" or "none"
+/// exclude = ["AWS_*"]          # more name patterns to remove (case-insensitive globs)
+/// include_only = []            # when set, only matching names are inherited
+/// ignore_default_excludes = false
+/// [env.set]
+/// CI = "1"
+/// ```
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvSection {
+    /// `all`, `core` or `none`.
+    #[serde(default)]
+    pub inherit: InheritSetting,
+    /// Keep the variables the default excludes would remove.
+    #[serde(default)]
+    pub ignore_default_excludes: bool,
+    /// Name patterns to remove.
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    /// When not empty: only names matching one of these are inherited.
+    #[serde(default)]
+    pub include_only: Vec<String>,
+    /// Variables set for every child, last.
+    #[serde(default)]
+    pub set: std::collections::BTreeMap<String, String>,
+}
+
+/// `[env] inherit`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum InheritSetting {
+    /// Every variable of the host.
+    #[default]
+    All,
+    /// The core variables (`HOME`, `PATH`, `USER`, locale, ...).
+    Core,
+    /// None.
+    None,
+}
+
+impl EnvSection {
+    /// The policy this section describes.
+    pub fn policy(&self) -> EnvPolicy {
+        EnvPolicy {
+            inherit: match self.inherit {
+                InheritSetting::All => Inherit::All,
+                InheritSetting::Core => Inherit::Core,
+                InheritSetting::None => Inherit::None,
+            },
+            ignore_default_excludes: self.ignore_default_excludes,
+            exclude: self.exclude.clone(),
+            include_only: self.include_only.clone(),
+            set: self
+                .set
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        }
+    }
 }
 
 /// `[tasks]`.

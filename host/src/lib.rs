@@ -6,12 +6,13 @@
 
 pub mod acp;
 pub mod config;
+pub mod listen;
 pub mod mcp;
 pub mod plugin;
 pub mod process;
+pub mod rundir;
 pub mod sessions;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use taskhost_registry::{Registry, RegistryConfig};
@@ -82,11 +83,4 @@ impl Taskhost {
         self.processes().shutdown();
         self.plugins.unload_all();
     }
-}
-
-/// A private directory for generation files: `$XDG_RUNTIME_DIR/taskhost-<pid>` or the temp dir's.
-pub fn default_generation_dir() -> PathBuf {
-    let base = std::env::var_os("XDG_RUNTIME_DIR").map_or_else(std::env::temp_dir, PathBuf::from);
-    base.join(format!("taskhost-{}", std::process::id()))
-        .join("gen")
 }

@@ -8,8 +8,10 @@ use clap::{Parser, Subcommand};
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams, ResourceContents};
 use taskhost::config::Config;
+use taskhost::listen::{BoundSocket, PeerPolicy};
 use taskhost::mcp::{self, PLUGINS_URI, Peers};
-use taskhost::{LoadOptions, Taskhost, default_generation_dir};
+use taskhost::rundir::RunDir;
+use taskhost::{LoadOptions, Taskhost};
 
 #[derive(Parser)]
 #[command(
@@ -41,6 +43,10 @@ enum Command {
         /// Load plugin files even if others could have written them.
         #[arg(long)]
         allow_untrusted_plugins: bool,
+        /// With `--listen`: also accept connections from this uid (repeatable). This user and root
+        /// are always accepted; anyone else is refused.
+        #[arg(long = "allow-uid", value_name = "UID")]
+        allow_uids: Vec<u32>,
     },
     /// Prints the plugin table of a running host.
     Plugins {
@@ -113,13 +119,17 @@ fn main() -> ExitCode {
             listen,
             no_watch,
             allow_untrusted_plugins,
+            allow_uids,
         } => serve(
             &runtime,
-            config,
-            plugins,
-            listen,
-            no_watch,
-            allow_untrusted_plugins,
+            ServeArgs {
+                config,
+                plugins,
+                listen,
+                no_watch,
+                allow_untrusted: allow_untrusted_plugins,
+                allow_uids,
+            },
         ),
         Command::Plugins { connect } => runtime.block_on(plugins(&connect)),
         Command::Call {
@@ -139,28 +149,53 @@ fn main() -> ExitCode {
 
 type Outcome = Result<ExitCode, (u8, String)>;
 
-fn serve(
-    runtime: &tokio::runtime::Runtime,
+/// What `serve` was asked.
+struct ServeArgs {
     config: Option<PathBuf>,
-    plugin_args: Vec<PathBuf>,
+    plugins: Vec<PathBuf>,
     listen: Option<String>,
     no_watch: bool,
     allow_untrusted: bool,
-) -> Outcome {
+    allow_uids: Vec<u32>,
+}
+
+fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Outcome {
+    // Children (same uid) must not read the host's environment or memory through /proc.
+    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
+        tracing::warn!(error = %e, "cannot make the host non-dumpable");
+    }
+    let ServeArgs {
+        config,
+        plugins: plugin_args,
+        listen,
+        no_watch,
+        allow_untrusted,
+        allow_uids,
+    } = args;
     let config = match &config {
         Some(path) => Config::load(path).map_err(|e| (2, e.to_string()))?,
         None => Config::default(),
     };
     let registry = config.registry().map_err(|e| (2, e.to_string()))?;
+    if let Some(dir) = &config.tasks.spill_dir {
+        taskhost::rundir::ensure_private(dir)
+            .map_err(|e| (2, format!("bad config: [tasks] spill_dir: {e}")))?;
+    }
     let listen = listen
         .map(|l| unix_path(&l))
         .transpose()
         .map_err(|e| (2, e))?;
-    let gen_dir = default_generation_dir();
+    let run_dir = RunDir::create().map_err(|e| (1, e.to_string()))?;
+    let mut socket = listen
+        .as_deref()
+        .map(BoundSocket::bind)
+        .transpose()
+        .map_err(|e| (2, e.to_string()))?;
     let options = LoadOptions {
-        generation_dir: gen_dir.clone(),
+        generation_dir: run_dir.generations(),
         allow_untrusted,
         spill_dir: config.tasks.spill_dir.clone(),
+        env: config.env.policy(),
     };
     let host = Arc::new(Taskhost::new(registry, runtime.handle().clone(), options));
     let mut entries: Vec<(PathBuf, Option<String>)> = config
@@ -203,8 +238,12 @@ fn serve(
         };
         let result = tokio::select! {
             r = async {
-                match &listen {
-                    Some(path) => mcp::serve_unix(host.clone(), peers.clone(), path).await,
+                match socket.as_mut() {
+                    Some(s) => {
+                        let listener = s.take_listener().map_err(|e| e.to_string())?;
+                        let policy = PeerPolicy { allowed: allow_uids };
+                        mcp::serve_unix(host.clone(), peers.clone(), listener, policy).await
+                    }
                     None => mcp::serve_stdio(host.clone(), peers.clone()).await,
                 }
             } => r,
@@ -223,12 +262,8 @@ fn serve(
         }
         result
     });
-    if let Some(path) = &listen {
-        let _ = std::fs::remove_file(path);
-    }
-    if let Some(dir) = gen_dir.parent() {
-        let _ = std::fs::remove_dir_all(dir);
-    }
+    drop(socket);
+    drop(run_dir);
     served.map(|()| ExitCode::SUCCESS).map_err(|e| (1, e))
 }
 

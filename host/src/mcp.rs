@@ -7,7 +7,6 @@
 #![allow(deprecated)]
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
@@ -270,20 +269,42 @@ pub async fn serve_stdio(host: Arc<Taskhost>, peers: Peers) -> Result<(), String
     .await
 }
 
-/// Serves one session per connection on a Unix socket at `path`, until the future is dropped.
+/// Serves one session per connection on `listener` (see [`crate::listen::BoundSocket`]), until the
+/// future is dropped. A peer that `peers_allowed` does not admit (checked by `SO_PEERCRED` before
+/// anything is read from it) is refused: its connection is closed at once.
 ///
 /// # Errors
-/// When the socket cannot be bound.
-pub async fn serve_unix(host: Arc<Taskhost>, peers: Peers, path: &Path) -> Result<(), String> {
-    let _ = std::fs::remove_file(path);
-    let listener = tokio::net::UnixListener::bind(path)
-        .map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
+/// When accepting fails.
+///
+/// # Cancel safety
+/// Dropping the future stops accepting; sessions already running go on until their client leaves.
+pub async fn serve_unix(
+    host: Arc<Taskhost>,
+    peers: Peers,
+    listener: tokio::net::UnixListener,
+    peers_allowed: crate::listen::PeerPolicy,
+) -> Result<(), String> {
     let next = AtomicU64::new(0);
     loop {
         let (stream, _) = listener
             .accept()
             .await
-            .map_err(|e| format!("accept on {}: {e}", path.display()))?;
+            .map_err(|e| format!("accept: {e}"))?;
+        match stream.peer_cred() {
+            Ok(cred) if peers_allowed.admits(cred.uid()) => {}
+            Ok(cred) => {
+                tracing::warn!(
+                    uid = cred.uid(),
+                    pid = cred.pid(),
+                    "refused a connection from another user"
+                );
+                continue;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "refused a connection whose peer is unknown");
+                continue;
+            }
+        }
         let id = format!("session-{}", next.fetch_add(1, Ordering::Relaxed) + 1);
         let (host, peers) = (host.clone(), peers.clone());
         tokio::spawn(async move {

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use taskhost::{LoadOptions, Taskhost};
 use taskhost_registry::RegistryConfig;
+pub use taskhost_tests::Scratch;
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
@@ -27,14 +28,10 @@ pub fn built(stem: &str) -> PathBuf {
     p
 }
 
-/// A fresh private directory (mode 0700) for one test.
-pub fn scratch(name: &str) -> PathBuf {
+/// A fresh private directory (mode 0700) for one test, removed when dropped.
+pub fn scratch(name: &str) -> Scratch {
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("taskhost-it-{}-{name}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    set_mode(&dir, 0o700);
-    dir
+    Scratch::new("taskhost-it", &format!("{name}-{n}"))
 }
 
 pub fn set_mode(p: &Path, mode: u32) {
@@ -61,7 +58,8 @@ pub fn rebuilt_bytes(stem: &str, n: u32) -> Vec<u8> {
 pub struct Fixture {
     pub rt: tokio::runtime::Runtime,
     pub host: Arc<Taskhost>,
-    pub dir: PathBuf,
+    /// Dropped last: the host's files are in it.
+    pub dir: Scratch,
 }
 
 impl Fixture {
@@ -80,6 +78,7 @@ impl Fixture {
             generation_dir: dir.join("gen"),
             allow_untrusted: false,
             spill_dir: None,
+            env: Default::default(),
         };
         let host = Arc::new(Taskhost::new(config, rt.handle().clone(), options));
         Self { rt, host, dir }

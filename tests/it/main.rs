@@ -6,6 +6,7 @@
 mod bash;
 mod faults;
 mod fixtures;
+mod hardening;
 mod loading;
 mod mcp;
 mod reload;

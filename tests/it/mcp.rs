@@ -93,6 +93,16 @@ pub(crate) async fn call(client: &Client, tool: &str, args: Value) -> String {
         .join("\n---\n")
 }
 
+/// Reads a task's output, waiting up to 10 s for it to settle.
+pub(crate) async fn read_waiting(client: &Client, id: &str) -> String {
+    call(
+        client,
+        "task_output",
+        json!({"task_id": id, "wait": true, "timeout_ms": 10000}),
+    )
+    .await
+}
+
 /// Starts `command` in the background and returns its task id (the first block; notices of other
 /// tasks may follow it).
 pub(crate) async fn start(client: &Client, command: &str) -> String {
@@ -154,12 +164,7 @@ async fn over_stdio_a_background_command_is_started_polled_waited_listed_and_kil
     let id = start(&client, "echo one; sleep 0.3; echo two").await;
     let first = call(&client, "task_output", json!({"task_id": id})).await;
     assert!(first.ends_with("[status: running]"), "{first}");
-    let rest = call(
-        &client,
-        "task_output",
-        json!({"task_id": id, "wait": true, "timeout_ms": 10000}),
-    )
-    .await;
+    let rest = read_waiting(&client, &id).await;
     assert!(
         rest.ends_with("[status: completed, exit code: 0]"),
         "{rest}"
@@ -213,17 +218,39 @@ async fn without_the_tasks_plugin_a_background_start_hits_the_fence() {
     client.cancel().await.expect("close");
 }
 
-/// A host serving on a socket in `dir`, killed when dropped.
-struct SocketHost {
-    child: std::process::Child,
-    socket: PathBuf,
+/// The private directory of the host `pid` started with `XDG_RUNTIME_DIR=runtime`.
+pub(crate) fn host_dir(runtime: &Path, pid: i32) -> Option<PathBuf> {
+    std::fs::read_dir(runtime.join("taskhost"))
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(&format!("host-{pid}.")))
+        })
+}
+
+/// A host serving on a socket, killed when dropped.
+pub(crate) struct SocketHost {
+    pub(crate) child: std::process::Child,
+    pub(crate) socket: PathBuf,
 }
 
 impl SocketHost {
-    fn start(dir: &Path, extra: &[&str]) -> Self {
-        let socket = dir.join("taskhost.sock");
-        let child = std::process::Command::new(binary())
-            .args(["serve", "--listen", &format!("unix:{}", socket.display())])
+    /// A host on `<dir>/taskhost.sock`, its private directory under `dir`.
+    pub(crate) fn start(dir: &Path, extra: &[&str]) -> Self {
+        Self::start_with(dir, &dir.join("taskhost.sock"), "077", extra)
+    }
+
+    /// A host on `socket`, started through `sh` so the umask is `umask`; its private directory under
+    /// `dir`. Returns once the socket accepts connections.
+    pub(crate) fn start_with(dir: &Path, socket: &Path, umask: &str, extra: &[&str]) -> Self {
+        let child = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("umask {umask}; exec \"$0\" \"$@\""))
+            .arg(binary())
+            .args(["serve", "--listen"])
+            .arg(format!("unix:{}", socket.display()))
             .args(extra)
             .env("RUST_LOG", "warn")
             // The generation and spill files go under the test's directory.
@@ -231,11 +258,26 @@ impl SocketHost {
             .stdin(std::process::Stdio::null())
             .spawn()
             .expect("spawn taskhost");
+        let host = Self {
+            child,
+            socket: socket.to_owned(),
+        };
         assert!(
-            eventually(Duration::from_secs(20), || socket.exists()),
-            "socket never appeared"
+            eventually(Duration::from_secs(20), || {
+                std::os::unix::net::UnixStream::connect(socket).is_ok()
+            }),
+            "the host never listened on {}",
+            socket.display()
         );
-        Self { child, socket }
+        host
+    }
+
+    /// Ends the host with SIGTERM and waits for it.
+    pub(crate) fn stop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
     }
 }
 
@@ -457,6 +499,9 @@ fn a_bad_config_exits_with_code_two_naming_the_key() {
         ),
         ("[tasks]\nbogus = 1\n", "bogus"),
         ("[[plugin]]\nconfig = {}\n", "path"),
+        ("[env]\ninherit = \"some\"\n", "inherit"),
+        ("[env]\nexclude = [1]\n", "exclude"),
+        ("[env]\nunknown = true\n", "unknown"),
     ] {
         let file = dir.join("taskhost.toml");
         std::fs::write(&file, text).unwrap();
@@ -472,6 +517,14 @@ fn a_bad_config_exits_with_code_two_naming_the_key() {
             "{text}: {stderr}"
         );
     }
+    let out = std::process::Command::new(binary())
+        .args(["serve", "--no-watch", "--allow-uid", "abc"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--allow-uid"), "{stderr}");
 }
 
 /// Proves: SIGTERM to the host ends every child, the daemons they started included (one of them
@@ -501,7 +554,7 @@ async fn a_host_ended_by_sigterm_ends_its_children_and_leaves_nothing_behind() {
         panic!("the task printed its pids: {pids:?}")
     };
     let host_pid = host.child.id() as i32;
-    let own_dir = dir.join(format!("taskhost-{host_pid}"));
+    let own_dir = host_dir(&dir, host_pid).expect("the host made its private directory");
     assert!(
         eventually(Duration::from_secs(5), || {
             std::fs::read_dir(own_dir.join("spill")).is_ok_and(|mut d| d.next().is_some())

@@ -249,3 +249,48 @@ fn a_permission_request_after_a_cancel_is_answered_cancelled_whatever_the_policy
     f.call("task_kill", "s", json!({"task_id": id}));
     assert_eq!(wait(&f, &id), "permission: cancelled\n[status: completed]");
 }
+
+/// Run by `pass_env_gives_the_agent_a_variable_the_policy_removes`, in a child test process whose
+/// environment holds `MY_AGENT_API_KEY`.
+#[test]
+#[ignore = "run by pass_env_gives_the_agent_a_variable_the_policy_removes, in a child process"]
+fn pass_env_probe() {
+    assert_eq!(std::env::var("MY_AGENT_API_KEY").as_deref(), Ok("canary"));
+    // The agent starts only if it sees the key.
+    let command = json!([
+        "sh",
+        "-c",
+        "[ \"$MY_AGENT_API_KEY\" = canary ] || exit 3; exec \"$0\"",
+        agent_bin()
+    ]);
+    let passed = host(
+        "pass-env",
+        json!({"command": command, "pass_env": ["MY_AGENT_API_KEY"], "grace_ms": 500}),
+    );
+    let id = start(&passed, "echo: the key arrived");
+    let text = wait(&passed, &id);
+    assert!(text.starts_with("the key arrived"), "{text}");
+    assert!(text.ends_with("[status: completed]"), "{text}");
+
+    let withheld = host("withheld-env", json!({"command": command, "grace_ms": 500}));
+    let id = start(&withheld, "echo: the key arrived");
+    let text = wait(&withheld, &id);
+    assert!(!text.contains("the key arrived"), "{text}");
+    assert!(text.contains("[status: failed"), "{text}");
+}
+
+#[test]
+fn pass_env_gives_the_agent_a_variable_the_policy_removes() {
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(exe)
+        .args(["--exact", "subagent::pass_env_probe", "--ignored"])
+        .env("MY_AGENT_API_KEY", "canary")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

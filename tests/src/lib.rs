@@ -35,6 +35,51 @@ pub fn with_build_id(mut bytes: Vec<u8>, n: u32) -> Vec<u8> {
     bytes
 }
 
+/// A fresh private directory (mode 0700) under the temp dir, removed with everything in it when
+/// dropped: tests and benches leave nothing behind.
+#[derive(Debug)]
+pub struct Scratch(PathBuf);
+
+impl Scratch {
+    /// Creates `<temp dir>/<prefix>-<pid>-<name>`, replacing what a crashed earlier run of the same
+    /// process id may have left.
+    ///
+    /// # Panics
+    /// If the directory cannot be created.
+    pub fn new(prefix: &str, name: &str) -> Self {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("{prefix}-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+        Self(dir)
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -189,6 +189,7 @@ fn agent_run(r: &AgentRequest) -> Result<crate::acp::AgentRun, String> {
         permission_policy: policy,
         grace: std::time::Duration::from_millis(r.grace_ms),
         setup_timeout: std::time::Duration::from_millis(r.setup_timeout_ms.max(1)),
+        pass_env: r.pass_env.iter().map(|n| n.as_str().to_owned()).collect(),
     })
 }
 

@@ -6,7 +6,7 @@
 //! [`Generation`](super::Generation) owns the libraries and every value that could point into them.
 
 use std::fs;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use abi_stable::StableAbi;
@@ -62,6 +62,9 @@ pub enum LoadError {
         /// What differs (the tail of abi_stable's report).
         mismatch: String,
     },
+    /// The generation directory is not private, or a file in it changed under the host.
+    #[error("cannot prepare a private generation file: {0}")]
+    GenerationDir(String),
     /// The plugin's init failed or panicked.
     #[error("plugin {plugin} ({path}) failed to initialize: {message}")]
     Init {
@@ -132,30 +135,83 @@ fn unsafe_free_geteuid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-/// Gives the generation its own file, `<dir>/<stem>.g<N>.so`: a hardlink when possible (O(1), and safe
-/// because cargo and linkers replace artifacts rather than rewrite them), else a copy. `link` must be
-/// false when a mapped generation came from the same inode: glibc recognizes an already-loaded object
-/// by device and inode, so `dlopen` of a second link would hand back the old mapping.
+/// A generation's own file: created by the host in its private generation directory, and held open
+/// read-only, so what is checked and what is loaded are the inode the host made.
+pub(crate) struct PrivateFile {
+    pub(crate) path: PathBuf,
+    pub(crate) file: fs::File,
+}
+
+/// Gives the generation its own file, `<dir>/<stem>.g<N>.so` (`<stem>.g<N>-<k>.so` when another
+/// plugin of the same stem took that name): a hardlink when possible (O(1), and safe because cargo and
+/// linkers replace artifacts rather than rewrite them), else a copy of the bytes of the source as it
+/// was opened. `link` must be false when a mapped generation came from the same inode: glibc
+/// recognizes an already-loaded object by device and inode, so `dlopen` of a second link would hand
+/// back the old mapping.
+///
+/// `dir` must be a private directory of ours (created 0700 if missing; anything else is refused). The
+/// name is created exclusively (`link` and `O_CREAT|O_EXCL` neither follow nor replace whatever is
+/// there, so a planted symlink is skipped, never followed), and the file is reopened with
+/// `O_NOFOLLOW` and checked to be the inode just made.
 pub(crate) fn private_copy(
     source: &Path,
     dir: &Path,
     number: u64,
     link: bool,
-) -> Result<PathBuf, LoadError> {
+) -> Result<PrivateFile, LoadError> {
+    use std::io::ErrorKind;
     let io = |source_err| LoadError::Io {
         path: source.to_owned(),
         source: source_err,
     };
-    fs::create_dir_all(dir).map_err(io)?;
+    crate::rundir::ensure_private(dir).map_err(|e| LoadError::GenerationDir(e.to_string()))?;
+    let mut original = fs::File::open(source).map_err(io)?;
+    let original_id = file_id(&original.metadata().map_err(io)?);
     let stem = source
         .file_stem()
         .map_or_else(|| "plugin".into(), |s| s.to_string_lossy().into_owned());
-    let target = dir.join(format!("{stem}.g{number}.so"));
-    let _ = fs::remove_file(&target);
-    if !link || fs::hard_link(source, &target).is_err() {
-        fs::copy(source, &target).map_err(io)?;
+    for k in 0..64u32 {
+        let name = match k {
+            0 => format!("{stem}.g{number}.so"),
+            k => format!("{stem}.g{number}-{k}.so"),
+        };
+        let target = dir.join(name);
+        let expected = if link && fs::hard_link(source, &target).is_ok() {
+            original_id
+        } else {
+            let created = fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o500)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&target);
+            let mut copy = match created {
+                Ok(f) => f,
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(io(e)),
+            };
+            std::io::Seek::rewind(&mut original).map_err(io)?;
+            std::io::copy(&mut original, &mut copy).map_err(io)?;
+            file_id(&copy.metadata().map_err(io)?)
+        };
+        let file = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&target)
+            .map_err(io)?;
+        if file_id(&file.metadata().map_err(io)?) != expected {
+            // The source was replaced between the open and the link: load the bytes that were opened.
+            let _ = fs::remove_file(&target);
+            return private_copy(source, dir, number, false);
+        }
+        return Ok(PrivateFile { path: target, file });
     }
-    Ok(target)
+    Err(io(ErrorKind::AlreadyExists.into()))
+}
+
+/// (device, inode): what identifies a file to glibc and to us.
+pub(crate) fn file_id(meta: &fs::Metadata) -> (u64, u64) {
+    (meta.dev(), meta.ino())
 }
 
 /// Checks that `bytes` is a whole 64-bit little-endian ELF shared object: every program segment and the
@@ -209,7 +265,12 @@ pub(crate) fn check_elf(bytes: &[u8], file_len: u64) -> Result<(), String> {
 /// The GNU build id of the ELF file at `path` (the linker's hash of its output), when its notes lie in
 /// the first 4 KiB, where linkers put them. `None` for a file without one (or unreadable).
 pub(crate) fn build_id(path: &Path) -> Option<Vec<u8>> {
-    let (head, _) = read_head(path, 4096).ok()?;
+    build_id_of(&fs::File::open(path).ok()?)
+}
+
+/// [`build_id`] of an open file.
+pub(crate) fn build_id_of(file: &fs::File) -> Option<Vec<u8>> {
+    let (head, _) = read_head(file, 4096).ok()?;
     let u16_at = |o: usize| Some(u16::from_le_bytes(head.get(o..o + 2)?.try_into().ok()?) as usize);
     let u32_at = |o: usize| Some(u32::from_le_bytes(head.get(o..o + 4)?.try_into().ok()?) as usize);
     let u64_at = |o: usize| Some(u64::from_le_bytes(head.get(o..o + 8)?.try_into().ok()?) as usize);
@@ -241,33 +302,41 @@ pub(crate) fn build_id(path: &Path) -> Option<Vec<u8>> {
     None
 }
 
-/// The first `max` bytes of a file (fewer if it is shorter), and its length.
-fn read_head(path: &Path, max: usize) -> std::io::Result<(Vec<u8>, u64)> {
-    use std::io::Read;
-    let f = fs::File::open(path)?;
-    let len = f.metadata()?.len();
-    let mut head = Vec::with_capacity(max);
-    f.take(max as u64).read_to_end(&mut head)?;
+/// The first `max` bytes of an open file (fewer if it is shorter), and its length; the file's offset
+/// is not used.
+fn read_head(file: &fs::File, max: usize) -> std::io::Result<(Vec<u8>, u64)> {
+    use std::os::unix::fs::FileExt;
+    let len = file.metadata()?.len();
+    let mut head = vec![0; max.min(usize::try_from(len).unwrap_or(max))];
+    file.read_exact_at(&mut head, 0)?;
     Ok((head, len))
 }
 
 /// Opens a generation's file and checks it: loadable with every symbol resolved, a taskhost root
 /// module, a compatible abi_stable version and interface layout, and our [`ABI_VERSION`].
 ///
-/// Only the ELF headers are read here; the rest of the file is left to the dynamic loader.
-pub(crate) fn open(source: &Path, file: &Path) -> Result<(PluginModRef, Libraries), LoadError> {
+/// Only the ELF headers are read here (from the open file); the rest is left to the dynamic loader,
+/// which opens the private file by its path. After the load, the path is checked to still name the
+/// inode that was checked; the directory is private, so only this user could have changed it.
+pub(crate) fn open(
+    source: &Path,
+    private: &PrivateFile,
+) -> Result<(PluginModRef, Libraries), LoadError> {
     let io = |e| LoadError::Io {
         path: source.to_owned(),
         source: e,
     };
-    let (head, len) = read_head(file, 64 * 1024).map_err(io)?;
+    let file = private.path.as_path();
+    let (head, len) = read_head(&private.file, 64 * 1024).map_err(io)?;
     check_elf(&head, len).map_err(|cause| LoadError::NotALibrary {
         path: source.to_owned(),
         cause,
     })?;
     let flags = libc::RTLD_NOW | libc::RTLD_LOCAL;
     // SAFETY: loading a library runs its initializers; the file passed the trust check and is the
-    // generation's private file, which nothing rewrites while it is mapped. RTLD_NOW resolves every
+    // generation's private file, created exclusively in a directory only this user can write (checked
+    // by `private_copy`), so no other user can have put anything at its path, and nothing rewrites it
+    // while it is mapped. RTLD_NOW resolves every
     // symbol here, so a missing one fails the load instead of aborting mid-call; RTLD_LOCAL keeps the
     // root-module symbol every plugin exports from colliding.
     let validated =
@@ -281,6 +350,13 @@ pub(crate) fn open(source: &Path, file: &Path) -> Result<(PluginModRef, Librarie
         path: source.to_owned(),
         cause: e.to_string(),
     })?;
+    let opened = file_id(&private.file.metadata().map_err(io)?);
+    if fs::symlink_metadata(file).map(|m| file_id(&m)).ok() != Some(opened) {
+        return Err(LoadError::GenerationDir(format!(
+            "the generation file {} was replaced while it was loaded",
+            file.display()
+        )));
+    }
     // SAFETY: the header's 'static references point into the library, which `Libraries` keeps open for
     // as long as the generation (the only holder of the module) lives.
     let header = unsafe { lib_header_from_raw_library(&raw) }.map_err(|e| match e {

@@ -197,15 +197,19 @@ pub struct PluginInfo {
     pub generations: Vec<GenerationInfo>,
 }
 
-/// Options for loading plugins.
+/// Options for loading plugins and running their processes.
 #[derive(Clone, Debug)]
 pub struct LoadOptions {
-    /// Where generation files go (private to this process).
+    /// Where generation files go: a directory private to this user (created 0700 if missing; a load
+    /// into a directory others can write or enter is refused). [`crate::rundir::RunDir`] makes one.
     pub generation_dir: PathBuf,
     /// Skip the trust check.
     pub allow_untrusted: bool,
     /// Where spill files of process output go; `None` puts them in `spill` beside `generation_dir`.
+    /// Must be private like `generation_dir`, or spills are refused.
     pub spill_dir: Option<PathBuf>,
+    /// The environment policy of every child process.
+    pub env: crate::process::env::EnvPolicy,
 }
 
 /// A plugin's completion listener, holding its generation.
@@ -233,6 +237,7 @@ impl Plugins {
             processes: Arc::new(crate::process::ProcessService::new(
                 runtime.clone(),
                 spill_dir,
+                &options.env,
             )),
             sessions: Sessions::new(registry.clone()),
             registry: registry.clone(),
@@ -349,7 +354,7 @@ impl Plugins {
         };
         let file = loader::private_copy(&path, &self.options.generation_dir, number, link)?;
         let opened = loader::open(&path, &file);
-        signature.build_id = loader::build_id(&file);
+        signature.build_id = loader::build_id_of(&file.file);
         // The mapping stays valid after the name is gone: the file is removed once fingerprinted.
         fingerprint_then_remove(file, signature.fingerprint.clone());
         let (module, libraries) = opened?;
@@ -368,15 +373,21 @@ impl Plugins {
         self.init(&generation, &path)?;
         self.swap(&generation, &path)?;
         let mut slots = lock(&self.slots);
-        if let Some(slot) = slots.get_mut(&path) {
+        let old = slots.get_mut(&path).and_then(|slot| {
             slot.last = Some(signature);
             slot.name = Some(name);
-            if let Some(old) = slot.active.replace(generation.clone()) {
-                slot.retire(&old);
-                drop(slots);
-                retire_state(&self.shared, &old);
-                release_off_path(old);
+            let old = slot.active.replace(generation.clone());
+            if let Some(old) = &old {
+                slot.retire(old);
             }
+            old
+        });
+        drop(slots);
+        // Told only now, so a client that reads the plugin table on the news sees the new generation.
+        self.shared.fire_tools_changed();
+        if let Some(old) = old {
+            retire_state(&self.shared, &old);
+            release_off_path(old);
         }
         tracing::info!(plugin = %generation.plugin, generation = generation.number, path = %path.display(), "plugin generation serving");
         Ok(Some(generation))
@@ -414,7 +425,7 @@ impl Plugins {
     }
 
     /// Puts `generation`'s staged tools in the table, replacing the tools of the plugin's previous generation,
-    /// in one write.
+    /// in one write. The caller tells the tools-changed listeners once the slot shows the generation.
     fn swap(&self, generation: &Arc<Generation>, path: &Path) -> Result<(), LoadError> {
         let mut state = generation.state();
         let staged = std::mem::take(&mut state.staged);
@@ -444,8 +455,6 @@ impl Plugins {
             self.shared.swap_listeners(generation, &mut state);
             state.swapped_in = true;
         }
-        drop(state);
-        self.shared.fire_tools_changed();
         Ok(())
     }
 
@@ -638,11 +647,12 @@ impl FileSignature {
 
 /// Fingerprints a generation's private file (the loaded bytes) into `slot`, then removes the file;
 /// on a helper thread, so the swap does not wait for a full read.
-fn fingerprint_then_remove(file: PathBuf, slot: Arc<std::sync::OnceLock<Option<u64>>>) {
-    fn fill(file: &Path, slot: &std::sync::OnceLock<Option<u64>>) {
-        let _ = slot.set(fingerprint(file).ok());
-        let _ = std::fs::remove_file(file);
+fn fingerprint_then_remove(file: loader::PrivateFile, slot: Arc<std::sync::OnceLock<Option<u64>>>) {
+    fn fill(file: &loader::PrivateFile, slot: &std::sync::OnceLock<Option<u64>>) {
+        let _ = slot.set(fingerprint_of(&file.file).ok());
+        let _ = std::fs::remove_file(&file.path);
     }
+    let file = Arc::new(file);
     let (f, s) = (file.clone(), slot.clone());
     let spawned = std::thread::Builder::new()
         .name("taskhost-fingerprint".into())
@@ -658,21 +668,25 @@ fn fingerprint_then_remove(file: PathBuf, slot: Arc<std::sync::OnceLock<Option<u
 /// that thread's malloc arena, which the soak test measured as RSS growing with every load). Change
 /// detection only: not a cryptographic hash.
 fn fingerprint(path: &Path) -> std::io::Result<u64> {
-    use std::io::Read;
+    fingerprint_of(&std::fs::File::open(path)?)
+}
+
+/// [`fingerprint`] of an open file, read from its start (its offset is not used).
+fn fingerprint_of(file: &std::fs::File) -> std::io::Result<u64> {
+    use std::os::unix::fs::FileExt;
     const K: u64 = 0x9E37_79B9_7F4A_7C15;
     // Four independent lanes over 32-byte blocks, so the multiplies overlap instead of waiting on
     // each other (a single chain hashed a 7 MB plugin in ~1.5 ms, on the reload's critical path).
     fn mix(h: u64, w: u64) -> u64 {
         (h.rotate_left(23) ^ w).wrapping_mul(K)
     }
-    let mut file = std::fs::File::open(path)?;
     let mut buf = vec![0u8; 64 * 1024];
     let mut lanes = [K, K.rotate_left(16), K.rotate_left(32), K.rotate_left(48)];
     let mut len = 0u64;
     loop {
         let mut filled = 0;
         while filled < buf.len() {
-            match file.read(&mut buf[filled..]) {
+            match file.read_at(&mut buf[filled..], len + filled as u64) {
                 Ok(0) => break,
                 Ok(n) => filled += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}

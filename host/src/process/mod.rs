@@ -13,7 +13,7 @@ mod render;
 mod stream;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -37,7 +37,8 @@ pub struct ProcessSpec {
     pub argv: Option<Vec<String>>,
     /// The working directory (the host's when `None`).
     pub workdir: Option<PathBuf>,
-    /// Variables set after the scrub (trusted configuration).
+    /// Variables set after the environment policy (trusted configuration: the policy does not
+    /// filter them).
     pub extra_env: Vec<(String, String)>,
     /// Time between SIGTERM and SIGKILL, and the longest wait for pipes after exit.
     pub grace: Duration,
@@ -208,7 +209,7 @@ impl Process {
 struct Spills(Mutex<HashMap<String, Vec<PathBuf>>>);
 
 impl Spills {
-    fn record(&self, session: &str, paths: [PathBuf; 2]) {
+    fn record(&self, session: &str, paths: impl IntoIterator<Item = PathBuf>) {
         lock(&self.0)
             .entry(session.to_owned())
             .or_default()
@@ -238,7 +239,10 @@ impl Spills {
 /// Spawns and tracks child processes.
 pub struct ProcessService {
     runtime: Handle,
-    spill_dir: PathBuf,
+    /// `None` when the configured directory is not private: output past the tail is then not kept.
+    spill_dir: Option<PathBuf>,
+    /// The environment policy applied to the host's environment, once: every child starts from it.
+    base_env: Vec<env::Var>,
     next: AtomicU64,
     spills: Arc<Spills>,
     /// Live process groups by process number, ended at shutdown.
@@ -248,13 +252,24 @@ pub struct ProcessService {
 }
 
 impl ProcessService {
-    /// A service whose spill files go to `spill_dir` (created 0700). Makes the host process a child
-    /// subreaper, so descendants that escape their process group are adopted and ended with their task.
-    pub fn new(runtime: Handle, spill_dir: PathBuf) -> Self {
+    /// A service whose children's environment follows `policy` and whose spill files go to
+    /// `spill_dir` (created 0700 if missing; an existing directory must be ours and closed to others,
+    /// else spills are refused and reads say the full output is unavailable). Makes the host process a
+    /// child subreaper, so descendants that escape their process group are adopted and ended with
+    /// their task.
+    pub fn new(runtime: Handle, spill_dir: PathBuf, policy: &env::EnvPolicy) -> Self {
         escaped::become_subreaper();
+        let spill_dir = match crate::rundir::ensure_private(&spill_dir) {
+            Ok(()) => Some(spill_dir),
+            Err(e) => {
+                tracing::error!("{e}; output past the in-memory tail will not be kept");
+                None
+            }
+        };
         let live = escaped::Live::default();
         Self {
             runtime,
+            base_env: policy.apply(std::env::vars_os()),
             spill_dir,
             next: AtomicU64::new(0),
             spills: Arc::default(),
@@ -263,7 +278,8 @@ impl ProcessService {
         }
     }
 
-    fn spill_plan(&self, n: u64, which: &str, cap: u64) -> SpillPlan {
+    fn spill_plan(&self, n: u64, which: &str, cap: u64) -> Option<SpillPlan> {
+        let dir = self.spill_dir.as_ref()?;
         let nonce = {
             let t = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -274,10 +290,10 @@ impl ProcessService {
             "taskhost-{}-{n}-{nonce:012x}-{which}.log",
             std::process::id()
         );
-        SpillPlan {
-            path: self.spill_dir.join(name),
+        Some(SpillPlan {
+            path: dir.join(name),
             cap,
-        }
+        })
     }
 
     /// Starts a process for `owner_session` (its spill files are removed with the session). Never
@@ -304,27 +320,35 @@ impl ProcessService {
         piped: bool,
     ) -> (Arc<Process>, Option<Pipes>) {
         let n = self.next.fetch_add(1, Ordering::Relaxed) + 1;
-        let _ = ensure_private_dir(&self.spill_dir);
         let (out_plan, err_plan) = (
             self.spill_plan(n, "stdout", spec.spill_cap),
             self.spill_plan(n, "stderr", spec.spill_cap),
         );
         self.spills.record(
             owner_session,
-            [out_plan.path.clone(), err_plan.path.clone()],
+            [&out_plan, &err_plan]
+                .into_iter()
+                .flatten()
+                .map(|p| p.path.clone()),
         );
         let streams = Streams {
-            out: StreamBuf::new(spec.tail_bytes, Some(out_plan)),
-            err: StreamBuf::new(spec.tail_bytes, Some(err_plan)),
+            out: StreamBuf::new(spec.tail_bytes, out_plan),
+            err: StreamBuf::new(spec.tail_bytes, err_plan),
             spawn_error: None,
         };
-        let mut child_env = env::scrubbed(std::env::vars(), &spec.extra_env);
-        child_env.retain(|(k, _)| k != escaped::MARKER);
-        child_env.push((escaped::MARKER.to_owned(), self.escaped.marker(n)));
+        let mut child_env = self.base_env.clone();
+        for (k, v) in &spec.extra_env {
+            env::override_var(&mut child_env, k.into(), v.into());
+        }
+        env::override_var(
+            &mut child_env,
+            escaped::MARKER.into(),
+            self.escaped.marker(n).into(),
+        );
         let search_path = child_env
             .iter()
             .find(|(k, _)| k == "PATH")
-            .map(|(_, v)| v.as_str());
+            .map(|(_, v)| v.as_os_str());
         let (program, args): (&str, Vec<&str>) = match spec.argv.as_deref() {
             Some([program, args @ ..]) => (program, args.iter().map(String::as_str).collect()),
             _ => ("bash", vec!["-c", &spec.command]),
@@ -510,15 +534,4 @@ const PIPE_BYTES: usize = 1 << 20;
 /// Asks the kernel for a larger pipe buffer; a refusal (over the system limit) leaves the default.
 fn widen_pipe(pipe: &impl std::os::fd::AsFd) {
     let _ = nix::fcntl::fcntl(pipe, nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_BYTES as i32));
-}
-
-fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    if dir.is_dir() {
-        return Ok(());
-    }
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
 }

@@ -160,12 +160,15 @@ impl StreamBuf {
     }
 }
 
+/// Creates a spill file exclusively (`O_CREAT|O_EXCL|O_NOFOLLOW`, mode 0600): whatever already has
+/// its name, a planted symlink included, makes the creation fail instead of being followed or reused.
 fn create_private(path: &std::path::Path) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(path)
 }
 
@@ -180,11 +183,41 @@ mod tests {
         })
     }
 
-    fn dir(name: &str) -> PathBuf {
+    /// A scratch directory, removed when dropped.
+    struct Dir(PathBuf);
+    impl std::ops::Deref for Dir {
+        type Target = std::path::Path;
+        fn deref(&self) -> &std::path::Path {
+            &self.0
+        }
+    }
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn dir(name: &str) -> Dir {
         let d = std::env::temp_dir().join(format!("taskhost-stream-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
-        d
+        Dir(d)
+    }
+
+    #[test]
+    fn a_symlink_planted_at_the_spill_path_is_never_followed() {
+        let d = dir("planted");
+        let victim = d.join("victim");
+        std::fs::write(&victim, b"untouched").unwrap();
+        std::os::unix::fs::symlink(&victim, d.join("s.log")).unwrap();
+        let mut s = StreamBuf::new(2, plan(&d, 1 << 20));
+        s.push(b"attacker-chosen destination");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"untouched");
+        assert!(
+            s.spill_path().is_none(),
+            "the spill is lost, not redirected"
+        );
+        assert!(s.overflowed());
     }
 
     #[test]

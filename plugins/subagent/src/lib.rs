@@ -19,26 +19,12 @@ struct Config {
     grace_ms: u64,
     setup_timeout_ms: u64,
     enable_run_in_background: bool,
+    pass_env: Vec<String>,
 }
 
 impl Config {
     fn from_json(v: &Value) -> Result<Self, String> {
-        let command = match &v["command"] {
-            Value::Null => Vec::new(),
-            Value::Array(items) => items
-                .iter()
-                .map(|i| {
-                    i.as_str().map(str::to_owned).ok_or_else(|| {
-                        format!("subagent: command must be an array of strings, got {i}")
-                    })
-                })
-                .collect::<Result<_, _>>()?,
-            other => {
-                return Err(format!(
-                    "subagent: command must be an array of strings, got {other}"
-                ));
-            }
-        };
+        let command = strings(v, "command")?;
         let policy = v["permission_policy"]
             .as_str()
             .unwrap_or("reject")
@@ -56,6 +42,7 @@ impl Config {
             grace_ms: num("grace_ms", 3_000)?,
             setup_timeout_ms: num("setup_timeout_ms", 30_000)?,
             enable_run_in_background: v["enable_run_in_background"].as_bool().unwrap_or(true),
+            pass_env: strings(v, "pass_env")?,
         })
     }
 
@@ -71,7 +58,25 @@ impl Config {
             permission_policy: self.permission_policy.as_str().into(),
             grace_ms: self.grace_ms,
             setup_timeout_ms: self.setup_timeout_ms,
+            pass_env: self
+                .pass_env
+                .iter()
+                .map(|n| RString::from(n.as_str()))
+                .collect(),
         }
+    }
+}
+
+/// The array of strings at `key` (empty when absent).
+fn strings(v: &Value, key: &str) -> Result<Vec<String>, String> {
+    let bad = |got: &Value| format!("subagent: {key} must be an array of strings, got {got}");
+    match &v[key] {
+        Value::Null => Ok(Vec::new()),
+        Value::Array(items) => items
+            .iter()
+            .map(|i| i.as_str().map(str::to_owned).ok_or_else(|| bad(i)))
+            .collect(),
+        other => Err(bad(other)),
     }
 }
 

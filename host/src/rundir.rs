@@ -1,0 +1,274 @@
+//! The host's private runtime directory: where its generation copies, spill files and lock live.
+//!
+//! One directory per host, never an existing one: `$XDG_RUNTIME_DIR/taskhost/host-<pid>.XXXXXX` when
+//! `XDG_RUNTIME_DIR` is set and safe (an absolute directory owned by this user that nobody else can
+//! enter), else `<temp dir>/taskhost-<pid>.XXXXXX`, both made the way `mkdtemp` makes them
+//! (unpredictable name, created exclusively, mode 0700) and checked after creation without following
+//! a symlink. Nothing another local user can write is on the way to a file in it, so no name the host
+//! opens there can be planted. The host holds an exclusive `flock` on `<dir>/lock` for its whole life:
+//! the lock is what tells a live host's directory from one a dead host left behind.
+
+use std::fs::File;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use nix::fcntl::{Flock, FlockArg};
+
+/// Why a private directory could not be had. Each names the directory.
+#[derive(Debug, thiserror::Error)]
+pub enum RunDirError {
+    /// The directory could not be created or inspected.
+    #[error("cannot create the private directory {path}: {source}")]
+    Io {
+        /// The directory.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The directory exists but another user could write to it or replace it.
+    #[error("refusing directory {path}: {why}")]
+    NotPrivate {
+        /// The directory.
+        path: PathBuf,
+        /// What makes it unsafe.
+        why: String,
+    },
+}
+
+/// The effective uid of this process.
+pub fn euid() -> u32 {
+    nix::unistd::geteuid().as_raw()
+}
+
+/// Checks, without following a symlink, that `path` is a directory owned by this user that nobody
+/// else can write to (`strict`: nor read or enter).
+///
+/// # Errors
+/// [`RunDirError::NotPrivate`] saying why; [`RunDirError::Io`] when it cannot be inspected.
+pub fn check_private(path: &Path, strict: bool) -> Result<(), RunDirError> {
+    let meta = std::fs::symlink_metadata(path).map_err(|source| RunDirError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    let refuse = |why: String| {
+        Err(RunDirError::NotPrivate {
+            path: path.to_owned(),
+            why,
+        })
+    };
+    if meta.file_type().is_symlink() {
+        return refuse("it is a symbolic link".to_owned());
+    }
+    if !meta.is_dir() {
+        return refuse("it is not a directory".to_owned());
+    }
+    if meta.uid() != euid() {
+        return refuse(format!("it is owned by uid {}, not {}", meta.uid(), euid()));
+    }
+    let forbidden = if strict { 0o077 } else { 0o022 };
+    if meta.permissions().mode() & forbidden != 0 {
+        return refuse(format!(
+            "its mode is {:o}, open to other users",
+            meta.permissions().mode() & 0o7777
+        ));
+    }
+    Ok(())
+}
+
+/// Makes `path` a private directory: created with mode 0700 if it does not exist, and in any case
+/// checked to be ours and closed to others (an existing directory is accepted only if it is).
+///
+/// # Errors
+/// As [`check_private`], or the creation's error.
+pub fn ensure_private(path: &Path) -> Result<(), RunDirError> {
+    match std::fs::DirBuilder::new().mode(0o700).create(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(source) => {
+            return Err(RunDirError::Io {
+                path: path.to_owned(),
+                source,
+            });
+        }
+    }
+    check_private(path, true)
+}
+
+/// Creates a fresh directory `<base>/<prefix>XXXXXX` (random suffix, created exclusively, mode 0700)
+/// and checks it after creation.
+///
+/// # Errors
+/// When it cannot be created, or what was created is not a private directory of ours.
+pub fn make_fresh(base: &Path, prefix: &str) -> Result<PathBuf, RunDirError> {
+    let template = base.join(format!("{prefix}XXXXXX"));
+    let path = nix::unistd::mkdtemp(&template).map_err(|e| RunDirError::Io {
+        path: template.clone(),
+        source: e.into(),
+    })?;
+    check_private(&path, true)?;
+    Ok(path)
+}
+
+/// One host's private directory, removed with everything in it when dropped.
+#[derive(Debug)]
+pub struct RunDir {
+    path: PathBuf,
+    /// Held for the host's life; released by the kernel however the host ends.
+    _lock: Flock<File>,
+}
+
+impl RunDir {
+    /// Creates this host's directory under `$XDG_RUNTIME_DIR/taskhost/` when that is set and safe,
+    /// else under the temp dir, with its `gen/` and `spill/` subdirectories and its lock.
+    ///
+    /// # Errors
+    /// When no private directory can be made.
+    pub fn create() -> Result<Self, RunDirError> {
+        let (base, prefix) = Self::base();
+        Self::create_in(&base, &prefix)
+    }
+
+    /// Where hosts of this user keep their directories, and the prefix of their names.
+    pub fn base() -> (PathBuf, String) {
+        let pid = std::process::id();
+        if let Some(runtime) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from)
+            && runtime.is_absolute()
+            && check_private(&runtime, true).is_ok()
+        {
+            let base = runtime.join("taskhost");
+            if ensure_private(&base).is_ok() {
+                return (base, format!("host-{pid}."));
+            }
+        }
+        (std::env::temp_dir(), format!("taskhost-{pid}."))
+    }
+
+    /// Creates a host directory `<base>/<prefix>XXXXXX`.
+    ///
+    /// # Errors
+    /// When it cannot be created, checked or locked.
+    pub fn create_in(base: &Path, prefix: &str) -> Result<Self, RunDirError> {
+        let path = make_fresh(base, prefix)?;
+        let io = |source| RunDirError::Io {
+            path: path.clone(),
+            source,
+        };
+        let made = (|| {
+            for sub in ["gen", "spill"] {
+                std::fs::DirBuilder::new()
+                    .mode(0o700)
+                    .create(path.join(sub))?;
+            }
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(path.join("lock"))?;
+            Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, e)| e.into())
+        })();
+        match made {
+            Ok(lock) => Ok(Self { path, _lock: lock }),
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&path);
+                Err(io(e))
+            }
+        }
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Where generation copies go.
+    pub fn generations(&self) -> PathBuf {
+        self.path.join("gen")
+    }
+
+    /// Where spill files go (unless configured elsewhere).
+    pub fn spills(&self) -> PathBuf {
+        self.path.join("spill")
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    /// A scratch base directory, removed at the end.
+    struct Scratch(PathBuf);
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    fn scratch(name: &str) -> Scratch {
+        let dir =
+            std::env::temp_dir().join(format!("taskhost-rundir-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch");
+        Scratch(dir)
+    }
+
+    #[test]
+    fn a_host_directory_is_fresh_private_and_removed_when_dropped() {
+        let base = scratch("fresh");
+        let a = RunDir::create_in(&base.0, "h.").expect("create");
+        let b = RunDir::create_in(&base.0, "h.").expect("create");
+        assert_ne!(a.path(), b.path());
+        for p in [a.path().to_owned(), a.generations(), a.spills()] {
+            let m = std::fs::symlink_metadata(&p).expect("exists");
+            assert_eq!(m.permissions().mode() & 0o777, 0o700, "{}", p.display());
+            assert_eq!(m.uid(), euid());
+        }
+        let path = a.path().to_owned();
+        drop(a);
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn an_existing_directory_is_accepted_only_when_private_and_ours() {
+        let base = scratch("existing");
+        let open = base.0.join("open");
+        std::fs::create_dir(&open).expect("mkdir");
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+        let err = ensure_private(&open)
+            .expect_err("0777 accepted")
+            .to_string();
+        assert!(err.contains("open to other users"), "{err}");
+        let link = base.0.join("link");
+        symlink(&open, &link).expect("symlink");
+        let err = ensure_private(&link)
+            .expect_err("symlink accepted")
+            .to_string();
+        assert!(err.contains("symbolic link"), "{err}");
+        let theirs = base.0.join("theirs");
+        std::fs::create_dir(&theirs).expect("mkdir");
+        std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+        if euid() == 0 {
+            nix::unistd::chown(&theirs, Some(nix::unistd::Uid::from_raw(65534)), None)
+                .expect("chown");
+            let err = ensure_private(&theirs)
+                .expect_err("foreign accepted")
+                .to_string();
+            assert!(err.contains("owned by uid 65534"), "{err}");
+        }
+        ensure_private(&base.0.join("new")).expect("a new directory is made private");
+    }
+
+    #[test]
+    fn the_lock_is_held_while_the_host_lives() {
+        let base = scratch("lock");
+        let dir = RunDir::create_in(&base.0, "h.").expect("create");
+        let file = File::open(dir.path().join("lock")).expect("open");
+        assert!(Flock::lock(file, FlockArg::LockExclusiveNonblock).is_err());
+    }
+}

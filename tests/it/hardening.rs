@@ -1,0 +1,450 @@
+//! Attacks a second local user (uid `nobody`) or a planted file could make on a running host, each
+//! performed for real, and the environment every child gets. The tests run as root (CI does): they
+//! make files owned by `nobody` and run clients and hosts as `nobody`; as another user they are
+//! skipped with a message.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::fixtures::*;
+use crate::mcp::{self, SocketHost, Watcher, binary, call};
+
+const NOBODY: u32 = 65534;
+
+fn is_root() -> bool {
+    // Reading our own status needs no privilege.
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .find(|l| l.starts_with("Uid:"))
+            .is_some_and(|l| l.split_whitespace().nth(2) == Some("0"))
+    })
+}
+
+/// True (and says why) when this test cannot act as another user here.
+fn skip_unless_root(test: &str) -> bool {
+    if is_root() {
+        return false;
+    }
+    eprintln!("{test}: skipped: it needs root to act as uid {NOBODY}");
+    true
+}
+
+fn chown_nobody(p: &Path) {
+    std::os::unix::fs::chown(p, Some(NOBODY), Some(NOBODY)).expect("chown");
+}
+
+/// A directory owned by `nobody` with mode 0777, as an attacker would leave it.
+fn attacker_dir(p: &Path) {
+    std::fs::create_dir_all(p).expect("mkdir");
+    set_mode(p, 0o777);
+    chown_nobody(p);
+}
+
+/// Every file below `dir` (directories excluded).
+fn files_below(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() && !p.is_symlink() {
+            out.extend(files_below(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Proves: the attack that ran code as the host's user fails. An attacker pre-created the
+/// directories the host used to take (`<tmp>/taskhost-<pid>/{gen,spill}`, mode 0777, owned by
+/// `nobody`) for every pid the host could get; the host makes its own unpredictable 0700 directory
+/// instead, and nothing it writes (generation copies, spill files) lands in the attacker's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn directories_pre_created_by_another_user_are_never_used() {
+    if skip_unless_root("directories_pre_created_by_another_user_are_never_used") {
+        return;
+    }
+    let tmp = scratch("pre-created");
+    set_mode(&tmp, 0o1777);
+    let next_pid: u32 = std::fs::read_to_string("/proc/sys/kernel/ns_last_pid")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(1);
+    let traps: Vec<PathBuf> = (next_pid..next_pid + 300)
+        .map(|pid| tmp.join(format!("taskhost-{pid}")))
+        .collect();
+    for t in &traps {
+        attacker_dir(t);
+        attacker_dir(&t.join("gen"));
+        attacker_dir(&t.join("spill"));
+    }
+    // An unsafe XDG_RUNTIME_DIR (another user's, open to all) is not used either.
+    let xdg = tmp.join("xdg");
+    attacker_dir(&xdg);
+    let mut cmd = tokio::process::Command::new(binary());
+    cmd.args(["serve", "--no-watch"])
+        .env("XDG_RUNTIME_DIR", &xdg)
+        .env("TMPDIR", tmp.path());
+    let client = mcp::command_client(cmd, Watcher::default()).await;
+    let id = mcp::start(&client, "head -c 200000 /dev/zero | tr '\\0' x; echo end").await;
+    let read = mcp::read_waiting(&client, &id).await;
+    assert!(
+        read.contains("full output: "),
+        "the output spilled: {read:.300}"
+    );
+    let own: Vec<PathBuf> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.uid() == 0 && m.is_dir()))
+        .collect();
+    assert_eq!(own.len(), 1, "one directory of the host's own: {own:?}");
+    let meta = std::fs::symlink_metadata(&own[0]).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o700);
+    assert!(!traps.contains(&own[0]));
+    assert!(
+        read.contains(&own[0].display().to_string()),
+        "the spill file is in the host's directory: {read:.300}"
+    );
+    for t in &traps {
+        assert!(
+            files_below(t).is_empty(),
+            "the host wrote into {}",
+            t.display()
+        );
+    }
+    assert!(
+        files_below(&xdg).is_empty(),
+        "the host used the unsafe XDG_RUNTIME_DIR"
+    );
+    client.cancel().await.expect("close");
+    assert!(!own[0].exists(), "the host removed its directory at exit");
+}
+
+/// Proves: a generation directory that is not private (another user's, open to all, or a symlink)
+/// is refused with a clear error, and nothing is written into it.
+#[test]
+fn a_generation_directory_others_can_write_is_refused() {
+    let f = Fixture::new("foreign-gen");
+    let plugin = plugin_copy("taskhost_test_probe", &f.dir, "probe_foreign_gen");
+    let open = f.dir.join("open");
+    std::fs::create_dir(&open).unwrap();
+    set_mode(&open, 0o777);
+    let link = f.dir.join("link");
+    std::os::unix::fs::symlink(&open, &link).unwrap();
+    for dir in [&open, &link] {
+        let options = taskhost::LoadOptions {
+            generation_dir: dir.clone(),
+            allow_untrusted: false,
+            spill_dir: None,
+            env: Default::default(),
+        };
+        let host = taskhost::Taskhost::new(Default::default(), f.rt.handle().clone(), options);
+        let err = host
+            .plugins()
+            .load(&plugin, None, false)
+            .map(|_| ())
+            .expect_err("loaded into a directory others can write");
+        let text = err.to_string();
+        assert!(
+            text.contains("open to other users") || text.contains("symbolic link"),
+            "{text}"
+        );
+        assert!(files_below(&open).is_empty(), "{:?}", files_below(&open));
+    }
+}
+
+/// Proves: a symlink planted where a generation file would go is never followed: the host takes
+/// another name, the link's target is untouched, and the plugin serves from its own file.
+#[test]
+fn a_symlink_planted_at_a_generation_path_is_never_followed() {
+    let f = Fixture::new("planted-gen");
+    let gen_dir = f.dir.join("gen");
+    std::fs::create_dir(&gen_dir).unwrap();
+    set_mode(&gen_dir, 0o700);
+    let victim = f.dir.join("victim.so");
+    std::fs::write(&victim, b"not a library").unwrap();
+    std::os::unix::fs::symlink(&victim, gen_dir.join("libprobe_planted.g1.so")).unwrap();
+    f.load("taskhost_test_probe", "probe_planted");
+    f.load("taskhost_test_surface", "surface_planted");
+    f.host.sessions().open("s");
+    assert_eq!(std::fs::read(&victim).unwrap(), b"not a library");
+    let mapped = mapped_generations("probe_planted");
+    assert_eq!(mapped.len(), 1, "{mapped:?}");
+    assert!(mapped[0].contains("libprobe_planted.g1-1.so"), "{mapped:?}");
+    let id = f.start_probe("s", json!({"lines": 3}));
+    assert_eq!(f.drain("s", &id).0, probe_lines(3));
+}
+
+/// `taskhost call` of `bash` with `command`, run as `uid`.
+fn call_as(uid: u32, socket: &Path, command: &str) -> std::process::Output {
+    std::process::Command::new(binary())
+        .args(["call", "--connect"])
+        .arg(format!("unix:{}", socket.display()))
+        .args(["bash", &json!({"command": command}).to_string()])
+        .env("RUST_LOG", "warn")
+        .uid(uid)
+        .gid(uid)
+        .output()
+        .expect("run taskhost call")
+}
+
+/// Proves: under `umask 000` the socket is still created 0600.
+#[test]
+fn a_socket_created_under_umask_000_is_private() {
+    let dir = scratch("umask");
+    let socket = dir.join("taskhost.sock");
+    let mut host = SocketHost::start_with(&dir, &socket, "000", &[]);
+    let mode = std::fs::symlink_metadata(&socket)
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "socket mode {:o}", mode & 0o777);
+    host.stop();
+}
+
+/// Proves: a peer of another uid is refused before any tool runs, even when the socket file was
+/// opened to everyone; `--allow-uid` admits it on purpose.
+#[test]
+fn a_connection_from_another_user_is_refused_before_any_tool_runs() {
+    if skip_unless_root("a_connection_from_another_user_is_refused_before_any_tool_runs") {
+        return;
+    }
+    let dir = scratch("peer");
+    set_mode(&dir, 0o711);
+    let socket = dir.join("taskhost.sock");
+    let marker = dir.join("ran");
+    let command = format!("touch {}", marker.display());
+    let mut host = SocketHost::start_with(&dir, &socket, "077", &[]);
+    set_mode(&socket, 0o666);
+    let out = call_as(NOBODY, &socket, &command);
+    assert!(!out.status.success(), "nobody's call went through");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("MCP handshake"),
+        "nobody reached the socket and was refused by the host, not by file permissions: {stderr}"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!marker.exists(), "nobody ran a command as the host's user");
+    // The host's own user is served.
+    assert!(call_as(0, &socket, "true").status.success());
+    host.stop();
+
+    let mut shared = SocketHost::start_with(&dir, &socket, "077", &["--allow-uid", "65534"]);
+    set_mode(&socket, 0o666);
+    let out = call_as(NOBODY, &socket, &command);
+    assert!(
+        out.status.success(),
+        "an allowed uid is served: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(marker.exists());
+    shared.stop();
+}
+
+/// Proves: `--listen` on a regular file or on a live host's socket fails with exit 2 and leaves
+/// both untouched; a stale socket is replaced.
+#[test]
+fn listen_refuses_a_regular_file_and_a_live_socket_and_replaces_a_stale_one() {
+    let dir = scratch("listen-refusals");
+    let file = dir.join("notes.txt");
+    std::fs::write(&file, "keep me").unwrap();
+    let run = |path: &Path| {
+        std::process::Command::new(binary())
+            .args(["serve", "--no-watch", "--listen"])
+            .arg(format!("unix:{}", path.display()))
+            .env("XDG_RUNTIME_DIR", dir.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let out = run(&file);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("is not a socket"), "{stderr}");
+    assert!(stderr.contains(&file.display().to_string()), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
+
+    let socket = dir.join("taskhost.sock");
+    let mut first = SocketHost::start_with(&dir, &socket, "077", &[]);
+    let inode = std::fs::metadata(&socket).unwrap().ino();
+    let out = run(&socket);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("another taskhost serves"), "{stderr}");
+    assert_eq!(std::fs::metadata(&socket).unwrap().ino(), inode);
+    assert!(
+        call_as(0, &socket, "true").status.success(),
+        "the first host still serves"
+    );
+
+    // SIGKILL leaves a stale socket behind; the next host replaces it.
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+    assert!(socket.exists());
+    let mut next = SocketHost::start_with(&dir, &socket, "077", &[]);
+    assert!(call_as(0, &socket, "true").status.success());
+    next.stop();
+}
+
+/// Proves: a host removes its socket at exit only while it is still its own: after the path was
+/// taken over by another host (the first one's file removed meanwhile), stopping the first leaves
+/// the second's socket in place.
+#[test]
+fn stopping_one_host_never_removes_another_hosts_socket() {
+    let dir = scratch("socket-owner");
+    let socket = dir.join("taskhost.sock");
+    let mut first = SocketHost::start_with(&dir, &socket, "077", &[]);
+    std::fs::remove_file(&socket).unwrap();
+    let mut second = SocketHost::start_with(&dir, &socket, "077", &[]);
+    let inode = std::fs::metadata(&socket).unwrap().ino();
+    first.stop();
+    assert_eq!(
+        std::fs::metadata(&socket).map(|m| m.ino()).ok(),
+        Some(inode),
+        "the second host's socket is still there"
+    );
+    assert!(call_as(0, &socket, "true").status.success());
+    second.stop();
+    assert!(!socket.exists(), "a host removes its own socket");
+}
+
+/// The variables a child of a host started with `vars` and `config` (an `[env]` table, or none)
+/// sees, from `env`.
+async fn child_env(dir: &Path, vars: &[(&str, &str)], config: Option<&str>) -> Vec<String> {
+    let mut cmd = tokio::process::Command::new(binary());
+    cmd.envs(vars.iter().copied()).args(["serve", "--no-watch"]);
+    if let Some(text) = config {
+        let file = dir.join("env.toml");
+        std::fs::write(&file, text).unwrap();
+        cmd.arg("--config").arg(&file);
+    }
+    let client = mcp::command_client(cmd, Watcher::default()).await;
+    let out = call(&client, "bash", json!({"command": "env"})).await;
+    client.cancel().await.expect("close");
+    out.lines()
+        .filter(|l| l.contains('='))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn names(env: &[String]) -> Vec<&str> {
+    env.iter().filter_map(|l| l.split('=').next()).collect()
+}
+
+const SECRETS: [(&str, &str); 9] = [
+    ("GITHUB_PAT", "ghp_canary"),
+    ("DATABASE_URL", "postgres://u:canary@h/db"),
+    ("PASSWD", "canary"),
+    ("DB_PASS", "canary"),
+    ("CREDENTIALS_JSON", "{\"canary\": 1}"),
+    ("SSH_AUTH_SOCK", "/run/canary"),
+    ("MY_API_KEY", "canary"),
+    ("SESSION_COOKIE", "canary"),
+    ("MYSQL_PWD", "canary"),
+];
+
+/// Proves: every default-excluded kind of secret is absent from a real child's environment, while
+/// `PATH`, `HOME`, `LANG` and the working directory reach it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_policy_keeps_every_kind_of_secret_from_a_child() {
+    let dir = scratch("env-default");
+    let mut vars = SECRETS.to_vec();
+    vars.extend([("LANG", "C.UTF-8"), ("HOME", "/root"), ("HARMLESS", "kept")]);
+    let env = child_env(&dir, &vars, None).await;
+    assert!(
+        env.iter().all(|l| !l.contains("canary")),
+        "a secret reached the child: {env:?}"
+    );
+    let names = names(&env);
+    for kept in ["PATH", "HOME", "LANG", "HARMLESS", "PWD"] {
+        assert!(names.contains(&kept), "{kept} missing from {names:?}");
+    }
+}
+
+/// Proves: `inherit`, `exclude`, `include_only` and `set` each change what a real child sees.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_env_setting_changes_what_a_child_sees() {
+    let dir = scratch("env-settings");
+    let vars = [("EDITOR", "vi"), ("VISUAL", "vim"), ("LANG", "C.UTF-8")];
+    let has = |env: &[String], name: &str| names(env).contains(&name);
+
+    let core = child_env(&dir, &vars, Some("[env]\ninherit = \"core\"\n")).await;
+    assert!(
+        has(&core, "PATH") && has(&core, "LANG") && !has(&core, "EDITOR"),
+        "{core:?}"
+    );
+
+    let none = child_env(&dir, &vars, Some("[env]\ninherit = \"none\"\n")).await;
+    assert!(!has(&none, "LANG") && !has(&none, "EDITOR"), "{none:?}");
+
+    let exclude = child_env(&dir, &vars, Some("[env]\nexclude = [\"vis*\"]\n")).await;
+    assert!(
+        has(&exclude, "EDITOR") && !has(&exclude, "VISUAL"),
+        "{exclude:?}"
+    );
+
+    let only = child_env(
+        &dir,
+        &vars,
+        Some("[env]\ninclude_only = [\"PATH\", \"editor\"]\n"),
+    )
+    .await;
+    assert!(has(&only, "PATH") && has(&only, "EDITOR"), "{only:?}");
+    assert!(!has(&only, "VISUAL") && !has(&only, "LANG"), "{only:?}");
+
+    let set = child_env(
+        &dir,
+        &vars,
+        Some("[env.set]\nCI = \"1\"\nEDITOR = \"nano\"\n"),
+    )
+    .await;
+    assert!(set.contains(&"CI=1".to_owned()), "{set:?}");
+    assert!(set.contains(&"EDITOR=nano".to_owned()), "{set:?}");
+}
+
+/// Proves: a child cannot read its host's environment through `/proc/$PPID/environ` (the host is
+/// not dumpable). Root reads any process's environment whatever that flag says, so this host runs
+/// as `nobody`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_cannot_read_the_hosts_environment_from_proc() {
+    if skip_unless_root("a_child_cannot_read_the_hosts_environment_from_proc") {
+        return;
+    }
+    let dir = scratch("environ");
+    set_mode(&dir, 0o711);
+    let home = dir.join("nobody");
+    std::fs::create_dir(&home).unwrap();
+    chown_nobody(&home);
+    let mut cmd = tokio::process::Command::new(binary());
+    cmd.env_remove("XDG_RUNTIME_DIR")
+        .env("TMPDIR", &home)
+        .env("MY_SECRET", "canary")
+        .current_dir(&home)
+        .uid(NOBODY)
+        .gid(NOBODY);
+    cmd.args(["serve", "--no-watch", "--allow-untrusted-plugins"]);
+    let client = mcp::command_client(cmd, Watcher::default()).await;
+    let out = call(
+        &client,
+        "bash",
+        json!({"command": "id -u; echo ${MY_SECRET:-absent}; tr '\\0' '\\n' < /proc/$PPID/environ 2>&1 | grep -c canary"}),
+    )
+    .await;
+    client.cancel().await.expect("close");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[0],
+        NOBODY.to_string(),
+        "the host ran as nobody: {out}"
+    );
+    assert_eq!(lines[1], "absent", "{out}");
+    assert!(
+        !out.contains("canary"),
+        "the child read the host's environment: {out}"
+    );
+    assert!(out.contains("Permission denied"), "{out}");
+}
