@@ -243,6 +243,11 @@ pub struct ProcessResult {
     pub signal: ROption<RString>,
     /// True when the timeout ended it.
     pub timed_out: bool,
+    /// Set when no process ran (it could not be started, or the session's limit of foreground
+    /// commands was reached): the text says why, and the other fields are empty.
+    pub error: ROption<RString>,
+    /// True when the call was cancelled (by the client, or the session's end) and that ended it.
+    pub cancelled: bool,
 }
 
 /// A child agent run over ACP, as the host runs it: the command is spawned through the host's process

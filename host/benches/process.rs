@@ -39,6 +39,8 @@ fn main() {
         allow_untrusted: true,
         spill_dir: None,
         env: Default::default(),
+        keeper: None,
+        max_foreground_per_owner: 16,
     };
     let host = Taskhost::new(config, rt.handle().clone(), options);
     for p in ["bash", "tasks"] {

@@ -55,6 +55,8 @@ fn main() {
         allow_untrusted: true,
         spill_dir: None,
         env: Default::default(),
+        keeper: None,
+        max_foreground_per_owner: 16,
     };
     let host = Taskhost::new(RegistryConfig::new(), rt.handle().clone(), options);
     host.plugins().load(&path, None, false).expect("first load");

@@ -142,13 +142,15 @@ pub async fn run(
         .iter()
         .filter_map(|name| Some((name.clone(), std::env::var(name).ok()?)))
         .collect();
-    let (process, pipes) = processes.spawn_piped(&spec, session);
-    let Some((stdin, stdout)) = pipes else {
-        return TaskOutcome::failed(format!(
-            "cannot start agent {}: {}",
-            run.command.join(" "),
-            process.read().trim()
-        ));
+    let (process, (stdin, stdout)) = match processes.spawn_piped(&spec, session) {
+        Ok(spawned) => spawned,
+        Err(e) => {
+            return TaskOutcome::failed(format!(
+                "cannot start agent {}: {}",
+                crate::process::excerpt(&run.command.join(" ")),
+                e.0
+            ));
+        }
     };
     let transcript: Arc<Mutex<Transcript>> = Arc::default();
     let seen = transcript.clone();

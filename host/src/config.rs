@@ -111,6 +111,8 @@ pub struct TasksSection {
     pub max_concurrent_tasks_per_owner: Option<u64>,
     /// How long a teardown waits for a cancelled task (default 10000).
     pub teardown_grace_ms: Option<u64>,
+    /// Foreground commands one session may run at once (default 16); past it a call is refused.
+    pub max_foreground_per_owner: Option<u64>,
     /// Where process output beyond the in-memory tail is spilled (default: beside the generation
     /// files, under `$XDG_RUNTIME_DIR` or the temp dir); relative to the config file's directory.
     pub spill_dir: Option<PathBuf>,
@@ -161,7 +163,22 @@ impl Config {
         config
             .registry()
             .map_err(|e| ConfigError(format!("bad config {}: [tasks] {e}", path.display())))?;
+        if config.tasks.max_foreground_per_owner == Some(0) {
+            return Err(ConfigError(format!(
+                "bad config {}: [tasks] max_foreground_per_owner must be at least 1, got 0",
+                path.display()
+            )));
+        }
         Ok(config)
+    }
+
+    /// `[tasks] max_foreground_per_owner`, or its default.
+    pub fn max_foreground_per_owner(&self) -> usize {
+        self.tasks
+            .max_foreground_per_owner
+            .map_or(crate::sessions::DEFAULT_MAX_FOREGROUND, |n| {
+                usize::try_from(n).unwrap_or(usize::MAX)
+            })
     }
 
     /// The registry settings.

@@ -54,6 +54,14 @@ enum Command {
         #[arg(long)]
         connect: String,
     },
+    /// Internal: the keeper a host starts, which ends the host's task processes when the host dies
+    /// (reads registrations on stdin until it closes).
+    #[command(hide = true)]
+    Keeper {
+        /// What the host's task processes' markers start with.
+        #[arg(long)]
+        marker: String,
+    },
     /// Calls one tool on a running host and prints its text.
     Call {
         /// `unix:PATH` of the host.
@@ -87,6 +95,10 @@ fn unix_path(spec: &str) -> Result<PathBuf, String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Keeper { marker } = &cli.command {
+        taskhost::process::keeper::run(std::io::stdin().lock(), marker);
+        return ExitCode::SUCCESS;
+    }
     // The server logs its lifecycle; the one-shot commands only say what went wrong.
     let default_filter = if matches!(cli.command, Command::Serve { .. }) {
         "info"
@@ -132,12 +144,16 @@ fn main() -> ExitCode {
             },
         ),
         Command::Plugins { connect } => runtime.block_on(plugins(&connect)),
+        Command::Keeper { .. } => Ok(ExitCode::SUCCESS),
         Command::Call {
             connect,
             tool,
             arguments,
         } => runtime.block_on(call(&connect, &tool, &arguments)),
     };
+    // A stdin reader may still block in its thread (the client has not closed stdin): do not wait
+    // for it.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     match result {
         Ok(code) => code,
         Err((code, message)) => {
@@ -164,6 +180,7 @@ fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Outcome {
     if let Err(e) = nix::sys::prctl::set_dumpable(false) {
         tracing::warn!(error = %e, "cannot make the host non-dumpable");
     }
+    raise_file_limit();
     let ServeArgs {
         config,
         plugins: plugin_args,
@@ -185,6 +202,10 @@ fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Outcome {
         .map(|l| unix_path(&l))
         .transpose()
         .map_err(|e| (2, e))?;
+    let mut stop = {
+        let _runtime = runtime.enter();
+        StopSignals::new().map_err(|e| (1, format!("cannot listen for signals: {e}")))?
+    };
     let run_dir = RunDir::create().map_err(|e| (1, e.to_string()))?;
     let mut socket = listen
         .as_deref()
@@ -196,6 +217,8 @@ fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Outcome {
         allow_untrusted,
         spill_dir: config.tasks.spill_dir.clone(),
         env: config.env.policy(),
+        keeper: std::env::current_exe().ok(),
+        max_foreground_per_owner: config.max_foreground_per_owner(),
     };
     let host = Arc::new(Taskhost::new(registry, runtime.handle().clone(), options));
     let mut entries: Vec<(PathBuf, Option<String>)> = config
@@ -227,14 +250,20 @@ fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Outcome {
         )
     };
     let tools: Vec<String> = host.plugins().tools().into_iter().map(|t| t.name).collect();
+
     tracing::info!(?tools, "serving");
     let served = runtime.block_on(async {
         let stop = async {
-            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
-            }
+            let signal = stop.first().await;
+            tracing::info!(
+                signal,
+                "stopping: tasks are cancelled and awaited; a second signal exits at once"
+            );
+            tokio::spawn(async move {
+                let again = stop.first().await;
+                tracing::warn!(signal = again, "second signal: exiting without cleanup");
+                std::process::exit(128 + again);
+            });
         };
         let result = tokio::select! {
             r = async {
@@ -265,6 +294,45 @@ fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Outcome {
     drop(socket);
     drop(run_dir);
     served.map(|()| ExitCode::SUCCESS).map_err(|e| (1, e))
+}
+
+/// Raises the soft limit of open files to the hard limit: every task holds descriptors, and a host
+/// that runs thousands of them should not fail at the distribution's default of 1,024.
+fn raise_file_limit() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    match getrlimit(Resource::RLIMIT_NOFILE) {
+        Ok((soft, hard)) if soft < hard => {
+            if let Err(e) = setrlimit(Resource::RLIMIT_NOFILE, hard, hard) {
+                tracing::warn!(error = %e, soft, hard, "cannot raise the open-file limit");
+            }
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "cannot read the open-file limit"),
+    }
+}
+
+/// SIGTERM, SIGINT and SIGHUP: each asks the host to stop.
+struct StopSignals([tokio::signal::unix::Signal; 3]);
+
+impl StopSignals {
+    fn new() -> std::io::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Self([
+            signal(SignalKind::terminate())?,
+            signal(SignalKind::interrupt())?,
+            signal(SignalKind::hangup())?,
+        ]))
+    }
+
+    /// The next of the three to arrive, as its number.
+    async fn first(&mut self) -> i32 {
+        let [term, int, hup] = &mut self.0;
+        tokio::select! {
+            _ = term.recv() => libc::SIGTERM,
+            _ = int.recv() => libc::SIGINT,
+            _ = hup.recv() => libc::SIGHUP,
+        }
+    }
 }
 
 async fn connect(

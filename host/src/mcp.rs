@@ -130,15 +130,21 @@ impl ServerHandler for McpSession {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let arguments = request.arguments.map_or_else(|| json!({}), Value::Object);
-        let result = match self
+        let call = self
             .host
             .plugins()
-            .call_tool(&request.name, &self.id, &arguments)
-            .await
-        {
+            .call_tool(&request.name, &self.id, &arguments);
+        // `notifications/cancelled` for this request: dropping the call cancels what it started.
+        let outcome = tokio::select! {
+            outcome = call => outcome,
+            () = context.ct.cancelled() => {
+                return Err(McpError::internal_error("cancelled by the client", None));
+            }
+        };
+        let result = match outcome {
             Ok(out) => {
                 let mut blocks = vec![ContentBlock::text(out.text)];
                 let pending = std::mem::take(&mut *lock(&self.pending));

@@ -125,6 +125,11 @@ impl RunDir {
     /// When no private directory can be made.
     pub fn create() -> Result<Self, RunDirError> {
         let (base, prefix) = Self::base();
+        let kind = prefix.split('-').next().unwrap_or_default();
+        let removed = remove_dead(&base, &format!("{kind}-"));
+        if removed > 0 {
+            tracing::info!(removed, base = %base.display(), "removed what dead hosts left");
+        }
         Self::create_in(&base, &prefix)
     }
 
@@ -190,6 +195,38 @@ impl RunDir {
     pub fn spills(&self) -> PathBuf {
         self.path.join("spill")
     }
+}
+
+/// Removes the directories dead hosts of this user left in `base` (named `<kind>...`, as
+/// [`RunDir::create_in`] makes them): a private directory of ours with a `lock` file that nobody holds.
+/// A live host holds its lock, so its directory is never touched. Returns how many were removed.
+pub fn remove_dead(base: &Path, kind: &str) -> usize {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let named = entry
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.starts_with(kind) && n.contains('.'));
+        if !named || check_private(&path, true).is_err() {
+            continue;
+        }
+        let lock = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path.join("lock"));
+        let Ok(lock) = lock else { continue };
+        if let Ok(held) = Flock::lock(lock, FlockArg::LockExclusiveNonblock) {
+            if std::fs::remove_dir_all(&path).is_ok() {
+                removed += 1;
+            }
+            drop(held);
+        }
+    }
+    removed
 }
 
 impl Drop for RunDir {
@@ -262,6 +299,31 @@ mod tests {
             assert!(err.contains("owned by uid 65534"), "{err}");
         }
         ensure_private(&base.0.join("new")).expect("a new directory is made private");
+    }
+
+    #[test]
+    fn only_the_directories_of_dead_hosts_are_removed() {
+        let base = scratch("dead");
+        let live = RunDir::create_in(&base.0, "host-1.").expect("create");
+        let make = |name: &str, mode: u32, lock: bool| {
+            let p = base.0.join(name);
+            std::fs::create_dir(&p).expect("mkdir");
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).expect("chmod");
+            if lock {
+                std::fs::write(p.join("lock"), b"").expect("lock");
+            }
+            p
+        };
+        // A dead host's directory: its lock file is there and nobody holds it.
+        let dead = make("host-2.abcdef", 0o700, true);
+        let unlocked = make("host-3.abcdef", 0o700, false);
+        let open = make("host-4.abcdef", 0o755, true);
+        let other = make("other-5.abcdef", 0o700, true);
+        assert_eq!(remove_dead(&base.0, "host-"), 1);
+        assert!(!dead.exists());
+        for kept in [live.path(), &unlocked, &open, &other] {
+            assert!(kept.exists(), "{}", kept.display());
+        }
     }
 
     #[test]

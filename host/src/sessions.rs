@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use taskhost_registry::{Agent, Registry};
+use taskhost_registry::{Agent, CancellationToken, Registry};
 
 /// A notice for a session, about a task when it names one.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,19 +21,76 @@ struct Entry {
     agent: Agent,
     pending: Vec<Notice>,
     sink: Option<NoticeSink>,
+    /// Cancelled when the session closes: every call of the session holds a child of it.
+    calls: CancellationToken,
+    /// Foreground commands running now.
+    foreground: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// The open sessions.
 pub struct Sessions {
     registry: Registry,
     inner: Mutex<HashMap<String, Entry>>,
+    max_foreground: usize,
 }
 
+/// Why a foreground command was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ForegroundError {
+    /// The session runs as many foreground commands as it may.
+    #[error(
+        "too many foreground commands running in this session (limit {0}); wait for one to finish, or run this one with run_in_background"
+    )]
+    Limit(usize),
+}
+
+/// A running foreground command's place in its session's count; given back when dropped.
+pub struct ForegroundSlot(Option<Arc<std::sync::atomic::AtomicUsize>>);
+
+impl Drop for ForegroundSlot {
+    fn drop(&mut self) {
+        if let Some(count) = &self.0 {
+            count.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+        }
+    }
+}
+
+/// The default of `[tasks] max_foreground_per_owner`.
+pub const DEFAULT_MAX_FOREGROUND: usize = 16;
+
 impl Sessions {
-    pub(crate) fn new(registry: Registry) -> Self {
+    pub(crate) fn new(registry: Registry, max_foreground: usize) -> Self {
         Self {
             registry,
             inner: Mutex::new(HashMap::new()),
+            max_foreground: max_foreground.max(1),
+        }
+    }
+
+    /// A token for one call of session `id`: cancelled when the session closes (a fresh, free token
+    /// for an unknown or empty session).
+    pub fn call_token(&self, id: &str) -> CancellationToken {
+        self.lock()
+            .get(id)
+            .map_or_else(CancellationToken::new, |e| e.calls.child_token())
+    }
+
+    /// Takes one of session `id`'s foreground slots for a command that runs until the slot is
+    /// dropped. A call outside any open session is not counted.
+    ///
+    /// # Errors
+    /// [`ForegroundError::Limit`] when the session already runs `max_foreground_per_owner` of them.
+    pub fn begin_foreground(&self, id: &str) -> Result<ForegroundSlot, ForegroundError> {
+        use std::sync::atomic::Ordering;
+        let Some(count) = self.lock().get(id).map(|e| e.foreground.clone()) else {
+            return Ok(ForegroundSlot(None));
+        };
+        let taken = count.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n < self.max_foreground).then_some(n + 1)
+        });
+        match taken {
+            Ok(_) => Ok(ForegroundSlot(Some(count))),
+            Err(_) => Err(ForegroundError::Limit(self.max_foreground)),
         }
     }
 
@@ -52,18 +109,22 @@ impl Sessions {
                 agent: agent.clone(),
                 pending: Vec::new(),
                 sink: None,
+                calls: CancellationToken::new(),
+                foreground: Arc::default(),
             },
         );
         agent
     }
 
-    /// Closes a session: its agent is disposed (its tasks cancelled and awaited, its records dropped).
+    /// Closes a session: its calls are cancelled (foreground commands end as a kill ends them) and
+    /// its agent is disposed (its tasks cancelled and awaited, its records dropped).
     ///
     /// # Cancel safety
     /// As [`Registry::dispose_agent`].
     pub async fn close(&self, id: &str) {
         let entry = self.lock().remove(id);
         if let Some(e) = entry {
+            e.calls.cancel();
             self.registry.dispose_agent(&e.agent).await;
         }
     }

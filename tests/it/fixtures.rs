@@ -79,6 +79,9 @@ impl Fixture {
             allow_untrusted: false,
             spill_dir: None,
             env: Default::default(),
+            // The keeper runs in every fixture, so every test exercises it.
+            keeper: Some(artifacts().join("taskhost")),
+            max_foreground_per_owner: 16,
         };
         let host = Arc::new(Taskhost::new(config, rt.handle().clone(), options));
         Self { rt, host, dir }

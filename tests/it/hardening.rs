@@ -141,6 +141,8 @@ fn a_generation_directory_others_can_write_is_refused() {
             allow_untrusted: false,
             spill_dir: None,
             env: Default::default(),
+            keeper: None,
+            max_foreground_per_owner: 16,
         };
         let host = taskhost::Taskhost::new(Default::default(), f.rt.handle().clone(), options);
         let err = host

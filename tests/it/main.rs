@@ -7,6 +7,7 @@ mod bash;
 mod faults;
 mod fixtures;
 mod hardening;
+mod lifecycle;
 mod loading;
 mod mcp;
 mod reload;

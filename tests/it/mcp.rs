@@ -69,7 +69,7 @@ pub(crate) async fn command_client(mut cmd: tokio::process::Command, watcher: Wa
     watcher.serve(transport).await.expect("MCP handshake")
 }
 
-async fn socket_client(path: &Path, watcher: Watcher) -> Client {
+pub(crate) async fn socket_client(path: &Path, watcher: Watcher) -> Client {
     let stream = tokio::net::UnixStream::connect(path)
         .await
         .expect("connect");
@@ -133,7 +133,7 @@ async fn plugins_resource(client: &Client) -> Value {
     }
 }
 
-fn alive(pid: i32) -> bool {
+pub(crate) fn alive(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
         !s.rsplit(')')
             .next()

@@ -5,7 +5,9 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, Weak};
 
 use taskhost_abi::abi_stable::sabi_trait::TD_Opaque;
-use taskhost_abi::abi_stable::std_types::{RErr, ROk, ROption, RResult, RStr, RString, RVec};
+use taskhost_abi::abi_stable::std_types::{
+    RErr, RNone, ROk, ROption, RResult, RSome, RStr, RString, RVec,
+};
 use taskhost_abi::{AgentRequest, ProcessRequest, ProcessResult};
 use taskhost_abi::{
     Completion, Completion_TO, FfiKill, FfiOutcome, FfiRead, FfiSnapshot, HooksBox, HostApi,
@@ -14,6 +16,7 @@ use taskhost_abi::{
 use taskhost_registry::{Agent, KillOutcome, ProducerError, SurfaceScope, TaskHooks, TaskStart};
 
 use super::Shared;
+use super::call_scope::CallScope;
 use super::convert;
 use super::generation::{GenBox, Generation};
 use super::tools::ToolEntry;
@@ -276,7 +279,10 @@ impl HostApi for GenHost {
         let session = owner_session(&decl);
         let processes = self.shared.processes.clone();
         let run = move || {
-            let process = processes.spawn(&spec, &session);
+            // A process that cannot start fails the start: no task is registered, no id issued.
+            let process = processes
+                .spawn(&spec, &session)
+                .map_err(|e| ProducerError(e.to_string()))?;
             let (waited, killed, read) = (process.clone(), process.clone(), process);
             let done = async move {
                 let exit = waited.wait().await;
@@ -318,20 +324,19 @@ impl HostApi for GenHost {
     }
 
     fn run_agent(&self, session: RStr<'_>, request: AgentRequest) -> FfiOutcome {
-        let outcome = match agent_run(&request) {
-            Err(e) => taskhost_registry::TaskOutcome::failed(e),
-            Ok(run) => {
+        let cancel = CallScope::current();
+        let outcome = match (
+            agent_run(&request),
+            self.shared.sessions.begin_foreground(session.as_str()),
+        ) {
+            (Err(e), _) => taskhost_registry::TaskOutcome::failed(e),
+            (_, Err(e)) => taskhost_registry::TaskOutcome::failed(e.to_string()),
+            (Ok(run), Ok(_slot)) => {
                 let processes = self.shared.processes.clone();
                 let session = session.as_str().to_owned();
                 // Plugin code runs on generation threads, never on the runtime's, so blocking here is sound.
                 self.shared.runtime.block_on(async move {
-                    crate::acp::run(
-                        &processes,
-                        &session,
-                        run,
-                        taskhost_registry::CancellationToken::new(),
-                    )
-                    .await
+                    crate::acp::run(&processes, &session, run, cancel).await
                 })
             }
         };
@@ -344,16 +349,38 @@ impl HostApi for GenHost {
         request: ProcessRequest,
         timeout_ms: u64,
     ) -> ProcessResult {
+        let refused = |error: String| ProcessResult {
+            output: RString::new(),
+            exit_code: RNone,
+            signal: RNone,
+            timed_out: false,
+            error: RSome(error.into()),
+            cancelled: false,
+        };
+        let cancel = CallScope::current();
+        let _slot = match self.shared.sessions.begin_foreground(session.as_str()) {
+            Ok(slot) => slot,
+            Err(e) => return refused(e.to_string()),
+        };
         let spec = process_spec(&request);
-        let process = self.shared.processes.spawn(&spec, session.as_str());
+        let process = match self.shared.processes.spawn(&spec, session.as_str()) {
+            Ok(p) => p,
+            Err(e) => return refused(e.to_string()),
+        };
         let timeout = std::time::Duration::from_millis(timeout_ms.max(1));
         // Plugin code runs on generation threads, never on the runtime's, so blocking here is sound.
-        let (exit, timed_out) = self.shared.runtime.block_on(async {
-            match tokio::time::timeout(timeout, process.wait()).await {
-                Ok(exit) => (exit, false),
-                Err(_) => {
+        let (exit, timed_out, cancelled) = self.shared.runtime.block_on(async {
+            tokio::select! {
+                exit = tokio::time::timeout(timeout, process.wait()) => match exit {
+                    Ok(exit) => (exit, false, false),
+                    Err(_) => {
+                        process.kill();
+                        (process.wait().await, true, false)
+                    }
+                },
+                () = cancel.cancelled() => {
                     process.kill();
-                    (process.wait().await, true)
+                    (process.wait().await, false, true)
                 }
             }
         });
@@ -369,6 +396,8 @@ impl HostApi for GenHost {
             exit_code: exit_code.into(),
             signal: signal.into(),
             timed_out,
+            error: RNone,
+            cancelled,
         }
     }
 

@@ -8,6 +8,7 @@
 //! flaps), its instance is disposed. Calls already in flight finish on it; tasks it started keep it loaded until
 //! they settle; then it unloads for real.
 
+mod call_scope;
 mod convert;
 mod executor;
 mod generation;
@@ -210,6 +211,12 @@ pub struct LoadOptions {
     pub spill_dir: Option<PathBuf>,
     /// The environment policy of every child process.
     pub env: crate::process::env::EnvPolicy,
+    /// The `taskhost` binary, whose `keeper` command ends every task process if the host dies
+    /// (see [`crate::process::keeper`]); `None` runs without one.
+    pub keeper: Option<PathBuf>,
+    /// Foreground commands one session may run at once (`[tasks] max_foreground_per_owner`,
+    /// [`crate::sessions::DEFAULT_MAX_FOREGROUND`] by default).
+    pub max_foreground_per_owner: usize,
 }
 
 /// A plugin's completion listener, holding its generation.
@@ -238,8 +245,9 @@ impl Plugins {
                 runtime.clone(),
                 spill_dir,
                 &options.env,
+                options.keeper.as_deref(),
             )),
-            sessions: Sessions::new(registry.clone()),
+            sessions: Sessions::new(registry.clone(), options.max_foreground_per_owner),
             registry: registry.clone(),
             runtime,
             tools: RwLock::new(BTreeMap::new()),
@@ -287,7 +295,9 @@ impl Plugins {
     /// generation went away.
     ///
     /// # Cancel safety
-    /// Dropping the future abandons the result; the call itself runs to its end on the plugin's thread.
+    /// Dropping the future cancels the call: a foreground command it started is ended as a kill ends
+    /// it (SIGTERM, the grace, SIGKILL), and the plugin's answer is dropped. The session's end does
+    /// the same to every call of the session.
     pub async fn call_tool(
         &self,
         name: &str,
@@ -296,7 +306,9 @@ impl Plugins {
     ) -> Result<CallOutput, CallError> {
         let entry = self.shared.tools_read().get(name).cloned();
         let entry = entry.ok_or_else(|| CallError::UnknownTool(name.to_owned()))?;
-        entry.call(session, arguments).await
+        let cancel = self.shared.sessions.call_token(session);
+        let _cancel_on_drop = cancel.clone().drop_guard();
+        entry.call(session, arguments, cancel).await
     }
 
     /// Loads (or reloads) the plugin at `path` as a new generation and swaps it in once its init

@@ -150,6 +150,11 @@ impl Escaped {
         marker_value(self.service, n)
     }
 
+    /// What every marker of this service starts with.
+    pub fn marker_prefix(&self) -> String {
+        format!("{}:{}:", std::process::id(), self.service)
+    }
+
     /// Records a spawned process group as this host's: an orphaned member that dies as the host's
     /// child is then reaped by the sweep.
     pub fn own_group(&self, pgid: i32) {

@@ -9,6 +9,7 @@
 
 pub mod env;
 mod escaped;
+pub mod keeper;
 mod render;
 mod stream;
 
@@ -81,8 +82,6 @@ pub enum Exit {
 struct Streams {
     out: StreamBuf,
     err: StreamBuf,
-    /// A spawn failure, reported once in the next read.
-    spawn_error: Option<String>,
 }
 
 /// One child process (or the record of one that failed to spawn).
@@ -153,19 +152,12 @@ impl Process {
         let mut s = lock(&self.streams);
         let out = s.out.read();
         let err = s.err.read();
-        let spawn_error = s.spawn_error.take();
         let paths: Vec<PathBuf> = [s.out.spill_path(), s.err.spill_path()]
             .into_iter()
             .flatten()
             .cloned()
             .collect();
-        render_read(
-            &out.bytes,
-            &err.bytes,
-            out.lossy || err.lossy,
-            &paths,
-            spawn_error.as_deref(),
-        )
+        render_read(&out.bytes, &err.bytes, out.lossy || err.lossy, &paths)
     }
 
     /// The last `max` bytes of stderr (lossy UTF-8), without consuming them: for diagnostics.
@@ -226,6 +218,12 @@ impl Spills {
                 .filter_map(|b| b.planned_spill().cloned())
                 .collect()
         };
+        self.forget(session, unused);
+    }
+
+    /// Forgets spill paths of `session` that will never be files.
+    fn forget(&self, session: &str, unused: impl IntoIterator<Item = PathBuf>) {
+        let unused: Vec<PathBuf> = unused.into_iter().collect();
         let mut map = lock(&self.0);
         if let Some(paths) = map.get_mut(session) {
             paths.retain(|p| !unused.contains(p));
@@ -236,6 +234,26 @@ impl Spills {
     }
 }
 
+/// Why a process could not be started: the OS's cause, with the value it concerns (at most 200
+/// characters of it).
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
+#[error("cannot start the command: {0}")]
+pub struct SpawnError(pub String);
+
+/// At most 200 characters of `value`, and how many more there were: a bad value is quoted, never
+/// echoed whole.
+pub fn excerpt(value: &str) -> String {
+    const MAX: usize = 200;
+    match value.char_indices().nth(MAX) {
+        None => value.to_owned(),
+        Some((at, _)) => format!(
+            "{}... ({} more characters)",
+            &value[..at],
+            value[at..].chars().count()
+        ),
+    }
+}
+
 /// Spawns and tracks child processes.
 pub struct ProcessService {
     runtime: Handle,
@@ -243,6 +261,8 @@ pub struct ProcessService {
     spill_dir: Option<PathBuf>,
     /// The environment policy applied to the host's environment, once: every child starts from it.
     base_env: Vec<env::Var>,
+    /// Ends every task process if the host dies (`None`: no keeper was asked for, or it failed).
+    keeper: Option<Arc<keeper::Keeper>>,
     next: AtomicU64,
     spills: Arc<Spills>,
     /// Live process groups by process number, ended at shutdown.
@@ -256,8 +276,14 @@ impl ProcessService {
     /// `spill_dir` (created 0700 if missing; an existing directory must be ours and closed to others,
     /// else spills are refused and reads say the full output is unavailable). Makes the host process a
     /// child subreaper, so descendants that escape their process group are adopted and ended with
-    /// their task.
-    pub fn new(runtime: Handle, spill_dir: PathBuf, policy: &env::EnvPolicy) -> Self {
+    /// their task. With `keeper` (the `taskhost` binary), starts a [`keeper::Keeper`] so that no task
+    /// process outlives the host however it dies; a keeper that cannot start is logged.
+    pub fn new(
+        runtime: Handle,
+        spill_dir: PathBuf,
+        policy: &env::EnvPolicy,
+        keeper: Option<&std::path::Path>,
+    ) -> Self {
         escaped::become_subreaper();
         let spill_dir = match crate::rundir::ensure_private(&spill_dir) {
             Ok(()) => Some(spill_dir),
@@ -267,13 +293,24 @@ impl ProcessService {
             }
         };
         let live = escaped::Live::default();
+        let escaped = Arc::new(escaped::Escaped::new(live.clone()));
+        let keeper = keeper.and_then(|program| {
+            match keeper::Keeper::start(program, &escaped.marker_prefix()) {
+                Ok(k) => Some(Arc::new(k)),
+                Err(e) => {
+                    tracing::error!(program = %program.display(), error = %e, "cannot start the keeper: task processes may outlive a crash of the host");
+                    None
+                }
+            }
+        });
         Self {
             runtime,
             base_env: policy.apply(std::env::vars_os()),
+            keeper,
             spill_dir,
             next: AtomicU64::new(0),
             spills: Arc::default(),
-            escaped: Arc::new(escaped::Escaped::new(live.clone())),
+            escaped,
             live,
         }
     }
@@ -296,21 +333,32 @@ impl ProcessService {
         })
     }
 
-    /// Starts a process for `owner_session` (its spill files are removed with the session). Never
-    /// fails: a spawn failure gives a process that has already ended, whose first read says why.
-    pub fn spawn(&self, spec: &ProcessSpec, owner_session: &str) -> Arc<Process> {
-        self.spawn_with(spec, owner_session, false).0
+    /// Starts a process for `owner_session` (its spill files are removed with the session).
+    ///
+    /// # Errors
+    /// [`SpawnError`] naming the OS cause when no process could be started (a missing or unusable
+    /// working directory, a NUL byte, an argument list too long, too many open files, ...).
+    pub fn spawn(
+        &self,
+        spec: &ProcessSpec,
+        owner_session: &str,
+    ) -> Result<Arc<Process>, SpawnError> {
+        self.spawn_with(spec, owner_session, false).map(|(p, _)| p)
     }
 
     /// Starts a process that talks over its stdin and stdout (a protocol peer, such as an ACP agent):
-    /// both are handed back; stderr is captured as usual. `None` pipes mean the spawn failed (the
-    /// process's read says why).
+    /// both are handed back; stderr is captured as usual.
+    ///
+    /// # Errors
+    /// As [`ProcessService::spawn`].
     pub fn spawn_piped(
         &self,
         spec: &ProcessSpec,
         owner_session: &str,
-    ) -> (Arc<Process>, Option<Pipes>) {
-        self.spawn_with(spec, owner_session, true)
+    ) -> Result<(Arc<Process>, Pipes), SpawnError> {
+        let (process, pipes) = self.spawn_with(spec, owner_session, true)?;
+        let pipes = pipes.ok_or_else(|| SpawnError("the child's pipes were not set up".into()))?;
+        Ok((process, pipes))
     }
 
     fn spawn_with(
@@ -318,23 +366,40 @@ impl ProcessService {
         spec: &ProcessSpec,
         owner_session: &str,
         piped: bool,
-    ) -> (Arc<Process>, Option<Pipes>) {
+    ) -> Result<(Arc<Process>, Option<Pipes>), SpawnError> {
+        if let Some(dir) = &spec.workdir {
+            match std::fs::metadata(dir) {
+                Ok(m) if m.is_dir() => {}
+                Ok(_) => {
+                    return Err(SpawnError(format!(
+                        "workdir {}: not a directory",
+                        excerpt(&dir.display().to_string())
+                    )));
+                }
+                Err(e) => {
+                    return Err(SpawnError(format!(
+                        "workdir {}: {e}",
+                        excerpt(&dir.display().to_string())
+                    )));
+                }
+            }
+        }
         let n = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         let (out_plan, err_plan) = (
             self.spill_plan(n, "stdout", spec.spill_cap),
             self.spill_plan(n, "stderr", spec.spill_cap),
         );
+        let (out_path, err_path) = (
+            out_plan.as_ref().map(|p| p.path.clone()),
+            err_plan.as_ref().map(|p| p.path.clone()),
+        );
         self.spills.record(
             owner_session,
-            [&out_plan, &err_plan]
-                .into_iter()
-                .flatten()
-                .map(|p| p.path.clone()),
+            [&out_path, &err_path].into_iter().flatten().cloned(),
         );
         let streams = Streams {
             out: StreamBuf::new(spec.tail_bytes, out_plan),
             err: StreamBuf::new(spec.tail_bytes, err_plan),
-            spawn_error: None,
         };
         let mut child_env = self.base_env.clone();
         for (k, v) in &spec.extra_env {
@@ -370,19 +435,18 @@ impl ProcessService {
         let spawning = self.escaped.spawning();
         match cmd.spawn() {
             Err(e) => {
-                let streams = Streams {
-                    spawn_error: Some(e.to_string()),
-                    ..streams
-                };
-                let process = Process::new(None, streams, exit, spec.grace, &self.runtime);
-                process.exit.send_replace(Some(Exit::Unknown));
-                self.spills.forget_unused(owner_session, &process);
-                (process, None)
+                drop(streams);
+                let paths = [&out_path, &err_path].into_iter().flatten().cloned();
+                self.spills.forget(owner_session, paths);
+                Err(SpawnError(e.to_string()))
             }
             Ok(mut child) => {
                 let pgid = child.id().map(|p| p as i32);
                 let process = Process::new(pgid, streams, exit, spec.grace, &self.runtime);
                 if let Some(g) = pgid {
+                    if let Some(k) = &self.keeper {
+                        k.group_started(g);
+                    }
                     lock(&self.live).insert(n, g);
                     // After the gate: a sweep holds the known state while it waits for the gate.
                     drop(spawning);
@@ -398,6 +462,7 @@ impl ProcessService {
                 let live = self.live.clone();
                 let escaped = self.escaped.clone();
                 let (spills, session) = (self.spills.clone(), owner_session.to_owned());
+                let keeper = self.keeper.clone();
                 self.runtime.spawn(async move {
                     let out = tokio::spawn(pump(stdout, p.clone(), true));
                     let err = tokio::spawn(pump(stderr, p.clone(), false));
@@ -431,6 +496,9 @@ impl ProcessService {
                     }
                     lock(&live).remove(&n);
                     escaped.settled(pgid).await;
+                    if let (Some(k), Some(g)) = (&keeper, pgid) {
+                        k.group_ended(g);
+                    }
                     if !drained {
                         // What the writers left in the pipes, now that they are gone.
                         let _ = tokio::time::timeout_at(deadline, &mut pumps).await;
@@ -454,7 +522,7 @@ impl ProcessService {
                     spills.forget_unused(&session, &p);
                     p.exit.send_replace(Some(exit));
                 });
-                (process, talk)
+                Ok((process, talk))
             }
         }
     }
@@ -478,6 +546,9 @@ impl ProcessService {
         let sessions: Vec<String> = lock(&self.spills.0).keys().cloned().collect();
         for s in sessions {
             self.remove_spills(&s);
+        }
+        if let Some(k) = &self.keeper {
+            k.stop();
         }
     }
 

@@ -86,6 +86,9 @@ fn render(r: &ProcessResult, timeout_ms: u64) -> String {
     if r.timed_out {
         text.push_str(&format!("[timed out after {timeout_ms} ms]\n"));
     }
+    if r.cancelled {
+        text.push_str("[cancelled]\n");
+    }
     match (
         r.exit_code.as_ref().into_option(),
         r.signal.as_ref().into_option(),
@@ -152,6 +155,9 @@ fn call(host: &Host, config: &Config, call: &ToolCall) -> ToolResult {
         };
     }
     let result = host.run_process(session, request, timeout_ms);
+    if let Some(e) = result.error.as_ref().into_option() {
+        return ToolResult::error(e.as_str());
+    }
     ToolResult::ok(render(&result, timeout_ms))
 }
 

@@ -1,0 +1,305 @@
+//! The host's life and death with the real binary: nothing outlives it however it ends, signals end
+//! it cleanly in any mode, and the next host removes what a dead one left.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::fixtures::*;
+use crate::mcp::{self, SocketHost, Watcher, alive, binary, call, host_dir};
+
+/// The pids a task prints, one per line, once it has printed `n` of them.
+async fn printed_pids(client: &mcp::Client, id: &str, n: usize) -> Vec<i32> {
+    let mut pids = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pids.len() < n && Instant::now() < deadline {
+        let text = call(client, "task_output", json!({"task_id": id})).await;
+        pids.extend(text.lines().filter_map(|l| l.trim().parse::<i32>().ok()));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(pids.len(), n, "the task printed its pids: {pids:?}");
+    pids
+}
+
+/// Proves: SIGKILL of a host with running tasks of three kinds (a plain command, a child with a
+/// grandchild, a `setsid` daemon still running) leaves no process of theirs alive a second later, and
+/// the next host removes the dead one's private directory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_killed_with_sigkill_leaves_no_task_process_alive() {
+    let dir = scratch("sigkill");
+    let mut host = SocketHost::start(&dir, &["--no-watch"]);
+    let client = mcp::socket_client(&host.socket, Watcher::default()).await;
+    let plain = mcp::start(&client, "echo $$; exec sleep 1000").await;
+    let nested = mcp::start(
+        &client,
+        "bash -c 'sleep 1000 & echo $!; echo $$; wait' & echo $!; wait",
+    )
+    .await;
+    let daemon = mcp::start(&client, "setsid sleep 1000 & echo $!; echo $$; wait").await;
+    let mut pids = printed_pids(&client, &plain, 1).await;
+    pids.extend(printed_pids(&client, &nested, 3).await);
+    pids.extend(printed_pids(&client, &daemon, 2).await);
+    assert!(pids.iter().all(|&p| alive(p)), "all running: {pids:?}");
+    let host_pid = host.child.id() as i32;
+    let own_dir = host_dir(&dir, host_pid).expect("the host's directory");
+
+    host.child.kill().unwrap();
+    host.child.wait().unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    let survivors: Vec<i32> = pids.iter().copied().filter(|&p| alive(p)).collect();
+    assert!(
+        survivors.is_empty(),
+        "alive a second after the host died: {survivors:?}"
+    );
+    assert!(
+        own_dir.exists(),
+        "a SIGKILLed host cannot clean up after itself"
+    );
+    drop(client);
+
+    let mut next = SocketHost::start(&dir, &["--no-watch"]);
+    assert!(
+        !own_dir.exists(),
+        "the next host removed the dead one's directory"
+    );
+    next.stop();
+}
+
+/// Proves: SIGTERM, SIGINT and SIGHUP each end a stdio host whose client still holds stdin open,
+/// within its grace, with exit code 0, its task's processes ended and its directory removed.
+#[test]
+fn a_stop_signal_ends_a_stdio_host_with_stdin_held_open() {
+    let dir = scratch("signals");
+    for signal in ["TERM", "INT", "HUP"] {
+        let mut child = std::process::Command::new(binary())
+            .args(["serve", "--no-watch"])
+            .env("XDG_RUNTIME_DIR", dir.path())
+            .env("RUST_LOG", "warn")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let _stdin = child.stdin.take();
+        let pid = child.id() as i32;
+        assert!(
+            eventually(Duration::from_secs(10), || host_dir(&dir, pid).is_some()),
+            "the host started"
+        );
+        let own_dir = host_dir(&dir, pid).unwrap();
+        // Signals are in force before the directory exists; give the plugins time to load anyway.
+        std::thread::sleep(Duration::from_millis(300));
+        let sent = Instant::now();
+        assert!(
+            std::process::Command::new("kill")
+                .args([&format!("-{signal}"), &pid.to_string()])
+                .status()
+                .unwrap()
+                .success()
+        );
+        let exited = eventually(Duration::from_secs(10), || {
+            matches!(child.try_wait(), Ok(Some(_)))
+        });
+        assert!(exited, "SIG{signal} did not end the host");
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(0), "SIG{signal}: {status:?}");
+        assert!(sent.elapsed() < Duration::from_secs(10));
+        assert!(!own_dir.exists(), "SIG{signal}: the directory was left");
+    }
+}
+
+/// Waits until `path` exists.
+fn appears(path: &Path) -> bool {
+    eventually(Duration::from_secs(10), || path.exists())
+}
+
+/// Proves: a second stop signal during a slow shutdown exits at once with the signal's code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_signal_exits_at_once() {
+    let dir = scratch("second-signal");
+    let config = dir.join("slow.toml");
+    std::fs::write(&config, "[tasks]\nteardown_grace_ms = 60000\n").unwrap();
+    let mut host = SocketHost::start(&dir, &["--no-watch", "--config", config.to_str().unwrap()]);
+    let client = mcp::socket_client(&host.socket, Watcher::default()).await;
+    // A task that ignores SIGTERM holds the shutdown for its grace (the process group's kill).
+    let marker = dir.join("trapped");
+    mcp::start(
+        &client,
+        &format!("trap '' TERM; touch {}; sleep 1000", marker.display()),
+    )
+    .await;
+    assert!(appears(&marker));
+    let pid = host.child.id().to_string();
+    let kill = |sig: &str| {
+        std::process::Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .unwrap()
+    };
+    kill("-TERM");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        matches!(host.child.try_wait(), Ok(None)),
+        "still shutting down"
+    );
+    kill("-INT");
+    let exited = eventually(Duration::from_secs(5), || {
+        matches!(host.child.try_wait(), Ok(Some(_)))
+    });
+    assert!(exited, "the second signal did not end the host");
+    assert_eq!(host.child.wait().unwrap().code(), Some(128 + 2));
+    drop(client);
+}
+
+/// Reads the pid a command wrote to `file`, once it is there.
+fn pid_in(file: &Path) -> i32 {
+    assert!(appears(file), "{} never appeared", file.display());
+    let mut text = String::new();
+    assert!(eventually(Duration::from_secs(5), || {
+        text = std::fs::read_to_string(file).unwrap_or_default();
+        text.ends_with('\n')
+    }));
+    text.trim().parse().expect("a pid")
+}
+
+/// Proves: a client's `notifications/cancelled` for a foreground `bash` ends the command within a
+/// second (SIGTERM to its group), and the session goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_foreground_command_ends_within_a_second() {
+    use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest};
+    use rmcp::service::PeerRequestOptions;
+    let dir = scratch("fg-cancel");
+    let pidfile = dir.join("pid");
+    let client = mcp::stdio_client(&["--no-watch"], Watcher::default()).await;
+    let args = json!({"command": format!("echo $$ > {}; exec sleep 30", pidfile.display())});
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+        CallToolRequestParams::new("bash").with_arguments(args.as_object().unwrap().clone()),
+    ));
+    let handle = client
+        .peer()
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await
+        .expect("send");
+    let pid = pid_in(&pidfile);
+    assert!(alive(pid));
+    handle
+        .cancel(Some("the user pressed Esc".into()))
+        .await
+        .unwrap();
+    assert!(
+        eventually(Duration::from_secs(1), || !alive(pid)),
+        "the cancelled command is still running"
+    );
+    assert_eq!(
+        call(&client, "bash", json!({"command": "echo still here"})).await,
+        "still here\n[exit code: 0]"
+    );
+    client.cancel().await.expect("close");
+}
+
+/// Proves: the end of a session ends its foreground commands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sessions_end_ends_its_foreground_commands() {
+    let dir = scratch("fg-session-end");
+    let host = SocketHost::start(&dir, &["--no-watch"]);
+    let pidfile = dir.join("pid");
+    let client = mcp::socket_client(&host.socket, Watcher::default()).await;
+    let peer = client.peer().clone();
+    let command = format!("echo $$ > {}; exec sleep 30", pidfile.display());
+    let pending = tokio::spawn(async move {
+        let args = json!({"command": command});
+        peer.call_tool(
+            rmcp::model::CallToolRequestParams::new("bash")
+                .with_arguments(args.as_object().unwrap().clone()),
+        )
+        .await
+    });
+    let pid = pid_in(&pidfile);
+    assert!(alive(pid));
+    client.cancel().await.expect("close");
+    assert!(
+        eventually(Duration::from_secs(5), || !alive(pid)),
+        "the foreground command outlived its session"
+    );
+    pending.abort();
+}
+
+/// Proves: past `max_foreground_per_owner` a foreground call is refused with a clear error and runs
+/// nothing; one that ends frees its slot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_foreground_limit_refuses_calls_past_it() {
+    let dir = scratch("fg-limit");
+    let config = dir.join("limit.toml");
+    std::fs::write(&config, "[tasks]\nmax_foreground_per_owner = 2\n").unwrap();
+    let client = std::sync::Arc::new(
+        mcp::stdio_client(
+            &["--no-watch", "--config", config.to_str().unwrap()],
+            Watcher::default(),
+        )
+        .await,
+    );
+    let mut holders = Vec::new();
+    for i in 0..2 {
+        let (client, file) = (client.clone(), dir.join(format!("held-{i}")));
+        holders.push(tokio::spawn(async move {
+            call(
+                &client,
+                "bash",
+                json!({"command": format!("touch {}; sleep 1", file.display())}),
+            )
+            .await
+        }));
+    }
+    assert!(appears(&dir.join("held-0")) && appears(&dir.join("held-1")));
+    let refused = dir.join("refused");
+    let text = call(
+        &client,
+        "bash",
+        json!({"command": format!("touch {}", refused.display())}),
+    )
+    .await;
+    assert_eq!(
+        text,
+        "Error: too many foreground commands running in this session (limit 2); wait for one to finish, or run this one with run_in_background"
+    );
+    for h in holders {
+        assert_eq!(h.await.unwrap(), "[exit code: 0]");
+    }
+    assert!(!refused.exists(), "the refused call ran nothing");
+    assert_eq!(
+        call(&client, "bash", json!({"command": "echo free"})).await,
+        "free\n[exit code: 0]"
+    );
+}
+
+/// Proves: 500 concurrent foreground calls from one session do not stop another session's `echo hi`
+/// (the limit turns most of them away at once, and the host has descriptors to spare).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_foreground_calls_does_not_starve_another_session() {
+    let dir = scratch("fg-flood");
+    let host = SocketHost::start(&dir, &["--no-watch"]);
+    let flooder = std::sync::Arc::new(mcp::socket_client(&host.socket, Watcher::default()).await);
+    let other = mcp::socket_client(&host.socket, Watcher::default()).await;
+    let calls: Vec<_> = (0..500)
+        .map(|_| {
+            let c = flooder.clone();
+            tokio::spawn(async move { call(&c, "bash", json!({"command": "sleep 2"})).await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        call(&other, "bash", json!({"command": "echo hi"})).await,
+        "hi\n[exit code: 0]"
+    );
+    let mut refused = 0;
+    for c in calls {
+        let text = c.await.unwrap();
+        if text.starts_with("Error: too many foreground commands") {
+            refused += 1;
+        } else {
+            assert_eq!(text, "[exit code: 0]");
+        }
+    }
+    assert!(refused >= 500 - 16, "{refused} refused");
+    other.cancel().await.expect("close");
+}
