@@ -320,6 +320,20 @@ fn task_decl(kind: &str, label: &str, owner_session: Option<&str>) -> TaskDecl {
     }
 }
 
+/// A bad argument value as an error quotes it: its JSON text, at most 200 characters of it.
+pub fn shown(value: &serde_json::Value) -> String {
+    const MAX: usize = 200;
+    let text = value.to_string();
+    match text.char_indices().nth(MAX) {
+        None => text,
+        Some((at, _)) => format!(
+            "{}... ({} more characters)",
+            &text[..at],
+            text[at..].chars().count()
+        ),
+    }
+}
+
 /// An optional boolean tool argument: absent or `null` is `false`; anything but a boolean is the
 /// error result `invalid <key>: expected a boolean, got <json>`.
 ///
@@ -330,7 +344,8 @@ pub fn bool_arg(args: &serde_json::Value, key: &str) -> Result<bool, ToolResult>
         serde_json::Value::Null => Ok(false),
         serde_json::Value::Bool(b) => Ok(*b),
         other => Err(ToolResult::error(format!(
-            "invalid {key}: expected a boolean, got {other}"
+            "invalid {key}: expected a boolean, got {}",
+            shown(other)
         ))),
     }
 }
@@ -348,10 +363,12 @@ pub fn positive_config(
 ) -> Result<u64, String> {
     match &config[key] {
         serde_json::Value::Null => Ok(default),
-        x => x
-            .as_u64()
-            .filter(|n| *n > 0)
-            .ok_or_else(|| format!("{plugin}: {key} must be a positive integer, got {x}")),
+        x => x.as_u64().filter(|n| *n > 0).ok_or_else(|| {
+            format!(
+                "{plugin}: {key} must be a positive integer, got {}",
+                shown(x)
+            )
+        }),
     }
 }
 

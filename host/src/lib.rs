@@ -12,6 +12,7 @@ pub mod plugin;
 pub mod process;
 pub mod rundir;
 pub mod sessions;
+pub mod wire;
 
 use std::sync::Arc;
 

@@ -246,6 +246,15 @@ where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
 {
     let session = McpSession::new(host.clone(), id.clone(), peers.clone());
+    let (transport, client_gone) = crate::wire::guard(transport);
+    {
+        // The client's end ends the session's calls at once (rmcp lets handlers run on for a while).
+        let (host, id) = (host.clone(), id.clone());
+        tokio::spawn(async move {
+            client_gone.cancelled().await;
+            host.sessions().cancel_calls(&id);
+        });
+    }
     let outcome = match session.serve(transport).await {
         Ok(running) => running
             .waiting()

@@ -75,6 +75,13 @@ impl Sessions {
             .map_or_else(CancellationToken::new, |e| e.calls.child_token())
     }
 
+    /// Cancels every call session `id` runs now (its client is gone); later calls get a fresh token.
+    pub fn cancel_calls(&self, id: &str) {
+        if let Some(e) = self.lock().get_mut(id) {
+            std::mem::take(&mut e.calls).cancel();
+        }
+    }
+
     /// Takes one of session `id`'s foreground slots for a command that runs until the slot is
     /// dropped. A call outside any open session is not counted.
     ///

@@ -32,8 +32,9 @@ pub enum RegistryError {
         "background task limit reached for this owner (limit: {0}); use task_kill to stop an unneeded task, wait for it to finish, then retry"
     )]
     LimitReached(u64),
-    /// No task has this id (or it was dropped with its owner).
-    #[error("unknown task {0}")]
+    /// No task has this id (or it was dropped with its owner). At most 200 characters of the id are
+    /// shown.
+    #[error("unknown task {}", excerpt(.0))]
     UnknownTask(String),
     /// The task is owned by another session.
     #[error("task {0} belongs to another session")]
@@ -54,6 +55,21 @@ pub enum RegistryError {
     /// The registry has been disposed.
     #[error("tasks service disposed")]
     Disposed,
+}
+
+/// At most 200 characters of `value`, and how many more there were: a bad value is quoted in an
+/// error, never echoed whole (a model once sent a 3.5 MB one).
+pub fn excerpt(value: &str) -> std::borrow::Cow<'_, str> {
+    const MAX: usize = 200;
+    match value.char_indices().nth(MAX) {
+        None => value.into(),
+        Some((at, _)) => format!(
+            "{}... ({} more characters)",
+            &value[..at],
+            value[at..].chars().count()
+        )
+        .into(),
+    }
 }
 
 /// A registry configuration value out of range.

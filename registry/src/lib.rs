@@ -32,7 +32,7 @@ mod tests;
 
 pub use agent::Agent;
 pub use config::RegistryConfig;
-pub use error::{ConfigError, MAX_SAFE_INTEGER, RegistryError};
+pub use error::{ConfigError, MAX_SAFE_INTEGER, RegistryError, excerpt};
 pub use hook_scope::{HookScope, ScopeGuard};
 pub use ids::{AgentId, SessionId, TaskId};
 pub use listeners::{Registration, TaskDoneListener, TasksChangedListener};

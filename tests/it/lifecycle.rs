@@ -218,7 +218,7 @@ async fn a_sessions_end_ends_its_foreground_commands() {
     assert!(alive(pid));
     client.cancel().await.expect("close");
     assert!(
-        eventually(Duration::from_secs(5), || !alive(pid)),
+        eventually(Duration::from_secs(2), || !alive(pid)),
         "the foreground command outlived its session"
     );
     pending.abort();
@@ -302,4 +302,225 @@ async fn a_flood_of_foreground_calls_does_not_starve_another_session() {
     }
     assert!(refused >= 500 - 16, "{refused} refused");
     other.cancel().await.expect("close");
+}
+
+/// A host driven line by line on its stdio, as a raw JSON-RPC client.
+struct RawSession {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    stdout: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+}
+
+impl RawSession {
+    async fn start() -> Self {
+        let mut child = tokio::process::Command::new(binary())
+            .args(["serve", "--no-watch"])
+            .env("RUST_LOG", "error")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(
+            child.stdout.take().unwrap(),
+        ));
+        let mut s = Self {
+            child,
+            stdin,
+            stdout,
+        };
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}});
+        s.send(&init.to_string()).await;
+        assert_eq!(s.reply().await["id"], 0);
+        s.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .await;
+        s
+    }
+
+    /// Closes stdin, as a client's end, and waits for the host to exit cleanly.
+    async fn close(self) {
+        let Self {
+            mut child, stdin, ..
+        } = self;
+        drop(stdin);
+        let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+            .await
+            .expect("the host exits when its client goes")
+            .unwrap();
+        assert!(status.success(), "{status:?}");
+    }
+
+    async fn send(&mut self, line: &str) {
+        use tokio::io::AsyncWriteExt;
+        self.stdin.write_all(line.as_bytes()).await.unwrap();
+        self.stdin.write_all(b"\n").await.unwrap();
+        self.stdin.flush().await.unwrap();
+    }
+
+    /// The next reply (notifications skipped), within 10 s.
+    async fn reply(&mut self) -> serde_json::Value {
+        loop {
+            let line = tokio::time::timeout(Duration::from_secs(10), self.stdout.next_line())
+                .await
+                .expect("a reply within 10 s (never silence)")
+                .unwrap()
+                .expect("the host is still there");
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if v.get("id").is_some() {
+                return v;
+            }
+        }
+    }
+
+    /// Calls `bash` with `args` as request `id`; returns the result's first text.
+    async fn bash(&mut self, id: u64, args: serde_json::Value) -> String {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "bash", "arguments": args}});
+        self.send(&call.to_string()).await;
+        let r = self.reply().await;
+        assert_eq!(r["id"], id, "{r}");
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no text in {r}"))
+            .to_owned()
+    }
+}
+
+/// Proves: unparsable, over-long and ill-typed JSON-RPC input each get their error reply, never
+/// silence, and the session goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_json_rpc_input_gets_an_error_reply_and_the_session_goes_on() {
+    let mut s = RawSession::start().await;
+    s.send("{this is not json").await;
+    let r = s.reply().await;
+    assert_eq!(
+        (r["id"].clone(), r["error"]["code"].clone()),
+        (serde_json::Value::Null, json!(-32700)),
+        "{r}"
+    );
+
+    let long = format!("{{\"pad\": \"{}\"}}", "x".repeat(17 << 20));
+    s.send(&long).await;
+    let r = s.reply().await;
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+
+    s.send(r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"bash","arguments":[1,2]}}"#)
+        .await;
+    let r = s.reply().await;
+    assert_eq!(
+        (r["id"].clone(), r["error"]["code"].clone()),
+        (json!(5), json!(-32602)),
+        "{r}"
+    );
+
+    s.send(r#"{"jsonrpc":"2.0","id":6,"method":"ping"}"#).await;
+    assert_eq!(s.reply().await["id"], 6, "the session goes on");
+    s.close().await;
+}
+
+/// Proves: a spawn that fails (a NUL byte, an argument list too long, a missing or non-directory
+/// workdir) is a tool error naming the OS cause, in the foreground and in the background, and a
+/// background start that fails registers nothing (no id burnt, nothing listed); an error quotes at
+/// most 200 characters of a bad value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_spawn_is_an_error_naming_the_cause_and_registers_nothing() {
+    let mut s = RawSession::start().await;
+    let file = std::env::current_exe().unwrap();
+    let huge = format!("echo {}", "x".repeat(200_000));
+    let cases = [
+        (
+            json!({"command": "echo a\u{0}b"}),
+            "Error: cannot start the command: nul byte found in provided data",
+        ),
+        (
+            json!({"command": huge}),
+            "Error: cannot start the command: Argument list too long (os error 7)",
+        ),
+        (
+            json!({"command": "true", "workdir": "/nonexistent/dir"}),
+            "Error: cannot start the command: workdir /nonexistent/dir: No such file or directory (os error 2)",
+        ),
+        (
+            json!({"command": "true", "workdir": file}),
+            &*format!(
+                "Error: cannot start the command: workdir {}: not a directory",
+                file.display()
+            ),
+        ),
+    ];
+    let mut id = 10;
+    for (args, expected) in &cases {
+        for background in [false, true] {
+            let mut args = args.clone();
+            args["run_in_background"] = json!(background);
+            id += 1;
+            assert_eq!(
+                s.bash(id, args).await,
+                *expected,
+                "background: {background}"
+            );
+        }
+    }
+    let list = json!({"jsonrpc": "2.0", "id": 90, "method": "tools/call",
+        "params": {"name": "task_list", "arguments": {}}});
+    s.send(&list.to_string()).await;
+    assert_eq!(
+        s.reply().await["result"]["content"][0]["text"],
+        "(no background tasks)"
+    );
+    assert_eq!(
+        s.bash(91, json!({"command": "true", "run_in_background": true}))
+            .await,
+        "started background task bash-1",
+        "no id was burnt"
+    );
+    let quoted = s.bash(92, json!({"command": vec!["y"; 5000]})).await;
+    assert!(
+        quoted.starts_with("Error: invalid command: expected a non-empty string, got [\"y\""),
+        "{quoted:.300}"
+    );
+    assert!(quoted.len() < 300, "{} characters", quoted.len());
+    assert!(quoted.ends_with("more characters)"), "{quoted}");
+    s.close().await;
+}
+
+/// Proves: after a burst of 300 concurrent tool calls (each holding a plugin thread for 300 ms) the
+/// host's thread count comes back within 8 of where it was before the burst (idle plugin threads beyond
+/// the core exit after five idle seconds).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plugin_threads_shrink_back_after_a_burst_of_calls() {
+    let dir = scratch("shrink");
+    let probe = built("taskhost_test_probe");
+    let host = SocketHost::start(&dir, &["--no-watch", "--plugin", probe.to_str().unwrap()]);
+    let pid = host.child.id() as i32;
+    let client = std::sync::Arc::new(mcp::socket_client(&host.socket, Watcher::default()).await);
+    assert_eq!(
+        call(&client, "probe_block", json!({"ms": 1})).await,
+        "unblocked"
+    );
+    let threads = || crate::faults::status_kib(pid, "Threads");
+    let before = threads();
+    let burst: Vec<_> = (0..300)
+        .map(|_| {
+            let c = client.clone();
+            tokio::spawn(async move { call(&c, "probe_block", json!({"ms": 300})).await })
+        })
+        .collect();
+    let mut peak = 0;
+    for b in burst {
+        peak = peak.max(threads());
+        assert_eq!(b.await.unwrap(), "unblocked");
+    }
+    assert!(
+        peak > before + 50,
+        "the burst grew the pool: {before} -> {peak}"
+    );
+    assert!(
+        eventually(Duration::from_secs(20), || threads() <= before + 8),
+        "threads stayed at {} (before the burst: {before}, peak {peak})",
+        threads()
+    );
 }

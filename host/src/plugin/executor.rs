@@ -6,7 +6,8 @@
 //! thread-local destructors the plugin registered have run and glibc can really unmap the library.
 //!
 //! Calls use a pool that never makes a job wait for a busy thread: a job goes to an idle thread or to a
-//! new one, so a blocking tool call can never starve the call it is waiting on.
+//! new one, so a blocking tool call can never starve the call it is waiting on. After a burst, idle
+//! threads beyond [`CORE`] exit once idle for [`IDLE_EXIT`], so the pool shrinks back.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,6 +20,12 @@ use taskhost_registry::HookScope;
 type Job = Box<dyn FnOnce() + Send>;
 
 static NEXT_EXECUTOR: AtomicU64 = AtomicU64::new(1);
+
+/// Idle threads a pool keeps however long they wait.
+pub(crate) const CORE: usize = 2;
+
+/// How long an idle thread beyond the core waits for a job before it exits.
+pub(crate) const IDLE_EXIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 thread_local! {
     /// The executor this thread belongs to (0 for threads of none). Host code, so it pins nothing.
@@ -34,7 +41,9 @@ pub(crate) struct Executor {
 
 struct Pool {
     open: bool,
-    idle: Vec<Sender<Job>>,
+    /// Idle threads' job channels, each with a key its thread knows it by.
+    idle: Vec<(u64, Sender<Job>)>,
+    next_key: u64,
     threads: Vec<JoinHandle<()>>,
 }
 
@@ -50,6 +59,7 @@ impl Executor {
             inner: Arc::new(Mutex::new(Pool {
                 open: true,
                 idle: Vec::new(),
+                next_key: 0,
                 threads: Vec::new(),
             })),
         }
@@ -68,7 +78,9 @@ impl Executor {
         if !pool.open {
             return false;
         }
-        while let Some(tx) = pool.idle.pop() {
+        // Sent while the pool is locked: an idle thread deciding whether to exit sees either its
+        // channel still listed or the job already in it.
+        while let Some((_, tx)) = pool.idle.pop() {
             match tx.send(job) {
                 Ok(()) => return true,
                 Err(returned) => job = returned.0,
@@ -143,18 +155,54 @@ impl Executor {
 
 fn worker_loop(id: u64, first: Receiver<Job>, pool: std::sync::Weak<Mutex<Pool>>) {
     CURRENT.with(|c| c.set(id));
-    let mut rx = first;
-    // Each idle period gets its own channel whose only sender sits in the idle list: clearing the list
-    // at shutdown ends the wait.
-    while let Ok(job) = rx.recv() {
+    let Ok(mut job) = first.recv() else { return };
+    loop {
         job();
-        let Some(pool) = pool.upgrade() else { break };
-        let mut pool = lock(&pool);
-        if !pool.open {
-            break;
+        // Each idle period gets its own channel whose only sender sits in the idle list: clearing the
+        // list at shutdown ends the wait.
+        let (key, rx) = {
+            let Some(pool) = pool.upgrade() else { return };
+            let mut pool = lock(&pool);
+            if !pool.open {
+                return;
+            }
+            let (tx, rx) = channel();
+            pool.next_key += 1;
+            let key = pool.next_key;
+            pool.idle.push((key, tx));
+            (key, rx)
+        };
+        match wait_for_job(&rx, key, &pool) {
+            Some(next) => job = next,
+            None => return,
         }
-        let (tx, next) = channel();
-        pool.idle.push(tx);
-        rx = next;
+    }
+}
+
+/// Waits for the next job on `rx`; `None` when the thread should exit: the pool shut down, or this
+/// thread was idle for [`IDLE_EXIT`] while more than [`CORE`] threads were idle.
+fn wait_for_job(rx: &Receiver<Job>, key: u64, pool: &std::sync::Weak<Mutex<Pool>>) -> Option<Job> {
+    use std::sync::mpsc::RecvTimeoutError;
+    loop {
+        match rx.recv_timeout(IDLE_EXIT) {
+            Ok(job) => return Some(job),
+            Err(RecvTimeoutError::Disconnected) => return None,
+            Err(RecvTimeoutError::Timeout) => {
+                let pool = pool.upgrade()?;
+                let mut pool = lock(&pool);
+                if !pool.open {
+                    return None;
+                }
+                match pool.idle.iter().position(|(k, _)| *k == key) {
+                    Some(at) if pool.idle.len() > CORE => {
+                        pool.idle.remove(at);
+                        return None;
+                    }
+                    Some(_) => {}
+                    // A submitter took this thread under the lock: its job is in the channel.
+                    None => return rx.recv().ok(),
+                }
+            }
+        }
     }
 }

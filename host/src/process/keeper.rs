@@ -54,6 +54,15 @@ impl Keeper {
         })
     }
 
+    /// The keeper's pid while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(Child::id)
+    }
+
     /// Registers a spawned process group.
     pub fn group_started(&self, pgid: i32) {
         self.send(&format!("+{pgid}\n"));

@@ -27,6 +27,7 @@ use tokio::sync::watch;
 pub use escaped::end_all_children;
 pub use render::render_read;
 use stream::{SpillPlan, StreamBuf};
+pub use taskhost_registry::excerpt;
 use taskhost_registry::{TaskOutcome, TerminalStatus};
 
 /// What to run.
@@ -239,20 +240,6 @@ impl Spills {
 #[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
 #[error("cannot start the command: {0}")]
 pub struct SpawnError(pub String);
-
-/// At most 200 characters of `value`, and how many more there were: a bad value is quoted, never
-/// echoed whole.
-pub fn excerpt(value: &str) -> String {
-    const MAX: usize = 200;
-    match value.char_indices().nth(MAX) {
-        None => value.to_owned(),
-        Some((at, _)) => format!(
-            "{}... ({} more characters)",
-            &value[..at],
-            value[at..].chars().count()
-        ),
-    }
-}
 
 /// Spawns and tracks child processes.
 pub struct ProcessService {
@@ -550,6 +537,11 @@ impl ProcessService {
         if let Some(k) = &self.keeper {
             k.stop();
         }
+    }
+
+    /// The keeper's pid, while one runs (a child of the host that is no task's).
+    pub fn keeper_pid(&self) -> Option<u32> {
+        self.keeper.as_ref().and_then(|k| k.pid())
     }
 
     /// Spill files recorded for removal, across sessions: only files that were created.

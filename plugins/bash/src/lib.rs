@@ -107,7 +107,8 @@ fn call(host: &Host, config: &Config, call: &ToolCall) -> ToolResult {
         Value::String(s) if !s.trim().is_empty() => s.clone(),
         other => {
             return ToolResult::error(format!(
-                "invalid command: expected a non-empty string, got {other}"
+                "invalid command: expected a non-empty string, got {}",
+                taskhost_abi::sdk::shown(other)
             ));
         }
     };
@@ -121,7 +122,8 @@ fn call(host: &Host, config: &Config, call: &ToolCall) -> ToolResult {
             Some(n) => n.min(config.max_timeout_ms),
             None => {
                 return ToolResult::error(format!(
-                    "invalid timeout_ms: expected a positive integer, got {v}"
+                    "invalid timeout_ms: expected a positive integer, got {}",
+                    taskhost_abi::sdk::shown(v)
                 ));
             }
         },
@@ -134,7 +136,8 @@ fn call(host: &Host, config: &Config, call: &ToolCall) -> ToolResult {
         }
         other => {
             return ToolResult::error(format!(
-                "invalid workdir: expected a non-empty string, got {other}"
+                "invalid workdir: expected a non-empty string, got {}",
+                taskhost_abi::sdk::shown(other)
             ));
         }
     }

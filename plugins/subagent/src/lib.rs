@@ -69,7 +69,12 @@ impl Config {
 
 /// The array of strings at `key` (empty when absent).
 fn strings(v: &Value, key: &str) -> Result<Vec<String>, String> {
-    let bad = |got: &Value| format!("subagent: {key} must be an array of strings, got {got}");
+    let bad = |got: &Value| {
+        format!(
+            "subagent: {key} must be an array of strings, got {}",
+            taskhost_abi::sdk::shown(got)
+        )
+    };
     match &v[key] {
         Value::Null => Ok(Vec::new()),
         Value::Array(items) => items
@@ -88,7 +93,8 @@ fn text_arg(args: &Value, key: &str) -> Result<String, ToolResult> {
     match &args[key] {
         Value::String(s) if !s.trim().is_empty() => Ok(s.clone()),
         other => Err(ToolResult::error(format!(
-            "invalid {key}: expected a non-empty string, got {other}"
+            "invalid {key}: expected a non-empty string, got {}",
+            taskhost_abi::sdk::shown(other)
         ))),
     }
 }

@@ -22,7 +22,10 @@ impl Config {
                     .as_f64()
                     .filter(|n| n.is_finite() && *n > 0.0)
                     .ok_or_else(|| {
-                        format!("tasks: {key} must be a positive number of milliseconds, got {x}")
+                        format!(
+                            "tasks: {key} must be a positive number of milliseconds, got {}",
+                            taskhost_abi::sdk::shown(x)
+                        )
                     }),
             }
         };
@@ -56,7 +59,8 @@ fn task_id(args: &Value) -> Result<String, ToolResult> {
     match &args["task_id"] {
         Value::String(s) if !s.is_empty() => Ok(s.clone()),
         other => Err(ToolResult::error(format!(
-            "invalid task_id: expected a non-empty string, got {other}"
+            "invalid task_id: expected a non-empty string, got {}",
+            taskhost_abi::sdk::shown(other)
         ))),
     }
 }
@@ -89,7 +93,8 @@ fn task_output(host: &Host, config: Config, call: &ToolCall) -> ToolResult {
             Value::Number(n) => n.as_f64().unwrap_or(f64::NAN),
             other => {
                 return ToolResult::error(format!(
-                    "invalid wait timeout: expected a positive number of milliseconds, got {other}"
+                    "invalid wait timeout: expected a positive number of milliseconds, got {}",
+                    taskhost_abi::sdk::shown(other)
                 ));
             }
         };
@@ -131,7 +136,10 @@ fn task_kill(host: &Host, call: &ToolCall) -> ToolResult {
         Value::Null => None,
         Value::String(s) => Some(s.clone()),
         other => {
-            return ToolResult::error(format!("invalid reason: expected a string, got {other}"));
+            return ToolResult::error(format!(
+                "invalid reason: expected a string, got {}",
+                taskhost_abi::sdk::shown(other)
+            ));
         }
     };
     match host.kill_task(call.session.as_str(), &id, reason.as_deref()) {

@@ -1,0 +1,224 @@
+//! The JSON-RPC line guard in front of every MCP session: what rmcp would drop in silence or answer
+//! wrongly is answered here, as JSON-RPC says, and the session goes on.
+//!
+//! - a line that is not JSON: `-32700` (parse error), `id: null`;
+//! - a line longer than [`MAX_LINE`]: `-32600` (invalid request), `id: null`, the line discarded;
+//! - `tools/call` whose `arguments` is not an object: `-32602` (invalid params), with the call's id.
+//!
+//! Everything else passes to rmcp unchanged, a line at a time; the replies of both go out whole lines
+//! at a time, so they never interleave.
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// The longest line a session may send, its newline included: rmcp's own limit (16 MiB), past which
+/// it would drop the line without a word.
+pub const MAX_LINE: usize = 16 << 20;
+
+/// Puts the guard between `transport` and the returned stream, which rmcp serves. Runs until both
+/// directions are closed. The token is cancelled as soon as the client's side closes: what the session
+/// still runs can be ended then, without waiting for rmcp to wind down its handlers.
+pub fn guard<T>(transport: T) -> (DuplexStream, CancellationToken)
+where
+    T: AsyncRead + AsyncWrite + Send + 'static,
+{
+    let client_gone = CancellationToken::new();
+    let (ours, theirs) = tokio::io::duplex(1 << 20);
+    let (from_client, to_client) = tokio::io::split(transport);
+    let (from_rmcp, to_rmcp) = tokio::io::split(ours);
+    let (lines, outgoing) = mpsc::channel::<Vec<u8>>(64);
+    tokio::spawn(write_out(outgoing, to_client));
+    tokio::spawn(forward_rmcp(from_rmcp, lines.clone()));
+    let gone = client_gone.clone();
+    tokio::spawn(async move {
+        read_in(from_client, to_rmcp, lines).await;
+        gone.cancel();
+    });
+    (theirs, client_gone)
+}
+
+/// Writes each line it is handed to the client.
+async fn write_out(mut lines: mpsc::Receiver<Vec<u8>>, mut to_client: impl AsyncWrite + Unpin) {
+    while let Some(line) = lines.recv().await {
+        if to_client.write_all(&line).await.is_err() || to_client.flush().await.is_err() {
+            break;
+        }
+    }
+    let _ = to_client.shutdown().await;
+}
+
+/// Hands rmcp's output to the writer a whole line at a time.
+async fn forward_rmcp(from_rmcp: impl AsyncRead + Unpin, lines: mpsc::Sender<Vec<u8>>) {
+    let mut reader = BufReader::new(from_rmcp);
+    loop {
+        let mut line = Vec::new();
+        match reader.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {
+                if lines.send(line).await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Reads the client's lines: answers the bad ones, passes the rest to rmcp. Closes rmcp's input at
+/// the client's end.
+async fn read_in(
+    from_client: impl AsyncRead + Unpin,
+    mut to_rmcp: impl AsyncWrite + Unpin,
+    lines: mpsc::Sender<Vec<u8>>,
+) {
+    let mut reader = BufReader::with_capacity(64 * 1024, from_client);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let (read, complete) = match read_line_bounded(&mut reader, &mut line).await {
+            Ok(r) => r,
+            Err(_) => break,
+        };
+        if read == 0 {
+            break;
+        }
+        if !complete {
+            tracing::warn!(bytes = read, "refused a JSON-RPC line over the limit");
+            let reply = error(
+                Value::Null,
+                -32600,
+                &format!(
+                    "Invalid Request: a line of more than {} bytes (the limit is {MAX_LINE})",
+                    MAX_LINE
+                ),
+            );
+            if lines.send(reply).await.is_err() {
+                break;
+            }
+            continue;
+        }
+        match check(&line) {
+            Verdict::Pass => {
+                if to_rmcp.write_all(&line).await.is_err() {
+                    break;
+                }
+                if !line.ends_with(b"\n") && to_rmcp.write_all(b"\n").await.is_err() {
+                    break;
+                }
+                let _ = to_rmcp.flush().await;
+            }
+            Verdict::Skip => {}
+            Verdict::Reply(reply) => {
+                if lines.send(reply).await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    let _ = to_rmcp.shutdown().await;
+}
+
+/// Reads one line into `line`, keeping at most [`MAX_LINE`] bytes: returns the bytes read and
+/// whether the line fit (a longer one is consumed to its end and dropped).
+async fn read_line_bounded(
+    reader: &mut (impl AsyncBufReadExt + Unpin),
+    line: &mut Vec<u8>,
+) -> std::io::Result<(usize, bool)> {
+    let mut total = 0;
+    let mut fits = true;
+    loop {
+        let buf = reader.fill_buf().await?;
+        if buf.is_empty() {
+            return Ok((total, fits));
+        }
+        let (chunk, done) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (&buf[..=i], true),
+            None => (buf, false),
+        };
+        let n = chunk.len();
+        if fits && line.len() + n <= MAX_LINE {
+            line.extend_from_slice(chunk);
+        } else {
+            fits = false;
+            line.clear();
+        }
+        reader.consume(n);
+        total += n;
+        if done {
+            return Ok((total, fits));
+        }
+    }
+}
+
+enum Verdict {
+    Pass,
+    Skip,
+    Reply(Vec<u8>),
+}
+
+fn check(line: &[u8]) -> Verdict {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Verdict::Skip;
+    }
+    let message: Value = match serde_json::from_slice(line) {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::warn!(error = %e, "refused a line that is not JSON");
+            return Verdict::Reply(error(Value::Null, -32700, &format!("Parse error: {e}")));
+        }
+    };
+    let bad_arguments = message["method"] == "tools/call"
+        && message["params"]
+            .get("arguments")
+            .is_some_and(|a| !a.is_object() && !a.is_null());
+    if bad_arguments {
+        let id = message.get("id").cloned().unwrap_or(Value::Null);
+        return Verdict::Reply(error(
+            id,
+            -32602,
+            "Invalid params: tools/call arguments must be a JSON object",
+        ));
+    }
+    Verdict::Pass
+}
+
+/// A JSON-RPC error reply, as one line.
+fn error(id: Value, code: i64, message: &str) -> Vec<u8> {
+    let mut line = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+        .to_string()
+        .into_bytes();
+    line.push(b'\n');
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(line: &str) -> Option<Value> {
+        match check(line.as_bytes()) {
+            Verdict::Reply(r) => Some(serde_json::from_slice(&r).expect("a JSON reply")),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn bad_lines_get_the_json_rpc_error_and_good_ones_pass() {
+        let parse = reply("{not json").expect("a reply");
+        assert_eq!(parse["error"]["code"], -32700);
+        assert_eq!(parse["id"], Value::Null);
+        let params = reply(
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"bash","arguments":[1]}}"#,
+        )
+        .expect("a reply");
+        assert_eq!(params["error"]["code"], -32602);
+        assert_eq!(params["id"], 7);
+        assert!(
+            reply(r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"bash","arguments":{}}}"#)
+                .is_none()
+        );
+        assert!(reply(r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#).is_none());
+        assert!(matches!(check(b"  \n"), Verdict::Skip));
+    }
+}
