@@ -39,7 +39,7 @@ fn main() {
         allow_untrusted: true,
         spill_dir: None,
         env: Default::default(),
-        keeper: None,
+        keeper: Some(profile.join("taskhost")),
         max_foreground_per_owner: 16,
     };
     let host = Taskhost::new(config, rt.handle().clone(), options);

@@ -180,7 +180,7 @@ fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Outcome {
     if let Err(e) = nix::sys::prctl::set_dumpable(false) {
         tracing::warn!(error = %e, "cannot make the host non-dumpable");
     }
-    raise_file_limit();
+    taskhost::process::raise_file_limit();
     let ServeArgs {
         config,
         plugins: plugin_args,
@@ -294,21 +294,6 @@ fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Outcome {
     drop(socket);
     drop(run_dir);
     served.map(|()| ExitCode::SUCCESS).map_err(|e| (1, e))
-}
-
-/// Raises the soft limit of open files to the hard limit: every task holds descriptors, and a host
-/// that runs thousands of them should not fail at the distribution's default of 1,024.
-fn raise_file_limit() {
-    use nix::sys::resource::{Resource, getrlimit, setrlimit};
-    match getrlimit(Resource::RLIMIT_NOFILE) {
-        Ok((soft, hard)) if soft < hard => {
-            if let Err(e) = setrlimit(Resource::RLIMIT_NOFILE, hard, hard) {
-                tracing::warn!(error = %e, soft, hard, "cannot raise the open-file limit");
-            }
-        }
-        Ok(_) => {}
-        Err(e) => tracing::warn!(error = %e, "cannot read the open-file limit"),
-    }
 }
 
 /// SIGTERM, SIGINT and SIGHUP: each asks the host to stop.

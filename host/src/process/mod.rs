@@ -235,6 +235,22 @@ impl Spills {
     }
 }
 
+/// Raises this process's soft limit of open files to the hard limit: every live task holds
+/// descriptors, and a host that runs thousands of them must not fail at the usual soft limit of
+/// 1,024. A refusal is logged.
+pub fn raise_file_limit() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    match getrlimit(Resource::RLIMIT_NOFILE) {
+        Ok((soft, hard)) if soft < hard => {
+            if let Err(e) = setrlimit(Resource::RLIMIT_NOFILE, hard, hard) {
+                tracing::warn!(error = %e, soft, hard, "cannot raise the open-file limit");
+            }
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "cannot read the open-file limit"),
+    }
+}
+
 /// Why a process could not be started: the OS's cause, with the value it concerns (at most 200
 /// characters of it).
 #[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
