@@ -1,12 +1,16 @@
 //! MCP figures for `scripts/bench`: a non-blocking `task_output` round trip over stdio to the real
-//! release `taskhost` (default plugins), against an MCP `ping` round trip on the same connection.
+//! release `taskhost` (default plugins), against an MCP `ping` round trip on the same connection, in
+//! both protocol eras (legacy `initialize`, and 2026-07-28 `server/discover`).
 
 mod common;
 
 use std::time::Instant;
 
-use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, ClientRequest, PingRequest};
+use rmcp::model::{
+    CallToolRequestParams, ClientRequest, DiscoverRequest, DiscoverRequestParams, PingRequest,
+    ProtocolVersion,
+};
+use rmcp::service::{ClientLifecycleMode, serve_client_with_lifecycle};
 use rmcp::transport::TokioChildProcess;
 
 fn main() {
@@ -15,10 +19,28 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    rt.block_on(async {
+    // The baseline is the era's cheapest protocol round trip: `ping` in the legacy era; 2026-07-28
+    // has no `ping`, so there it is `server/discover` (sent raw, past the client's cache).
+    let eras = [
+        (
+            "legacy initialize",
+            "MCP ping round trip",
+            ClientLifecycleMode::Initialize,
+        ),
+        (
+            "2026-07-28 discover",
+            "server/discover round trip",
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        ),
+    ];
+    for (era, baseline, lifecycle) in eras {
+        rt.block_on(async {
         let mut cmd = tokio::process::Command::new(profile.join("taskhost"));
         cmd.args(["serve", "--no-watch"]).env("RUST_LOG", "error");
-        let client = ().serve(TokioChildProcess::new(cmd).expect("spawn")).await.expect("handshake");
+        let transport = TokioChildProcess::new(cmd).expect("spawn");
+        let client = serve_client_with_lifecycle((), transport, lifecycle).await.expect("handshake");
         let args = serde_json::json!({"command": "sleep 600", "run_in_background": true});
         let serde_json::Value::Object(args) = args else { unreachable!() };
         let started = client.peer().call_tool(CallToolRequestParams::new("bash").with_arguments(args)).await.expect("bash");
@@ -30,7 +52,12 @@ fn main() {
         for _ in 0..3 {
             let t = Instant::now();
             for _ in 0..n {
-                client.peer().send_request(ClientRequest::PingRequest(PingRequest::default())).await.expect("ping");
+                let request = if baseline.starts_with("MCP ping") {
+                    ClientRequest::PingRequest(PingRequest::default())
+                } else {
+                    ClientRequest::DiscoverRequest(DiscoverRequest::new(DiscoverRequestParams {}))
+                };
+                client.peer().send_request(request).await.expect("baseline round trip");
             }
             best_ping = best_ping.min(t.elapsed().as_secs_f64() * 1e6 / f64::from(n));
             let t = Instant::now();
@@ -40,9 +67,10 @@ fn main() {
             best_read = best_read.min(t.elapsed().as_secs_f64() * 1e6 / f64::from(n));
         }
         println!(
-            "{{\"name\":\"task_output round trip over stdio (non-blocking)\",\"unit\":\"us\",\"value\":{best_read:.1},\"baseline_name\":\"MCP ping round trip\",\"baseline\":{best_ping:.1},\"ratio\":{:.2}}}",
+            "{{\"name\":\"task_output round trip over stdio (non-blocking), {era}\",\"unit\":\"us\",\"value\":{best_read:.1},\"baseline_name\":\"{baseline}\",\"baseline\":{best_ping:.1},\"ratio\":{:.2}}}",
             best_read / best_ping
         );
         let _ = client.cancel().await;
     });
+    }
 }

@@ -89,6 +89,8 @@ pub struct AgentRun {
 struct Transcript {
     current: String,
     last: String,
+    /// When progress was last reported.
+    reported_at: Option<std::time::Instant>,
 }
 
 impl Transcript {
@@ -105,6 +107,22 @@ impl Transcript {
                     self.last = std::mem::take(&mut self.current);
                 }
             }
+        }
+    }
+
+    /// Tells `progress` the message so far, unless it was told less than 100 ms ago.
+    fn report(&mut self, progress: &crate::plugin::Progress) {
+        let now = std::time::Instant::now();
+        if self
+            .reported_at
+            .is_some_and(|at| now.duration_since(at) < Duration::from_millis(100))
+        {
+            return;
+        }
+        let message = self.final_message();
+        if let Some(line) = message.lines().rev().map(str::trim).find(|l| !l.is_empty()) {
+            self.reported_at = Some(now);
+            progress(message.len() as f64, line.to_owned());
         }
     }
 
@@ -126,12 +144,14 @@ enum End {
 }
 
 /// Runs the child to quiescence and returns the task outcome (never fails: every failure is a
-/// `failed` or `killed` outcome with a clear detail).
+/// `failed` or `killed` outcome with a clear detail). With `progress`, the agent's message so far is
+/// reported as it grows (its length and latest line, at most ten times a second).
 pub async fn run(
     processes: &ProcessService,
     session: &str,
     run: AgentRun,
     cancel: CancellationToken,
+    progress: Option<crate::plugin::Progress>,
 ) -> TaskOutcome {
     let mut spec = ProcessSpec::new(run.command.join(" "));
     spec.argv = Some(run.command.clone());
@@ -169,9 +189,11 @@ pub async fn run(
         .name("taskhost-subagent")
         .on_receive_notification(
             async move |n: SessionNotification, _cx| {
-                seen.lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .update(&n.update);
+                let mut t = seen.lock().unwrap_or_else(|p| p.into_inner());
+                t.update(&n.update);
+                if let Some(report) = &progress {
+                    t.report(report);
+                }
                 Ok(())
             },
             agent_client_protocol::on_receive_notification!(),

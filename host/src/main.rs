@@ -48,6 +48,13 @@ enum Command {
         #[arg(long = "allow-uid", value_name = "UID")]
         allow_uids: Vec<u32>,
     },
+    /// Joins a host serving `--listen unix:PATH` as one MCP session: stdin goes to the host, the
+    /// host's answers to stdout. Register this as the server command in any MCP client to share one
+    /// host. Exits when either side closes; the client's end is the session's end.
+    Connect {
+        /// `unix:PATH` of the host.
+        socket: String,
+    },
     /// Prints the plugin table of a running host.
     Plugins {
         /// `unix:PATH` of the host.
@@ -144,6 +151,7 @@ fn main() -> ExitCode {
             },
         ),
         Command::Plugins { connect } => runtime.block_on(plugins(&connect)),
+        Command::Connect { socket } => runtime.block_on(bridge(&socket)),
         Command::Keeper { .. } => Ok(ExitCode::SUCCESS),
         Command::Call {
             connect,
@@ -250,6 +258,9 @@ fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Outcome {
         )
     };
     let tools: Vec<String> = host.plugins().tools().into_iter().map(|t| t.name).collect();
+    if listen.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        eprint!("{}", first_run_help());
+    }
 
     tracing::info!(?tools, "serving");
     let served = runtime.block_on(async {
@@ -335,6 +346,32 @@ async fn connect(
     })
 }
 
+/// The stdio-to-socket bridge of `taskhost connect`.
+async fn bridge(spec: &str) -> Outcome {
+    use tokio::io::AsyncWriteExt;
+    let path = unix_path(spec).map_err(|e| (2, e))?;
+    let stream = tokio::net::UnixStream::connect(&path)
+        .await
+        .map_err(|e| (1, format!("cannot connect to {}: {e}", path.display())))?;
+    let (mut from_host, mut to_host) = stream.into_split();
+    let (mut stdin, mut stdout) = (tokio::io::stdin(), tokio::io::stdout());
+    let up = async {
+        let _ = tokio::io::copy(&mut stdin, &mut to_host).await;
+        // The client is gone: the host ends the session and closes its side, which ends `down`.
+        let _ = to_host.shutdown().await;
+        std::future::pending::<()>().await;
+    };
+    let down = async {
+        let copied = tokio::io::copy(&mut from_host, &mut stdout).await;
+        let _ = stdout.flush().await;
+        copied
+    };
+    tokio::select! {
+        copied = down => copied.map(|_| ExitCode::SUCCESS).map_err(|e| (1, format!("{}: {e}", path.display()))),
+        () = up => Ok(ExitCode::SUCCESS),
+    }
+}
+
 async fn plugins(spec: &str) -> Outcome {
     let client = connect(spec).await?;
     let read = client
@@ -348,24 +385,67 @@ async fn plugins(spec: &str) -> Outcome {
     });
     let table: serde_json::Value =
         serde_json::from_str(&text.unwrap_or_default()).map_err(|e| (1, e.to_string()))?;
-    println!(
-        "{:<12} {:<6} {:<9} {:>5}  path",
-        "plugin", "gen", "state", "tasks"
-    );
+    let mut rows = vec![[
+        "plugin".to_owned(),
+        "gen".to_owned(),
+        "state".to_owned(),
+        "tasks".to_owned(),
+        "path".to_owned(),
+    ]];
     for p in table["plugins"].as_array().into_iter().flatten() {
         for g in p["generations"].as_array().into_iter().flatten() {
-            println!(
-                "{:<12} {:<6} {:<9} {:>5}  {}",
-                p["name"].as_str().unwrap_or("?"),
-                g["generation"],
-                g["state"].as_str().unwrap_or("?"),
-                g["live_tasks"],
-                p["path"].as_str().unwrap_or("?")
-            );
+            let number =
+                |v: &serde_json::Value| v.as_u64().map_or("?".to_owned(), |n| n.to_string());
+            rows.push([
+                p["name"].as_str().unwrap_or("?").to_owned(),
+                number(&g["generation"]),
+                g["state"].as_str().unwrap_or("?").to_owned(),
+                number(&g["live_tasks"]),
+                p["path"].as_str().unwrap_or("?").to_owned(),
+            ]);
         }
     }
+    print!("{}", align(&rows));
     let _ = client.cancel().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Rows as columns padded to their widest cell (numbers right-aligned), the last column as is.
+fn align(rows: &[[String; 5]]) -> String {
+    let width = |c: usize| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..4).map(width).collect();
+    let mut out = String::new();
+    for r in rows {
+        let cells: Vec<String> = (0..4)
+            .map(|c| {
+                let numeric = c == 1 || c == 3;
+                if numeric {
+                    format!("{:>w$}", r[c], w = widths[c])
+                } else {
+                    format!("{:<w$}", r[c], w = widths[c])
+                }
+            })
+            .collect();
+        out.push_str(&format!("{}  {}\n", cells.join("  "), r[4]));
+    }
+    out
+}
+
+/// What `serve` says on stderr when a person, not a client, started it (stdin is a terminal).
+fn first_run_help() -> String {
+    let exe =
+        std::env::current_exe().map_or_else(|_| "taskhost".to_owned(), |p| p.display().to_string());
+    format!(
+        "taskhost is an MCP server: it is waiting for an MCP client on stdin, not for typing.\n\
+         Register it with a client instead:\n\
+         \x20 Claude Code:  claude mcp add taskhost -- {exe} serve\n\
+         \x20 Codex:        ~/.codex/config.toml: [mcp_servers.taskhost] command = \"{exe}\" args = [\"serve\"]\n\
+         \x20 Gemini CLI:   gemini mcp add taskhost {exe} serve\n\
+         \x20 opencode:     opencode.json: {{\"mcp\": {{\"taskhost\": {{\"type\": \"local\", \"command\": [\"{exe}\", \"serve\"]}}}}}}\n\
+         To try it by hand: {exe} serve --listen unix:/tmp/taskhost.sock, then in another terminal\n\
+         \x20 {exe} call --connect unix:/tmp/taskhost.sock bash '{{\"command\": \"echo hi\"}}'\n\
+         Ctrl-C stops it.\n"
+    )
 }
 
 async fn call(spec: &str, tool: &str, arguments: &str) -> Outcome {

@@ -524,3 +524,40 @@ async fn plugin_threads_shrink_back_after_a_burst_of_calls() {
         threads()
     );
 }
+
+/// Proves: Ctrl-C in a terminal (tmux types it) ends `taskhost serve` at once, with its files.
+#[test]
+fn ctrl_c_in_a_terminal_ends_serve() {
+    let dir = scratch("ctrl-c");
+    let socket = format!("taskhost-it-{}", std::process::id());
+    let pidfile = dir.join("pid");
+    let tmux = |args: &[&str]| {
+        std::process::Command::new("tmux")
+            .args(["-L", &socket])
+            .env("TMUX_TMPDIR", dir.path())
+            .args(args)
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let command = format!(
+        "echo $$ > {}; XDG_RUNTIME_DIR={} RUST_LOG=error exec {} serve --no-watch",
+        pidfile.display(),
+        dir.display(),
+        binary().display()
+    );
+    if !tmux(&["new-session", "-d", "-x", "120", "-y", "30", &command]) {
+        eprintln!("ctrl_c_in_a_terminal_ends_serve: skipped: tmux could not start");
+        return;
+    }
+    let pid = pid_in(&pidfile);
+    assert!(
+        eventually(Duration::from_secs(10), || host_dir(&dir, pid).is_some()),
+        "the host started"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(tmux(&["send-keys", "C-c"]));
+    let ended = eventually(Duration::from_secs(5), || !alive(pid));
+    tmux(&["kill-server"]);
+    assert!(ended, "Ctrl-C did not end serve");
+    assert!(host_dir(&dir, pid).is_none(), "its directory was left");
+}

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod bash;
+mod clients;
 mod faults;
 mod fixtures;
 mod hardening;

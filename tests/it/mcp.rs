@@ -24,9 +24,22 @@ use crate::fixtures::*;
 pub(crate) struct Watcher {
     pub(crate) list_changed: Arc<AtomicUsize>,
     pub(crate) notices: Arc<Mutex<Vec<String>>>,
+    /// Progress messages, in arrival order.
+    pub(crate) progress: Arc<Mutex<Vec<String>>>,
 }
 
 impl ClientHandler for Watcher {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress
+            .lock()
+            .unwrap()
+            .push(params.message.unwrap_or_default());
+    }
+
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.list_changed.fetch_add(1, Ordering::SeqCst);
     }
@@ -99,6 +112,16 @@ pub(crate) async fn read_waiting(client: &Client, id: &str) -> String {
         client,
         "task_output",
         json!({"task_id": id, "wait": true, "timeout_ms": 10000}),
+    )
+    .await
+}
+
+/// Reads a task's output, waiting up to a second for more.
+pub(crate) async fn read_waiting_briefly(client: &Client, id: &str) -> String {
+    call(
+        client,
+        "task_output",
+        json!({"task_id": id, "wait": true, "timeout_ms": 1000}),
     )
     .await
 }

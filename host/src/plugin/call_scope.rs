@@ -1,24 +1,37 @@
 //! The tool call a plugin thread is running: host calls the plugin makes from inside it (a foreground
-//! command, a foreground subagent) end when the call is cancelled.
+//! command, a foreground subagent) end when the call is cancelled, and report progress to the caller
+//! when it asked for it.
 
 use std::cell::RefCell;
+use std::sync::Arc;
 
 use taskhost_registry::CancellationToken;
 
-thread_local! {
-    static CURRENT: RefCell<Option<CancellationToken>> = const { RefCell::new(None) };
+/// Reports a running call's progress: a number that grows (bytes of output so far) and a message
+/// (the latest line).
+pub type Progress = Arc<dyn Fn(f64, String) + Send + Sync>;
+
+/// What a plugin thread knows of the call it runs.
+#[derive(Clone, Default)]
+pub(crate) struct CallContext {
+    pub(crate) cancel: CancellationToken,
+    pub(crate) progress: Option<Progress>,
 }
 
-/// Marks the current thread as running a tool call whose cancellation is `token`, until dropped.
-pub(crate) struct CallScope(Option<CancellationToken>);
+thread_local! {
+    static CURRENT: RefCell<Option<CallContext>> = const { RefCell::new(None) };
+}
+
+/// Marks the current thread as running a tool call, until dropped.
+pub(crate) struct CallScope(Option<CallContext>);
 
 impl CallScope {
-    pub(crate) fn enter(token: CancellationToken) -> Self {
-        Self(CURRENT.with(|c| c.replace(Some(token))))
+    pub(crate) fn enter(call: CallContext) -> Self {
+        Self(CURRENT.with(|c| c.replace(Some(call))))
     }
 
-    /// The cancellation of the tool call this thread runs; a token nobody cancels outside any.
-    pub(crate) fn current() -> CancellationToken {
+    /// The call this thread runs; outside any, a token nobody cancels and no progress.
+    pub(crate) fn current() -> CallContext {
         CURRENT.with(|c| c.borrow().clone()).unwrap_or_default()
     }
 }

@@ -196,6 +196,27 @@ fn agent_run(r: &AgentRequest) -> Result<crate::acp::AgentRun, String> {
     })
 }
 
+/// Tells `progress` (when the caller asked for it) how `process` is doing, at most ten times a second
+/// and only when its output grew. Never ends: the caller drops it when the process settles.
+async fn report_progress(
+    process: &crate::process::Process,
+    progress: Option<&super::call_scope::Progress>,
+) -> std::convert::Infallible {
+    let Some(progress) = progress else {
+        return std::future::pending().await;
+    };
+    let mut reported = 0;
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
+    loop {
+        tick.tick().await;
+        let (bytes, line) = process.progress();
+        if bytes > reported {
+            reported = bytes;
+            progress(bytes as f64, line);
+        }
+    }
+}
+
 /// A plugin's process request, copied into host types.
 fn process_spec(r: &ProcessRequest) -> crate::process::ProcessSpec {
     let mut spec = crate::process::ProcessSpec::new(r.command.as_str());
@@ -307,8 +328,9 @@ impl HostApi for GenHost {
         let run = move || {
             let cancel = taskhost_registry::CancellationToken::new();
             let token = cancel.clone();
-            let driver = runtime
-                .spawn(async move { crate::acp::run(&processes, &session, run_spec, token).await });
+            let driver = runtime.spawn(async move {
+                crate::acp::run(&processes, &session, run_spec, token, None).await
+            });
             let done = async move {
                 driver
                     .await
@@ -324,7 +346,7 @@ impl HostApi for GenHost {
     }
 
     fn run_agent(&self, session: RStr<'_>, request: AgentRequest) -> FfiOutcome {
-        let cancel = CallScope::current();
+        let call = CallScope::current();
         let outcome = match (
             agent_run(&request),
             self.shared.sessions.begin_foreground(session.as_str()),
@@ -336,7 +358,7 @@ impl HostApi for GenHost {
                 let session = session.as_str().to_owned();
                 // Plugin code runs on generation threads, never on the runtime's, so blocking here is sound.
                 self.shared.runtime.block_on(async move {
-                    crate::acp::run(&processes, &session, run, cancel).await
+                    crate::acp::run(&processes, &session, run, call.cancel, call.progress).await
                 })
             }
         };
@@ -357,7 +379,7 @@ impl HostApi for GenHost {
             error: RSome(error.into()),
             cancelled: false,
         };
-        let cancel = CallScope::current();
+        let call = CallScope::current();
         let _slot = match self.shared.sessions.begin_foreground(session.as_str()) {
             Ok(slot) => slot,
             Err(e) => return refused(e.to_string()),
@@ -370,6 +392,7 @@ impl HostApi for GenHost {
         let timeout = std::time::Duration::from_millis(timeout_ms.max(1));
         // Plugin code runs on generation threads, never on the runtime's, so blocking here is sound.
         let (exit, timed_out, cancelled) = self.shared.runtime.block_on(async {
+            let reporting = report_progress(&process, call.progress.as_ref());
             tokio::select! {
                 exit = tokio::time::timeout(timeout, process.wait()) => match exit {
                     Ok(exit) => (exit, false, false),
@@ -378,10 +401,11 @@ impl HostApi for GenHost {
                         (process.wait().await, true, false)
                     }
                 },
-                () = cancel.cancelled() => {
+                () = call.cancel.cancelled() => {
                     process.kill();
                     (process.wait().await, false, true)
                 }
+                never = reporting => match never {},
             }
         });
         let (exit_code, signal) = match exit {

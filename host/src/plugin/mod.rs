@@ -27,6 +27,7 @@ use taskhost_abi::{HostApi_TO, ListenerBox};
 use taskhost_registry::{Registration, Registry};
 use tokio::runtime::Handle;
 
+pub use call_scope::Progress;
 pub use generation::Generation;
 pub use loader::LoadError;
 pub use tools::{CallError, CallOutput, ToolEntry};
@@ -304,11 +305,31 @@ impl Plugins {
         session: &str,
         arguments: &serde_json::Value,
     ) -> Result<CallOutput, CallError> {
+        self.call_tool_with_progress(name, session, arguments, None)
+            .await
+    }
+
+    /// [`Plugins::call_tool`], with `progress` told how a foreground command the call runs is doing
+    /// (at most ten times a second, only when its output grew).
+    ///
+    /// # Errors
+    /// As [`Plugins::call_tool`].
+    ///
+    /// # Cancel safety
+    /// As [`Plugins::call_tool`].
+    pub async fn call_tool_with_progress(
+        &self,
+        name: &str,
+        session: &str,
+        arguments: &serde_json::Value,
+        progress: Option<Progress>,
+    ) -> Result<CallOutput, CallError> {
         let entry = self.shared.tools_read().get(name).cloned();
         let entry = entry.ok_or_else(|| CallError::UnknownTool(name.to_owned()))?;
         let cancel = self.shared.sessions.call_token(session);
         let _cancel_on_drop = cancel.clone().drop_guard();
-        entry.call(session, arguments, cancel).await
+        let context = call_scope::CallContext { cancel, progress };
+        entry.call(session, arguments, context).await
     }
 
     /// Loads (or reloads) the plugin at `path` as a new generation and swaps it in once its init

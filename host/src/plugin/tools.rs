@@ -61,12 +61,13 @@ pub(crate) type Table = BTreeMap<String, ToolEntry>;
 
 impl ToolEntry {
     /// Calls the tool on its generation's threads; in-flight calls keep their generation alive.
-    /// Host work the call starts (a foreground command) ends when `cancel` is cancelled.
+    /// Host work the call starts (a foreground command) ends when the context's token is cancelled
+    /// and reports its progress there.
     pub(crate) async fn call(
         &self,
         session: &str,
         arguments: &serde_json::Value,
-        cancel: taskhost_registry::CancellationToken,
+        context: super::call_scope::CallContext,
     ) -> Result<CallOutput, CallError> {
         if !arguments.is_object() {
             return Err(CallError::BadArguments {
@@ -82,7 +83,7 @@ impl ToolEntry {
         let rx = generation
             .executor
             .call_async(move || {
-                let _scope = super::call_scope::CallScope::enter(cancel);
+                let _scope = super::call_scope::CallScope::enter(context);
                 let result = handler.get().call(call);
                 CallOutput {
                     text: result.text.as_str().to_owned(),

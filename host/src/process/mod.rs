@@ -161,6 +161,22 @@ impl Process {
         render_read(&out.bytes, &err.bytes, out.lossy || err.lossy, &paths)
     }
 
+    /// How far the process has got, without consuming anything: the bytes it wrote so far (both
+    /// streams) and its latest non-empty output line (stdout's, else stderr's), for progress reports.
+    pub fn progress(&self) -> (u64, String) {
+        let s = lock(&self.streams);
+        let last_line = |b: &StreamBuf| {
+            String::from_utf8_lossy(&b.peek_tail(512))
+                .lines()
+                .rev()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .map(str::to_owned)
+        };
+        let line = last_line(&s.out).or_else(|| last_line(&s.err));
+        (s.out.total() + s.err.total(), line.unwrap_or_default())
+    }
+
     /// The last `max` bytes of stderr (lossy UTF-8), without consuming them: for diagnostics.
     pub fn stderr_tail(&self, max: usize) -> String {
         String::from_utf8_lossy(&lock(&self.streams).err.peek_tail(max))

@@ -147,6 +147,11 @@ impl StreamBuf {
     }
 
     /// The last `max` bytes retained, without consuming them.
+    /// Bytes ever written to the stream.
+    pub(crate) fn total(&self) -> u64 {
+        self.total
+    }
+
     pub(crate) fn peek_tail(&self, max: usize) -> Vec<u8> {
         let skip = self.tail.len().saturating_sub(max);
         self.tail.range(skip..).copied().collect()

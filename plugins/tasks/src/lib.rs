@@ -4,7 +4,7 @@
 use taskhost_abi::serde_json::{Value, json};
 use taskhost_abi::{FfiSnapshot, Host, Plugin, ToolCall, ToolResult, export_plugin};
 
-const PROMPT: &str = "Track every background task id you start. You are notified in-session when a task finishes — do not busy-poll or sleep on one; keep working on independent steps and do not duplicate a running task's work. Before giving a final answer, collect every still-relevant task with task_output (set wait: true only when you are genuinely blocked on it), and task_kill tasks that stopped mattering.";
+const PROMPT: &str = "Track every background task id you start. When a task finishes, a notice naming it is added to the result of your next taskhost tool call (and, where your client shows them, sent as a log message) — do not busy-poll or sleep on one; keep working on independent steps and do not duplicate a running task's work. Before giving a final answer, collect every still-relevant task with task_output (set wait: true only when you are genuinely blocked on it), and task_kill tasks that stopped mattering.";
 
 /// The plugin's settings (its `[plugin.config]` table).
 #[derive(Clone, Copy, Debug)]

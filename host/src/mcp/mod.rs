@@ -2,21 +2,29 @@
 //! connection). Each session is one agent, the owner of the tasks it starts, disposed when the
 //! session ends.
 //!
-//! Notices go out as MCP logging notifications, as the spec asks; rmcp marks logging deprecated
-//! (SEP-2577) for the 2026-07-28 protocol, where it will give way to another channel.
+//! Both protocol eras are served: a legacy session (`initialize`, up to 2025-11-25) is told of tool
+//! changes through its peer and gets notices as logging messages; a 2026-07-28 session (`server/discover`,
+//! no handshake) is told of tool changes only on the `subscriptions/listen` streams it opens, and gets
+//! notices as logging messages once a request opted in with `io.modelcontextprotocol/logLevel`. In
+//! both, a notice also rides on the session's next tool result, the one path every client shows its
+//! model. rmcp marks logging deprecated (SEP-2577) for 2026-07-28; it is still what clients show.
 #![allow(deprecated)]
 
-use std::collections::HashMap;
+mod peers;
+
+pub use peers::Peers;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListResourcesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    Resource, ResourceContents, ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
+    PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerCapabilities,
+    ServerConfig, SetLevelRequestParams, SubscriptionFilter, Tool,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
@@ -30,30 +38,24 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The live sessions' peers, told when the tool set changes.
-#[derive(Clone, Default)]
-pub struct Peers(Arc<Mutex<HashMap<String, Peer<RoleServer>>>>);
-
-impl Peers {
-    /// Sends `notifications/tools/list_changed` to every initialized session.
-    pub fn tools_changed(&self, runtime: &tokio::runtime::Handle) {
-        let peers: Vec<Peer<RoleServer>> = lock(&self.0).values().cloned().collect();
-        for peer in peers {
-            runtime.spawn(async move {
-                let _ = peer.notify_tool_list_changed().await;
-            });
-        }
-    }
-}
-
 /// One MCP session.
 pub struct McpSession {
     host: Arc<Taskhost>,
     id: String,
     peers: Peers,
     peer: Arc<OnceLock<Peer<RoleServer>>>,
+    /// The level the session asked logging messages at; `None` for none (a modern session that never
+    /// opted in).
+    log_level: Arc<Mutex<Option<LoggingLevel>>>,
     /// Notices not yet shown on a tool result.
     pending: Arc<Mutex<Vec<Notice>>>,
+}
+
+/// True when a message at `level` goes to a session that asked for `wanted` and above.
+fn wants(wanted: Option<LoggingLevel>, level: LoggingLevel) -> bool {
+    // The levels in order of severity, as RFC 5424 (and MCP) list them.
+    let rank = |l: LoggingLevel| l as u8;
+    wanted.is_some_and(|w| rank(w) <= rank(level))
 }
 
 impl McpSession {
@@ -64,14 +66,22 @@ impl McpSession {
             id,
             peers,
             peer: Arc::default(),
+            log_level: Arc::default(),
             pending: Arc::default(),
         };
-        let (peer, pending) = (session.peer.clone(), session.pending.clone());
+        let (peer, pending, log_level) = (
+            session.peer.clone(),
+            session.pending.clone(),
+            session.log_level.clone(),
+        );
         let runtime = tokio::runtime::Handle::current();
         session.host.sessions().set_sink(
             &session.id,
             Arc::new(move |notice: &Notice| {
                 lock(&pending).push(notice.clone());
+                if !wants(*lock(&log_level), LoggingLevel::Info) {
+                    return;
+                }
                 if let Some(peer) = peer.get().cloned() {
                     let param = LoggingMessageNotificationParam::new(
                         LoggingLevel::Info,
@@ -79,13 +89,35 @@ impl McpSession {
                     )
                     .with_logger("tasks");
                     runtime.spawn(async move {
-                        #[allow(deprecated)]
                         let _ = peer.notify_logging_message(param).await;
                     });
                 }
             }),
         );
         session
+    }
+
+    /// What every request tells of its session: its peer (a 2026-07-28 session never sends
+    /// `notifications/initialized`) and, in the 2026-07-28 era, the log level it opts in to.
+    fn observe(&self, context: &RequestContext<RoleServer>) {
+        let _ = self.peer.set(context.peer.clone());
+        if let Some(level) = context.meta.log_level() {
+            *lock(&self.log_level) = Some(level);
+        }
+    }
+
+    /// Reports a foreground command's progress to the caller, when its call carries a token.
+    fn progress(context: &RequestContext<RoleServer>) -> Option<crate::plugin::Progress> {
+        let token = context.meta.get_progress_token()?;
+        let peer = context.peer.clone();
+        let runtime = tokio::runtime::Handle::current();
+        Some(Arc::new(move |progress: f64, line: String| {
+            let param = ProgressNotificationParam::new(token.clone(), progress).with_message(line);
+            let peer = peer.clone();
+            runtime.spawn(async move {
+                let _ = peer.notify_progress(param).await;
+            });
+        }))
     }
 
     fn tool_error(text: String) -> CallToolResult {
@@ -109,8 +141,9 @@ impl ServerHandler for McpSession {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        self.observe(&context);
         let tools = self
             .host
             .plugins()
@@ -132,11 +165,14 @@ impl ServerHandler for McpSession {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        self.observe(&context);
         let arguments = request.arguments.map_or_else(|| json!({}), Value::Object);
-        let call = self
-            .host
-            .plugins()
-            .call_tool(&request.name, &self.id, &arguments);
+        let call = self.host.plugins().call_tool_with_progress(
+            &request.name,
+            &self.id,
+            &arguments,
+            Self::progress(&context),
+        );
         // `notifications/cancelled` for this request: dropping the call cancels what it started.
         let outcome = tokio::select! {
             outcome = call => outcome,
@@ -176,22 +212,46 @@ impl ServerHandler for McpSession {
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let _ = self.peer.set(context.peer.clone());
-        lock(&self.peers.0).insert(self.id.clone(), context.peer);
+        // A legacy session gets logging messages unless it asks otherwise (`logging/setLevel`).
+        lock(&self.log_level).get_or_insert(LoggingLevel::Info);
+        self.peers.add_legacy(&self.id, context.peer);
     }
 
     async fn set_level(
         &self,
-        _request: SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        self.observe(&context);
+        *lock(&self.log_level) = Some(request.level);
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        self.observe(context.request_context());
+        let sink = context.sink().clone();
+        let id = sink.id().clone();
+        if sink.accepted().tools_list_changed == Some(true) {
+            self.peers.add_stream(&self.id, sink);
+        }
+        context.cancelled().await;
+        self.peers.remove_stream(&self.id, &id);
         Ok(())
     }
 
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
+        self.observe(&context);
         Ok(ListResourcesResult::with_all_items(vec![
             Resource::new(PLUGINS_URI, "plugins").with_mime_type("application/json"),
         ]))
@@ -200,8 +260,9 @@ impl ServerHandler for McpSession {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
+        self.observe(&context);
         if request.uri != PLUGINS_URI {
             return Err(McpError::resource_not_found(
                 format!("no resource at {}", request.uri),
@@ -209,7 +270,8 @@ impl ServerHandler for McpSession {
             ));
         }
         let text = plugins_json(&self.host).to_string();
-        Ok(ReadResourceResult::new(vec![ResourceContents::text(text, PLUGINS_URI)]).into())
+        let contents = ResourceContents::text(text, PLUGINS_URI).with_mime_type("application/json");
+        Ok(ReadResourceResult::new(vec![contents]).into())
     }
 }
 
@@ -263,7 +325,7 @@ where
             .map_err(|e| e.to_string()),
         Err(e) => Err(e.to_string()),
     };
-    lock(&peers.0).remove(&id);
+    peers.remove(&id);
     host.close_session(&id).await;
     tracing::info!(session = %id, "session ended");
     outcome
