@@ -25,6 +25,9 @@ fn status_kib(field: &str) -> u64 {
 }
 
 fn main() {
+    // Room for 10,000 tasks' descriptors: as root, the hard limit can be raised too.
+    let _ =
+        nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE, 65_536, 65_536);
     taskhost::process::raise_file_limit();
     let profile = common::profile_dir();
     let dir = common::scratch("scale");
@@ -59,11 +62,24 @@ fn main() {
             .map(|o| o.text)
             .unwrap_or_else(|e| e.to_string())
     };
+    // Diagnosis: TASKHOST_SCALE_PREOPEN=N opens N descriptors first, to tell a cost that grows with
+    // the host's descriptors from one that grows with its tasks.
+    let preopen: usize = std::env::var("TASKHOST_SCALE_PREOPEN")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let _held: Vec<std::fs::File> = (0..preopen)
+        .filter_map(|_| std::fs::File::open("/dev/null").ok())
+        .collect();
+    let tasks = std::env::var("TASKHOST_SCALE_TASKS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(TASKS);
     let rss0 = status_kib("VmRSS:");
     let mut failed = 0;
     let mut window_ms = Vec::new();
     let mut t = Instant::now();
-    for i in 0..TASKS {
+    for i in 0..tasks {
         if i % WINDOW == 0 {
             t = Instant::now();
         }

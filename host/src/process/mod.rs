@@ -13,7 +13,7 @@ pub mod keeper;
 mod render;
 mod stream;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -214,8 +214,9 @@ impl Process {
 
 /// Spill files by owning session ("" for unowned), removed when the session is disposed. Holds only
 /// files that exist: a stream's planned path is forgotten when its process settles without spilling.
+/// A set per session, so recording and forgetting cost the same however many tasks the session has.
 #[derive(Default)]
-struct Spills(Mutex<HashMap<String, Vec<PathBuf>>>);
+struct Spills(Mutex<HashMap<String, HashSet<PathBuf>>>);
 
 impl Spills {
     fn record(&self, session: &str, paths: impl IntoIterator<Item = PathBuf>) {
@@ -240,10 +241,11 @@ impl Spills {
 
     /// Forgets spill paths of `session` that will never be files.
     fn forget(&self, session: &str, unused: impl IntoIterator<Item = PathBuf>) {
-        let unused: Vec<PathBuf> = unused.into_iter().collect();
         let mut map = lock(&self.0);
         if let Some(paths) = map.get_mut(session) {
-            paths.retain(|p| !unused.contains(p));
+            for p in unused {
+                paths.remove(&p);
+            }
             if paths.is_empty() {
                 map.remove(session);
             }
@@ -578,7 +580,7 @@ impl ProcessService {
 
     /// Spill files recorded for removal, across sessions: only files that were created.
     pub fn spill_files(&self) -> usize {
-        lock(&self.spills.0).values().map(Vec::len).sum()
+        lock(&self.spills.0).values().map(HashSet::len).sum()
     }
 
     /// Live process groups.
