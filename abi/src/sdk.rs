@@ -499,7 +499,7 @@ pub fn root_module(
 }
 
 /// The symbol abi_stable's loader reads (`abi_stable::library::ROOT_MODULE_LOADER_NAME`), spelled out
-/// because [`export_plugin!`] must name it literally; a unit test keeps the two equal.
+/// because [`export_plugin!`](crate::export_plugin) must name it literally; a unit test keeps the two equal.
 pub const ROOT_MODULE_SYMBOL: &str = "_1as_0lib_1header_0root_bmodule_bloader";
 
 /// Exports a plugin: `export_plugin!(name: "bash", init: my_init)`, where

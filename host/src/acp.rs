@@ -146,6 +146,11 @@ enum End {
 /// Runs the child to quiescence and returns the task outcome (never fails: every failure is a
 /// `failed` or `killed` outcome with a clear detail). With `progress`, the agent's message so far is
 /// reported as it grows (its length and latest line, at most ten times a second).
+///
+/// # Cancel safety
+/// Not cancel safe: dropping the future abandons the conversation without `session/cancel`; the
+/// agent's process group is ended when its process settles or its session is disposed. Cancel
+/// through `cancel` instead, which runs the whole cancel sequence.
 pub async fn run(
     processes: &ProcessService,
     session: &str,

@@ -2,7 +2,9 @@
 //! serves them over MCP.
 //!
 //! Architecture invariant: this is the only crate that loads libraries; `unsafe` lives in
-//! `plugin::loader` and the host-handle glue.
+//! `plugin::loader` alone (the crate denies it, the loader module alone allows it).
+
+#![deny(unsafe_code)]
 
 pub mod acp;
 pub mod config;
@@ -79,6 +81,11 @@ impl Taskhost {
 
     /// Shuts down: every task is cancelled and awaited (boundedly), every remaining child process group
     /// is ended, then every plugin is retired.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: dropped before it completes, the registry is disposed (no new task starts)
+    /// but processes and plugins are left as they are; the keeper still ends the processes when the
+    /// host exits.
     pub async fn shutdown(&self) {
         self.registry.dispose().await;
         self.processes().shutdown();

@@ -14,6 +14,8 @@
 //! Registrations are not tied to whoever called `start`: a task belongs to its owner and its producer's
 //! hooks, so reloading the code that started it (or the surface that reads it) never touches it.
 
+#![forbid(unsafe_code)]
+
 mod agent;
 mod config;
 mod error;

@@ -36,7 +36,7 @@ type ChangedSet = ListenerSet<dyn Fn(Option<&Agent>) + Send + Sync>;
 /// code (starters, cancels, readers) is never called while the registry's bookkeeping lock is held, so a
 /// producer may call back into the registry. A kill or read of the very task whose hook is running is
 /// refused with [`RegistryError::OwnHook`] (it would wait on the call running the hook), on the hook's
-/// thread and on any thread that entered its [`HookScope`].
+/// thread and on any thread that entered its [`HookScope`](crate::HookScope).
 #[derive(Clone)]
 pub struct Registry {
     pub(crate) inner: Arc<Inner>,

@@ -298,6 +298,10 @@ pub fn plugins_json(host: &Taskhost) -> Value {
 ///
 /// # Errors
 /// When the MCP handshake fails.
+///
+/// # Cancel safety
+/// Not cancel safe: dropped mid-session, the session's calls are not cancelled and its agent is not
+/// disposed until the host shuts down. Run it to completion (it ends when the client leaves).
 pub async fn serve_session<T>(
     host: Arc<Taskhost>,
     peers: Peers,
@@ -335,6 +339,9 @@ where
 ///
 /// # Errors
 /// When the MCP handshake fails.
+///
+/// # Cancel safety
+/// As [`serve_session`].
 pub async fn serve_stdio(host: Arc<Taskhost>, peers: Peers) -> Result<(), String> {
     let (stdin, stdout) = rmcp::transport::stdio();
     serve_session(

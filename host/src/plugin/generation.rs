@@ -11,7 +11,7 @@ use super::executor::Executor;
 use super::loader::Libraries;
 
 /// One load of a plugin file. Every host-held object made by this generation's code holds an
-/// `Arc<Generation>` (through [`GenBox`]), as do in-flight calls and workers; when the last one goes,
+/// `Arc<Generation>` (through a `GenBox`), as do in-flight calls and workers; when the last one goes,
 /// the generation shuts its executor down, joins its threads and closes its library (a real unload).
 pub struct Generation {
     pub(crate) plugin: String,

@@ -1,7 +1,7 @@
 //! Opening a plugin file: the trust check, the generation's private file, and the ABI checks.
 //!
-//! This is one of the two places with `unsafe` code (the other is the host-handle glue): loading a
-//! library runs its initializers, and the root module hands out `'static` references that are only
+//! This is the one module of the host with `unsafe` code (the crate denies it everywhere else; the
+//! ABI glue in `abi/` is the other place in the workspace): loading a library runs its initializers, and the root module hands out `'static` references that are only
 //! valid while the library stays open. [`Libraries`] owns both handles; a
 //! [`Generation`](super::Generation) owns the libraries and every value that could point into them.
 
@@ -98,7 +98,7 @@ pub(crate) struct Libraries {
 
 /// Refuses files (and directories) that others could have written.
 pub(crate) fn check_trust(path: &Path) -> Result<(), LoadError> {
-    let euid = unsafe_free_geteuid();
+    let euid = crate::rundir::euid();
     let check = |p: &Path, what: &str| -> Result<(), LoadError> {
         let meta = fs::metadata(p).map_err(|source| LoadError::Io {
             path: path.to_owned(),
@@ -128,11 +128,6 @@ pub(crate) fn check_trust(path: &Path) -> Result<(), LoadError> {
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     check(dir, "directory")
-}
-
-fn unsafe_free_geteuid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
 }
 
 /// A generation's own file: created by the host in its private generation directory, and held open

@@ -13,6 +13,7 @@ mod convert;
 mod executor;
 mod generation;
 mod host_api;
+#[allow(unsafe_code)]
 mod loader;
 mod tools;
 pub mod watch;

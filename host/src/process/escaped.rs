@@ -269,8 +269,8 @@ pub fn group_exists(pgid: i32) -> bool {
 /// orphan its own children to this subreaper, so it repeats).
 ///
 /// Only for a process that is a taskhost and nothing else, as its last step (the binary, after
-/// [`super::Processes::shutdown`]): its children are then all descendants of its tasks, a daemon that
-/// cleared [`MARKER`] from its environment included, which no sweep can attribute to a task. A program
+/// [`super::ProcessService::shutdown`]): its children are then all descendants of its tasks, a daemon that
+/// cleared the `TASKHOST_PROCESS` marker from its environment included, which no sweep can attribute to a task. A program
 /// that embeds the host and has children of its own must not call it.
 pub fn end_all_children(within: Duration) -> usize {
     let deadline = Instant::now() + within;

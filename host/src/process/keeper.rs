@@ -4,7 +4,7 @@
 //! The host tells the keeper, over a pipe that only the host holds open, every process group it
 //! spawns (`+<pgid>`) and every group that is gone (`-<pgid>`). When the pipe closes (the host is
 //! gone, however it ended) the keeper SIGKILLs every group still registered and every process whose
-//! environment carries the host's [`MARKER`](super::escaped::MARKER) (descendants that left their
+//! environment carries the host's marker (`TASKHOST_PROCESS`) (descendants that left their
 //! group or session: `setsid` daemons, double forks), in rounds until a round finds nothing or a
 //! second has passed, and exits. It needs no privilege: the task processes are the user's own.
 //!
