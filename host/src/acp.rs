@@ -3,8 +3,9 @@
 //! the stop reason to a task outcome. Cancel is ACP `session/cancel`, then closing stdin, then the
 //! process group after the grace.
 
+use parking_lot::Mutex;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
@@ -194,7 +195,7 @@ pub async fn run(
         .name("taskhost-subagent")
         .on_receive_notification(
             async move |n: SessionNotification, _cx| {
-                let mut t = seen.lock().unwrap_or_else(|p| p.into_inner());
+                let mut t = seen.lock();
                 t.update(&n.update);
                 if let Some(report) = &progress {
                     t.report(report);
@@ -283,10 +284,7 @@ pub async fn run(
         };
         format!("{what}{exit}{stderr}")
     };
-    let output = transcript
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .final_message();
+    let output = transcript.lock().final_message();
     match ended {
         Ok(End::Stopped(StopReason::EndTurn)) => TaskOutcome::completed().with_output(output),
         Ok(End::Stopped(StopReason::Cancelled) | End::Cancelled) => TaskOutcome::killed(),

@@ -1,7 +1,8 @@
 //! Sessions: each MCP session is one agent, the owner of the tasks it starts.
 
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use taskhost_registry::{Agent, CancellationToken, Registry};
 
@@ -102,7 +103,7 @@ impl Sessions {
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner.lock()
     }
 
     /// Opens a session: a new agent, registered as the live owner for `id`. Reopening an open id

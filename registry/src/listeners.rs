@@ -1,8 +1,9 @@
 //! Listener sets with per-listener containment, and the guards that unregister them.
 
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 
 use crate::agent::Agent;
 use crate::status::TaskSnapshot;
@@ -38,9 +39,9 @@ impl<F: ?Sized> ListenerSet<F> {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, SetInner<F>> {
+    fn lock(&self) -> parking_lot::MutexGuard<'_, SetInner<F>> {
         // A poisoned set only means a panic happened while it was locked; its map is still whole.
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner.lock()
     }
 
     /// Adds a listener; returns its key, or `None` once the set is closed.

@@ -1,7 +1,8 @@
 //! The registry's operations: start, get, list, read, kill, wait, listeners, surfaces, agents.
 
+use parking_lot::Mutex;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -19,7 +20,7 @@ use crate::listeners::{
 };
 use crate::producer::{ProducerError, ReaderFn, TaskHooks, TaskStart};
 use crate::state::{
-    Bucket, LiveHooks, Ops, OwnerKey, Phase, Record, SharedOps, State, lock, now_ms, owner_key,
+    Bucket, LiveHooks, Ops, OwnerKey, Phase, Record, SharedOps, State, now_ms, owner_key,
 };
 use crate::status::{TaskOutcome, TaskRead, TaskSnapshot};
 use crate::surface::{SurfaceScope, Surfaces};
@@ -130,14 +131,18 @@ impl Registry {
     /// replaced, if any: that one can no longer start tasks, but its tasks keep running until it is
     /// disposed.
     pub fn register_agent(&self, agent: &Agent) -> Option<Agent> {
-        lock(&self.inner.state)
+        self.inner
+            .state
+            .lock()
             .agents
             .insert(agent.id().clone(), agent.clone())
     }
 
     /// The live instance registered under `id`.
     pub fn registered_agent(&self, id: &str) -> Option<Agent> {
-        lock(&self.inner.state)
+        self.inner
+            .state
+            .lock()
             .agents
             .get(&crate::AgentId::new(id))
             .cloned()
@@ -227,7 +232,7 @@ impl Registry {
         }));
 
         let id = {
-            let mut st = lock(&self.inner.state);
+            let mut st = self.inner.state.lock();
             let st = &mut *st;
             let n = st.counters.entry(kind.clone()).or_insert(0);
             *n += 1;
@@ -282,7 +287,7 @@ impl Registry {
             };
             inner.settle(&watched, outcome, Cause::Done);
         });
-        let mut ops = lock(&ops);
+        let mut ops = ops.lock();
         if ops.hooks.is_some() {
             ops.watcher = Some(watcher.abort_handle());
         }
@@ -297,7 +302,7 @@ impl Registry {
         owner: Option<&Agent>,
         key: OwnerKey,
     ) -> Result<(), RegistryError> {
-        let mut st = lock(&self.inner.state);
+        let mut st = self.inner.state.lock();
         if st.phase != Phase::Open {
             return Err(RegistryError::Disposed);
         }
@@ -346,14 +351,14 @@ impl Registry {
     /// [`RegistryError::UnknownTask`], or [`RegistryError::ForeignTask`] when the task is owned by a
     /// session other than the caller's (a caller without an agent matches only unowned tasks).
     pub fn get(&self, id: &str, caller: Option<&Agent>) -> Result<TaskSnapshot, RegistryError> {
-        let st = lock(&self.inner.state);
+        let st = self.inner.state.lock();
         authorize(&st, id, caller).map(Record::snapshot)
     }
 
     /// The caller's tasks and the unowned ones, live and terminal, in registration order. Costs what
     /// the caller can see, not the registry's size.
     pub fn list(&self, caller: Option<&Agent>) -> Vec<TaskSnapshot> {
-        let st = lock(&self.inner.state);
+        let st = self.inner.state.lock();
         let own = caller.and_then(|a| st.by_session.get(a.session()));
         let mut own = own.into_iter().flat_map(|m| m.iter()).peekable();
         let mut unowned = st.unowned.iter().peekable();
@@ -383,12 +388,12 @@ impl Registry {
     /// producer's business; the task is otherwise unchanged).
     pub fn read(&self, id: &str, caller: Option<&Agent>) -> Result<TaskRead, RegistryError> {
         let (task, ops) = {
-            let st = lock(&self.inner.state);
+            let st = self.inner.state.lock();
             let rec = authorize(&st, id, caller)?;
             (rec.id.clone(), rec.ops.clone())
         };
         hook_scope::refuse_own(id)?;
-        let mut ops = lock(&ops);
+        let mut ops = ops.lock();
         let ops = &mut *ops;
         let delta = match ops.hooks.as_mut().and_then(|h| h.reader.as_mut()) {
             Some(reader) => call_reader(&task, reader).map_err(|p| {
@@ -396,7 +401,7 @@ impl Registry {
             })?,
             None => std::mem::take(&mut ops.remainder),
         };
-        let mut st = lock(&self.inner.state);
+        let mut st = self.inner.state.lock();
         let rec = st
             .records
             .get_mut(id)
@@ -434,14 +439,14 @@ impl Registry {
         reason: Option<&str>,
     ) -> Result<KillOutcome, RegistryError> {
         let (task, ops) = {
-            let st = lock(&self.inner.state);
+            let st = self.inner.state.lock();
             let rec = authorize(&st, id, caller)?;
             (rec.id.clone(), rec.ops.clone())
         };
         hook_scope::refuse_own(id)?;
-        let mut ops = lock(&ops);
+        let mut ops = ops.lock();
         {
-            let mut st = lock(&self.inner.state);
+            let mut st = self.inner.state.lock();
             let rec = st
                 .records
                 .get_mut(id)
@@ -455,7 +460,7 @@ impl Registry {
             call_cancel(&task, hooks, reason)?;
         }
         let (snapshot, owner, moved) = {
-            let mut st = lock(&self.inner.state);
+            let mut st = self.inner.state.lock();
             let rec = st
                 .records
                 .get_mut(id)
@@ -500,7 +505,7 @@ impl Registry {
             return Err(RegistryError::InvalidWaitTimeout(json_number(timeout_ms)));
         }
         let mut settled = {
-            let mut st = lock(&self.inner.state);
+            let mut st = self.inner.state.lock();
             let st = &mut *st;
             authorize(st, id, caller)?;
             let Some(rec) = st.records.get_mut(id) else {
@@ -533,7 +538,7 @@ impl Registry {
             _ = tokio::time::sleep(timeout) => true,
         };
         guard.armed = false;
-        let mut st = lock(&self.inner.state);
+        let mut st = self.inner.state.lock();
         let st = &mut *st;
         match st.records.get_mut(id) {
             Some(rec) if rec.status.is_live() => {
@@ -555,7 +560,7 @@ impl Registry {
 
     /// Counts of what the registry holds.
     pub fn stats(&self) -> RegistryStats {
-        let st = lock(&self.inner.state);
+        let st = self.inner.state.lock();
         RegistryStats {
             records: st.records.len(),
             live: st.buckets.values().map(|b| b.live).sum(),
@@ -579,7 +584,7 @@ impl Drop for WaiterGuard<'_> {
         if !self.armed {
             return;
         }
-        let mut st = lock(&self.inner.state);
+        let mut st = self.inner.state.lock();
         let st = &mut *st;
         if let Some(rec) = st.records.get_mut(self.id)
             && rec.status.is_live()
@@ -655,7 +660,7 @@ impl Inner {
 
     fn release_reservation(&self, key: OwnerKey) {
         {
-            let mut st = lock(&self.state);
+            let mut st = self.state.lock();
             if let Some(b) = st.buckets.get_mut(&key) {
                 b.live -= 1;
                 b.reserved -= 1;
@@ -665,13 +670,13 @@ impl Inner {
     }
 
     pub(crate) fn ops_of(&self, id: &TaskId) -> Option<SharedOps> {
-        lock(&self.state).records.get(id).map(|r| r.ops.clone())
+        self.state.lock().records.get(id).map(|r| r.ops.clone())
     }
 
     /// Settles a task (first outcome wins) and announces it.
     pub(crate) fn settle(&self, id: &TaskId, outcome: TaskOutcome, cause: Cause) {
         let Some(ops) = self.ops_of(id) else { return };
-        let settled = self.settle_locked(&mut lock(&ops), id, outcome, cause);
+        let settled = self.settle_locked(&mut ops.lock(), id, outcome, cause);
         if let Some(s) = settled {
             self.announce(s);
         }
@@ -686,7 +691,7 @@ impl Inner {
         outcome: TaskOutcome,
         cause: Cause,
     ) -> Option<Settled> {
-        if !lock(&self.state).is_live(id) {
+        if !self.state.lock().is_live(id) {
             return None;
         }
         let mut hooks = ops.hooks.take();
@@ -705,7 +710,7 @@ impl Inner {
             w.abort();
         }
         let settled = {
-            let mut st = lock(&self.state);
+            let mut st = self.state.lock();
             let st = &mut *st;
             let rec = st.records.get_mut(id)?;
             rec.status = outcome.status.into();

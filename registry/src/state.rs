@@ -1,8 +1,9 @@
 //! The registry's bookkeeping, kept so that no operation scans history: records by id, per-session and
 //! unowned indexes in registration order, per-owner admission buckets.
 
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio::sync::watch;
@@ -167,10 +168,4 @@ pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
-}
-
-/// Locks a mutex whose data stays consistent even if a holder panicked: every critical section in this
-/// crate leaves its data whole before any call that can panic.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -1,7 +1,7 @@
 //! Control surfaces and the fence: `start` refuses work no attached surface could collect or stop.
 
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashSet};
-use std::sync::Mutex;
 
 use crate::agent::Agent;
 use crate::ids::SessionId;
@@ -44,8 +44,8 @@ impl Surfaces {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, Table> {
+        self.inner.lock()
     }
 
     pub(crate) fn attach(&self, name: String, scope: SurfaceScope) -> u64 {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use crate::agent::Agent;
 use crate::ids::TaskId;
 use crate::registry::{Cause, Inner, Registry, call_cancel};
-use crate::state::{Phase, State, lock, owner_key};
+use crate::state::{Phase, State, owner_key};
 use crate::status::{TaskOutcome, TaskStatus};
 
 /// Cancel reason given to producers when their owner is disposed.
@@ -31,7 +31,7 @@ impl Registry {
     pub async fn dispose_agent(&self, agent: &Agent) {
         let key = owner_key(Some(agent));
         {
-            let mut st = lock(&self.inner.state);
+            let mut st = self.inner.state.lock();
             if st
                 .agents
                 .get(agent.id())
@@ -48,7 +48,7 @@ impl Registry {
             .await_reservations(|st| st.buckets.get(&key).map_or(0, |b| b.reserved))
             .await;
         let live = {
-            let mut st = lock(&self.inner.state);
+            let mut st = self.inner.state.lock();
             let tasks = st
                 .buckets
                 .get(&key)
@@ -58,7 +58,7 @@ impl Registry {
         };
         self.inner.teardown(&live, OWNER_DISPOSED).await;
         let had_tasks = {
-            let mut st = lock(&self.inner.state);
+            let mut st = self.inner.state.lock();
             let tasks = st.buckets.remove(&key).map(|b| b.tasks).unwrap_or_default();
             for id in &tasks {
                 st.remove_record(id);
@@ -80,7 +80,7 @@ impl Registry {
     /// they are.
     pub async fn dispose(&self) {
         {
-            let mut st = lock(&self.inner.state);
+            let mut st = self.inner.state.lock();
             if st.phase != Phase::Open {
                 return;
             }
@@ -91,7 +91,7 @@ impl Registry {
             .await_reservations(|st| st.buckets.values().map(|b| b.reserved).sum())
             .await;
         let live = {
-            let mut st = lock(&self.inner.state);
+            let mut st = self.inner.state.lock();
             let all: Vec<TaskId> = st.records.keys().cloned().collect();
             mark_live_reported(&mut st, &all)
         };
@@ -99,7 +99,7 @@ impl Registry {
             .teardown(&live, crate::teardown::SERVICE_DISPOSED)
             .await;
         let owners = {
-            let mut st = lock(&self.inner.state);
+            let mut st = self.inner.state.lock();
             let mut owners: BTreeMap<Option<u64>, Option<Agent>> = BTreeMap::new();
             for rec in st.records.values() {
                 owners
@@ -139,7 +139,7 @@ impl Inner {
             let notified = self.reservations.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if reserved(&lock(&self.state)) == 0 {
+            if reserved(&self.state.lock()) == 0 {
                 return;
             }
             notified.await;
@@ -152,9 +152,9 @@ impl Inner {
         let mut pending = Vec::with_capacity(ids.len());
         for id in ids {
             let Some(ops) = self.ops_of(id) else { continue };
-            let mut ops = lock(&ops);
+            let mut ops = ops.lock();
             let settled_rx = {
-                let st = lock(&self.state);
+                let st = self.state.lock();
                 match st.records.get(id) {
                     Some(rec) if rec.status.is_live() => rec.settled.subscribe(),
                     _ => continue,
@@ -167,7 +167,7 @@ impl Inner {
             match cancelled {
                 Ok(()) => {
                     let owner = {
-                        let mut st = lock(&self.state);
+                        let mut st = self.state.lock();
                         st.records.get_mut(id).and_then(|rec| {
                             (rec.status == TaskStatus::Running).then(|| {
                                 rec.status = TaskStatus::Stopping;

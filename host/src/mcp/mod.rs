@@ -14,8 +14,9 @@ mod peers;
 
 pub use peers::Peers;
 
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -33,10 +34,6 @@ use crate::{CallError, Taskhost};
 
 /// The URI of the plugin table resource.
 pub const PLUGINS_URI: &str = "taskhost://plugins";
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// One MCP session.
 pub struct McpSession {
@@ -78,8 +75,8 @@ impl McpSession {
         session.host.sessions().set_sink(
             &session.id,
             Arc::new(move |notice: &Notice| {
-                lock(&pending).push(notice.clone());
-                if !wants(*lock(&log_level), LoggingLevel::Info) {
+                pending.lock().push(notice.clone());
+                if !wants(*log_level.lock(), LoggingLevel::Info) {
                     return;
                 }
                 if let Some(peer) = peer.get().cloned() {
@@ -102,7 +99,7 @@ impl McpSession {
     fn observe(&self, context: &RequestContext<RoleServer>) {
         let _ = self.peer.set(context.peer.clone());
         if let Some(level) = context.meta.log_level() {
-            *lock(&self.log_level) = Some(level);
+            *self.log_level.lock() = Some(level);
         }
     }
 
@@ -183,7 +180,7 @@ impl ServerHandler for McpSession {
         let result = match outcome {
             Ok(out) => {
                 let mut blocks = vec![ContentBlock::text(out.text)];
-                let pending = std::mem::take(&mut *lock(&self.pending));
+                let pending = std::mem::take(&mut *self.pending.lock());
                 let sessions = self.host.sessions();
                 blocks.extend(
                     pending
@@ -213,7 +210,7 @@ impl ServerHandler for McpSession {
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let _ = self.peer.set(context.peer.clone());
         // A legacy session gets logging messages unless it asks otherwise (`logging/setLevel`).
-        lock(&self.log_level).get_or_insert(LoggingLevel::Info);
+        self.log_level.lock().get_or_insert(LoggingLevel::Info);
         self.peers.add_legacy(&self.id, context.peer);
     }
 
@@ -223,7 +220,7 @@ impl ServerHandler for McpSession {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         self.observe(&context);
-        *lock(&self.log_level) = Some(request.level);
+        *self.log_level.lock() = Some(request.level);
         Ok(())
     }
 

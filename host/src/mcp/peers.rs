@@ -1,8 +1,9 @@
 //! Who is told when the tool set changes: legacy sessions (`initialize`) through their peer, modern
 //! ones (2026-07-28) only through the `subscriptions/listen` streams they opened.
 
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use rmcp::model::RequestId;
 use rmcp::service::{Peer, RoleServer, SubscriptionSink};
@@ -21,7 +22,7 @@ pub struct Peers(Arc<Mutex<HashMap<String, Listeners>>>);
 
 impl Peers {
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Listeners>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        self.0.lock()
     }
 
     /// Registers an initialized legacy session.

@@ -9,10 +9,11 @@
 //! new one, so a blocking tool call can never starve the call it is waiting on. After a burst, idle
 //! threads beyond [`CORE`] exit once idle for [`IDLE_EXIT`], so the pool shrinks back.
 
+use parking_lot::Mutex;
 use std::cell::Cell;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 use taskhost_registry::HookScope;
@@ -47,10 +48,6 @@ struct Pool {
     threads: Vec<JoinHandle<()>>,
 }
 
-fn lock(m: &Mutex<Pool>) -> MutexGuard<'_, Pool> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 impl Executor {
     pub(crate) fn new(name: String) -> Self {
         Self {
@@ -74,7 +71,7 @@ impl Executor {
     /// job) if the executor is shut down or no thread could be started.
     pub(crate) fn submit(&self, job: impl FnOnce() + Send + 'static) -> bool {
         let mut job: Job = Box::new(job);
-        let mut pool = lock(&self.inner);
+        let mut pool = self.inner.lock();
         if !pool.open {
             return false;
         }
@@ -146,7 +143,7 @@ impl Executor {
 
     /// Closes the executor and returns its threads; idle ones exit at once, busy ones after their job.
     pub(crate) fn shut_down(&self) -> Vec<JoinHandle<()>> {
-        let mut pool = lock(&self.inner);
+        let mut pool = self.inner.lock();
         pool.open = false;
         pool.idle.clear();
         std::mem::take(&mut pool.threads)
@@ -162,7 +159,7 @@ fn worker_loop(id: u64, first: Receiver<Job>, pool: std::sync::Weak<Mutex<Pool>>
         // list at shutdown ends the wait.
         let (key, rx) = {
             let Some(pool) = pool.upgrade() else { return };
-            let mut pool = lock(&pool);
+            let mut pool = pool.lock();
             if !pool.open {
                 return;
             }
@@ -189,7 +186,7 @@ fn wait_for_job(rx: &Receiver<Job>, key: u64, pool: &std::sync::Weak<Mutex<Pool>
             Err(RecvTimeoutError::Disconnected) => return None,
             Err(RecvTimeoutError::Timeout) => {
                 let pool = pool.upgrade()?;
-                let mut pool = lock(&pool);
+                let mut pool = pool.lock();
                 if !pool.open {
                     return None;
                 }

@@ -1,8 +1,9 @@
 //! A generation: one load of one plugin file, and everything that keeps its code alive.
 
+use parking_lot::{Mutex, MutexGuard};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
 
 use taskhost_abi::{PluginBox, PluginModRef};
 use taskhost_registry::Registration;
@@ -69,7 +70,7 @@ impl Generation {
     }
 
     pub(crate) fn state(&self) -> MutexGuard<'_, GenState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.lock()
     }
 
     /// The plugin's name.
@@ -119,11 +120,7 @@ impl Drop for Generation {
             }
         }
         let threads = self.executor.shut_down();
-        let libraries = self
-            .libraries
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
+        let libraries = self.libraries.lock().take();
         let (plugin, number) = (self.plugin.clone(), self.number);
         let finish = move || {
             for t in threads {

@@ -1,8 +1,9 @@
 //! The host handle each generation receives: the plugin's only way to reach the registry, the tool
 //! table, sessions and logs.
 
+use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 
 use taskhost_abi::abi_stable::sabi_trait::TD_Opaque;
 use taskhost_abi::abi_stable::std_types::{
@@ -60,7 +61,7 @@ struct HostCompletion(Mutex<Option<tokio::sync::oneshot::Sender<taskhost_registr
 
 impl Completion for HostCompletion {
     fn complete(&self, outcome: FfiOutcome) {
-        let tx = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let tx = self.0.lock().take();
         if let Some(tx) = tx {
             let _ = tx.send(convert::outcome(&outcome));
         }
@@ -106,7 +107,7 @@ fn registry_hooks(
         cancel_gen
             .executor
             .call(move || {
-                let mut h = hooks.lock().unwrap_or_else(|p| p.into_inner());
+                let mut h = hooks.lock();
                 let reason: ROption<RStr<'_>> = reason.as_deref().map(RStr::from).into();
                 h.get_mut()
                     .cancel(reason)
@@ -125,7 +126,7 @@ fn registry_hooks(
         generation
             .executor
             .call(move || {
-                let mut h = hooks.lock().unwrap_or_else(|p| p.into_inner());
+                let mut h = hooks.lock();
                 h.get_mut().read().as_str().to_owned()
             })
             .unwrap_or_default()

@@ -20,10 +20,11 @@ mod table;
 mod tools;
 pub mod watch;
 
+use parking_lot::{Mutex, RwLock};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
+use std::sync::{Arc, Weak};
 
 use taskhost_abi::abi_stable::sabi_trait::TD_Opaque;
 use taskhost_abi::{HostApi_TO, ListenerBox};
@@ -39,10 +40,6 @@ use crate::sessions::Sessions;
 use generation::GenBox;
 use signature::{FileSignature, fingerprint_then_remove, signature};
 use table::Shared;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// What one plugin file slot holds.
 struct Slot {
@@ -173,7 +170,7 @@ impl Plugins {
 
     /// Calls `f` after every change of the tool set.
     pub fn on_tools_changed(&self, f: impl Fn() + Send + Sync + 'static) {
-        lock(&self.shared.tools_changed).push(Arc::new(f));
+        self.shared.tools_changed.lock().push(Arc::new(f));
     }
 
     /// The tools served now, by name.
@@ -236,7 +233,7 @@ impl Plugins {
         config_json: Option<String>,
         only_if_changed: bool,
     ) -> Result<Option<Arc<Generation>>, LoadError> {
-        let _serial = lock(&self.load_lock);
+        let _serial = self.load_lock.lock();
         // Absolute, so the watcher's event paths match it.
         let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         if !self.options.allow_untrusted {
@@ -247,7 +244,7 @@ impl Plugins {
             source,
         })?;
         let (number, config_json, link) = {
-            let mut slots = lock(&self.slots);
+            let mut slots = self.slots.lock();
             let slot = slots.entry(path.clone()).or_insert_with(|| Slot {
                 name: None,
                 config_json: "{}".to_owned(),
@@ -297,7 +294,7 @@ impl Plugins {
         ));
         self.init(&generation, &path)?;
         self.swap(&generation, &path)?;
-        let mut slots = lock(&self.slots);
+        let mut slots = self.slots.lock();
         let old = slots.get_mut(&path).and_then(|slot| {
             slot.last = Some(signature);
             slot.name = Some(name);
@@ -385,8 +382,8 @@ impl Plugins {
 
     /// Unloads a plugin: its tools go, its active generation is retired.
     pub fn unload(&self, path: &Path) {
-        let _serial = lock(&self.load_lock);
-        let old = lock(&self.slots).get_mut(path).and_then(|s| {
+        let _serial = self.load_lock.lock();
+        let old = self.slots.lock().get_mut(path).and_then(|s| {
             let old = s.active.take();
             if let Some(o) = &old {
                 s.retire(o);
@@ -411,7 +408,7 @@ impl Plugins {
 
     /// The plugin table: each plugin with its mapped generations.
     pub fn info(&self) -> Vec<PluginInfo> {
-        let mut slots = lock(&self.slots);
+        let mut slots = self.slots.lock();
         slots
             .iter_mut()
             .map(|(path, slot)| {
@@ -449,7 +446,9 @@ impl Plugins {
 
     /// The prompt sections of the active generations, in plugin path order, empty ones left out.
     pub fn prompt_sections(&self) -> Vec<String> {
-        let active: Vec<Arc<Generation>> = lock(&self.slots)
+        let active: Vec<Arc<Generation>> = self
+            .slots
+            .lock()
             .values()
             .filter_map(|s| s.active.clone())
             .collect();
@@ -471,7 +470,7 @@ impl Plugins {
 
     /// The paths of the plugin files loaded (or tried).
     pub fn paths(&self) -> Vec<PathBuf> {
-        lock(&self.slots).keys().cloned().collect()
+        self.slots.lock().keys().cloned().collect()
     }
 
     /// Retires every plugin (used at shutdown, after the registry is disposed).

@@ -1,15 +1,16 @@
 //! The state every generation's host handle reaches: the registry and services, the live tool table
 //! and the completion listeners, each changed for one generation at a time.
 
+use parking_lot::{Mutex, RwLock};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
 
 use taskhost_registry::Registry;
 use tokio::runtime::Handle;
 
 use super::generation::{GenState, Generation};
-use super::{ListenerEntry, ToolEntry, convert, lock, tools};
+use super::{ListenerEntry, ToolEntry, convert, tools};
 use crate::sessions::Sessions;
 
 /// State every generation's host handle reaches.
@@ -29,12 +30,12 @@ impl Shared {
         self.keys.fetch_add(1, Ordering::Relaxed) + 1
     }
 
-    pub(crate) fn tools_read(&self) -> std::sync::RwLockReadGuard<'_, tools::Table> {
-        self.tools.read().unwrap_or_else(|p| p.into_inner())
+    pub(crate) fn tools_read(&self) -> parking_lot::RwLockReadGuard<'_, tools::Table> {
+        self.tools.read()
     }
 
-    pub(crate) fn tools_write(&self) -> std::sync::RwLockWriteGuard<'_, tools::Table> {
-        self.tools.write().unwrap_or_else(|p| p.into_inner())
+    pub(crate) fn tools_write(&self) -> parking_lot::RwLockWriteGuard<'_, tools::Table> {
+        self.tools.write()
     }
 
     /// Registers a tool for `generation`: staged until its swap, live after.
@@ -91,7 +92,7 @@ impl Shared {
         let mut state = generation.state();
         state.listeners.push(key);
         if state.swapped_in {
-            lock(&self.listeners).insert(key, listener);
+            self.listeners.lock().insert(key, listener);
         } else {
             state.staged_listeners.push((key, listener));
         }
@@ -101,17 +102,17 @@ impl Shared {
     /// the same plugin out, in one step (the caller holds `generation`'s state).
     pub(crate) fn swap_listeners(&self, generation: &Generation, state: &mut GenState) {
         let staged = std::mem::take(&mut state.staged_listeners);
-        let mut listeners = lock(&self.listeners);
+        let mut listeners = self.listeners.lock();
         listeners.retain(|_, l| l.generation().plugin != generation.plugin);
         listeners.extend(staged);
     }
 
     pub(crate) fn remove_listener(&self, key: u64) {
-        lock(&self.listeners).remove(&key);
+        self.listeners.lock().remove(&key);
     }
 
     pub(crate) fn fire_tools_changed(&self) {
-        let callbacks = lock(&self.tools_changed).clone();
+        let callbacks = self.tools_changed.lock().clone();
         for c in callbacks {
             c();
         }
@@ -120,7 +121,7 @@ impl Shared {
     /// Hands a settlement to every plugin listener, each on its own generation's threads, without
     /// waiting (a slow listener never holds up settlement).
     pub(crate) fn fan_out(&self, snapshot: &taskhost_registry::TaskSnapshot) {
-        let listeners: Vec<_> = lock(&self.listeners).values().cloned().collect();
+        let listeners: Vec<_> = self.listeners.lock().values().cloned().collect();
         for l in listeners {
             let snap = convert::snapshot(snapshot);
             let generation = l.generation().clone();

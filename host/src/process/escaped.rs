@@ -9,8 +9,9 @@
 //! recognised (only a cgroup could tell): it lives on after its task, is reaped if it exits, and is
 //! ended with the host when the binary exits ([`end_all_children`]).
 
+use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill, killpg};
@@ -103,7 +104,7 @@ impl Escaped {
     pub async fn settled(self: &Arc<Self>, group: Option<i32>) {
         let mut done = self.done.subscribe();
         let ticket = {
-            let mut r = self.requests.lock().unwrap_or_else(|p| p.into_inner());
+            let mut r = self.requests.lock();
             r.asked += 1;
             r.groups.extend(group);
             if !r.running {
@@ -123,7 +124,7 @@ impl Escaped {
         impl Drop for Unwind<'_> {
             fn drop(&mut self) {
                 if std::thread::panicking() {
-                    let mut r = self.0.requests.lock().unwrap_or_else(|p| p.into_inner());
+                    let mut r = self.0.requests.lock();
                     r.running = false;
                     self.0.done.send_replace(r.asked);
                 }
@@ -132,12 +133,12 @@ impl Escaped {
         let _unwind = Unwind(self);
         loop {
             let (ticket, groups) = {
-                let mut r = self.requests.lock().unwrap_or_else(|p| p.into_inner());
+                let mut r = self.requests.lock();
                 (r.asked, std::mem::take(&mut r.groups))
             };
             self.sweep(&groups);
             self.done.send_replace(ticket);
-            let mut r = self.requests.lock().unwrap_or_else(|p| p.into_inner());
+            let mut r = self.requests.lock();
             if r.asked == ticket {
                 r.running = false;
                 return;
@@ -164,11 +165,11 @@ impl Escaped {
     /// Held from just before a spawn until the child is in the live map; spawns hold it together, a
     /// sweep round waits for them.
     pub fn spawning(&self) -> RwLockReadGuard<'_, ()> {
-        self.gate.read().unwrap_or_else(|p| p.into_inner())
+        self.gate.read()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Known> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, Known> {
+        self.state.lock()
     }
 
     /// Ends and reaps every adopted child whose process is not live (group leaders of live processes
@@ -185,9 +186,9 @@ impl Escaped {
         let mut killed: Vec<i32> = Vec::new();
         let mut rounds = 0;
         loop {
-            let gate = self.gate.write().unwrap_or_else(|p| p.into_inner());
+            let gate = self.gate.write();
             let (live, now_spawned) = {
-                let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+                let live = self.live.lock();
                 let numbers: HashSet<u64> = live.keys().copied().collect();
                 let pids: HashSet<i32> = live.values().copied().collect();
                 (numbers, pids)

@@ -13,11 +13,11 @@
 //! process that both cleared its environment and left its group is not recognised (a cgroup per task
 //! would be needed); while the host lives, the binary ends such processes at exit.
 
+use parking_lot::Mutex;
 use std::collections::HashSet;
 use std::io::{BufRead, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill, killpg};
@@ -56,11 +56,7 @@ impl Keeper {
 
     /// The keeper's pid while it runs.
     pub fn pid(&self) -> Option<u32> {
-        self.child
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-            .map(Child::id)
+        self.child.lock().as_ref().map(Child::id)
     }
 
     /// Registers a spawned process group.
@@ -74,7 +70,7 @@ impl Keeper {
     }
 
     fn send(&self, line: &str) {
-        let mut pipe = self.pipe.lock().unwrap_or_else(|p| p.into_inner());
+        let mut pipe = self.pipe.lock();
         if let Some(p) = pipe.as_mut()
             && let Err(e) = p.write_all(line.as_bytes())
         {
@@ -86,8 +82,8 @@ impl Keeper {
     /// Closes the pipe (the keeper ends what is left, normally nothing) and reaps the keeper, waiting
     /// up to two seconds.
     pub fn stop(&self) {
-        self.pipe.lock().unwrap_or_else(|p| p.into_inner()).take();
-        let child = self.child.lock().unwrap_or_else(|p| p.into_inner()).take();
+        self.pipe.lock().take();
+        let child = self.child.lock().take();
         if let Some(mut child) = child {
             let deadline = Instant::now() + Duration::from_secs(2);
             while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {

@@ -13,11 +13,12 @@ pub mod keeper;
 mod render;
 mod stream;
 
+use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
@@ -95,10 +96,6 @@ pub struct Process {
     runtime: Handle,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 /// Sends `signal` to a whole process group; false if none of it is left.
 fn signal_group(pgid: i32, signal: nix::sys::signal::Signal) -> bool {
     nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), signal).is_ok()
@@ -150,7 +147,7 @@ impl Process {
     /// The output since the previous read, rendered (stdout, then `[stderr]` and stderr; a notice when
     /// output was dropped from memory).
     pub fn read(&self) -> String {
-        let mut s = lock(&self.streams);
+        let mut s = self.streams.lock();
         let out = s.out.read();
         let err = s.err.read();
         let paths: Vec<PathBuf> = [s.out.spill_path(), s.err.spill_path()]
@@ -164,7 +161,7 @@ impl Process {
     /// How far the process has got, without consuming anything: the bytes it wrote so far (both
     /// streams) and its latest non-empty output line (stdout's, else stderr's), for progress reports.
     pub fn progress(&self) -> (u64, String) {
-        let s = lock(&self.streams);
+        let s = self.streams.lock();
         let last_line = |b: &StreamBuf| {
             String::from_utf8_lossy(&b.peek_tail(512))
                 .lines()
@@ -179,7 +176,7 @@ impl Process {
 
     /// The last `max` bytes of stderr (lossy UTF-8), without consuming them: for diagnostics.
     pub fn stderr_tail(&self, max: usize) -> String {
-        String::from_utf8_lossy(&lock(&self.streams).err.peek_tail(max))
+        String::from_utf8_lossy(&self.streams.lock().err.peek_tail(max))
             .trim()
             .to_owned()
     }
@@ -220,7 +217,8 @@ struct Spills(Mutex<HashMap<String, HashSet<PathBuf>>>);
 
 impl Spills {
     fn record(&self, session: &str, paths: impl IntoIterator<Item = PathBuf>) {
-        lock(&self.0)
+        self.0
+            .lock()
             .entry(session.to_owned())
             .or_default()
             .extend(paths);
@@ -229,7 +227,7 @@ impl Spills {
     /// Forgets the planned spill paths of `process`'s streams that never became a file.
     fn forget_unused(&self, session: &str, process: &Process) {
         let unused: Vec<PathBuf> = {
-            let s = lock(&process.streams);
+            let s = process.streams.lock();
             [&s.out, &s.err]
                 .into_iter()
                 .filter(|b| b.spill_path().is_none())
@@ -241,7 +239,7 @@ impl Spills {
 
     /// Forgets spill paths of `session` that will never be files.
     fn forget(&self, session: &str, unused: impl IntoIterator<Item = PathBuf>) {
-        let mut map = lock(&self.0);
+        let mut map = self.0.lock();
         if let Some(paths) = map.get_mut(session) {
             for p in unused {
                 paths.remove(&p);
@@ -468,7 +466,7 @@ impl ProcessService {
                     if let Some(k) = &self.keeper {
                         k.group_started(g);
                     }
-                    lock(&self.live).insert(n, g);
+                    self.live.lock().insert(n, g);
                     // After the gate: a sweep holds the known state while it waits for the gate.
                     drop(spawning);
                     self.escaped.own_group(g);
@@ -515,7 +513,7 @@ impl ProcessService {
                             signal_group(g, nix::sys::signal::Signal::SIGKILL);
                         }
                     }
-                    lock(&live).remove(&n);
+                    live.lock().remove(&n);
                     escaped.settled(pgid).await;
                     if let (Some(k), Some(g)) = (&keeper, pgid) {
                         k.group_ended(g);
@@ -536,7 +534,7 @@ impl ProcessService {
                         Err(_) => Exit::Unknown,
                     };
                     {
-                        let mut s = lock(&p.streams);
+                        let mut s = p.streams.lock();
                         s.out.finish();
                         s.err.finish();
                     }
@@ -550,7 +548,7 @@ impl ProcessService {
 
     /// Removes the spill files of a disposed session.
     pub fn remove_spills(&self, session: &str) {
-        let paths = lock(&self.spills.0).remove(session).unwrap_or_default();
+        let paths = self.spills.0.lock().remove(session).unwrap_or_default();
         for p in paths {
             let _ = std::fs::remove_file(p);
         }
@@ -559,12 +557,12 @@ impl ProcessService {
     /// Ends every live process group at once (SIGKILL) and removes every spill file: the last step of
     /// a host shutdown, after the registry's orderly teardown.
     pub fn shutdown(&self) {
-        let groups: Vec<i32> = lock(&self.live).drain().map(|(_, g)| g).collect();
+        let groups: Vec<i32> = self.live.lock().drain().map(|(_, g)| g).collect();
         for &g in &groups {
             signal_group(g, nix::sys::signal::Signal::SIGKILL);
         }
         self.escaped.sweep(&groups);
-        let sessions: Vec<String> = lock(&self.spills.0).keys().cloned().collect();
+        let sessions: Vec<String> = self.spills.0.lock().keys().cloned().collect();
         for s in sessions {
             self.remove_spills(&s);
         }
@@ -580,12 +578,12 @@ impl ProcessService {
 
     /// Spill files recorded for removal, across sessions: only files that were created.
     pub fn spill_files(&self) -> usize {
-        lock(&self.spills.0).values().map(HashSet::len).sum()
+        self.spills.0.lock().values().map(HashSet::len).sum()
     }
 
     /// Live process groups.
     pub fn live(&self) -> usize {
-        lock(&self.live).len()
+        self.live.lock().len()
     }
 
     /// Escaped descendants adopted and not yet ended (they belong to running processes).
@@ -608,7 +606,7 @@ async fn pump<P: tokio::io::AsyncRead + std::os::fd::AsFd + Unpin>(
             Ok(0) | Err(_) => return,
             Ok(n) => {
                 {
-                    let mut s = lock(&process.streams);
+                    let mut s = process.streams.lock();
                     if stdout {
                         s.out.push(&buf[..n])
                     } else {
