@@ -16,6 +16,7 @@
 
 #![forbid(unsafe_code)]
 
+mod access;
 mod agent;
 mod config;
 mod error;
@@ -24,10 +25,12 @@ mod ids;
 mod listeners;
 mod producer;
 mod registry;
+mod start;
 mod state;
 mod status;
 mod surface;
 mod teardown;
+mod wait;
 
 #[cfg(test)]
 mod tests;

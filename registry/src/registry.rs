@@ -1,32 +1,23 @@
-//! The registry's operations: start, get, list, read, kill, wait, listeners, surfaces, agents.
+//! The registry itself: construction, agents, surfaces, listeners and stats. Its operations live
+//! beside it: [`start`](crate::start) (admission and registration), [`access`](crate::access) (get,
+//! list, read, kill) and [`wait`](crate::wait).
 
 use parking_lot::Mutex;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Weak};
-use std::time::Duration;
 
-use futures::FutureExt;
 use tokio::runtime::Handle;
-use tokio::sync::{Notify, watch};
-use tokio_util::sync::CancellationToken;
+use tokio::sync::Notify;
 
+use crate::access::call_reader;
 use crate::agent::Agent;
 use crate::config::RegistryConfig;
-use crate::error::{MAX_SAFE_INTEGER, RegistryError};
-use crate::hook_scope;
 use crate::ids::TaskId;
 use crate::listeners::{
     Detach, ListenerSet, Registration, TaskDoneListener, TasksChangedListener, panic_text,
 };
-use crate::producer::{ProducerError, ReaderFn, TaskHooks, TaskStart};
-use crate::state::{
-    Bucket, LiveHooks, Ops, OwnerKey, Phase, Record, SharedOps, State, now_ms, owner_key,
-};
-use crate::status::{TaskOutcome, TaskRead, TaskSnapshot};
+use crate::state::{Ops, OwnerKey, SharedOps, State, now_ms, owner_key};
+use crate::status::{TaskOutcome, TaskSnapshot};
 use crate::surface::{SurfaceScope, Surfaces};
-
-/// Longest wait honoured; longer timeouts are clamped (a wait is bounded, not infinite).
-const MAX_WAIT: Duration = Duration::from_secs(365 * 24 * 3600);
 
 type DoneSet = ListenerSet<dyn Fn(&TaskSnapshot, Option<&Agent>) + Send + Sync>;
 type ChangedSet = ListenerSet<dyn Fn(Option<&Agent>) + Send + Sync>;
@@ -45,11 +36,11 @@ pub struct Registry {
 
 pub(crate) struct Inner {
     pub(crate) config: RegistryConfig,
-    runtime: Handle,
+    pub(crate) runtime: Handle,
     pub(crate) state: Mutex<State>,
     pub(crate) done_listeners: Arc<DoneSet>,
     pub(crate) changed_listeners: Arc<ChangedSet>,
-    surfaces: Arc<Surfaces>,
+    pub(crate) surfaces: Arc<Surfaces>,
     /// Signalled whenever a start leaves its reserved slot (committed or failed).
     pub(crate) reservations: Notify,
 }
@@ -185,379 +176,6 @@ impl Registry {
 
     // ----- start --------------------------------------------------------------------------------
 
-    /// Declares and starts a task; returns its id.
-    ///
-    /// Checks, in order, before the starter runs: the registry is open; an attached surface serves the
-    /// owner; kind and label are non-empty; the output limit is a positive safe integer; the owner is
-    /// the live instance registered under its id; the owner has a free slot (running plus stopping
-    /// tasks below the limit; unowned tasks share one bucket). Then the starter runs, outside every
-    /// registry lock. Once it returns hooks, registration cannot fail.
-    ///
-    /// # Errors
-    /// The first failing check, or the starter's own error; in every case nothing is registered and no
-    /// id is used.
-    pub fn start(&self, spec: TaskStart) -> Result<TaskId, RegistryError> {
-        let TaskStart {
-            kind,
-            label,
-            output_limit_bytes,
-            owner,
-            run,
-        } = spec;
-        let key = owner_key(owner.as_ref());
-        self.preflight(&kind, &label, output_limit_bytes, owner.as_ref(), key)?;
-
-        let hooks = match catch_unwind(AssertUnwindSafe(run)) {
-            Ok(Ok(hooks)) => hooks,
-            Ok(Err(e)) => {
-                self.inner.release_reservation(key);
-                return Err(e.into());
-            }
-            Err(panic) => {
-                self.inner.release_reservation(key);
-                let text = format!("task starter panicked: {}", panic_text(&*panic));
-                return Err(ProducerError(text).into());
-            }
-        };
-        let TaskHooks {
-            done,
-            cancel,
-            reader,
-        } = hooks;
-        let stream = reader.is_some();
-        let ops: SharedOps = Arc::new(Mutex::new(Ops {
-            hooks: Some(LiveHooks { cancel, reader }),
-            remainder: String::new(),
-            watcher: None,
-        }));
-
-        let id = {
-            let mut st = self.inner.state.lock();
-            let st = &mut *st;
-            let n = st.counters.entry(kind.clone()).or_insert(0);
-            *n += 1;
-            let id = TaskId::issue(&kind, *n);
-            let seq = st.next_seq;
-            st.next_seq += 1;
-            st.index_for(owner.as_ref()).insert(seq, id.clone());
-            let bucket = st.buckets.entry(key).or_insert_with(Bucket::new);
-            bucket.reserved -= 1;
-            bucket.tasks.push(id.clone());
-            let (settled, _) = watch::channel(None);
-            st.records.insert(
-                id.clone(),
-                Record {
-                    id: id.clone(),
-                    seq,
-                    kind,
-                    label,
-                    output_limit_bytes,
-                    owner: owner.clone(),
-                    stream,
-                    status: crate::TaskStatus::Running,
-                    detail: None,
-                    output: None,
-                    started_at_ms: now_ms(),
-                    finished_at_ms: None,
-                    reported: false,
-                    pending_waiters: 0,
-                    settled,
-                    ops: ops.clone(),
-                },
-            );
-            id
-        };
-        self.inner.reservations.notify_waiters();
-        self.inner.changed(owner.as_ref());
-
-        let inner = self.inner.clone();
-        let watched = id.clone();
-        let watcher = self.inner.runtime.spawn(async move {
-            let outcome = match AssertUnwindSafe(done).catch_unwind().await {
-                Ok(Ok(outcome)) => outcome,
-                Ok(Err(e)) => {
-                    tracing::warn!(task = %watched, error = %e, "producer contract violation: task completion failed");
-                    TaskOutcome::failed(e.0)
-                }
-                Err(panic) => {
-                    let text = panic_text(&*panic);
-                    tracing::warn!(task = %watched, panic = %text, "producer contract violation: task completion panicked");
-                    TaskOutcome::failed(format!("task completion panicked: {text}"))
-                }
-            };
-            inner.settle(&watched, outcome, Cause::Done);
-        });
-        let mut ops = ops.lock();
-        if ops.hooks.is_some() {
-            ops.watcher = Some(watcher.abort_handle());
-        }
-        Ok(id)
-    }
-
-    fn preflight(
-        &self,
-        kind: &str,
-        label: &str,
-        output_limit_bytes: Option<u64>,
-        owner: Option<&Agent>,
-        key: OwnerKey,
-    ) -> Result<(), RegistryError> {
-        let mut st = self.inner.state.lock();
-        if st.phase != Phase::Open {
-            return Err(RegistryError::Disposed);
-        }
-        if !self.inner.surfaces.serves(owner) {
-            return Err(RegistryError::NoSurface);
-        }
-        if kind.is_empty() {
-            return Err(RegistryError::InvalidKind);
-        }
-        if label.is_empty() {
-            return Err(RegistryError::InvalidLabel);
-        }
-        if let Some(limit) = output_limit_bytes
-            && (limit == 0 || limit > MAX_SAFE_INTEGER)
-        {
-            return Err(RegistryError::InvalidOutputLimit(limit));
-        }
-        if let Some(a) = owner {
-            let live = st
-                .agents
-                .get(a.id())
-                .is_some_and(|cur| cur.same_instance(a));
-            if !live {
-                return Err(RegistryError::StaleOwner(a.id().clone()));
-            }
-        }
-        let limit = self.inner.config.max_tasks_per_owner();
-        let bucket = st.buckets.entry(key).or_insert_with(Bucket::new);
-        if bucket.closed {
-            let id = owner.map(|a| a.id().clone()).unwrap_or_else(|| "".into());
-            return Err(RegistryError::StaleOwner(id));
-        }
-        if bucket.live >= limit {
-            return Err(RegistryError::LimitReached(limit));
-        }
-        bucket.live += 1;
-        bucket.reserved += 1;
-        Ok(())
-    }
-
-    // ----- get, list, read ----------------------------------------------------------------------
-
-    /// A non-consuming snapshot: changes neither the read cursor nor the notice state.
-    ///
-    /// # Errors
-    /// [`RegistryError::UnknownTask`], or [`RegistryError::ForeignTask`] when the task is owned by a
-    /// session other than the caller's (a caller without an agent matches only unowned tasks).
-    pub fn get(&self, id: &str, caller: Option<&Agent>) -> Result<TaskSnapshot, RegistryError> {
-        let st = self.inner.state.lock();
-        authorize(&st, id, caller).map(Record::snapshot)
-    }
-
-    /// The caller's tasks and the unowned ones, live and terminal, in registration order. Costs what
-    /// the caller can see, not the registry's size.
-    pub fn list(&self, caller: Option<&Agent>) -> Vec<TaskSnapshot> {
-        let st = self.inner.state.lock();
-        let own = caller.and_then(|a| st.by_session.get(a.session()));
-        let mut own = own.into_iter().flat_map(|m| m.iter()).peekable();
-        let mut unowned = st.unowned.iter().peekable();
-        let mut out = Vec::with_capacity(own.size_hint().0 + st.unowned.len());
-        loop {
-            let next = match (own.peek(), unowned.peek()) {
-                (Some((a, _)), Some((b, _))) if a < b => own.next(),
-                (Some(_), Some(_)) => unowned.next(),
-                (Some(_), None) => own.next(),
-                (None, Some(_)) => unowned.next(),
-                (None, None) => break,
-            };
-            if let Some(rec) = next.and_then(|(_, id)| st.records.get(id)) {
-                out.push(rec.snapshot());
-            }
-        }
-        out
-    }
-
-    /// Reads a task. Stream kinds return the output since the previous read (consuming); final-output
-    /// kinds return "" while live and the final output, idempotently, once settled. A read of a
-    /// settled task marks it reported.
-    ///
-    /// # Errors
-    /// As [`Registry::get`]; [`RegistryError::OwnHook`] from inside the task's own cancel or reader;
-    /// or [`RegistryError::Producer`] if the producer's reader panicked (the cursor is then the
-    /// producer's business; the task is otherwise unchanged).
-    pub fn read(&self, id: &str, caller: Option<&Agent>) -> Result<TaskRead, RegistryError> {
-        let (task, ops) = {
-            let st = self.inner.state.lock();
-            let rec = authorize(&st, id, caller)?;
-            (rec.id.clone(), rec.ops.clone())
-        };
-        hook_scope::refuse_own(id)?;
-        let mut ops = ops.lock();
-        let ops = &mut *ops;
-        let delta = match ops.hooks.as_mut().and_then(|h| h.reader.as_mut()) {
-            Some(reader) => call_reader(&task, reader).map_err(|p| {
-                ProducerError(format!("output reader panicked: {}", panic_text(&*p)))
-            })?,
-            None => std::mem::take(&mut ops.remainder),
-        };
-        let mut st = self.inner.state.lock();
-        let rec = st
-            .records
-            .get_mut(id)
-            .ok_or_else(|| RegistryError::UnknownTask(id.to_owned()))?;
-        let text = if rec.status.is_terminal() {
-            rec.reported = true;
-            if rec.stream {
-                delta
-            } else {
-                rec.output.clone().unwrap_or_default()
-            }
-        } else {
-            delta
-        };
-        Ok(TaskRead {
-            text,
-            snapshot: rec.snapshot(),
-        })
-    }
-
-    // ----- kill ---------------------------------------------------------------------------------
-
-    /// Requests cancellation. A live task's producer cancel runs first; if it fails the kill fails and
-    /// the task is untouched. Otherwise the task becomes `stopping` and reported. A settled task
-    /// answers [`KillOutcome::AlreadyFinished`] and is marked reported; its output is not consumed.
-    /// A `stopping` task is cancelled again (cancels are idempotent).
-    ///
-    /// # Errors
-    /// As [`Registry::get`], [`RegistryError::OwnHook`] from inside the task's own cancel or reader,
-    /// or [`RegistryError::Producer`] with the cancel's error.
-    pub fn kill(
-        &self,
-        id: &str,
-        caller: Option<&Agent>,
-        reason: Option<&str>,
-    ) -> Result<KillOutcome, RegistryError> {
-        let (task, ops) = {
-            let st = self.inner.state.lock();
-            let rec = authorize(&st, id, caller)?;
-            (rec.id.clone(), rec.ops.clone())
-        };
-        hook_scope::refuse_own(id)?;
-        let mut ops = ops.lock();
-        {
-            let mut st = self.inner.state.lock();
-            let rec = st
-                .records
-                .get_mut(id)
-                .ok_or_else(|| RegistryError::UnknownTask(id.to_owned()))?;
-            if rec.status.is_terminal() {
-                rec.reported = true;
-                return Ok(KillOutcome::AlreadyFinished(rec.snapshot()));
-            }
-        }
-        if let Some(hooks) = ops.hooks.as_mut() {
-            call_cancel(&task, hooks, reason)?;
-        }
-        let (snapshot, owner, moved) = {
-            let mut st = self.inner.state.lock();
-            let rec = st
-                .records
-                .get_mut(id)
-                .ok_or_else(|| RegistryError::UnknownTask(id.to_owned()))?;
-            rec.reported = true;
-            let moved = rec.status == crate::TaskStatus::Running;
-            if moved {
-                rec.status = crate::TaskStatus::Stopping;
-            }
-            (rec.snapshot(), rec.owner.clone(), moved)
-        };
-        drop(ops);
-        if moved {
-            self.inner.changed(owner.as_ref());
-        }
-        Ok(KillOutcome::Requested(snapshot))
-    }
-
-    // ----- wait ---------------------------------------------------------------------------------
-
-    /// Waits for the task to settle, for at most `timeout_ms` milliseconds, without cancelling it.
-    ///
-    /// Returns the terminal snapshot (marked reported), or the live snapshot when the timeout expires.
-    /// An abort rejects the wait with [`RegistryError::WaitAborted`] while the task is live; if the task
-    /// already settled, the terminal snapshot wins (the settlement counted this waiter as its reporter).
-    ///
-    /// # Errors
-    /// [`RegistryError::InvalidWaitTimeout`] for a timeout that is not a positive finite number (checked
-    /// first, even for settled tasks); otherwise as [`Registry::get`], or `WaitAborted`.
-    ///
-    /// # Cancel safety
-    /// Dropping the future un-counts the waiter at once; nothing is retained for it. If the task
-    /// settled while the waiter was counted, the task stays reported.
-    pub async fn wait(
-        &self,
-        id: &str,
-        timeout_ms: f64,
-        caller: Option<&Agent>,
-        abort: Option<&CancellationToken>,
-    ) -> Result<TaskSnapshot, RegistryError> {
-        if !(timeout_ms.is_finite() && timeout_ms > 0.0) {
-            return Err(RegistryError::InvalidWaitTimeout(json_number(timeout_ms)));
-        }
-        let mut settled = {
-            let mut st = self.inner.state.lock();
-            let st = &mut *st;
-            authorize(st, id, caller)?;
-            let Some(rec) = st.records.get_mut(id) else {
-                return Err(RegistryError::UnknownTask(id.to_owned()));
-            };
-            if rec.status.is_terminal() {
-                rec.reported = true;
-                return Ok(rec.snapshot());
-            }
-            rec.pending_waiters += 1;
-            st.pending_waiters += 1;
-            rec.settled.subscribe()
-        };
-        let mut guard = WaiterGuard {
-            inner: &self.inner,
-            id,
-            armed: true,
-        };
-        let timeout = Duration::from_secs_f64(timeout_ms / 1000.0).min(MAX_WAIT);
-        let aborted = async {
-            match abort {
-                Some(token) => token.cancelled().await,
-                None => std::future::pending().await,
-            }
-        };
-        let timed_out = tokio::select! {
-            biased;
-            _ = settled.wait_for(Option::is_some) => false,
-            _ = aborted => false,
-            _ = tokio::time::sleep(timeout) => true,
-        };
-        guard.armed = false;
-        let mut st = self.inner.state.lock();
-        let st = &mut *st;
-        match st.records.get_mut(id) {
-            Some(rec) if rec.status.is_live() => {
-                rec.pending_waiters -= 1;
-                st.pending_waiters -= 1;
-                if timed_out {
-                    Ok(rec.snapshot())
-                } else {
-                    Err(RegistryError::WaitAborted)
-                }
-            }
-            Some(rec) => Ok(rec.snapshot()),
-            None => settled
-                .borrow()
-                .clone()
-                .ok_or_else(|| RegistryError::UnknownTask(id.to_owned())),
-        }
-    }
-
     /// Counts of what the registry holds.
     pub fn stats(&self) -> RegistryStats {
         let st = self.inner.state.lock();
@@ -569,79 +187,6 @@ impl Registry {
             done_listeners: self.inner.done_listeners.len(),
             changed_listeners: self.inner.changed_listeners.len(),
         }
-    }
-}
-
-/// Un-counts a waiter whose future was dropped before it finished.
-struct WaiterGuard<'a> {
-    inner: &'a Inner,
-    id: &'a str,
-    armed: bool,
-}
-
-impl Drop for WaiterGuard<'_> {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let mut st = self.inner.state.lock();
-        let st = &mut *st;
-        if let Some(rec) = st.records.get_mut(self.id)
-            && rec.status.is_live()
-        {
-            rec.pending_waiters -= 1;
-            st.pending_waiters -= 1;
-        }
-    }
-}
-
-fn authorize<'s>(
-    st: &'s State,
-    id: &str,
-    caller: Option<&Agent>,
-) -> Result<&'s Record, RegistryError> {
-    let rec = st
-        .records
-        .get(id)
-        .ok_or_else(|| RegistryError::UnknownTask(id.to_owned()))?;
-    match &rec.owner {
-        None => Ok(rec),
-        Some(owner) if caller.is_some_and(|c| c.session() == owner.session()) => Ok(rec),
-        Some(_) => Err(RegistryError::ForeignTask(rec.id.clone())),
-    }
-}
-
-/// Calls a producer cancel, turning a panic into an error.
-pub(crate) fn call_cancel(
-    id: &TaskId,
-    hooks: &mut LiveHooks,
-    reason: Option<&str>,
-) -> Result<(), ProducerError> {
-    let cancelled = hook_scope::run_hook(id, || {
-        catch_unwind(AssertUnwindSafe(|| (hooks.cancel)(reason)))
-    });
-    match cancelled {
-        Ok(r) => r,
-        Err(p) => Err(ProducerError(format!(
-            "cancel panicked: {}",
-            panic_text(&*p)
-        ))),
-    }
-}
-
-/// Runs task `id`'s reader, marked as its hook, with a panic caught.
-fn call_reader(id: &TaskId, reader: &mut ReaderFn) -> std::thread::Result<String> {
-    hook_scope::run_hook(id, || catch_unwind(AssertUnwindSafe(reader)))
-}
-
-/// Renders a number the way JSON (and the original's messages) would.
-fn json_number(v: f64) -> String {
-    if v.is_nan() || v.is_infinite() {
-        "null".to_owned()
-    } else if v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{}", v as i64)
-    } else {
-        format!("{v}")
     }
 }
 
@@ -658,7 +203,7 @@ impl Inner {
         });
     }
 
-    fn release_reservation(&self, key: OwnerKey) {
+    pub(crate) fn release_reservation(&self, key: OwnerKey) {
         {
             let mut st = self.state.lock();
             if let Some(b) = st.buckets.get_mut(&key) {

@@ -2,9 +2,10 @@
 
 use std::collections::BTreeMap;
 
+use crate::access::call_cancel;
 use crate::agent::Agent;
 use crate::ids::TaskId;
-use crate::registry::{Cause, Inner, Registry, call_cancel};
+use crate::registry::{Cause, Inner, Registry};
 use crate::state::{Phase, State, owner_key};
 use crate::status::{TaskOutcome, TaskStatus};
 

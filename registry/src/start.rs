@@ -1,0 +1,178 @@
+//! Starting a task: every check before the starter runs, then the registration that cannot fail.
+
+use parking_lot::Mutex;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use futures::FutureExt;
+use tokio::sync::watch;
+
+use crate::agent::Agent;
+use crate::error::{MAX_SAFE_INTEGER, RegistryError};
+use crate::ids::TaskId;
+use crate::listeners::panic_text;
+use crate::producer::{ProducerError, TaskHooks, TaskStart};
+use crate::state::{Bucket, LiveHooks, Ops, OwnerKey, Phase, Record, SharedOps, now_ms, owner_key};
+use crate::status::TaskOutcome;
+
+use crate::registry::{Cause, Registry};
+
+impl Registry {
+    /// Declares and starts a task; returns its id.
+    ///
+    /// Checks, in order, before the starter runs: the registry is open; an attached surface serves the
+    /// owner; kind and label are non-empty; the output limit is a positive safe integer; the owner is
+    /// the live instance registered under its id; the owner has a free slot (running plus stopping
+    /// tasks below the limit; unowned tasks share one bucket). Then the starter runs, outside every
+    /// registry lock. Once it returns hooks, registration cannot fail.
+    ///
+    /// # Errors
+    /// The first failing check, or the starter's own error; in every case nothing is registered and no
+    /// id is used.
+    pub fn start(&self, spec: TaskStart) -> Result<TaskId, RegistryError> {
+        let TaskStart {
+            kind,
+            label,
+            output_limit_bytes,
+            owner,
+            run,
+        } = spec;
+        let key = owner_key(owner.as_ref());
+        self.preflight(&kind, &label, output_limit_bytes, owner.as_ref(), key)?;
+
+        let hooks = match catch_unwind(AssertUnwindSafe(run)) {
+            Ok(Ok(hooks)) => hooks,
+            Ok(Err(e)) => {
+                self.inner.release_reservation(key);
+                return Err(e.into());
+            }
+            Err(panic) => {
+                self.inner.release_reservation(key);
+                let text = format!("task starter panicked: {}", panic_text(&*panic));
+                return Err(ProducerError(text).into());
+            }
+        };
+        let TaskHooks {
+            done,
+            cancel,
+            reader,
+        } = hooks;
+        let stream = reader.is_some();
+        let ops: SharedOps = Arc::new(Mutex::new(Ops {
+            hooks: Some(LiveHooks { cancel, reader }),
+            remainder: String::new(),
+            watcher: None,
+        }));
+
+        let id = {
+            let mut st = self.inner.state.lock();
+            let st = &mut *st;
+            let n = st.counters.entry(kind.clone()).or_insert(0);
+            *n += 1;
+            let id = TaskId::issue(&kind, *n);
+            let seq = st.next_seq;
+            st.next_seq += 1;
+            st.index_for(owner.as_ref()).insert(seq, id.clone());
+            let bucket = st.buckets.entry(key).or_insert_with(Bucket::new);
+            bucket.reserved -= 1;
+            bucket.tasks.push(id.clone());
+            let (settled, _) = watch::channel(None);
+            st.records.insert(
+                id.clone(),
+                Record {
+                    id: id.clone(),
+                    seq,
+                    kind,
+                    label,
+                    output_limit_bytes,
+                    owner: owner.clone(),
+                    stream,
+                    status: crate::TaskStatus::Running,
+                    detail: None,
+                    output: None,
+                    started_at_ms: now_ms(),
+                    finished_at_ms: None,
+                    reported: false,
+                    pending_waiters: 0,
+                    settled,
+                    ops: ops.clone(),
+                },
+            );
+            id
+        };
+        self.inner.reservations.notify_waiters();
+        self.inner.changed(owner.as_ref());
+
+        let inner = self.inner.clone();
+        let watched = id.clone();
+        let watcher = self.inner.runtime.spawn(async move {
+            let outcome = match AssertUnwindSafe(done).catch_unwind().await {
+                Ok(Ok(outcome)) => outcome,
+                Ok(Err(e)) => {
+                    tracing::warn!(task = %watched, error = %e, "producer contract violation: task completion failed");
+                    TaskOutcome::failed(e.0)
+                }
+                Err(panic) => {
+                    let text = panic_text(&*panic);
+                    tracing::warn!(task = %watched, panic = %text, "producer contract violation: task completion panicked");
+                    TaskOutcome::failed(format!("task completion panicked: {text}"))
+                }
+            };
+            inner.settle(&watched, outcome, Cause::Done);
+        });
+        let mut ops = ops.lock();
+        if ops.hooks.is_some() {
+            ops.watcher = Some(watcher.abort_handle());
+        }
+        Ok(id)
+    }
+
+    fn preflight(
+        &self,
+        kind: &str,
+        label: &str,
+        output_limit_bytes: Option<u64>,
+        owner: Option<&Agent>,
+        key: OwnerKey,
+    ) -> Result<(), RegistryError> {
+        let mut st = self.inner.state.lock();
+        if st.phase != Phase::Open {
+            return Err(RegistryError::Disposed);
+        }
+        if !self.inner.surfaces.serves(owner) {
+            return Err(RegistryError::NoSurface);
+        }
+        if kind.is_empty() {
+            return Err(RegistryError::InvalidKind);
+        }
+        if label.is_empty() {
+            return Err(RegistryError::InvalidLabel);
+        }
+        if let Some(limit) = output_limit_bytes
+            && (limit == 0 || limit > MAX_SAFE_INTEGER)
+        {
+            return Err(RegistryError::InvalidOutputLimit(limit));
+        }
+        if let Some(a) = owner {
+            let live = st
+                .agents
+                .get(a.id())
+                .is_some_and(|cur| cur.same_instance(a));
+            if !live {
+                return Err(RegistryError::StaleOwner(a.id().clone()));
+            }
+        }
+        let limit = self.inner.config.max_tasks_per_owner();
+        let bucket = st.buckets.entry(key).or_insert_with(Bucket::new);
+        if bucket.closed {
+            let id = owner.map(|a| a.id().clone()).unwrap_or_else(|| "".into());
+            return Err(RegistryError::StaleOwner(id));
+        }
+        if bucket.live >= limit {
+            return Err(RegistryError::LimitReached(limit));
+        }
+        bucket.live += 1;
+        bucket.reserved += 1;
+        Ok(())
+    }
+}
