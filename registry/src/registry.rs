@@ -27,7 +27,7 @@ type ChangedSet = ListenerSet<dyn Fn(Option<&Agent>) + Send + Sync>;
 /// Cheap to clone; clones share one registry. Every method is safe to call from any thread. Producer
 /// code (starters, cancels, readers) is never called while the registry's bookkeeping lock is held, so a
 /// producer may call back into the registry. A kill or read of the very task whose hook is running is
-/// refused with [`RegistryError::OwnHook`] (it would wait on the call running the hook), on the hook's
+/// refused with [`RegistryError::OwnHook`](crate::RegistryError::OwnHook) (it would wait on the call running the hook), on the hook's
 /// thread and on any thread that entered its [`HookScope`](crate::HookScope).
 #[derive(Clone)]
 pub struct Registry {
