@@ -2,7 +2,6 @@
 //! table, sessions and logs.
 
 use parking_lot::Mutex;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
 use taskhost_abi::abi_stable::sabi_trait::TD_Opaque;
@@ -11,8 +10,8 @@ use taskhost_abi::abi_stable::std_types::{
 };
 use taskhost_abi::{AgentRequest, ProcessRequest, ProcessResult};
 use taskhost_abi::{
-    Completion, Completion_TO, FfiKill, FfiOutcome, FfiRead, FfiSnapshot, HooksBox, HostApi,
-    ListenerBox, StarterBox, TaskDecl, ToolHandlerBox, ToolSpec, WorkerBox, level,
+    Completion_TO, FfiKill, FfiOutcome, FfiRead, FfiSnapshot, HostApi, ListenerBox, StarterBox,
+    TaskDecl, ToolHandlerBox, ToolSpec, WorkerBox, level,
 };
 use taskhost_registry::{Agent, KillOutcome, ProducerError, SurfaceScope, TaskHooks, TaskStart};
 
@@ -20,6 +19,8 @@ use super::Shared;
 use super::call_scope::CallScope;
 use super::convert;
 use super::generation::{GenBox, Generation};
+use super::requests::{agent_run, owner_session, process_spec, report_progress};
+use super::task_bridge::{HostCompletion, registry_hooks};
 use super::tools::ToolEntry;
 
 /// The host side of one generation's handle. Holds its generation weakly (the plugin keeps the handle,
@@ -56,83 +57,6 @@ impl GenHost {
     }
 }
 
-/// Settles one task: hands the plugin's outcome, copied into host memory, to the registry.
-struct HostCompletion(Mutex<Option<tokio::sync::oneshot::Sender<taskhost_registry::TaskOutcome>>>);
-
-impl Completion for HostCompletion {
-    fn complete(&self, outcome: FfiOutcome) {
-        let tx = self.0.lock().take();
-        if let Some(tx) = tx {
-            let _ = tx.send(convert::outcome(&outcome));
-        }
-    }
-}
-
-/// Counts a generation's live task; the count drops when the registry drops the task's hooks.
-struct LiveTask(Arc<Generation>);
-
-impl LiveTask {
-    fn new(generation: Arc<Generation>) -> Self {
-        generation.live_tasks.fetch_add(1, Ordering::Relaxed);
-        Self(generation)
-    }
-}
-
-impl Drop for LiveTask {
-    fn drop(&mut self) {
-        self.0.live_tasks.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// Wraps a plugin's task hooks as registry hooks that call into the plugin on its own threads.
-fn registry_hooks(
-    generation: Arc<Generation>,
-    hooks: HooksBox,
-    rx: tokio::sync::oneshot::Receiver<taskhost_registry::TaskOutcome>,
-) -> TaskHooks {
-    let stream = hooks.is_stream();
-    let hooks = Arc::new(Mutex::new(GenBox::new(hooks, generation.clone())));
-    let live = LiveTask::new(generation.clone());
-    let done = async move {
-        let outcome = rx.await.map_err(|_| {
-            ProducerError::from("producer dropped the task's completion without settling it")
-        });
-        drop(live);
-        outcome
-    };
-    let (cancel_hooks, cancel_gen) = (hooks.clone(), generation.clone());
-    let cancel = move |reason: Option<&str>| {
-        let reason = reason.map(str::to_owned);
-        let hooks = cancel_hooks.clone();
-        cancel_gen
-            .executor
-            .call(move || {
-                let mut h = hooks.lock();
-                let reason: ROption<RStr<'_>> = reason.as_deref().map(RStr::from).into();
-                h.get_mut()
-                    .cancel(reason)
-                    .into_result()
-                    .map_err(|e| e.as_str().to_owned())
-            })
-            .unwrap_or_else(|| Err("the task's plugin generation is unloading".to_owned()))
-            .map_err(ProducerError)
-    };
-    let task_hooks = TaskHooks::new(done, cancel);
-    if !stream {
-        return task_hooks;
-    }
-    task_hooks.with_reader(move || {
-        let hooks = hooks.clone();
-        generation
-            .executor
-            .call(move || {
-                let mut h = hooks.lock();
-                h.get_mut().read().as_str().to_owned()
-            })
-            .unwrap_or_default()
-    })
-}
-
 impl GenHost {
     /// Resolves the declaration's owner and registers the task with the registry.
     fn register(
@@ -159,82 +83,6 @@ impl GenHost {
             Err(e) => RErr(err(e)),
         }
     }
-}
-
-/// The declaration's owning session, "" for an unowned task (the process service's key for spill files).
-fn owner_session(decl: &TaskDecl) -> String {
-    decl.owner_session
-        .as_ref()
-        .into_option()
-        .map_or_else(String::new, |s| s.as_str().to_owned())
-}
-
-/// A plugin's agent request, copied into host types and checked.
-fn agent_run(r: &AgentRequest) -> Result<crate::acp::AgentRun, String> {
-    let command: Vec<String> = r.command.iter().map(|c| c.as_str().to_owned()).collect();
-    if command.first().is_none_or(String::is_empty) {
-        return Err("subagent: the agent command is empty".to_owned());
-    }
-    let policy =
-        crate::acp::PermissionPolicy::parse(r.permission_policy.as_str()).ok_or_else(|| {
-            format!(
-                "subagent: unknown permission_policy {:?} (expected reject or allow)",
-                r.permission_policy.as_str()
-            )
-        })?;
-    Ok(crate::acp::AgentRun {
-        command,
-        cwd: r
-            .cwd
-            .as_ref()
-            .into_option()
-            .map(|c| std::path::PathBuf::from(c.as_str())),
-        prompt: r.prompt.as_str().to_owned(),
-        permission_policy: policy,
-        grace: std::time::Duration::from_millis(r.grace_ms),
-        setup_timeout: std::time::Duration::from_millis(r.setup_timeout_ms.max(1)),
-        pass_env: r.pass_env.iter().map(|n| n.as_str().to_owned()).collect(),
-    })
-}
-
-/// Tells `progress` (when the caller asked for it) how `process` is doing, at most ten times a second
-/// and only when its output grew. Never ends: the caller drops it when the process settles.
-async fn report_progress(
-    process: &crate::process::Process,
-    progress: Option<&super::call_scope::Progress>,
-) -> std::convert::Infallible {
-    let Some(progress) = progress else {
-        return std::future::pending().await;
-    };
-    let mut reported = 0;
-    let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
-    loop {
-        tick.tick().await;
-        let (bytes, line) = process.progress();
-        if bytes > reported {
-            reported = bytes;
-            progress(bytes as f64, line);
-        }
-    }
-}
-
-/// A plugin's process request, copied into host types.
-fn process_spec(r: &ProcessRequest) -> crate::process::ProcessSpec {
-    let mut spec = crate::process::ProcessSpec::new(r.command.as_str());
-    spec.workdir = r
-        .workdir
-        .as_ref()
-        .into_option()
-        .map(|w| std::path::PathBuf::from(w.as_str()));
-    spec.extra_env = r
-        .extra_env
-        .iter()
-        .map(|t| (t.0.as_str().to_owned(), t.1.as_str().to_owned()))
-        .collect();
-    spec.grace = std::time::Duration::from_millis(r.grace_ms);
-    spec.tail_bytes = usize::try_from(r.tail_bytes).unwrap_or(usize::MAX);
-    spec.spill_cap = r.spill_cap_bytes;
-    spec
 }
 
 impl HostApi for GenHost {

@@ -15,8 +15,10 @@ mod generation;
 mod host_api;
 #[allow(unsafe_code)]
 mod loader;
+mod requests;
 mod signature;
 mod table;
+mod task_bridge;
 mod tools;
 pub mod watch;
 
