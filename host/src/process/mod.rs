@@ -11,22 +11,24 @@ pub mod env;
 mod escaped;
 pub mod keeper;
 mod render;
+mod spills;
 mod stream;
+mod supervise;
 
 use parking_lot::Mutex;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use tokio::io::AsyncReadExt;
 use tokio::runtime::Handle;
 use tokio::sync::watch;
 
 pub use escaped::end_all_children;
 pub use render::render_read;
+use spills::Spills;
 use stream::{SpillPlan, StreamBuf};
 pub use taskhost_registry::excerpt;
 use taskhost_registry::{TaskOutcome, TerminalStatus};
@@ -209,48 +211,6 @@ impl Process {
     }
 }
 
-/// Spill files by owning session ("" for unowned), removed when the session is disposed. Holds only
-/// files that exist: a stream's planned path is forgotten when its process settles without spilling.
-/// A set per session, so recording and forgetting cost the same however many tasks the session has.
-#[derive(Default)]
-struct Spills(Mutex<HashMap<String, HashSet<PathBuf>>>);
-
-impl Spills {
-    fn record(&self, session: &str, paths: impl IntoIterator<Item = PathBuf>) {
-        self.0
-            .lock()
-            .entry(session.to_owned())
-            .or_default()
-            .extend(paths);
-    }
-
-    /// Forgets the planned spill paths of `process`'s streams that never became a file.
-    fn forget_unused(&self, session: &str, process: &Process) {
-        let unused: Vec<PathBuf> = {
-            let s = process.streams.lock();
-            [&s.out, &s.err]
-                .into_iter()
-                .filter(|b| b.spill_path().is_none())
-                .filter_map(|b| b.planned_spill().cloned())
-                .collect()
-        };
-        self.forget(session, unused);
-    }
-
-    /// Forgets spill paths of `session` that will never be files.
-    fn forget(&self, session: &str, unused: impl IntoIterator<Item = PathBuf>) {
-        let mut map = self.0.lock();
-        if let Some(paths) = map.get_mut(session) {
-            for p in unused {
-                paths.remove(&p);
-            }
-            if paths.is_empty() {
-                map.remove(session);
-            }
-        }
-    }
-}
-
 /// Raises this process's soft limit of open files to the hard limit: every live task holds
 /// descriptors, and a host that runs thousands of them must not fail at the usual soft limit of
 /// 1,024. A refusal is logged.
@@ -264,6 +224,20 @@ pub fn raise_file_limit() {
         }
         Ok(_) => {}
         Err(e) => tracing::warn!(error = %e, "cannot read the open-file limit"),
+    }
+}
+
+/// Refuses a working directory that is missing or not a directory, naming it (std's spawn error
+/// would not say which path).
+fn check_workdir(spec: &ProcessSpec) -> Result<(), SpawnError> {
+    let Some(dir) = &spec.workdir else {
+        return Ok(());
+    };
+    let shown = || excerpt(&dir.display().to_string()).into_owned();
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(SpawnError(format!("workdir {}: not a directory", shown()))),
+        Err(e) => Err(SpawnError(format!("workdir {}: {e}", shown()))),
     }
 }
 
@@ -386,40 +360,67 @@ impl ProcessService {
         owner_session: &str,
         piped: bool,
     ) -> Result<(Arc<Process>, Option<Pipes>), SpawnError> {
-        if let Some(dir) = &spec.workdir {
-            match std::fs::metadata(dir) {
-                Ok(m) if m.is_dir() => {}
-                Ok(_) => {
-                    return Err(SpawnError(format!(
-                        "workdir {}: not a directory",
-                        excerpt(&dir.display().to_string())
-                    )));
-                }
-                Err(e) => {
-                    return Err(SpawnError(format!(
-                        "workdir {}: {e}",
-                        excerpt(&dir.display().to_string())
-                    )));
-                }
-            }
-        }
+        check_workdir(spec)?;
         let n = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         let (out_plan, err_plan) = (
             self.spill_plan(n, "stdout", spec.spill_cap),
             self.spill_plan(n, "stderr", spec.spill_cap),
         );
-        let (out_path, err_path) = (
-            out_plan.as_ref().map(|p| p.path.clone()),
-            err_plan.as_ref().map(|p| p.path.clone()),
-        );
-        self.spills.record(
-            owner_session,
-            [&out_path, &err_path].into_iter().flatten().cloned(),
-        );
+        let planned: Vec<PathBuf> = [&out_plan, &err_plan]
+            .into_iter()
+            .flatten()
+            .map(|p| p.path.clone())
+            .collect();
+        self.spills.record(owner_session, planned.iter().cloned());
         let streams = Streams {
             out: StreamBuf::new(spec.tail_bytes, out_plan),
             err: StreamBuf::new(spec.tail_bytes, err_plan),
         };
+        let mut cmd = self.command(spec, n, piped);
+        let _guard = self.runtime.enter();
+        let (exit, _) = watch::channel(None);
+        let spawning = self.escaped.spawning();
+        let mut child = match cmd.spawn() {
+            Ok(child) => child,
+            Err(e) => {
+                self.spills.forget(owner_session, planned);
+                return Err(SpawnError(e.to_string()));
+            }
+        };
+        let pgid = child.id().map(|p| p as i32);
+        let process = Process::new(pgid, streams, exit, spec.grace, &self.runtime);
+        if let Some(g) = pgid {
+            if let Some(k) = &self.keeper {
+                k.group_started(g);
+            }
+            self.live.lock().insert(n, g);
+            // After the gate: a sweep holds the known state while it waits for the gate.
+            drop(spawning);
+            self.escaped.own_group(g);
+        }
+        let stderr = child.stderr.take();
+        let (stdout, talk) = if piped {
+            (None, child.stdin.take().zip(child.stdout.take()))
+        } else {
+            (child.stdout.take(), None)
+        };
+        let supervised = supervise::Supervised {
+            n,
+            process: process.clone(),
+            live: self.live.clone(),
+            escaped: self.escaped.clone(),
+            spills: self.spills.clone(),
+            session: owner_session.to_owned(),
+            keeper: self.keeper.clone(),
+        };
+        self.runtime
+            .spawn(supervised.run(child, pgid, stdout, stderr));
+        Ok((process, talk))
+    }
+
+    /// The command for process number `n`: bash (or `argv`) in its own process group, with the
+    /// environment policy's variables, the spec's, and the marker; stdin closed unless `piped`.
+    fn command(&self, spec: &ProcessSpec, n: u64, piped: bool) -> tokio::process::Command {
         let mut child_env = self.base_env.clone();
         for (k, v) in &spec.extra_env {
             env::override_var(&mut child_env, k.into(), v.into());
@@ -449,101 +450,7 @@ impl ProcessService {
             .stderr(Stdio::piped());
         cmd.process_group(0);
         cmd.kill_on_drop(false);
-        let _guard = self.runtime.enter();
-        let (exit, _) = watch::channel(None);
-        let spawning = self.escaped.spawning();
-        match cmd.spawn() {
-            Err(e) => {
-                drop(streams);
-                let paths = [&out_path, &err_path].into_iter().flatten().cloned();
-                self.spills.forget(owner_session, paths);
-                Err(SpawnError(e.to_string()))
-            }
-            Ok(mut child) => {
-                let pgid = child.id().map(|p| p as i32);
-                let process = Process::new(pgid, streams, exit, spec.grace, &self.runtime);
-                if let Some(g) = pgid {
-                    if let Some(k) = &self.keeper {
-                        k.group_started(g);
-                    }
-                    self.live.lock().insert(n, g);
-                    // After the gate: a sweep holds the known state while it waits for the gate.
-                    drop(spawning);
-                    self.escaped.own_group(g);
-                }
-                let stderr = child.stderr.take();
-                let (stdout, talk) = if piped {
-                    (None, child.stdin.take().zip(child.stdout.take()))
-                } else {
-                    (child.stdout.take(), None)
-                };
-                let p = process.clone();
-                let live = self.live.clone();
-                let escaped = self.escaped.clone();
-                let (spills, session) = (self.spills.clone(), owner_session.to_owned());
-                let keeper = self.keeper.clone();
-                self.runtime.spawn(async move {
-                    let out = tokio::spawn(pump(stdout, p.clone(), true));
-                    let err = tokio::spawn(pump(stderr, p.clone(), false));
-                    let status = child.wait().await;
-                    let pumps = async {
-                        let _ = out.await;
-                        let _ = err.await;
-                    };
-                    tokio::pin!(pumps);
-                    // The pipes close when every writer is gone. A writer left in the task's group
-                    // gets the grace to finish; once the group is empty, only processes that left it
-                    // (daemons, ended by the sweep below) can hold them, and nothing waits for those.
-                    let deadline = tokio::time::Instant::now() + p.grace;
-                    let drained = loop {
-                        tokio::select! {
-                            () = &mut pumps => break true,
-                            () = tokio::time::sleep_until(deadline) => break false,
-                            () = tokio::time::sleep(Duration::from_millis(20)) => {
-                                if !pgid.is_some_and(escaped::group_exists) {
-                                    break false;
-                                }
-                            }
-                        }
-                    };
-                    if let Some(g) = pgid {
-                        // Nothing of a settled task's group survives it.
-                        if signal_group(g, nix::sys::signal::Signal::SIGTERM) {
-                            tokio::time::sleep(Duration::from_millis(50)).await;
-                            signal_group(g, nix::sys::signal::Signal::SIGKILL);
-                        }
-                    }
-                    live.lock().remove(&n);
-                    escaped.settled(pgid).await;
-                    if let (Some(k), Some(g)) = (&keeper, pgid) {
-                        k.group_ended(g);
-                    }
-                    if !drained {
-                        // What the writers left in the pipes, now that they are gone.
-                        let _ = tokio::time::timeout_at(deadline, &mut pumps).await;
-                    }
-                    let exit = match status {
-                        Ok(s) => {
-                            use std::os::unix::process::ExitStatusExt;
-                            match (s.code(), s.signal()) {
-                                (Some(c), _) => Exit::Code(c),
-                                (None, Some(sig)) => Exit::Signal(sig),
-                                _ => Exit::Unknown,
-                            }
-                        }
-                        Err(_) => Exit::Unknown,
-                    };
-                    {
-                        let mut s = p.streams.lock();
-                        s.out.finish();
-                        s.err.finish();
-                    }
-                    spills.forget_unused(&session, &p);
-                    p.exit.send_replace(Some(exit));
-                });
-                Ok((process, talk))
-            }
-        }
+        cmd
     }
 
     /// Removes the spill files of a disposed session.
@@ -590,43 +497,4 @@ impl ProcessService {
     pub fn adopted(&self) -> usize {
         self.escaped.adopted()
     }
-}
-
-/// Copies one pipe into its stream until EOF. Starts with the kernel's default 64 KiB; a read that
-/// fills the buffer marks a busy stream, which then gets a 1 MiB pipe and read size (fewer wakeups).
-async fn pump<P: tokio::io::AsyncRead + std::os::fd::AsFd + Unpin>(
-    pipe: Option<P>,
-    process: Arc<Process>,
-    stdout: bool,
-) {
-    let Some(mut pipe) = pipe else { return };
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        match pipe.read(&mut buf).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => {
-                {
-                    let mut s = process.streams.lock();
-                    if stdout {
-                        s.out.push(&buf[..n])
-                    } else {
-                        s.err.push(&buf[..n])
-                    }
-                }
-                if n == buf.len() && buf.len() < PIPE_BYTES {
-                    widen_pipe(&pipe);
-                    buf.resize(PIPE_BYTES, 0);
-                }
-            }
-        }
-    }
-}
-
-/// Pipe capacity asked for each output pipe, and the read size: fewer, larger reads than the
-/// kernel's 64 KiB default.
-const PIPE_BYTES: usize = 1 << 20;
-
-/// Asks the kernel for a larger pipe buffer; a refusal (over the system limit) leaves the default.
-fn widen_pipe(pipe: &impl std::os::fd::AsFd) {
-    let _ = nix::fcntl::fcntl(pipe, nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_BYTES as i32));
 }

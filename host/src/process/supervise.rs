@@ -1,0 +1,132 @@
+//! A spawned process's supervision: its output pumped into its streams, its exit awaited, its group
+//! and its escaped descendants ended, then the settlement published.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+
+use super::keeper::Keeper;
+use super::spills::Spills;
+use super::{Exit, Process, escaped, signal_group};
+
+/// What the supervision of process number `n` needs of its service.
+pub(crate) struct Supervised {
+    pub(crate) n: u64,
+    pub(crate) process: Arc<Process>,
+    pub(crate) live: escaped::Live,
+    pub(crate) escaped: Arc<escaped::Escaped>,
+    pub(crate) spills: Arc<Spills>,
+    pub(crate) session: String,
+    pub(crate) keeper: Option<Arc<Keeper>>,
+}
+
+impl Supervised {
+    /// Runs until the process has settled: exited, its group ended, its pipes drained (within the
+    /// grace), its escaped descendants swept; then its exit is published.
+    pub(crate) async fn run(
+        self,
+        mut child: tokio::process::Child,
+        pgid: Option<i32>,
+        stdout: Option<tokio::process::ChildStdout>,
+        stderr: Option<tokio::process::ChildStderr>,
+    ) {
+        let p = self.process.clone();
+        let out = tokio::spawn(pump(stdout, p.clone(), true));
+        let err = tokio::spawn(pump(stderr, p.clone(), false));
+        let status = child.wait().await;
+        let pumps = async {
+            let _ = out.await;
+            let _ = err.await;
+        };
+        tokio::pin!(pumps);
+        // The pipes close when every writer is gone. A writer left in the task's group gets the grace
+        // to finish; once the group is empty, only processes that left it (daemons, ended by the sweep
+        // below) can hold them, and nothing waits for those.
+        let deadline = tokio::time::Instant::now() + p.grace;
+        let drained = loop {
+            tokio::select! {
+                () = &mut pumps => break true,
+                () = tokio::time::sleep_until(deadline) => break false,
+                () = tokio::time::sleep(Duration::from_millis(20)) => {
+                    if !pgid.is_some_and(escaped::group_exists) {
+                        break false;
+                    }
+                }
+            }
+        };
+        if let Some(g) = pgid {
+            // Nothing of a settled task's group survives it.
+            if signal_group(g, nix::sys::signal::Signal::SIGTERM) {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                signal_group(g, nix::sys::signal::Signal::SIGKILL);
+            }
+        }
+        self.live.lock().remove(&self.n);
+        self.escaped.settled(pgid).await;
+        if let (Some(k), Some(g)) = (&self.keeper, pgid) {
+            k.group_ended(g);
+        }
+        if !drained {
+            // What the writers left in the pipes, now that they are gone.
+            let _ = tokio::time::timeout_at(deadline, &mut pumps).await;
+        }
+        let exit = match status {
+            Ok(s) => {
+                use std::os::unix::process::ExitStatusExt;
+                match (s.code(), s.signal()) {
+                    (Some(c), _) => Exit::Code(c),
+                    (None, Some(sig)) => Exit::Signal(sig),
+                    _ => Exit::Unknown,
+                }
+            }
+            Err(_) => Exit::Unknown,
+        };
+        {
+            let mut s = p.streams.lock();
+            s.out.finish();
+            s.err.finish();
+        }
+        self.spills.forget_unused(&self.session, &p);
+        p.exit.send_replace(Some(exit));
+    }
+}
+
+/// Copies one pipe into its stream until EOF. Starts with the kernel's default 64 KiB; a read that
+/// fills the buffer marks a busy stream, which then gets a 1 MiB pipe and read size (fewer wakeups).
+async fn pump<P: tokio::io::AsyncRead + std::os::fd::AsFd + Unpin>(
+    pipe: Option<P>,
+    process: Arc<Process>,
+    stdout: bool,
+) {
+    let Some(mut pipe) = pipe else { return };
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match pipe.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                {
+                    let mut s = process.streams.lock();
+                    if stdout {
+                        s.out.push(&buf[..n])
+                    } else {
+                        s.err.push(&buf[..n])
+                    }
+                }
+                if n == buf.len() && buf.len() < PIPE_BYTES {
+                    widen_pipe(&pipe);
+                    buf.resize(PIPE_BYTES, 0);
+                }
+            }
+        }
+    }
+}
+
+/// Pipe capacity asked for each output pipe, and the read size: fewer, larger reads than the
+/// kernel's 64 KiB default.
+const PIPE_BYTES: usize = 1 << 20;
+
+/// Asks the kernel for a larger pipe buffer; a refusal (over the system limit) leaves the default.
+fn widen_pipe(pipe: &impl std::os::fd::AsFd) {
+    let _ = nix::fcntl::fcntl(pipe, nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_BYTES as i32));
+}
