@@ -11,8 +11,10 @@ pub mod config;
 pub mod listen;
 pub mod mcp;
 pub mod plugin;
-pub mod process;
 pub mod rundir;
+
+/// The process service (the `taskhost-process` crate): every child of every producer.
+pub use taskhost_process as process;
 pub mod sessions;
 pub mod wire;
 

@@ -9,105 +9,13 @@
 //! the lock is what tells a live host's directory from one a dead host left behind.
 
 use std::fs::File;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use nix::fcntl::{Flock, FlockArg};
-
-/// Why a private directory could not be had. Each names the directory.
-#[derive(Debug, thiserror::Error)]
-pub enum RunDirError {
-    /// The directory could not be created or inspected.
-    #[error("cannot create the private directory {path}: {source}")]
-    Io {
-        /// The directory.
-        path: PathBuf,
-        /// The OS error.
-        source: std::io::Error,
-    },
-    /// The directory exists but another user could write to it or replace it.
-    #[error("refusing directory {path}: {why}")]
-    NotPrivate {
-        /// The directory.
-        path: PathBuf,
-        /// What makes it unsafe.
-        why: String,
-    },
-}
-
-/// The effective uid of this process.
-pub fn euid() -> u32 {
-    nix::unistd::geteuid().as_raw()
-}
-
-/// Checks, without following a symlink, that `path` is a directory owned by this user that nobody
-/// else can write to (`strict`: nor read or enter).
-///
-/// # Errors
-/// [`RunDirError::NotPrivate`] saying why; [`RunDirError::Io`] when it cannot be inspected.
-pub fn check_private(path: &Path, strict: bool) -> Result<(), RunDirError> {
-    let meta = std::fs::symlink_metadata(path).map_err(|source| RunDirError::Io {
-        path: path.to_owned(),
-        source,
-    })?;
-    let refuse = |why: String| {
-        Err(RunDirError::NotPrivate {
-            path: path.to_owned(),
-            why,
-        })
-    };
-    if meta.file_type().is_symlink() {
-        return refuse("it is a symbolic link".to_owned());
-    }
-    if !meta.is_dir() {
-        return refuse("it is not a directory".to_owned());
-    }
-    if meta.uid() != euid() {
-        return refuse(format!("it is owned by uid {}, not {}", meta.uid(), euid()));
-    }
-    let forbidden = if strict { 0o077 } else { 0o022 };
-    if meta.permissions().mode() & forbidden != 0 {
-        return refuse(format!(
-            "its mode is {:o}, open to other users",
-            meta.permissions().mode() & 0o7777
-        ));
-    }
-    Ok(())
-}
-
-/// Makes `path` a private directory: created with mode 0700 if it does not exist, and in any case
-/// checked to be ours and closed to others (an existing directory is accepted only if it is).
-///
-/// # Errors
-/// As [`check_private`], or the creation's error.
-pub fn ensure_private(path: &Path) -> Result<(), RunDirError> {
-    match std::fs::DirBuilder::new().mode(0o700).create(path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(source) => {
-            return Err(RunDirError::Io {
-                path: path.to_owned(),
-                source,
-            });
-        }
-    }
-    check_private(path, true)
-}
-
-/// Creates a fresh directory `<base>/<prefix>XXXXXX` (random suffix, created exclusively, mode 0700)
-/// and checks it after creation.
-///
-/// # Errors
-/// When it cannot be created, or what was created is not a private directory of ours.
-pub fn make_fresh(base: &Path, prefix: &str) -> Result<PathBuf, RunDirError> {
-    let template = base.join(format!("{prefix}XXXXXX"));
-    let path = nix::unistd::mkdtemp(&template).map_err(|e| RunDirError::Io {
-        path: template.clone(),
-        source: e.into(),
-    })?;
-    check_private(&path, true)?;
-    Ok(path)
-}
+pub use taskhost_process::private_dir::{
+    PrivateDirError, check_private, ensure_private, euid, make_fresh,
+};
 
 /// One host's private directory, removed with everything in it when dropped.
 #[derive(Debug)]
@@ -123,7 +31,7 @@ impl RunDir {
     ///
     /// # Errors
     /// When no private directory can be made.
-    pub fn create() -> Result<Self, RunDirError> {
+    pub fn create() -> Result<Self, PrivateDirError> {
         let (base, prefix) = Self::base();
         let kind = prefix.split('-').next().unwrap_or_default();
         let removed = remove_dead(&base, &format!("{kind}-"));
@@ -152,9 +60,9 @@ impl RunDir {
     ///
     /// # Errors
     /// When it cannot be created, checked or locked.
-    pub fn create_in(base: &Path, prefix: &str) -> Result<Self, RunDirError> {
+    pub fn create_in(base: &Path, prefix: &str) -> Result<Self, PrivateDirError> {
         let path = make_fresh(base, prefix)?;
-        let io = |source| RunDirError::Io {
+        let io = |source| PrivateDirError::Io {
             path: path.clone(),
             source,
         };
@@ -239,6 +147,7 @@ impl Drop for RunDir {
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
     /// A scratch base directory, removed at the end.
     struct Scratch(PathBuf);

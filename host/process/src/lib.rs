@@ -7,9 +7,12 @@
 //! group is still alive. When a process settles, whatever is left of its group is ended too: a task's
 //! processes never outlive it.
 
+#![forbid(unsafe_code)]
+
 pub mod env;
 mod escaped;
 pub mod keeper;
+pub mod private_dir;
 mod render;
 mod spills;
 mod stream;
@@ -278,7 +281,7 @@ impl ProcessService {
         keeper: Option<&std::path::Path>,
     ) -> Self {
         escaped::become_subreaper();
-        let spill_dir = match crate::rundir::ensure_private(&spill_dir) {
+        let spill_dir = match private_dir::ensure_private(&spill_dir) {
             Ok(()) => Some(spill_dir),
             Err(e) => {
                 tracing::error!("{e}; output past the in-memory tail will not be kept");
