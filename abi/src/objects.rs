@@ -11,7 +11,7 @@ use abi_stable::sabi_trait;
 use abi_stable::std_types::{RBox, ROption, RResult, RStr, RString, RVec};
 
 use crate::types::{
-    AgentRequest, FfiKill, FfiOutcome, FfiRead, FfiSnapshot, ProcessRequest, ProcessResult,
+    FfiKill, FfiOutcome, FfiRead, FfiSnapshot, ProcessRequest, ProcessResult, SubagentRequest,
     TaskDecl, ToolCall, ToolResult, ToolSpec,
 };
 
@@ -42,11 +42,15 @@ pub trait HostApi: Send + Sync {
         request: ProcessRequest,
         timeout_ms: u64,
     ) -> ProcessResult;
-    /// Declares a final-output task whose work is a child agent over ACP (see [`AgentRequest`]). Its
+    /// Declares a final-output task whose work is a child agent over ACP (see [`SubagentRequest`]). Its
     /// hooks are the host's. Returns the task id.
-    fn start_agent_task(&self, decl: TaskDecl, request: AgentRequest) -> RResult<RString, RString>;
+    fn start_subagent_task(
+        &self,
+        decl: TaskDecl,
+        request: SubagentRequest,
+    ) -> RResult<RString, RString>;
     /// Runs a child agent in the foreground for `session`, blocking the calling thread until it ends.
-    fn run_agent(&self, session: RStr<'_>, request: AgentRequest) -> FfiOutcome;
+    fn run_subagent(&self, session: RStr<'_>, request: SubagentRequest) -> FfiOutcome;
     /// Attaches a control surface (the fence opens); returns a key for [`HostApi::detach_surface`].
     /// The host detaches whatever the generation attached when it is retired, after its successor
     /// attached its own, so the fence never flaps across a reload.

@@ -175,28 +175,28 @@ impl Host {
         self.0.run_process(session.into(), request, timeout_ms)
     }
 
-    /// Starts a child agent task (see [`HostApi::start_agent_task`]); returns its id.
+    /// Starts a child agent task (see [`HostApi::start_subagent_task`]); returns its id.
     ///
     /// # Errors
     /// The registry's refusal; nothing is started then.
-    pub fn start_agent_task(
+    pub fn start_subagent_task(
         &self,
         kind: &str,
         label: &str,
         owner_session: Option<&str>,
-        request: AgentRequest,
+        request: SubagentRequest,
     ) -> Result<String, String> {
         let decl = task_decl(kind, label, owner_session);
         self.0
-            .start_agent_task(decl, request)
+            .start_subagent_task(decl, request)
             .into_result()
             .map(String::from)
             .map_err(String::from)
     }
 
-    /// Runs a child agent in the foreground (see [`HostApi::run_agent`]).
-    pub fn run_agent(&self, session: &str, request: AgentRequest) -> FfiOutcome {
-        self.0.run_agent(session.into(), request)
+    /// Runs a child agent in the foreground (see [`HostApi::run_subagent`]).
+    pub fn run_subagent(&self, session: &str, request: SubagentRequest) -> FfiOutcome {
+        self.0.run_subagent(session.into(), request)
     }
 
     /// Attaches a control surface; returns its key.

@@ -254,7 +254,7 @@ pub struct ProcessResult {
 /// service (same environment scrub), initialized, given a new session and the prompt.
 #[repr(C)]
 #[derive(StableAbi, Clone, Debug)]
-pub struct AgentRequest {
+pub struct SubagentRequest {
     /// The agent program and its arguments (`["gemini", "--acp"]`).
     pub command: RVec<RString>,
     /// The session's working directory; the host's when `RNone`.

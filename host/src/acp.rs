@@ -67,7 +67,7 @@ impl PermissionPolicy {
 
 /// One child agent run.
 #[derive(Clone, Debug)]
-pub struct AgentRun {
+pub struct SubagentRun {
     /// The agent command: program and arguments.
     pub command: Vec<String>,
     /// The session's working directory (the host's when `None`).
@@ -155,20 +155,11 @@ enum End {
 pub async fn run(
     processes: &ProcessService,
     session: &str,
-    run: AgentRun,
+    run: SubagentRun,
     cancel: CancellationToken,
     progress: Option<crate::plugin::Progress>,
 ) -> TaskOutcome {
-    let mut spec = ProcessSpec::new(run.command.join(" "));
-    spec.argv = Some(run.command.clone());
-    spec.workdir = run.cwd.clone();
-    spec.grace = run.grace;
-    spec.extra_env = run
-        .pass_env
-        .iter()
-        .filter_map(|name| Some((name.clone(), std::env::var(name).ok()?)))
-        .collect();
-    let (process, (stdin, stdout)) = match processes.spawn_piped(&spec, session) {
+    let (process, (stdin, stdout)) = match processes.spawn_piped(&agent_spec(&run), session) {
         Ok(spawned) => spawned,
         Err(e) => {
             return TaskOutcome::failed(format!(
@@ -220,48 +211,7 @@ pub async fn run(
         .connect_with(
             ByteStreams::new(stdin.compat_write(), stdout.compat()),
             async move |cx: ConnectionTo<Agent>| {
-                let setup = async {
-                    type Setup = Result<
-                        Result<agent_client_protocol::v1::schema::SessionId, End>,
-                        agent_client_protocol::Error,
-                    >;
-                    let init = cx
-                        .send_request(InitializeRequest::new(ProtocolVersion::V1))
-                        .block_task();
-                    match tokio::time::timeout(setup_timeout, init).await {
-                        Err(_) => return Setup::Ok(Err(End::SetupTimeout("initialize"))),
-                        Ok(r) => r?,
-                    };
-                    let new = cx.send_request(NewSessionRequest::new(cwd)).block_task();
-                    match tokio::time::timeout(setup_timeout, new).await {
-                        Err(_) => Setup::Ok(Err(End::SetupTimeout("session/new"))),
-                        Ok(r) => Setup::Ok(Ok(r?.session_id)),
-                    }
-                };
-                let session_id = tokio::select! {
-                    r = setup => match r? {
-                        Ok(id) => id,
-                        Err(end) => return Ok(end),
-                    },
-                    () = token.cancelled() => return Ok(End::Cancelled),
-                };
-                let prompt = cx
-                    .send_request(PromptRequest::new(
-                        session_id.clone(),
-                        vec![ContentBlock::Text(TextContent::new(prompt))],
-                    ))
-                    .block_task();
-                tokio::pin!(prompt);
-                tokio::select! {
-                    r = &mut prompt => Ok(End::Stopped(r?.stop_reason)),
-                    () = token.cancelled() => {
-                        cx.send_notification(CancelNotification::new(session_id))?;
-                        match tokio::time::timeout(grace, &mut prompt).await {
-                            Ok(Ok(r)) => Ok(End::Stopped(r.stop_reason)),
-                            _ => Ok(End::Cancelled),
-                        }
-                    }
-                }
+                converse(cx, setup_timeout, cwd, prompt, token, grace).await
             },
         );
     let ended = conversation.await;
@@ -270,33 +220,129 @@ pub async fn run(
         process.kill();
     }
     let exit = process.wait().await;
-    let stderr = process.stderr_tail(400);
-    let why = |what: String| {
-        let exit = match exit {
-            Exit::Code(c) => format!("; agent exited with code {c}"),
-            Exit::Signal(s) => format!("; agent ended by {}", crate::process::signal_name(s)),
-            Exit::Unknown => String::new(),
-        };
-        let stderr = if stderr.is_empty() {
-            String::new()
-        } else {
-            format!("; stderr: {stderr}")
-        };
-        format!("{what}{exit}{stderr}")
+    let ended = Ended {
+        result: ended,
+        exit,
+        stderr: process.stderr_tail(400),
+        output: transcript.lock().final_message(),
+        setup_timeout,
+        cancelled: cancel.is_cancelled(),
     };
-    let output = transcript.lock().final_message();
-    match ended {
-        Ok(End::Stopped(StopReason::EndTurn)) => TaskOutcome::completed().with_output(output),
-        Ok(End::Stopped(StopReason::Cancelled) | End::Cancelled) => TaskOutcome::killed(),
-        Ok(End::Stopped(StopReason::MaxTokens)) => TaskOutcome::failed("max-tokens"),
-        Ok(End::Stopped(StopReason::MaxTurnRequests)) => TaskOutcome::failed("max-turn-requests"),
-        Ok(End::Stopped(StopReason::Refusal)) => TaskOutcome::failed("refusal"),
-        Ok(End::Stopped(other)) => TaskOutcome::failed(format!("{other:?}").to_lowercase()),
-        Ok(End::SetupTimeout(step)) => TaskOutcome::failed(why(format!(
-            "agent did not answer {step} within {} ms",
-            setup_timeout.as_millis()
-        ))),
-        Err(_) if cancel.is_cancelled() => TaskOutcome::killed(),
-        Err(e) => TaskOutcome::failed(why(format!("agent connection failed: {e}"))),
+    ended.outcome()
+}
+
+/// The process spec of an agent run: its command, cwd and grace, and the variables it is passed.
+fn agent_spec(run: &SubagentRun) -> ProcessSpec {
+    let mut spec = ProcessSpec::new(run.command.join(" "));
+    spec.argv = Some(run.command.clone());
+    spec.workdir = run.cwd.clone();
+    spec.grace = run.grace;
+    spec.extra_env = run
+        .pass_env
+        .iter()
+        .filter_map(|name| Some((name.clone(), std::env::var(name).ok()?)))
+        .collect();
+    spec
+}
+
+/// The conversation over an open connection: `initialize` and `session/new` (each within the setup
+/// timeout), then the prompt until its stop reason; a cancel sends `session/cancel` and waits the
+/// grace for the agent to stop.
+async fn converse(
+    cx: ConnectionTo<Agent>,
+    setup_timeout: Duration,
+    cwd: PathBuf,
+    prompt: String,
+    token: CancellationToken,
+    grace: Duration,
+) -> Result<End, agent_client_protocol::Error> {
+    let setup = async {
+        type Setup = Result<
+            Result<agent_client_protocol::v1::schema::SessionId, End>,
+            agent_client_protocol::Error,
+        >;
+        let init = cx
+            .send_request(InitializeRequest::new(ProtocolVersion::V1))
+            .block_task();
+        match tokio::time::timeout(setup_timeout, init).await {
+            Err(_) => return Setup::Ok(Err(End::SetupTimeout("initialize"))),
+            Ok(r) => r?,
+        };
+        let new = cx.send_request(NewSessionRequest::new(cwd)).block_task();
+        match tokio::time::timeout(setup_timeout, new).await {
+            Err(_) => Setup::Ok(Err(End::SetupTimeout("session/new"))),
+            Ok(r) => Setup::Ok(Ok(r?.session_id)),
+        }
+    };
+    let session_id = tokio::select! {
+        r = setup => match r? {
+            Ok(id) => id,
+            Err(end) => return Ok(end),
+        },
+        () = token.cancelled() => return Ok(End::Cancelled),
+    };
+    let prompt = cx
+        .send_request(PromptRequest::new(
+            session_id.clone(),
+            vec![ContentBlock::Text(TextContent::new(prompt))],
+        ))
+        .block_task();
+    tokio::pin!(prompt);
+    tokio::select! {
+        r = &mut prompt => Ok(End::Stopped(r?.stop_reason)),
+        () = token.cancelled() => {
+            cx.send_notification(CancelNotification::new(session_id))?;
+            match tokio::time::timeout(grace, &mut prompt).await {
+                Ok(Ok(r)) => Ok(End::Stopped(r.stop_reason)),
+                _ => Ok(End::Cancelled),
+            }
+        }
+    }
+}
+
+/// How a run ended, with what is needed to say why.
+struct Ended {
+    result: Result<End, agent_client_protocol::Error>,
+    exit: Exit,
+    stderr: String,
+    output: String,
+    setup_timeout: Duration,
+    cancelled: bool,
+}
+
+impl Ended {
+    /// The task outcome: the stop reason mapped, a failure with the exit and the stderr tail.
+    fn outcome(self) -> TaskOutcome {
+        let why = |what: String| {
+            let exit = match self.exit {
+                Exit::Code(c) => format!("; agent exited with code {c}"),
+                Exit::Signal(s) => format!("; agent ended by {}", crate::process::signal_name(s)),
+                Exit::Unknown => String::new(),
+            };
+            let stderr = if self.stderr.is_empty() {
+                String::new()
+            } else {
+                format!("; stderr: {}", self.stderr)
+            };
+            format!("{what}{exit}{stderr}")
+        };
+        match self.result {
+            Ok(End::Stopped(StopReason::EndTurn)) => {
+                TaskOutcome::completed().with_output(self.output)
+            }
+            Ok(End::Stopped(StopReason::Cancelled) | End::Cancelled) => TaskOutcome::killed(),
+            Ok(End::Stopped(StopReason::MaxTokens)) => TaskOutcome::failed("max-tokens"),
+            Ok(End::Stopped(StopReason::MaxTurnRequests)) => {
+                TaskOutcome::failed("max-turn-requests")
+            }
+            Ok(End::Stopped(StopReason::Refusal)) => TaskOutcome::failed("refusal"),
+            Ok(End::Stopped(other)) => TaskOutcome::failed(format!("{other:?}").to_lowercase()),
+            Ok(End::SetupTimeout(step)) => TaskOutcome::failed(why(format!(
+                "agent did not answer {step} within {} ms",
+                self.setup_timeout.as_millis()
+            ))),
+            Err(_) if self.cancelled => TaskOutcome::killed(),
+            Err(e) => TaskOutcome::failed(why(format!("agent connection failed: {e}"))),
+        }
     }
 }

@@ -8,18 +8,18 @@ use taskhost_abi::abi_stable::sabi_trait::TD_Opaque;
 use taskhost_abi::abi_stable::std_types::{
     RErr, RNone, ROk, ROption, RResult, RSome, RStr, RString, RVec,
 };
-use taskhost_abi::{AgentRequest, ProcessRequest, ProcessResult};
 use taskhost_abi::{
     Completion_TO, FfiKill, FfiOutcome, FfiRead, FfiSnapshot, HostApi, ListenerBox, StarterBox,
     TaskDecl, ToolHandlerBox, ToolSpec, WorkerBox, level,
 };
+use taskhost_abi::{ProcessRequest, ProcessResult, SubagentRequest};
 use taskhost_registry::{Agent, KillOutcome, ProducerError, SurfaceScope, TaskHooks, TaskStart};
 
 use super::Shared;
 use super::call_scope::CallScope;
 use super::convert;
 use super::generation::{GenBox, Generation};
-use super::requests::{agent_run, owner_session, process_spec, report_progress};
+use super::requests::{owner_session, process_spec, report_progress, subagent_run};
 use super::task_bridge::{HostCompletion, registry_hooks};
 use super::tools::ToolEntry;
 
@@ -167,8 +167,12 @@ impl HostApi for GenHost {
         self.register(&decl, run)
     }
 
-    fn start_agent_task(&self, decl: TaskDecl, request: AgentRequest) -> RResult<RString, RString> {
-        let run_spec = match agent_run(&request) {
+    fn start_subagent_task(
+        &self,
+        decl: TaskDecl,
+        request: SubagentRequest,
+    ) -> RResult<RString, RString> {
+        let run_spec = match subagent_run(&request) {
             Ok(r) => r,
             Err(e) => return RErr(err(e)),
         };
@@ -194,10 +198,10 @@ impl HostApi for GenHost {
         self.register(&decl, run)
     }
 
-    fn run_agent(&self, session: RStr<'_>, request: AgentRequest) -> FfiOutcome {
+    fn run_subagent(&self, session: RStr<'_>, request: SubagentRequest) -> FfiOutcome {
         let call = CallScope::current();
         let outcome = match (
-            agent_run(&request),
+            subagent_run(&request),
             self.shared.sessions.begin_foreground(session.as_str()),
         ) {
             (Err(e), _) => taskhost_registry::TaskOutcome::failed(e),

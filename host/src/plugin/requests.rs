@@ -4,7 +4,7 @@
 //! table, sessions and logs.
 
 use taskhost_abi::TaskDecl;
-use taskhost_abi::{AgentRequest, ProcessRequest};
+use taskhost_abi::{ProcessRequest, SubagentRequest};
 
 /// The declaration's owning session, "" for an unowned task (the process service's key for spill files).
 pub(crate) fn owner_session(decl: &TaskDecl) -> String {
@@ -15,7 +15,7 @@ pub(crate) fn owner_session(decl: &TaskDecl) -> String {
 }
 
 /// A plugin's agent request, copied into host types and checked.
-pub(crate) fn agent_run(r: &AgentRequest) -> Result<crate::acp::AgentRun, String> {
+pub(crate) fn subagent_run(r: &SubagentRequest) -> Result<crate::acp::SubagentRun, String> {
     let command: Vec<String> = r.command.iter().map(|c| c.as_str().to_owned()).collect();
     if command.first().is_none_or(String::is_empty) {
         return Err("subagent: the agent command is empty".to_owned());
@@ -27,7 +27,7 @@ pub(crate) fn agent_run(r: &AgentRequest) -> Result<crate::acp::AgentRun, String
                 r.permission_policy.as_str()
             )
         })?;
-    Ok(crate::acp::AgentRun {
+    Ok(crate::acp::SubagentRun {
         command,
         cwd: r
             .cwd

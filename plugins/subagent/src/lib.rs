@@ -8,7 +8,7 @@
 use taskhost_abi::abi_stable::std_types::{RNone, RSome, RString, RVec};
 use taskhost_abi::sdk::positive_config;
 use taskhost_abi::serde_json::{Value, json};
-use taskhost_abi::{AgentRequest, FfiStatus, Host, Plugin, ToolCall, ToolResult, export_plugin};
+use taskhost_abi::{FfiStatus, Host, Plugin, SubagentRequest, ToolCall, ToolResult, export_plugin};
 
 /// The plugin's settings (its `[plugin.config]` table).
 #[derive(Clone, Debug)]
@@ -46,8 +46,8 @@ impl Config {
         })
     }
 
-    fn request(&self, prompt: &str) -> AgentRequest {
-        AgentRequest {
+    fn request(&self, prompt: &str) -> SubagentRequest {
+        SubagentRequest {
             command: self
                 .command
                 .iter()
@@ -121,13 +121,17 @@ fn call(host: &Host, config: &Config, call: &ToolCall) -> ToolResult {
             return ToolResult::error("run_in_background is disabled for this tool instance");
         }
         let owner = (!session.is_empty()).then_some(session);
-        return match host.start_agent_task("subagent", &description, owner, config.request(&prompt))
-        {
+        return match host.start_subagent_task(
+            "subagent",
+            &description,
+            owner,
+            config.request(&prompt),
+        ) {
             Ok(id) => ToolResult::ok(format!("started background subagent task {id}")),
             Err(e) => ToolResult::error(e),
         };
     }
-    let outcome = host.run_agent(session, config.request(&prompt));
+    let outcome = host.run_subagent(session, config.request(&prompt));
     let detail = outcome
         .detail
         .as_ref()
