@@ -15,6 +15,7 @@ pub mod rundir;
 
 /// The process service (the `taskhost-process` crate): every child of every producer.
 pub use taskhost_process as process;
+pub mod serve;
 pub mod sessions;
 pub mod wire;
 

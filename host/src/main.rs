@@ -2,16 +2,12 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams, ResourceContents};
-use taskhost::config::Config;
-use taskhost::listen::{BoundSocket, PeerPolicy};
-use taskhost::mcp::{self, PLUGINS_URI, Peers};
-use taskhost::rundir::RunDir;
-use taskhost::{LoadOptions, Taskhost};
+use taskhost::mcp::PLUGINS_URI;
+use taskhost::serve::{ServeArgs, serve, unix_path};
 
 #[derive(Parser)]
 #[command(
@@ -82,24 +78,6 @@ enum Command {
     },
 }
 
-/// The default plugin set: the three plugins built next to this binary.
-fn default_plugins() -> Vec<PathBuf> {
-    let dir = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(PathBuf::from))
-        .unwrap_or_default();
-    ["tasks", "bash", "subagent"]
-        .iter()
-        .map(|n| dir.join(format!("libtaskhost_plugin_{n}.so")))
-        .collect()
-}
-
-fn unix_path(spec: &str) -> Result<PathBuf, String> {
-    spec.strip_prefix("unix:")
-        .map(PathBuf::from)
-        .ok_or_else(|| format!("expected unix:PATH, got {spec}"))
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Command::Keeper { marker } = &cli.command {
@@ -149,7 +127,9 @@ fn main() -> ExitCode {
                 allow_untrusted: allow_untrusted_plugins,
                 allow_uids,
             },
-        ),
+        )
+        .map(|()| ExitCode::SUCCESS)
+        .map_err(|e| (e.code, e.message)),
         Command::Plugins { connect } => runtime.block_on(plugins(&connect)),
         Command::Connect { socket } => runtime.block_on(bridge(&socket)),
         Command::Keeper { .. } => Ok(ExitCode::SUCCESS),
@@ -172,164 +152,6 @@ fn main() -> ExitCode {
 }
 
 type Outcome = Result<ExitCode, (u8, String)>;
-
-/// What `serve` was asked.
-struct ServeArgs {
-    config: Option<PathBuf>,
-    plugins: Vec<PathBuf>,
-    listen: Option<String>,
-    no_watch: bool,
-    allow_untrusted: bool,
-    allow_uids: Vec<u32>,
-}
-
-fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Outcome {
-    // Children (same uid) must not read the host's environment or memory through /proc.
-    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
-        tracing::warn!(error = %e, "cannot make the host non-dumpable");
-    }
-    taskhost::process::raise_file_limit();
-    let ServeArgs {
-        config,
-        plugins: plugin_args,
-        listen,
-        no_watch,
-        allow_untrusted,
-        allow_uids,
-    } = args;
-    let config = match &config {
-        Some(path) => Config::load(path).map_err(|e| (2, e.to_string()))?,
-        None => Config::default(),
-    };
-    let registry = config.registry().map_err(|e| (2, e.to_string()))?;
-    if let Some(dir) = &config.tasks.spill_dir {
-        taskhost::rundir::ensure_private(dir)
-            .map_err(|e| (2, format!("bad config: [tasks] spill_dir: {e}")))?;
-    }
-    let listen = listen
-        .map(|l| unix_path(&l))
-        .transpose()
-        .map_err(|e| (2, e))?;
-    let mut stop = {
-        let _runtime = runtime.enter();
-        StopSignals::new().map_err(|e| (1, format!("cannot listen for signals: {e}")))?
-    };
-    let run_dir = RunDir::create().map_err(|e| (1, e.to_string()))?;
-    let mut socket = listen
-        .as_deref()
-        .map(BoundSocket::bind)
-        .transpose()
-        .map_err(|e| (2, e.to_string()))?;
-    let options = LoadOptions {
-        generation_dir: run_dir.generations(),
-        allow_untrusted,
-        spill_dir: config.tasks.spill_dir.clone(),
-        env: config.env.policy(),
-        keeper: std::env::current_exe().ok(),
-        max_foreground_per_owner: config.max_foreground_per_owner(),
-    };
-    let host = Arc::new(Taskhost::new(registry, runtime.handle().clone(), options));
-    let mut entries: Vec<(PathBuf, Option<String>)> = config
-        .plugins
-        .iter()
-        .map(|p| (p.path.clone(), Some(p.config_json())))
-        .collect();
-    entries.extend(plugin_args.into_iter().map(|p| (p, None)));
-    if entries.is_empty() {
-        entries = default_plugins().into_iter().map(|p| (p, None)).collect();
-    }
-    for (path, plugin_config) in &entries {
-        if let Err(e) = host.plugins().load(path, plugin_config.clone(), false) {
-            tracing::error!("{e}");
-        }
-    }
-    let peers = Peers::default();
-    {
-        let (peers, handle) = (peers.clone(), runtime.handle().clone());
-        host.plugins()
-            .on_tools_changed(move || peers.tools_changed(&handle));
-    }
-    let _watch = if no_watch {
-        None
-    } else {
-        Some(
-            host.watch(taskhost::plugin::watch::DEFAULT_DEBOUNCE)
-                .map_err(|e| (1, e.to_string()))?,
-        )
-    };
-    let tools: Vec<String> = host.plugins().tools().into_iter().map(|t| t.name).collect();
-    if listen.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
-        eprint!("{}", first_run_help());
-    }
-
-    tracing::info!(?tools, "serving");
-    let served = runtime.block_on(async {
-        let stop = async {
-            let signal = stop.first().await;
-            tracing::info!(
-                signal,
-                "stopping: tasks are cancelled and awaited; a second signal exits at once"
-            );
-            tokio::spawn(async move {
-                let again = stop.first().await;
-                tracing::warn!(signal = again, "second signal: exiting without cleanup");
-                std::process::exit(128 + again);
-            });
-        };
-        let result = tokio::select! {
-            r = async {
-                match socket.as_mut() {
-                    Some(s) => {
-                        let listener = s.take_listener().map_err(|e| e.to_string())?;
-                        let policy = PeerPolicy { allowed: allow_uids };
-                        mcp::serve_unix(host.clone(), peers.clone(), listener, policy).await
-                    }
-                    None => mcp::serve_stdio(host.clone(), peers.clone()).await,
-                }
-            } => r,
-            () = stop => Ok(()),
-        };
-        host.shutdown().await;
-        // This process is a taskhost and nothing else: whatever child is left descends from a task
-        // (a daemon that cleared its environment, which no sweep can attribute).
-        let left = tokio::task::spawn_blocking(|| {
-            taskhost::process::end_all_children(std::time::Duration::from_secs(2))
-        })
-        .await
-        .unwrap_or(0);
-        if left > 0 {
-            tracing::info!(ended = left, "ended descendants no task claimed");
-        }
-        result
-    });
-    drop(socket);
-    drop(run_dir);
-    served.map(|()| ExitCode::SUCCESS).map_err(|e| (1, e))
-}
-
-/// SIGTERM, SIGINT and SIGHUP: each asks the host to stop.
-struct StopSignals([tokio::signal::unix::Signal; 3]);
-
-impl StopSignals {
-    fn new() -> std::io::Result<Self> {
-        use tokio::signal::unix::{SignalKind, signal};
-        Ok(Self([
-            signal(SignalKind::terminate())?,
-            signal(SignalKind::interrupt())?,
-            signal(SignalKind::hangup())?,
-        ]))
-    }
-
-    /// The next of the three to arrive, as its number.
-    async fn first(&mut self) -> i32 {
-        let [term, int, hup] = &mut self.0;
-        tokio::select! {
-            _ = term.recv() => libc::SIGTERM,
-            _ = int.recv() => libc::SIGINT,
-            _ = hup.recv() => libc::SIGHUP,
-        }
-    }
-}
 
 async fn connect(
     spec: &str,
@@ -429,23 +251,6 @@ fn align(rows: &[[String; 5]]) -> String {
         out.push_str(&format!("{}  {}\n", cells.join("  "), r[4]));
     }
     out
-}
-
-/// What `serve` says on stderr when a person, not a client, started it (stdin is a terminal).
-fn first_run_help() -> String {
-    let exe =
-        std::env::current_exe().map_or_else(|_| "taskhost".to_owned(), |p| p.display().to_string());
-    format!(
-        "taskhost is an MCP server: it is waiting for an MCP client on stdin, not for typing.\n\
-         Register it with a client instead:\n\
-         \x20 Claude Code:  claude mcp add taskhost -- {exe} serve\n\
-         \x20 Codex:        ~/.codex/config.toml: [mcp_servers.taskhost] command = \"{exe}\" args = [\"serve\"]\n\
-         \x20 Gemini CLI:   gemini mcp add taskhost {exe} serve\n\
-         \x20 opencode:     opencode.json: {{\"mcp\": {{\"taskhost\": {{\"type\": \"local\", \"command\": [\"{exe}\", \"serve\"]}}}}}}\n\
-         To try it by hand: {exe} serve --listen unix:/tmp/taskhost.sock, then in another terminal\n\
-         \x20 {exe} call --connect unix:/tmp/taskhost.sock bash '{{\"command\": \"echo hi\"}}'\n\
-         Ctrl-C stops it.\n"
-    )
 }
 
 async fn call(spec: &str, tool: &str, arguments: &str) -> Outcome {

@@ -1,0 +1,295 @@
+//! `taskhost serve`: everything between the command line and a host that serves until it is stopped.
+//!
+//! In order: the process is hardened (non-dumpable, the open-file limit raised), the config read and
+//! checked, the stop signals installed, the private runtime directory made and the socket bound; the
+//! host is created, its plugins loaded and watched; then it serves (stdio, or one session per socket
+//! connection) until the client leaves or a stop signal arrives, and shuts down: tasks cancelled and
+//! awaited, children ended, the socket and the directory removed.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::config::Config;
+use crate::listen::{BoundSocket, PeerPolicy};
+use crate::mcp::{self, Peers};
+use crate::rundir::RunDir;
+use crate::{LoadOptions, Taskhost};
+
+/// What `serve` was asked.
+#[derive(Debug, Default)]
+pub struct ServeArgs {
+    /// A TOML config file.
+    pub config: Option<PathBuf>,
+    /// Plugin files to load (after the config's); none at all loads the default set.
+    pub plugins: Vec<PathBuf>,
+    /// `unix:PATH` to serve on instead of stdio.
+    pub listen: Option<String>,
+    /// Do not reload plugins when their files change.
+    pub no_watch: bool,
+    /// Skip the plugin trust check.
+    pub allow_untrusted: bool,
+    /// Other uids allowed to connect to the socket.
+    pub allow_uids: Vec<u32>,
+}
+
+/// Why `serve` stopped with an error: the exit code (2 for bad input, 1 otherwise) and one message.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct ServeError {
+    /// The process exit code.
+    pub code: u8,
+    /// What went wrong.
+    pub message: String,
+}
+
+fn fail(code: u8) -> impl Fn(String) -> ServeError {
+    move |message| ServeError { code, message }
+}
+
+/// `unix:PATH` as a path.
+///
+/// # Errors
+/// The spec without its `unix:` prefix, named.
+pub fn unix_path(spec: &str) -> Result<PathBuf, String> {
+    spec.strip_prefix("unix:")
+        .map(PathBuf::from)
+        .ok_or_else(|| format!("expected unix:PATH, got {spec}"))
+}
+
+/// What the host is built from, checked before anything is loaded.
+struct Prepared {
+    config: Config,
+    listen: Option<PathBuf>,
+    run_dir: RunDir,
+    socket: Option<BoundSocket>,
+}
+
+/// Serves until the client leaves or a stop signal arrives (a second one exits at once).
+///
+/// # Errors
+/// [`ServeError`] with code 2 for a bad config, a bad `--listen`, a path that is not ours to take;
+/// code 1 when the host cannot run (no runtime directory, no watcher, no signal handlers).
+pub fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Result<(), ServeError> {
+    harden_process();
+    let mut stop = {
+        let _runtime = runtime.enter();
+        StopSignals::new().map_err(|e| fail(1)(format!("cannot listen for signals: {e}")))?
+    };
+    let prepared = prepare(&args)?;
+    let Prepared {
+        config,
+        listen,
+        run_dir,
+        mut socket,
+    } = prepared;
+    let host = start_host(runtime, &config, &run_dir, &args)?;
+    let peers = Peers::default();
+    {
+        let (peers, handle) = (peers.clone(), runtime.handle().clone());
+        host.plugins()
+            .on_tools_changed(move || peers.tools_changed(&handle));
+    }
+    let _watch = if args.no_watch {
+        None
+    } else {
+        Some(
+            host.watch(crate::plugin::watch::DEFAULT_DEBOUNCE)
+                .map_err(|e| fail(1)(e.to_string()))?,
+        )
+    };
+    let tools: Vec<String> = host.plugins().tools().into_iter().map(|t| t.name).collect();
+    if listen.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        eprint!("{}", first_run_help());
+    }
+    tracing::info!(?tools, "serving");
+    let policy = PeerPolicy {
+        allowed: args.allow_uids.clone(),
+    };
+    let served = runtime.block_on(run_until_stopped(
+        host,
+        peers,
+        socket.as_mut(),
+        policy,
+        &mut stop,
+    ));
+    drop(socket);
+    drop(run_dir);
+    served.map_err(fail(1))
+}
+
+/// Children (same uid) must not read the host's environment or memory through `/proc`; thousands of
+/// tasks need more than the usual 1,024 descriptors.
+fn harden_process() {
+    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
+        tracing::warn!(error = %e, "cannot make the host non-dumpable");
+    }
+    crate::process::raise_file_limit();
+}
+
+/// Reads and checks the config and `--listen`, makes the runtime directory, binds the socket.
+fn prepare(args: &ServeArgs) -> Result<Prepared, ServeError> {
+    let config = match &args.config {
+        Some(path) => Config::load(path).map_err(|e| fail(2)(e.to_string()))?,
+        None => Config::default(),
+    };
+    if let Some(dir) = &config.tasks.spill_dir {
+        crate::rundir::ensure_private(dir)
+            .map_err(|e| fail(2)(format!("bad config: [tasks] spill_dir: {e}")))?;
+    }
+    let listen = args
+        .listen
+        .as_deref()
+        .map(unix_path)
+        .transpose()
+        .map_err(fail(2))?;
+    let run_dir = RunDir::create().map_err(|e| fail(1)(e.to_string()))?;
+    let socket = listen
+        .as_deref()
+        .map(BoundSocket::bind)
+        .transpose()
+        .map_err(|e| fail(2)(e.to_string()))?;
+    Ok(Prepared {
+        config,
+        listen,
+        run_dir,
+        socket,
+    })
+}
+
+/// Creates the host and loads its plugins: the config's, then `--plugin`s, else the default set. A
+/// plugin that fails to load is logged; the others serve.
+fn start_host(
+    runtime: &tokio::runtime::Runtime,
+    config: &Config,
+    run_dir: &RunDir,
+    args: &ServeArgs,
+) -> Result<Arc<Taskhost>, ServeError> {
+    let registry = config.registry().map_err(|e| fail(2)(e.to_string()))?;
+    let options = LoadOptions {
+        generation_dir: run_dir.generations(),
+        allow_untrusted: args.allow_untrusted,
+        spill_dir: config.tasks.spill_dir.clone(),
+        env: config.env.policy(),
+        keeper: std::env::current_exe().ok(),
+        max_foreground_per_owner: config.max_foreground_per_owner(),
+    };
+    let host = Arc::new(Taskhost::new(registry, runtime.handle().clone(), options));
+    let mut entries: Vec<(PathBuf, Option<String>)> = config
+        .plugins
+        .iter()
+        .map(|p| (p.path.clone(), Some(p.config_json())))
+        .collect();
+    entries.extend(args.plugins.iter().map(|p| (p.clone(), None)));
+    if entries.is_empty() {
+        entries = default_plugins().into_iter().map(|p| (p, None)).collect();
+    }
+    for (path, plugin_config) in &entries {
+        if let Err(e) = host.plugins().load(path, plugin_config.clone(), false) {
+            tracing::error!("{e}");
+        }
+    }
+    Ok(host)
+}
+
+/// Serves (the socket's sessions, or stdio) until that ends or a stop signal arrives, then shuts the
+/// host down and ends every child left.
+async fn run_until_stopped(
+    host: Arc<Taskhost>,
+    peers: Peers,
+    socket: Option<&mut BoundSocket>,
+    policy: PeerPolicy,
+    stop: &mut StopSignals,
+) -> Result<(), String> {
+    let stopped = async {
+        let signal = stop.first().await;
+        tracing::info!(
+            signal,
+            "stopping: tasks are cancelled and awaited; a second signal exits at once"
+        );
+    };
+    let result = tokio::select! {
+        r = async {
+            match socket {
+                Some(s) => {
+                    let listener = s.take_listener().map_err(|e| e.to_string())?;
+                    mcp::serve_unix(host.clone(), peers.clone(), listener, policy).await
+                }
+                None => mcp::serve_stdio(host.clone(), peers.clone()).await,
+            }
+        } => r,
+        () = stopped => Ok(()),
+    };
+    let shutdown = host.shutdown();
+    tokio::pin!(shutdown);
+    tokio::select! {
+        () = &mut shutdown => {}
+        again = stop.first() => {
+            tracing::warn!(signal = again, "second signal: exiting without cleanup");
+            std::process::exit(128 + again);
+        }
+    }
+    // This process is a taskhost and nothing else: whatever child is left descends from a task (a
+    // daemon that cleared its environment, which no sweep can attribute).
+    let left = tokio::task::spawn_blocking(|| {
+        crate::process::end_all_children(std::time::Duration::from_secs(2))
+    })
+    .await
+    .unwrap_or(0);
+    if left > 0 {
+        tracing::info!(ended = left, "ended descendants no task claimed");
+    }
+    result
+}
+
+/// The default plugin set: the three plugins built next to this binary.
+fn default_plugins() -> Vec<PathBuf> {
+    let dir = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(PathBuf::from))
+        .unwrap_or_default();
+    ["tasks", "bash", "subagent"]
+        .iter()
+        .map(|n| dir.join(format!("libtaskhost_plugin_{n}.so")))
+        .collect()
+}
+
+/// SIGTERM, SIGINT and SIGHUP: each asks the host to stop.
+struct StopSignals([tokio::signal::unix::Signal; 3]);
+
+impl StopSignals {
+    fn new() -> std::io::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Self([
+            signal(SignalKind::terminate())?,
+            signal(SignalKind::interrupt())?,
+            signal(SignalKind::hangup())?,
+        ]))
+    }
+
+    /// The next of the three to arrive, as its number.
+    async fn first(&mut self) -> i32 {
+        let [term, int, hup] = &mut self.0;
+        tokio::select! {
+            _ = term.recv() => libc::SIGTERM,
+            _ = int.recv() => libc::SIGINT,
+            _ = hup.recv() => libc::SIGHUP,
+        }
+    }
+}
+
+/// What `serve` says on stderr when a person, not a client, started it (stdin is a terminal).
+fn first_run_help() -> String {
+    let exe =
+        std::env::current_exe().map_or_else(|_| "taskhost".to_owned(), |p| p.display().to_string());
+    format!(
+        "taskhost is an MCP server: it is waiting for an MCP client on stdin, not for typing.\n\
+         Register it with a client instead:\n\
+         \x20 Claude Code:  claude mcp add taskhost -- {exe} serve\n\
+         \x20 Codex:        ~/.codex/config.toml: [mcp_servers.taskhost] command = \"{exe}\" args = [\"serve\"]\n\
+         \x20 Gemini CLI:   gemini mcp add taskhost {exe} serve\n\
+         \x20 opencode:     opencode.json: {{\"mcp\": {{\"taskhost\": {{\"type\": \"local\", \"command\": [\"{exe}\", \"serve\"]}}}}}}\n\
+         To try it by hand: {exe} serve --listen unix:/tmp/taskhost.sock, then in another terminal\n\
+         \x20 {exe} call --connect unix:/tmp/taskhost.sock bash '{{\"command\": \"echo hi\"}}'\n\
+         Ctrl-C stops it.\n"
+    )
+}
