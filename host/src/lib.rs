@@ -27,9 +27,12 @@ use tokio::runtime::Handle;
 pub use plugin::{CallError, CallOutput, LoadError, LoadOptions, PluginInfo, Plugins};
 pub use sessions::Sessions;
 
-/// One host: a registry, the plugins feeding it, and the sessions owning its tasks.
+/// One host: a registry, the services its tasks run on (processes, sessions), and the plugins
+/// feeding it. The host creates the services and hands them to the loader.
 pub struct Taskhost {
     registry: Registry,
+    processes: Arc<process::ProcessService>,
+    sessions: Arc<Sessions>,
     plugins: Arc<Plugins>,
 }
 
@@ -37,8 +40,35 @@ impl Taskhost {
     /// Creates a host with no plugins loaded, driving completions on `runtime`.
     pub fn new(config: RegistryConfig, runtime: Handle, options: LoadOptions) -> Self {
         let registry = Registry::new(config, runtime.clone());
-        let plugins = Arc::new(Plugins::new(registry.clone(), runtime, options));
-        Self { registry, plugins }
+        let spill_dir = options.spill_dir.clone().unwrap_or_else(|| {
+            let generations = &options.generation_dir;
+            generations
+                .parent()
+                .map_or_else(|| generations.join("spill"), |p| p.join("spill"))
+        });
+        let processes = Arc::new(process::ProcessService::new(
+            runtime.clone(),
+            spill_dir,
+            &options.env,
+            options.keeper.as_deref(),
+        ));
+        let sessions = Arc::new(Sessions::new(
+            registry.clone(),
+            options.max_foreground_per_owner,
+        ));
+        let plugins = Arc::new(Plugins::new(
+            registry.clone(),
+            runtime,
+            options,
+            processes.clone(),
+            sessions.clone(),
+        ));
+        Self {
+            registry,
+            processes,
+            sessions,
+            plugins,
+        }
     }
 
     /// The task registry.
@@ -65,12 +95,12 @@ impl Taskhost {
 
     /// The sessions.
     pub fn sessions(&self) -> &Sessions {
-        self.plugins.sessions()
+        &self.sessions
     }
 
     /// The process service every producer's children run under.
     pub fn processes(&self) -> &process::ProcessService {
-        self.plugins.processes()
+        &self.processes
     }
 
     /// Closes a session: its tasks are cancelled and awaited, its records and spill files removed.

@@ -17,6 +17,15 @@ use crate::status::TaskOutcome;
 
 use crate::registry::{Cause, Registry};
 
+/// What a started task is, as its record keeps it.
+struct Identity {
+    kind: String,
+    label: String,
+    output_limit_bytes: Option<u64>,
+    owner: Option<Agent>,
+    stream: bool,
+}
+
 impl Registry {
     /// Declares and starts a task; returns its id.
     ///
@@ -63,46 +72,69 @@ impl Registry {
             remainder: String::new(),
             watcher: None,
         }));
-
-        let id = {
-            let mut st = self.inner.state.lock();
-            let st = &mut *st;
-            let n = st.counters.entry(kind.clone()).or_insert(0);
-            *n += 1;
-            let id = TaskId::issue(&kind, *n);
-            let seq = st.next_seq;
-            st.next_seq += 1;
-            st.index_for(owner.as_ref()).insert(seq, id.clone());
-            let bucket = st.buckets.entry(key).or_insert_with(Bucket::new);
-            bucket.reserved -= 1;
-            bucket.tasks.push(id.clone());
-            let (settled, _) = watch::channel(None);
-            st.records.insert(
-                id.clone(),
-                Record {
-                    id: id.clone(),
-                    seq,
-                    kind,
-                    label,
-                    output_limit_bytes,
-                    owner: owner.clone(),
-                    stream,
-                    status: crate::TaskStatus::Running,
-                    detail: None,
-                    output: None,
-                    started_at_ms: now_ms(),
-                    finished_at_ms: None,
-                    reported: false,
-                    pending_waiters: 0,
-                    settled,
-                    ops: ops.clone(),
-                },
-            );
-            id
+        let identity = Identity {
+            kind,
+            label,
+            output_limit_bytes,
+            owner,
+            stream,
         };
+        let owner = identity.owner.clone();
+        let id = self.register(identity, key, ops.clone());
         self.inner.reservations.notify_waiters();
         self.inner.changed(owner.as_ref());
+        self.watch_completion(&id, done, &ops);
+        Ok(id)
+    }
 
+    /// Issues the id and records the task, in the slot its preflight reserved. Cannot fail.
+    fn register(&self, identity: Identity, key: OwnerKey, ops: SharedOps) -> TaskId {
+        let Identity {
+            kind,
+            label,
+            output_limit_bytes,
+            owner,
+            stream,
+        } = identity;
+        let mut st = self.inner.state.lock();
+        let st = &mut *st;
+        let n = st.counters.entry(kind.clone()).or_insert(0);
+        *n += 1;
+        let id = TaskId::issue(&kind, *n);
+        let seq = st.next_seq;
+        st.next_seq += 1;
+        st.index_for(owner.as_ref()).insert(seq, id.clone());
+        let bucket = st.buckets.entry(key).or_insert_with(Bucket::new);
+        bucket.reserved -= 1;
+        bucket.tasks.push(id.clone());
+        let (settled, _) = watch::channel(None);
+        st.records.insert(
+            id.clone(),
+            Record {
+                id: id.clone(),
+                seq,
+                kind,
+                label,
+                output_limit_bytes,
+                owner,
+                stream,
+                status: crate::TaskStatus::Running,
+                detail: None,
+                output: None,
+                started_at_ms: now_ms(),
+                finished_at_ms: None,
+                reported: false,
+                pending_waiters: 0,
+                settled,
+                ops,
+            },
+        );
+        id
+    }
+
+    /// Settles task `id` when its completion resolves (a failed or panicking completion settles it
+    /// `failed`); the watcher can be aborted through the task's ops while its hooks live.
+    fn watch_completion(&self, id: &TaskId, done: crate::producer::DoneFuture, ops: &SharedOps) {
         let inner = self.inner.clone();
         let watched = id.clone();
         let watcher = self.inner.runtime.spawn(async move {
@@ -124,7 +156,6 @@ impl Registry {
         if ops.hooks.is_some() {
             ops.watcher = Some(watcher.abort_handle());
         }
-        Ok(id)
     }
 
     fn preflight(

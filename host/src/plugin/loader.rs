@@ -209,104 +209,6 @@ pub(crate) fn file_id(meta: &fs::Metadata) -> (u64, u64) {
     (meta.dev(), meta.ino())
 }
 
-/// Checks that `bytes` is a whole 64-bit little-endian ELF shared object: every program segment and the
-/// section table lie inside the file. `dlopen` of a truncated library maps segments past the end of
-/// the file and dies of SIGBUS when it touches them, so a file still being written must be caught here.
-pub(crate) fn check_elf(bytes: &[u8], file_len: u64) -> Result<(), String> {
-    let u16_at = |o: usize| {
-        bytes
-            .get(o..o + 2)
-            .map(|b| u16::from_le_bytes([b[0], b[1]]) as u64)
-    };
-    let u64_at = |o: usize| {
-        bytes
-            .get(o..o + 8)
-            .map(|b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
-    };
-    let len = file_len;
-    if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" {
-        return Err("not an ELF file".to_owned());
-    }
-    if bytes[4] != 2 || bytes[5] != 1 {
-        return Err("not a 64-bit little-endian ELF file".to_owned());
-    }
-    if u16_at(16) != Some(3) {
-        return Err("not a shared object (ELF type is not ET_DYN)".to_owned());
-    }
-    let field = |v: Option<u64>| v.ok_or_else(|| "truncated ELF header".to_owned());
-    let (phoff, phentsize, phnum) = (field(u64_at(32))?, field(u16_at(54))?, field(u16_at(56))?);
-    let (shoff, shentsize, shnum) = (field(u64_at(40))?, field(u16_at(58))?, field(u16_at(60))?);
-    let within = |off: u64, size: u64| off.checked_add(size).is_some_and(|end| end <= len);
-    if !within(phoff, phentsize * phnum) || !within(shoff, shentsize * shnum) {
-        return Err(format!(
-            "truncated: the file ends at byte {len}, before its header tables"
-        ));
-    }
-    if phoff + phentsize * phnum > bytes.len() as u64 {
-        return Err("the program headers lie beyond the first 64 KiB".to_owned());
-    }
-    for i in 0..phnum {
-        let ph = (phoff + i * phentsize) as usize;
-        let (offset, filesz) = (field(u64_at(ph + 8))?, field(u64_at(ph + 32))?);
-        if !within(offset, filesz) {
-            return Err(format!(
-                "truncated: segment {i} ends past the end of the file (byte {len})"
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// The GNU build id of the ELF file at `path` (the linker's hash of its output), when its notes lie in
-/// the first 4 KiB, where linkers put them. `None` for a file without one (or unreadable).
-pub(crate) fn build_id(path: &Path) -> Option<Vec<u8>> {
-    build_id_of(&fs::File::open(path).ok()?)
-}
-
-/// [`build_id`] of an open file.
-pub(crate) fn build_id_of(file: &fs::File) -> Option<Vec<u8>> {
-    let (head, _) = read_head(file, 4096).ok()?;
-    let u16_at = |o: usize| Some(u16::from_le_bytes(head.get(o..o + 2)?.try_into().ok()?) as usize);
-    let u32_at = |o: usize| Some(u32::from_le_bytes(head.get(o..o + 4)?.try_into().ok()?) as usize);
-    let u64_at = |o: usize| Some(u64::from_le_bytes(head.get(o..o + 8)?.try_into().ok()?) as usize);
-    if head.get(..4) != Some(b"\x7fELF") || head.get(4..6) != Some(&[2, 1]) {
-        return None;
-    }
-    let (phoff, phentsize, phnum) = (u64_at(32)?, u16_at(54)?, u16_at(56)?);
-    for i in 0..phnum {
-        let ph = phoff.checked_add(i.checked_mul(phentsize)?)?;
-        const PT_NOTE: usize = 4;
-        if u32_at(ph)? != PT_NOTE {
-            continue;
-        }
-        let (start, size) = (u64_at(ph + 8)?, u64_at(ph + 32)?);
-        let mut at = start;
-        while at.checked_add(12)? <= start.checked_add(size)? {
-            let (namesz, descsz, kind) = (u32_at(at)?, u32_at(at + 4)?, u32_at(at + 8)?);
-            let name = at + 12;
-            let desc = name + namesz.next_multiple_of(4);
-            const NT_GNU_BUILD_ID: usize = 3;
-            if kind == NT_GNU_BUILD_ID && head.get(name..name + namesz)? == b"GNU\0" {
-                return head
-                    .get(desc..desc.checked_add(descsz)?)
-                    .map(<[u8]>::to_vec);
-            }
-            at = desc.checked_add(descsz.next_multiple_of(4))?;
-        }
-    }
-    None
-}
-
-/// The first `max` bytes of an open file (fewer if it is shorter), and its length; the file's offset
-/// is not used.
-fn read_head(file: &fs::File, max: usize) -> std::io::Result<(Vec<u8>, u64)> {
-    use std::os::unix::fs::FileExt;
-    let len = file.metadata()?.len();
-    let mut head = vec![0; max.min(usize::try_from(len).unwrap_or(max))];
-    file.read_exact_at(&mut head, 0)?;
-    Ok((head, len))
-}
-
 /// Opens a generation's file and checks it: loadable with every symbol resolved, a taskhost root
 /// module, a compatible abi_stable version and interface layout, and our [`ABI_VERSION`].
 ///
@@ -321,12 +223,33 @@ pub(crate) fn open(
         path: source.to_owned(),
         source: e,
     };
-    let file = private.path.as_path();
-    let (head, len) = read_head(&private.file, 64 * 1024).map_err(io)?;
-    check_elf(&head, len).map_err(|cause| LoadError::NotALibrary {
+    let (head, len) = super::elf::read_head(&private.file, 64 * 1024).map_err(io)?;
+    super::elf::check_elf(&head, len).map_err(|cause| LoadError::NotALibrary {
         path: source.to_owned(),
         cause,
     })?;
+    let (validated, raw) = dlopen(source, private)?;
+    let module = check_module(source, &raw)?;
+    Ok((
+        module,
+        Libraries {
+            _abi: raw,
+            _validated: validated,
+        },
+    ))
+}
+
+/// `dlopen`s the private file twice (the `RTLD_NOW` validation handle, and abi_stable's), then checks
+/// its path still names the inode that was checked.
+fn dlopen(
+    source: &Path,
+    private: &PrivateFile,
+) -> Result<(libloading::os::unix::Library, RawLibrary), LoadError> {
+    let io = |e| LoadError::Io {
+        path: source.to_owned(),
+        source: e,
+    };
+    let file = private.path.as_path();
     let flags = libc::RTLD_NOW | libc::RTLD_LOCAL;
     // SAFETY: loading a library runs its initializers; the file passed the trust check and is the
     // generation's private file, created exclusively in a directory only this user can write (checked
@@ -352,9 +275,15 @@ pub(crate) fn open(
             file.display()
         )));
     }
+    Ok((validated, raw))
+}
+
+/// Finds the root module in an opened library and checks it: abi_stable's header and version, the
+/// interface layout against ours, and our [`ABI_VERSION`].
+fn check_module(source: &Path, raw: &RawLibrary) -> Result<PluginModRef, LoadError> {
     // SAFETY: the header's 'static references point into the library, which `Libraries` keeps open for
     // as long as the generation (the only holder of the module) lives.
-    let header = unsafe { lib_header_from_raw_library(&raw) }.map_err(|e| match e {
+    let header = unsafe { lib_header_from_raw_library(raw) }.map_err(|e| match e {
         LibraryError::GetSymbolError { .. } => LoadError::NoRootModule {
             path: source.to_owned(),
             cause: e.to_string(),
@@ -400,13 +329,7 @@ pub(crate) fn open(
             module.abi_version()
         )));
     }
-    Ok((
-        module,
-        Libraries {
-            _abi: raw,
-            _validated: validated,
-        },
-    ))
+    Ok(module)
 }
 
 /// The last lines of abi_stable's long mismatch report: where the actual difference is named.
@@ -418,43 +341,4 @@ fn tail(report: &str) -> String {
         .collect();
     let start = lines.len().saturating_sub(10);
     lines[start..].join(" / ")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::build_id;
-
-    #[test]
-    fn the_build_id_is_read_from_the_notes_and_changes_only_with_them() {
-        // This test binary is an ELF file linked like a plugin, with a GNU build id note.
-        let exe = std::env::current_exe().expect("test binary");
-        let id = build_id(&exe).expect("the test binary has a build id");
-        assert!(id.len() >= 16, "{id:?}");
-        let mut bytes = std::fs::read(&exe).expect("read");
-        let at = bytes
-            .windows(id.len())
-            .take(4096)
-            .position(|w| w == id.as_slice())
-            .expect("the id lies in the first 4 KiB");
-        let dir = std::env::temp_dir().join(format!("taskhost-build-id-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
-        let write = |name: &str, bytes: &[u8]| {
-            let p = dir.join(name);
-            std::fs::write(&p, bytes).expect("write");
-            build_id(&p)
-        };
-        let len = bytes.len();
-        bytes[len - 1] ^= 1;
-        assert_eq!(
-            write("tail", &bytes).as_ref(),
-            Some(&id),
-            "a byte past the notes"
-        );
-        bytes[at] ^= 1;
-        let changed = write("changed", &bytes).expect("still an id");
-        assert_ne!(changed, id);
-        assert_eq!(write("text", b"not an ELF file"), None);
-        assert_eq!(write("short", &bytes[..100]), None);
-        let _ = std::fs::remove_dir_all(&dir);
-    }
 }

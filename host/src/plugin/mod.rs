@@ -10,13 +10,17 @@
 
 mod call_scope;
 mod convert;
+mod elf;
 mod executor;
 mod generation;
 mod host_api;
 #[allow(unsafe_code)]
 mod loader;
+mod options;
 mod requests;
+mod retire;
 mod signature;
+mod slot;
 mod table;
 mod task_bridge;
 mod tools;
@@ -25,7 +29,7 @@ pub mod watch;
 use parking_lot::{Mutex, RwLock};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Weak};
 
 use taskhost_abi::abi_stable::sabi_trait::TD_Opaque;
@@ -36,80 +40,16 @@ use tokio::runtime::Handle;
 pub use call_scope::Progress;
 pub use generation::Generation;
 pub use loader::LoadError;
+pub use options::LoadOptions;
 pub use tools::{CallError, CallOutput, ToolEntry};
 
 use crate::sessions::Sessions;
 use generation::GenBox;
+use retire::{release_off_path, retire_state};
 use signature::{FileSignature, fingerprint_then_remove, signature};
+use slot::Slot;
+pub use slot::{GenerationInfo, PluginInfo};
 use table::Shared;
-
-/// What one plugin file slot holds.
-struct Slot {
-    name: Option<String>,
-    config_json: String,
-    next_generation: u64,
-    active: Option<Arc<Generation>>,
-    retiring: Vec<Weak<Generation>>,
-    /// The file as it was at the last successful load.
-    last: Option<FileSignature>,
-}
-
-impl Slot {
-    /// Moves a replaced or unloaded generation to the retiring list, which keeps only the ones still
-    /// mapped (so the list does not grow with reload history).
-    fn retire(&mut self, old: &Arc<Generation>) {
-        self.prune();
-        self.retiring.push(Arc::downgrade(old));
-    }
-
-    /// Forgets retired generations that have unloaded.
-    fn prune(&mut self) {
-        self.retiring.retain(|w| w.strong_count() > 0);
-    }
-}
-
-/// A generation as reported in `taskhost://plugins`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GenerationInfo {
-    /// Its number.
-    pub generation: u64,
-    /// `active` or `retiring`.
-    pub state: &'static str,
-    /// Its unsettled tasks.
-    pub live_tasks: usize,
-}
-
-/// A plugin as reported in `taskhost://plugins`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PluginInfo {
-    /// The plugin's name (the file stem until a generation loaded).
-    pub name: String,
-    /// The plugin file.
-    pub path: PathBuf,
-    /// Its mapped generations, oldest first.
-    pub generations: Vec<GenerationInfo>,
-}
-
-/// Options for loading plugins and running their processes.
-#[derive(Clone, Debug)]
-pub struct LoadOptions {
-    /// Where generation files go: a directory private to this user (created 0700 if missing; a load
-    /// into a directory others can write or enter is refused). [`crate::rundir::RunDir`] makes one.
-    pub generation_dir: PathBuf,
-    /// Skip the trust check.
-    pub allow_untrusted: bool,
-    /// Where spill files of process output go; `None` puts them in `spill` beside `generation_dir`.
-    /// Must be private like `generation_dir`, or spills are refused.
-    pub spill_dir: Option<PathBuf>,
-    /// The environment policy of every child process.
-    pub env: crate::process::env::EnvPolicy,
-    /// The `taskhost` binary, whose `keeper` command ends every task process if the host dies
-    /// (see [`crate::process::keeper`]); `None` runs without one.
-    pub keeper: Option<PathBuf>,
-    /// Foreground commands one session may run at once (`[tasks] max_foreground_per_owner`,
-    /// [`crate::sessions::DEFAULT_MAX_FOREGROUND`] by default).
-    pub max_foreground_per_owner: usize,
-}
 
 /// A plugin's completion listener, holding its generation.
 pub(crate) type ListenerEntry = Arc<GenBox<ListenerBox>>;
@@ -125,21 +65,18 @@ pub struct Plugins {
 }
 
 impl Plugins {
-    pub(crate) fn new(registry: Registry, runtime: Handle, options: LoadOptions) -> Self {
-        let spill_dir = options.spill_dir.clone().unwrap_or_else(|| {
-            options
-                .generation_dir
-                .parent()
-                .map_or_else(|| options.generation_dir.join("spill"), |p| p.join("spill"))
-        });
+    /// The loader of a host whose services (`processes`, `sessions`) the host made: plugins reach them
+    /// through their host handles; the loader owns none of them.
+    pub(crate) fn new(
+        registry: Registry,
+        runtime: Handle,
+        options: LoadOptions,
+        processes: Arc<crate::process::ProcessService>,
+        sessions: Arc<Sessions>,
+    ) -> Self {
         let shared = Arc::new(Shared {
-            processes: Arc::new(crate::process::ProcessService::new(
-                runtime.clone(),
-                spill_dir,
-                &options.env,
-                options.keeper.as_deref(),
-            )),
-            sessions: Sessions::new(registry.clone(), options.max_foreground_per_owner),
+            processes,
+            sessions,
             registry: registry.clone(),
             runtime,
             tools: RwLock::new(BTreeMap::new()),
@@ -160,14 +97,6 @@ impl Plugins {
             load_lock: Mutex::new(()),
             _fan_out: fan_out,
         }
-    }
-
-    pub(crate) fn sessions(&self) -> &Sessions {
-        &self.shared.sessions
-    }
-
-    pub(crate) fn processes(&self) -> &crate::process::ProcessService {
-        &self.shared.processes
     }
 
     /// Calls `f` after every change of the tool set.
@@ -245,40 +174,14 @@ impl Plugins {
             path: path.clone(),
             source,
         })?;
-        let (number, config_json, link) = {
-            let mut slots = self.slots.lock();
-            let slot = slots.entry(path.clone()).or_insert_with(|| Slot {
-                name: None,
-                config_json: "{}".to_owned(),
-                next_generation: 1,
-                active: None,
-                retiring: Vec::new(),
-                last: None,
-            });
-            if only_if_changed
-                && slot
-                    .last
-                    .as_ref()
-                    .is_some_and(|l| l.same_content(&signature, &path))
-            {
-                return Ok(None);
-            }
-            if let Some(c) = config_json {
-                slot.config_json = c;
-            }
-            let n = slot.next_generation;
-            slot.next_generation += 1;
-            let mapped = slot
-                .active
-                .iter()
-                .cloned()
-                .chain(slot.retiring.iter().filter_map(Weak::upgrade));
-            let link = mapped.into_iter().all(|g| g.source_id != signature.id);
-            (n, slot.config_json.clone(), link)
+        let Some((number, config_json, link)) =
+            self.reserve_generation(&path, &signature, config_json, only_if_changed)
+        else {
+            return Ok(None);
         };
         let file = loader::private_copy(&path, &self.options.generation_dir, number, link)?;
         let opened = loader::open(&path, &file);
-        signature.build_id = loader::build_id_of(&file.file);
+        signature.build_id = elf::build_id_of(&file.file);
         // The mapping stays valid after the name is gone: the file is removed once fingerprinted.
         fingerprint_then_remove(file, signature.fingerprint.clone());
         let (module, libraries) = opened?;
@@ -296,8 +199,63 @@ impl Plugins {
         ));
         self.init(&generation, &path)?;
         self.swap(&generation, &path)?;
+        self.commit(&path, &generation, signature, name);
+        tracing::info!(plugin = %generation.plugin, generation = generation.number, path = %path.display(), "plugin generation serving");
+        Ok(Some(generation))
+    }
+
+    /// Takes the next generation number of the plugin at `path` (its slot made on first use) and
+    /// says whether its file may be hardlinked; `None` when `only_if_changed` and the file holds the
+    /// build loaded last.
+    fn reserve_generation(
+        &self,
+        path: &Path,
+        signature: &FileSignature,
+        config_json: Option<String>,
+        only_if_changed: bool,
+    ) -> Option<(u64, String, bool)> {
         let mut slots = self.slots.lock();
-        let old = slots.get_mut(&path).and_then(|slot| {
+        let slot = slots.entry(path.to_owned()).or_insert_with(|| Slot {
+            name: None,
+            config_json: "{}".to_owned(),
+            next_generation: 1,
+            active: None,
+            retiring: Vec::new(),
+            last: None,
+        });
+        if only_if_changed
+            && slot
+                .last
+                .as_ref()
+                .is_some_and(|l| l.same_content(signature, path))
+        {
+            return None;
+        }
+        if let Some(c) = config_json {
+            slot.config_json = c;
+        }
+        let n = slot.next_generation;
+        slot.next_generation += 1;
+        let mapped = slot
+            .active
+            .iter()
+            .cloned()
+            .chain(slot.retiring.iter().filter_map(Weak::upgrade));
+        let link = mapped.into_iter().all(|g| g.source_id != signature.id);
+        Some((n, slot.config_json.clone(), link))
+    }
+
+    /// Makes a swapped-in generation the plugin's active one, tells the tools-changed listeners, and
+    /// retires the generation it replaced.
+    fn commit(
+        &self,
+        path: &Path,
+        generation: &Arc<Generation>,
+        signature: FileSignature,
+        name: String,
+    ) {
+        let mut slots = self.slots.lock();
+        let old = slots.get_mut(path).and_then(|slot| {
             slot.last = Some(signature);
             slot.name = Some(name);
             let old = slot.active.replace(generation.clone());
@@ -313,8 +271,6 @@ impl Plugins {
             retire_state(&self.shared, &old);
             release_off_path(old);
         }
-        tracing::info!(plugin = %generation.plugin, generation = generation.number, path = %path.display(), "plugin generation serving");
-        Ok(Some(generation))
     }
 
     fn init(&self, generation: &Arc<Generation>, path: &Path) -> Result<(), LoadError> {
@@ -480,46 +436,5 @@ impl Plugins {
         for path in self.paths() {
             self.unload(&path);
         }
-    }
-}
-
-/// Retires a generation: its surfaces detach, its listeners go, its instance is disposed and dropped
-/// on its own threads. Whatever else holds it (tasks, in-flight calls, workers) keeps it loaded.
-fn retire_state(shared: &Shared, generation: &Arc<Generation>) {
-    generation.retired.store(true, Ordering::Relaxed);
-    let (instance, surfaces, listeners) = {
-        let mut s = generation.state();
-        s.staged.clear();
-        s.staged_listeners.clear();
-        (
-            s.instance.take(),
-            std::mem::take(&mut s.surfaces),
-            std::mem::take(&mut s.listeners),
-        )
-    };
-    drop(surfaces);
-    for key in listeners {
-        shared.remove_listener(key);
-    }
-    if let Some(instance) = instance {
-        generation.executor.call(move || {
-            instance.dispose();
-            drop(instance);
-        });
-    }
-    tracing::info!(plugin = %generation.plugin, generation = generation.number, live_tasks = generation.live_tasks(), "plugin generation retired");
-}
-
-/// Drops a retired generation's handle on a helper thread: if it was the last one, the unload (thread
-/// joins, `dlclose`) happens there instead of on the swap path.
-fn release_off_path(generation: Arc<Generation>) {
-    if Arc::strong_count(&generation) > 1 {
-        return; // tasks or calls still hold it; the last of them unloads it
-    }
-    let spawned = std::thread::Builder::new()
-        .name("taskhost-unload".into())
-        .spawn(move || drop(generation));
-    if let Err(e) = spawned {
-        tracing::warn!(error = %e, "cannot start the unload thread; unloading inline");
     }
 }

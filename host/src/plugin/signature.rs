@@ -43,7 +43,7 @@ impl FileSignature {
         if self.id == now.id && self.modified == now.modified {
             return true;
         }
-        if let (Some(old), Some(new)) = (&self.build_id, loader::build_id(path)) {
+        if let (Some(old), Some(new)) = (&self.build_id, super::elf::build_id(path)) {
             return *old == new;
         }
         let Some(old) = *self.fingerprint.wait() else {

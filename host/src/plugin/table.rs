@@ -17,7 +17,7 @@ use crate::sessions::Sessions;
 pub(crate) struct Shared {
     pub(crate) registry: Registry,
     pub(crate) processes: Arc<crate::process::ProcessService>,
-    pub(crate) sessions: Sessions,
+    pub(crate) sessions: Arc<Sessions>,
     pub(crate) runtime: Handle,
     pub(crate) tools: RwLock<tools::Table>,
     pub(crate) listeners: Mutex<BTreeMap<u64, ListenerEntry>>,

@@ -1,0 +1,24 @@
+//! How plugins are loaded and their processes run.
+
+use std::path::PathBuf;
+
+/// Options for loading plugins and running their processes.
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    /// Where generation files go: a directory private to this user (created 0700 if missing; a load
+    /// into a directory others can write or enter is refused). [`crate::rundir::RunDir`] makes one.
+    pub generation_dir: PathBuf,
+    /// Skip the trust check.
+    pub allow_untrusted: bool,
+    /// Where spill files of process output go; `None` puts them in `spill` beside `generation_dir`.
+    /// Must be private like `generation_dir`, or spills are refused.
+    pub spill_dir: Option<PathBuf>,
+    /// The environment policy of every child process.
+    pub env: crate::process::env::EnvPolicy,
+    /// The `taskhost` binary, whose `keeper` command ends every task process if the host dies
+    /// (see [`crate::process::keeper`]); `None` runs without one.
+    pub keeper: Option<PathBuf>,
+    /// Foreground commands one session may run at once (`[tasks] max_foreground_per_owner`,
+    /// [`crate::sessions::DEFAULT_MAX_FOREGROUND`] by default).
+    pub max_foreground_per_owner: usize,
+}

@@ -1,0 +1,54 @@
+//! What the host keeps per plugin file, and how it reports it.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Weak};
+
+use super::Generation;
+use super::signature::FileSignature;
+
+/// What one plugin file slot holds.
+pub(crate) struct Slot {
+    pub(crate) name: Option<String>,
+    pub(crate) config_json: String,
+    pub(crate) next_generation: u64,
+    pub(crate) active: Option<Arc<Generation>>,
+    pub(crate) retiring: Vec<Weak<Generation>>,
+    /// The file as it was at the last successful load.
+    pub(crate) last: Option<FileSignature>,
+}
+
+impl Slot {
+    /// Moves a replaced or unloaded generation to the retiring list, which keeps only the ones still
+    /// mapped (so the list does not grow with reload history).
+    pub(crate) fn retire(&mut self, old: &Arc<Generation>) {
+        self.prune();
+        self.retiring.push(Arc::downgrade(old));
+    }
+
+    /// Forgets retired generations that have unloaded.
+    pub(crate) fn prune(&mut self) {
+        self.retiring.retain(|w| w.strong_count() > 0);
+    }
+}
+
+/// A generation as reported in `taskhost://plugins`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GenerationInfo {
+    /// Its number.
+    pub generation: u64,
+    /// `active` or `retiring`.
+    pub state: &'static str,
+    /// Its unsettled tasks.
+    pub live_tasks: usize,
+}
+
+/// A plugin as reported in `taskhost://plugins`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PluginInfo {
+    /// The plugin's name (the file stem until a generation loaded).
+    pub name: String,
+    /// The plugin file.
+    pub path: PathBuf,
+    /// Its mapped generations, oldest first.
+    pub generations: Vec<GenerationInfo>,
+}
