@@ -16,6 +16,8 @@
 //! Architecture invariant: this crate holds types and glue only; it loads nothing and knows nothing of
 //! the registry's internals.
 
+mod args;
+mod glue;
 pub mod objects;
 pub mod root;
 pub mod sdk;

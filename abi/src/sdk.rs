@@ -24,8 +24,11 @@ use std::sync::Arc;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RErr, ROk, ROption, RResult, RStr, RString};
 
+use crate::glue::{ListenerGlue, PluginGlue, StarterGlue, ToolGlue, WorkerGlue};
 use crate::objects::*;
 use crate::types::*;
+
+pub use crate::args::{bool_arg, positive_config, shown};
 
 /// What a plugin is, once initialized. Both methods have defaults.
 pub trait Plugin: Send + Sync + 'static {
@@ -74,13 +77,13 @@ pub fn panic_text(payload: &(dyn Any + Send)) -> String {
     }
 }
 
-fn contained<R>(what: &str, f: impl FnOnce() -> R) -> Result<R, String> {
+pub(crate) fn contained<R>(what: &str, f: impl FnOnce() -> R) -> Result<R, String> {
     catch_unwind(AssertUnwindSafe(f)).map_err(|p| format!("{what} panicked: {}", panic_text(&*p)))
 }
 
 /// Settles one task; clone it freely. The first [`TaskHandle::complete`] wins.
 #[derive(Clone)]
-pub struct TaskHandle(Arc<CompletionBox>);
+pub struct TaskHandle(pub(crate) Arc<CompletionBox>);
 
 impl TaskHandle {
     /// Reports the outcome (call it once the task's resources are released).
@@ -317,156 +320,6 @@ fn task_decl(kind: &str, label: &str, owner_session: Option<&str>) -> TaskDecl {
         label: label.into(),
         output_limit_bytes: ROption::RNone,
         owner_session: owner_session.map(RString::from).into(),
-    }
-}
-
-/// A bad argument value as an error quotes it: its JSON text, at most 200 characters of it.
-pub fn shown(value: &serde_json::Value) -> String {
-    const MAX: usize = 200;
-    let text = value.to_string();
-    match text.char_indices().nth(MAX) {
-        None => text,
-        Some((at, _)) => format!(
-            "{}... ({} more characters)",
-            &text[..at],
-            text[at..].chars().count()
-        ),
-    }
-}
-
-/// An optional boolean tool argument: absent or `null` is `false`; anything but a boolean is the
-/// error result `invalid <key>: expected a boolean, got <json>`.
-///
-/// # Errors
-/// That error result, ready to return from the tool.
-pub fn bool_arg(args: &serde_json::Value, key: &str) -> Result<bool, ToolResult> {
-    match &args[key] {
-        serde_json::Value::Null => Ok(false),
-        serde_json::Value::Bool(b) => Ok(*b),
-        other => Err(ToolResult::error(format!(
-            "invalid {key}: expected a boolean, got {}",
-            shown(other)
-        ))),
-    }
-}
-
-/// A positive integer key of a plugin's config table: absent or `null` is `default`; anything but an
-/// integer above zero is the error `<plugin>: <key> must be a positive integer, got <json>`.
-///
-/// # Errors
-/// That error, ready to return from init.
-pub fn positive_config(
-    config: &serde_json::Value,
-    plugin: &str,
-    key: &str,
-    default: u64,
-) -> Result<u64, String> {
-    match &config[key] {
-        serde_json::Value::Null => Ok(default),
-        x => x.as_u64().filter(|n| *n > 0).ok_or_else(|| {
-            format!(
-                "{plugin}: {key} must be a positive integer, got {}",
-                shown(x)
-            )
-        }),
-    }
-}
-
-struct ToolGlue<T>(T);
-
-impl<T: Tool> ToolHandler for ToolGlue<T> {
-    fn call(&self, call: ToolCall) -> ToolResult {
-        contained("tool call", || self.0.call(&call)).unwrap_or_else(ToolResult::error)
-    }
-}
-
-struct StarterGlue<C, F>(Option<F>, std::marker::PhantomData<fn() -> C>);
-
-impl<C: TaskControl, F: FnOnce(TaskHandle) -> Result<C, String> + Send + 'static> Starter
-    for StarterGlue<C, F>
-{
-    fn run(&mut self, completion: CompletionBox) -> RResult<HooksBox, RString> {
-        let Some(start) = self.0.take() else {
-            return RErr("task starter called twice".into());
-        };
-        let handle = TaskHandle(Arc::new(completion));
-        match contained("task starter", || start(handle)) {
-            Ok(Ok(mut control)) => {
-                let stream = contained("task reader", || control.read()).ok().flatten();
-                let glue = HooksGlue {
-                    control,
-                    stream: stream.is_some(),
-                    pending: stream.unwrap_or_default(),
-                };
-                ROk(Hooks_TO::from_value(glue, TD_Opaque))
-            }
-            Ok(Err(e)) | Err(e) => RErr(e.into()),
-        }
-    }
-}
-
-struct HooksGlue<C> {
-    control: C,
-    stream: bool,
-    /// Output read while probing whether the control streams, handed to the first read.
-    pending: String,
-}
-
-impl<C: TaskControl> Hooks for HooksGlue<C> {
-    fn cancel(&mut self, reason: ROption<RStr<'_>>) -> RResult<(), RString> {
-        let reason = reason.into_option().map(|r| r.as_str().to_owned());
-        match contained("cancel", || self.control.cancel(reason.as_deref())) {
-            Ok(Ok(())) => ROk(()),
-            Ok(Err(e)) | Err(e) => RErr(e.into()),
-        }
-    }
-
-    fn is_stream(&self) -> bool {
-        self.stream
-    }
-
-    fn read(&mut self) -> RString {
-        let mut text = std::mem::take(&mut self.pending);
-        match contained("output reader", || self.control.read()) {
-            Ok(Some(delta)) => text.push_str(&delta),
-            Ok(None) => {}
-            Err(e) => text.push_str(&format!("[{e}]")),
-        }
-        text.into()
-    }
-}
-
-struct ListenerGlue<F>(F);
-
-impl<F: Fn(FfiSnapshot) + Send + Sync + 'static> Listener for ListenerGlue<F> {
-    fn task_done(&self, snapshot: FfiSnapshot) {
-        let _ = contained("listener", || (self.0)(snapshot));
-    }
-}
-
-struct WorkerGlue<F>(Option<F>, Host);
-
-impl<F: FnOnce() + Send + 'static> Worker for WorkerGlue<F> {
-    fn run(&mut self) {
-        if let Some(work) = self.0.take()
-            && let Err(e) = contained("worker", work)
-        {
-            self.1.log(level::ERROR, &e);
-        }
-    }
-}
-
-struct PluginGlue<P>(P);
-
-impl<P: Plugin> PluginInstance for PluginGlue<P> {
-    fn prompt_section(&self) -> RString {
-        contained("prompt_section", || self.0.prompt_section())
-            .unwrap_or_default()
-            .into()
-    }
-
-    fn dispose(&self) {
-        let _ = contained("dispose", || self.0.dispose());
     }
 }
 

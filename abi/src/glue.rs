@@ -1,0 +1,112 @@
+//! The boundary objects the SDK makes of a plugin's plain Rust values: every method runs the plugin's
+//! code under `catch_unwind` (a panic through an abi_stable object would abort the host).
+
+use std::sync::Arc;
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::{RErr, ROk, ROption, RResult, RStr, RString};
+
+use crate::objects::*;
+use crate::sdk::{Host, Plugin, TaskControl, TaskHandle, Tool, contained};
+use crate::types::*;
+
+pub(crate) struct ToolGlue<T>(pub(crate) T);
+
+impl<T: Tool> ToolHandler for ToolGlue<T> {
+    fn call(&self, call: ToolCall) -> ToolResult {
+        contained("tool call", || self.0.call(&call)).unwrap_or_else(ToolResult::error)
+    }
+}
+
+pub(crate) struct StarterGlue<C, F>(
+    pub(crate) Option<F>,
+    pub(crate) std::marker::PhantomData<fn() -> C>,
+);
+
+impl<C: TaskControl, F: FnOnce(TaskHandle) -> Result<C, String> + Send + 'static> Starter
+    for StarterGlue<C, F>
+{
+    fn run(&mut self, completion: CompletionBox) -> RResult<HooksBox, RString> {
+        let Some(start) = self.0.take() else {
+            return RErr("task starter called twice".into());
+        };
+        let handle = TaskHandle(Arc::new(completion));
+        match contained("task starter", || start(handle)) {
+            Ok(Ok(mut control)) => {
+                let stream = contained("task reader", || control.read()).ok().flatten();
+                let glue = HooksGlue {
+                    control,
+                    stream: stream.is_some(),
+                    pending: stream.unwrap_or_default(),
+                };
+                ROk(Hooks_TO::from_value(glue, TD_Opaque))
+            }
+            Ok(Err(e)) | Err(e) => RErr(e.into()),
+        }
+    }
+}
+
+pub(crate) struct HooksGlue<C> {
+    control: C,
+    stream: bool,
+    /// Output read while probing whether the control streams, handed to the first read.
+    pending: String,
+}
+
+impl<C: TaskControl> Hooks for HooksGlue<C> {
+    fn cancel(&mut self, reason: ROption<RStr<'_>>) -> RResult<(), RString> {
+        let reason = reason.into_option().map(|r| r.as_str().to_owned());
+        match contained("cancel", || self.control.cancel(reason.as_deref())) {
+            Ok(Ok(())) => ROk(()),
+            Ok(Err(e)) | Err(e) => RErr(e.into()),
+        }
+    }
+
+    fn is_stream(&self) -> bool {
+        self.stream
+    }
+
+    fn read(&mut self) -> RString {
+        let mut text = std::mem::take(&mut self.pending);
+        match contained("output reader", || self.control.read()) {
+            Ok(Some(delta)) => text.push_str(&delta),
+            Ok(None) => {}
+            Err(e) => text.push_str(&format!("[{e}]")),
+        }
+        text.into()
+    }
+}
+
+pub(crate) struct ListenerGlue<F>(pub(crate) F);
+
+impl<F: Fn(FfiSnapshot) + Send + Sync + 'static> Listener for ListenerGlue<F> {
+    fn task_done(&self, snapshot: FfiSnapshot) {
+        let _ = contained("listener", || (self.0)(snapshot));
+    }
+}
+
+pub(crate) struct WorkerGlue<F>(pub(crate) Option<F>, pub(crate) Host);
+
+impl<F: FnOnce() + Send + 'static> Worker for WorkerGlue<F> {
+    fn run(&mut self) {
+        if let Some(work) = self.0.take()
+            && let Err(e) = contained("worker", work)
+        {
+            self.1.log(level::ERROR, &e);
+        }
+    }
+}
+
+pub(crate) struct PluginGlue<P>(pub(crate) P);
+
+impl<P: Plugin> PluginInstance for PluginGlue<P> {
+    fn prompt_section(&self) -> RString {
+        contained("prompt_section", || self.0.prompt_section())
+            .unwrap_or_default()
+            .into()
+    }
+
+    fn dispose(&self) {
+        let _ = contained("dispose", || self.0.dispose());
+    }
+}

@@ -1,0 +1,154 @@
+//! One child process as the service keeps it: its streams, its exit, its kill.
+
+use parking_lot::Mutex;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tokio::runtime::Handle;
+use tokio::sync::watch;
+
+use crate::render_read;
+use crate::stream::StreamBuf;
+use taskhost_registry::{TaskOutcome, TerminalStatus};
+
+/// How a process ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// It exited with this code.
+    Code(i32),
+    /// A signal ended it.
+    Signal(i32),
+    /// It never ran (spawn failure) or its status is unknown.
+    Unknown,
+}
+
+/// The output and status of a settled process.
+pub(crate) struct Streams {
+    pub(crate) out: StreamBuf,
+    pub(crate) err: StreamBuf,
+}
+
+/// One child process (or the record of one that failed to spawn).
+pub struct Process {
+    pub(crate) pgid: Option<i32>,
+    pub(crate) streams: Mutex<Streams>,
+    pub(crate) exit: watch::Sender<Option<Exit>>,
+    pub(crate) kill_requested: AtomicBool,
+    pub(crate) grace: Duration,
+    pub(crate) runtime: Handle,
+}
+
+/// Sends `signal` to a whole process group; false if none of it is left.
+pub(crate) fn signal_group(pgid: i32, signal: nix::sys::signal::Signal) -> bool {
+    nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), signal).is_ok()
+}
+
+/// The name of a signal, as status lines show it (`SIGTERM`).
+pub fn signal_name(signal: i32) -> String {
+    nix::sys::signal::Signal::try_from(signal)
+        .map_or_else(|_| format!("signal {signal}"), |s| s.as_str().to_owned())
+}
+
+impl Process {
+    pub(crate) fn new(
+        pgid: Option<i32>,
+        streams: Streams,
+        exit: watch::Sender<Option<Exit>>,
+        grace: Duration,
+        runtime: &Handle,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            pgid,
+            streams: Mutex::new(streams),
+            exit,
+            kill_requested: AtomicBool::new(false),
+            grace,
+            runtime: runtime.clone(),
+        })
+    }
+
+    /// Requests termination: SIGTERM to the group now, SIGKILL after the grace if anything of the group
+    /// is left (even if the leader already exited). Returns false if the process had already exited.
+    pub fn kill(self: &Arc<Self>) -> bool {
+        if self.exit.borrow().is_some() {
+            return false;
+        }
+        let first = !self.kill_requested.swap(true, Ordering::SeqCst);
+        let Some(pgid) = self.pgid else { return false };
+        signal_group(pgid, nix::sys::signal::Signal::SIGTERM);
+        if first {
+            let grace = self.grace;
+            self.runtime.spawn(async move {
+                tokio::time::sleep(grace).await;
+                signal_group(pgid, nix::sys::signal::Signal::SIGKILL);
+            });
+        }
+        true
+    }
+
+    /// The output since the previous read, rendered (stdout, then `[stderr]` and stderr; a notice when
+    /// output was dropped from memory).
+    pub fn read(&self) -> String {
+        let mut s = self.streams.lock();
+        let out = s.out.read();
+        let err = s.err.read();
+        let paths: Vec<PathBuf> = [s.out.spill_path(), s.err.spill_path()]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect();
+        render_read(&out.bytes, &err.bytes, out.lossy || err.lossy, &paths)
+    }
+
+    /// How far the process has got, without consuming anything: the bytes it wrote so far (both
+    /// streams) and its latest non-empty output line (stdout's, else stderr's), for progress reports.
+    pub fn progress(&self) -> (u64, String) {
+        let s = self.streams.lock();
+        let last_line = |b: &StreamBuf| {
+            String::from_utf8_lossy(&b.peek_tail(512))
+                .lines()
+                .rev()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .map(str::to_owned)
+        };
+        let line = last_line(&s.out).or_else(|| last_line(&s.err));
+        (s.out.total() + s.err.total(), line.unwrap_or_default())
+    }
+
+    /// The last `max` bytes of stderr (lossy UTF-8), without consuming them: for diagnostics.
+    pub fn stderr_tail(&self, max: usize) -> String {
+        String::from_utf8_lossy(&self.streams.lock().err.peek_tail(max))
+            .trim()
+            .to_owned()
+    }
+
+    /// Waits for the process to settle (exited and its output drained).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping the future leaves the process as it is.
+    pub async fn wait(&self) -> Exit {
+        let mut rx = self.exit.subscribe();
+        match rx.wait_for(Option::is_some).await {
+            Ok(v) => v.clone().unwrap_or(Exit::Unknown),
+            Err(_) => Exit::Unknown,
+        }
+    }
+
+    /// The registry outcome of a settled process: an exit code is `completed` (a kill that raced a
+    /// normal exit is `killed before exit`), a signal is `killed`.
+    pub fn outcome(&self, exit: &Exit) -> TaskOutcome {
+        let killed = self.kill_requested.load(Ordering::SeqCst);
+        match exit {
+            Exit::Code(c) if !killed => {
+                TaskOutcome::completed().with_detail(format!("exit code: {c}"))
+            }
+            Exit::Signal(s) => {
+                TaskOutcome::killed().with_detail(format!("signal: {}", signal_name(*s)))
+            }
+            _ => TaskOutcome::new(TerminalStatus::Killed).with_detail("killed before exit"),
+        }
+    }
+}
