@@ -33,6 +33,25 @@ fn active(host: &Taskhost) -> u64 {
         .map_or(0, |g| g.generation)
 }
 
+/// Bare `dlopen` + `dlsym` of a fresh file each time (a new inode, so nothing is reused), in ms.
+fn bare_dlopen(src: &[u8], staging: &std::path::Path) -> Vec<f64> {
+    let mut bare = Vec::new();
+    for n in 0..20 {
+        let f = staged(src, staging, 1000 + n);
+        let t = Instant::now();
+        // SAFETY: the benchmark's own test plugin; its initializers are ours.
+        let lib = unsafe { libloading::Library::new(&f) }.expect("dlopen");
+        // SAFETY: looked up only, never called.
+        let sym = unsafe { lib.get::<*const u8>(b"_1as_0lib_1header_0root_bmodule_bloader\0") }
+            .expect("dlsym");
+        let _ = *sym;
+        bare.push(t.elapsed().as_secs_f64() * 1e3);
+        drop(lib);
+        let _ = std::fs::remove_file(f);
+    }
+    bare
+}
+
 fn main() {
     let profile = common::profile_dir();
     let plugin = profile.join("libtaskhost_test_probe.so");
@@ -61,21 +80,7 @@ fn main() {
     let host = Taskhost::new(RegistryConfig::new(), rt.handle().clone(), options);
     host.plugins().load(&path, None, false).expect("first load");
 
-    // Bare dlopen + dlsym of a fresh file each time (a new inode, so nothing is reused).
-    let mut bare = Vec::new();
-    for n in 0..20 {
-        let f = staged(&src, &staging, 1000 + n);
-        let t = Instant::now();
-        // SAFETY: the benchmark's own test plugin; its initializers are ours.
-        let lib = unsafe { libloading::Library::new(&f) }.expect("dlopen");
-        // SAFETY: looked up only, never called.
-        let sym = unsafe { lib.get::<*const u8>(b"_1as_0lib_1header_0root_bmodule_bloader\0") }
-            .expect("dlsym");
-        let _ = *sym;
-        bare.push(t.elapsed().as_secs_f64() * 1e3);
-        drop(lib);
-        let _ = std::fs::remove_file(f);
-    }
+    let bare = bare_dlopen(&src, &staging);
     let (bare, _) = stats(bare);
 
     let mut direct = Vec::new();
@@ -116,5 +121,4 @@ fn main() {
     );
     drop(_watch);
     rt.block_on(host.shutdown());
-    let _ = std::fs::remove_dir_all(&dir);
 }

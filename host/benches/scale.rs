@@ -7,55 +7,24 @@ mod common;
 
 use std::time::Instant;
 
+use common::status_kib;
 use serde_json::json;
-use taskhost::{LoadOptions, Taskhost};
-use taskhost_registry::RegistryConfig;
 
 const TASKS: usize = 10_000;
 /// Starts timed in each window.
 const WINDOW: usize = 200;
-
-fn status_kib(field: &str) -> u64 {
-    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    s.lines()
-        .find(|l| l.starts_with(field))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
 
 fn main() {
     // Room for 10,000 tasks' descriptors: as root, the hard limit can be raised too.
     let _ =
         nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE, 65_536, 65_536);
     taskhost::process::raise_file_limit();
-    let profile = common::profile_dir();
     let dir = common::scratch("scale");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("runtime");
-    let config = RegistryConfig::new()
-        .with_max_tasks_per_owner(TASKS as u64 + 10)
-        .expect("config");
-    let options = LoadOptions {
-        generation_dir: dir.join("gen"),
-        allow_untrusted: true,
-        spill_dir: None,
-        env: Default::default(),
-        keeper: Some(profile.join("taskhost")),
-        max_foreground_per_owner: 16,
-    };
-    let host = Taskhost::new(config, rt.handle().clone(), options);
-    for p in ["bash", "tasks"] {
-        host.plugins()
-            .load(
-                &profile.join(format!("libtaskhost_plugin_{p}.so")),
-                None,
-                false,
-            )
-            .expect("load");
-    }
+    let host = common::bash_host(&rt, &dir, TASKS as u64 + 10);
     host.sessions().open("s");
     let call = |args: serde_json::Value| {
         rt.block_on(host.plugins().call_tool("bash", "s", &args))

@@ -9,3 +9,45 @@ pub use taskhost_tests::{Scratch, profile_dir};
 pub fn scratch(name: &str) -> Scratch {
     Scratch::new("taskhost-bench", name)
 }
+
+/// A host on `rt` with the release bash and tasks plugins loaded and the keeper running, for the
+/// process benches; `max_tasks` live tasks allowed per owner.
+pub fn bash_host(
+    rt: &tokio::runtime::Runtime,
+    dir: &std::path::Path,
+    max_tasks: u64,
+) -> taskhost::Taskhost {
+    let profile = profile_dir();
+    let config = taskhost_registry::RegistryConfig::new()
+        .with_max_tasks_per_owner(max_tasks)
+        .expect("config");
+    let options = taskhost::LoadOptions {
+        generation_dir: dir.join("gen"),
+        allow_untrusted: true,
+        spill_dir: None,
+        env: Default::default(),
+        keeper: Some(profile.join("taskhost")),
+        max_foreground_per_owner: 16,
+    };
+    let host = taskhost::Taskhost::new(config, rt.handle().clone(), options);
+    for p in ["bash", "tasks"] {
+        host.plugins()
+            .load(
+                &profile.join(format!("libtaskhost_plugin_{p}.so")),
+                None,
+                false,
+            )
+            .expect("plugin");
+    }
+    host
+}
+
+/// A field of `/proc/self/status` in KiB (`VmRSS:`), 0 when unreadable.
+pub fn status_kib(field: &str) -> u64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    s.lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
