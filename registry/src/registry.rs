@@ -182,7 +182,7 @@ impl Registry {
         RegistryStats {
             records: st.records.len(),
             live: st.buckets.values().map(|b| b.live).sum(),
-            pending_waiters: st.pending_waiters,
+            pending_waiters: st.pending_waiters.count(),
             owners: st.buckets.keys().filter(|k| k.is_some()).count(),
             done_listeners: self.inner.done_listeners.len(),
             changed_listeners: self.inner.changed_listeners.len(),
@@ -257,15 +257,14 @@ impl Inner {
         let settled = {
             let mut st = self.state.lock();
             let st = &mut *st;
+            let waited = st.release_waiters(id.as_str());
             let rec = st.records.get_mut(id)?;
             rec.status = outcome.status.into();
             rec.detail = outcome.detail;
             rec.output = outcome.output;
             rec.finished_at_ms = Some(now_ms().max(rec.started_at_ms));
-            if rec.pending_waiters > 0 {
+            if waited {
                 rec.reported = true;
-                st.pending_waiters -= rec.pending_waiters;
-                rec.pending_waiters = 0;
             }
             let snapshot = rec.snapshot();
             rec.settled.send_replace(Some(snapshot.clone()));

@@ -124,7 +124,7 @@ impl Registry {
                 started_at_ms: now_ms(),
                 finished_at_ms: None,
                 reported: false,
-                pending_waiters: 0,
+                pending_waiters: Default::default(),
                 settled,
                 ops,
             },

@@ -37,7 +37,21 @@ pub(crate) struct State {
     pub(crate) unowned: BTreeMap<u64, TaskId>,
     pub(crate) buckets: HashMap<OwnerKey, Bucket>,
     pub(crate) agents: HashMap<AgentId, Agent>,
-    pub(crate) pending_waiters: usize,
+    /// Waiters on live tasks, all records together: changed only with a record's own count, by
+    /// [`State::add_waiter`], [`State::remove_waiter`] and [`State::release_waiters`].
+    pub(crate) pending_waiters: Waiters,
+}
+
+/// A count of waiters. Only [`State`]'s waiter methods change one, so a record's count and the
+/// registry's total always move together.
+#[derive(Debug, Default)]
+pub(crate) struct Waiters(usize);
+
+impl Waiters {
+    /// How many.
+    pub(crate) fn count(&self) -> usize {
+        self.0
+    }
 }
 
 impl State {
@@ -51,8 +65,43 @@ impl State {
             unowned: BTreeMap::new(),
             buckets: HashMap::new(),
             agents: HashMap::new(),
-            pending_waiters: 0,
+            pending_waiters: Waiters::default(),
         }
+    }
+
+    /// Counts a waiter on live task `id`; false (nothing counted) when it is gone or settled.
+    pub(crate) fn add_waiter(&mut self, id: &str) -> bool {
+        match self.records.get_mut(id) {
+            Some(rec) if rec.status.is_live() => {
+                rec.pending_waiters.0 += 1;
+                self.pending_waiters.0 += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Un-counts one waiter of live task `id`; false when it is gone or settled (settlement released
+    /// its waiters already).
+    pub(crate) fn remove_waiter(&mut self, id: &str) -> bool {
+        match self.records.get_mut(id) {
+            Some(rec) if rec.status.is_live() && rec.pending_waiters.0 > 0 => {
+                rec.pending_waiters.0 -= 1;
+                self.pending_waiters.0 -= 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Releases every waiter of task `id`, which is settling; true when it had any.
+    pub(crate) fn release_waiters(&mut self, id: &str) -> bool {
+        let Some(rec) = self.records.get_mut(id) else {
+            return false;
+        };
+        let n = std::mem::take(&mut rec.pending_waiters.0);
+        self.pending_waiters.0 -= n;
+        n > 0
     }
 
     pub(crate) fn is_live(&self, id: &TaskId) -> bool {
@@ -141,7 +190,7 @@ pub(crate) struct Record {
     pub(crate) started_at_ms: u64,
     pub(crate) finished_at_ms: Option<u64>,
     pub(crate) reported: bool,
-    pub(crate) pending_waiters: usize,
+    pub(crate) pending_waiters: Waiters,
     /// Holds the terminal snapshot once settled.
     pub(crate) settled: watch::Sender<Option<TaskSnapshot>>,
     pub(crate) ops: SharedOps,

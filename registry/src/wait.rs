@@ -49,9 +49,9 @@ impl Registry {
                 rec.reported = true;
                 return Ok(rec.snapshot());
             }
-            rec.pending_waiters += 1;
-            st.pending_waiters += 1;
-            rec.settled.subscribe()
+            let settled = rec.settled.subscribe();
+            st.add_waiter(id);
+            settled
         };
         let mut guard = WaiterGuard {
             inner: &self.inner,
@@ -74,10 +74,9 @@ impl Registry {
         guard.armed = false;
         let mut st = self.inner.state.lock();
         let st = &mut *st;
+        st.remove_waiter(id);
         match st.records.get_mut(id) {
             Some(rec) if rec.status.is_live() => {
-                rec.pending_waiters -= 1;
-                st.pending_waiters -= 1;
                 if timed_out {
                     Ok(rec.snapshot())
                 } else {
@@ -105,14 +104,7 @@ impl Drop for WaiterGuard<'_> {
         if !self.armed {
             return;
         }
-        let mut st = self.inner.state.lock();
-        let st = &mut *st;
-        if let Some(rec) = st.records.get_mut(self.id)
-            && rec.status.is_live()
-        {
-            rec.pending_waiters -= 1;
-            st.pending_waiters -= 1;
-        }
+        self.inner.state.lock().remove_waiter(self.id);
     }
 }
 
