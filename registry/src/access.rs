@@ -8,12 +8,28 @@ use crate::hook_scope;
 use crate::ids::TaskId;
 use crate::listeners::panic_text;
 use crate::producer::{ProducerError, ReaderFn};
-use crate::state::{LiveHooks, Record, State};
+use crate::state::{LiveHooks, Record, SharedOps, State};
 use crate::status::{TaskRead, TaskSnapshot};
 
 use crate::registry::{KillOutcome, Registry};
 
 impl Registry {
+    /// The task and its ops lock, once the caller is authorized for it and is not inside the task's
+    /// own hook (which holds that lock already).
+    fn authorized_ops(
+        &self,
+        id: &str,
+        caller: Option<&Agent>,
+    ) -> Result<(TaskId, SharedOps), RegistryError> {
+        let (task, ops) = {
+            let st = self.inner.state.lock();
+            let rec = authorize(&st, id, caller)?;
+            (rec.id.clone(), rec.ops.clone())
+        };
+        hook_scope::refuse_own(id)?;
+        Ok((task, ops))
+    }
+
     // ----- get, list, read ----------------------------------------------------------------------
 
     /// A non-consuming snapshot: changes neither the read cursor nor the notice state.
@@ -58,12 +74,7 @@ impl Registry {
     /// or [`RegistryError::Producer`] if the producer's reader panicked (the cursor is then the
     /// producer's business; the task is otherwise unchanged).
     pub fn read(&self, id: &str, caller: Option<&Agent>) -> Result<TaskRead, RegistryError> {
-        let (task, ops) = {
-            let st = self.inner.state.lock();
-            let rec = authorize(&st, id, caller)?;
-            (rec.id.clone(), rec.ops.clone())
-        };
-        hook_scope::refuse_own(id)?;
+        let (task, ops) = self.authorized_ops(id, caller)?;
         let mut ops = ops.lock();
         let ops = &mut *ops;
         let delta = match ops.hooks.as_mut().and_then(|h| h.reader.as_mut()) {
@@ -109,12 +120,7 @@ impl Registry {
         caller: Option<&Agent>,
         reason: Option<&str>,
     ) -> Result<KillOutcome, RegistryError> {
-        let (task, ops) = {
-            let st = self.inner.state.lock();
-            let rec = authorize(&st, id, caller)?;
-            (rec.id.clone(), rec.ops.clone())
-        };
-        hook_scope::refuse_own(id)?;
+        let (task, ops) = self.authorized_ops(id, caller)?;
         let mut ops = ops.lock();
         {
             let mut st = self.inner.state.lock();
