@@ -15,7 +15,7 @@ use crate::ids::TaskId;
 use crate::listeners::{
     Detach, ListenerSet, Registration, TaskDoneListener, TasksChangedListener, panic_text,
 };
-use crate::state::{Ops, OwnerKey, SharedOps, State, now_ms, owner_key};
+use crate::state::{Bucket, Ops, OwnerKey, SharedOps, State, now_ms, owner_key};
 use crate::status::{TaskOutcome, TaskSnapshot};
 use crate::surface::{SurfaceScope, Surfaces};
 
@@ -181,7 +181,7 @@ impl Registry {
         let st = self.inner.state.lock();
         RegistryStats {
             records: st.records.len(),
-            live: st.buckets.values().map(|b| b.live).sum(),
+            live: st.buckets.values().map(Bucket::live).sum(),
             pending_waiters: st.pending_waiters.count(),
             owners: st.buckets.keys().filter(|k| k.is_some()).count(),
             done_listeners: self.inner.done_listeners.len(),
@@ -207,8 +207,7 @@ impl Inner {
         {
             let mut st = self.state.lock();
             if let Some(b) = st.buckets.get_mut(&key) {
-                b.live -= 1;
-                b.reserved -= 1;
+                b.release_reservation();
             }
         }
         self.reservations.notify_waiters();
@@ -270,7 +269,7 @@ impl Inner {
             rec.settled.send_replace(Some(snapshot.clone()));
             let owner = rec.owner.clone();
             if let Some(b) = st.buckets.get_mut(&owner_key(owner.as_ref())) {
-                b.live -= 1;
+                b.settle_one();
             }
             Settled { snapshot, owner }
         };

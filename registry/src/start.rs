@@ -105,7 +105,7 @@ impl Registry {
         st.next_seq += 1;
         st.index_for(owner.as_ref()).insert(seq, id.clone());
         let bucket = st.buckets.entry(key).or_insert_with(Bucket::new);
-        bucket.reserved -= 1;
+        bucket.commit_reservation();
         bucket.tasks.push(id.clone());
         let (settled, _) = watch::channel(None);
         st.records.insert(
@@ -199,11 +199,9 @@ impl Registry {
             let id = owner.map(|a| a.id().clone()).unwrap_or_else(|| "".into());
             return Err(RegistryError::StaleOwner(id));
         }
-        if bucket.live >= limit {
+        if !bucket.try_reserve(limit) {
             return Err(RegistryError::LimitReached(limit));
         }
-        bucket.live += 1;
-        bucket.reserved += 1;
         Ok(())
     }
 }

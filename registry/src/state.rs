@@ -138,11 +138,13 @@ impl State {
 
 /// One owner's admission bucket and cleanup list: created by the owner's first start (its one cleanup
 /// attach), removed when the owner is disposed.
+///
+/// Its counts change only through its methods, each of which keeps `reserved <= live`.
 pub(crate) struct Bucket {
     /// Running and stopping tasks, plus starts between preflight and commit.
-    pub(crate) live: u64,
+    live: u64,
     /// Starts between preflight and commit.
-    pub(crate) reserved: u64,
+    reserved: u64,
     /// Set when the owner's disposal began: no start may join it.
     pub(crate) closed: bool,
     pub(crate) tasks: Vec<TaskId>,
@@ -156,6 +158,42 @@ impl Bucket {
             closed: false,
             tasks: Vec::new(),
         }
+    }
+
+    /// Running and stopping tasks, plus reserved starts.
+    pub(crate) fn live(&self) -> u64 {
+        self.live
+    }
+
+    /// Starts between preflight and commit.
+    pub(crate) fn reserved(&self) -> u64 {
+        self.reserved
+    }
+
+    /// Reserves a slot for a start, unless `limit` slots are taken.
+    pub(crate) fn try_reserve(&mut self, limit: u64) -> bool {
+        if self.live >= limit {
+            return false;
+        }
+        self.live += 1;
+        self.reserved += 1;
+        true
+    }
+
+    /// A reserved start failed: its slot is free again.
+    pub(crate) fn release_reservation(&mut self) {
+        self.live = self.live.saturating_sub(1);
+        self.reserved = self.reserved.saturating_sub(1);
+    }
+
+    /// A reserved start registered its task: the slot now counts a live task.
+    pub(crate) fn commit_reservation(&mut self) {
+        self.reserved = self.reserved.saturating_sub(1);
+    }
+
+    /// A live task settled: its slot is free.
+    pub(crate) fn settle_one(&mut self) {
+        self.live = self.live.saturating_sub(1);
     }
 }
 

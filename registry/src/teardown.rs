@@ -46,7 +46,7 @@ impl Registry {
             }
         }
         self.inner
-            .await_reservations(|st| st.buckets.get(&key).map_or(0, |b| b.reserved))
+            .await_reservations(|st| st.buckets.get(&key).map_or(0, |b| b.reserved()))
             .await;
         let live = {
             let mut st = self.inner.state.lock();
@@ -89,7 +89,7 @@ impl Registry {
         }
         self.inner.done_listeners.close();
         self.inner
-            .await_reservations(|st| st.buckets.values().map(|b| b.reserved).sum())
+            .await_reservations(|st| st.buckets.values().map(|b| b.reserved()).sum())
             .await;
         let live = {
             let mut st = self.inner.state.lock();
