@@ -113,11 +113,6 @@ impl BoundSocket {
             .ok_or_else(|| std::io::Error::other("the listener was taken already"))?;
         tokio::net::UnixListener::from_std(l)
     }
-
-    /// The socket path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
 }
 
 impl Drop for BoundSocket {

@@ -46,7 +46,7 @@ impl RunDir {
         let pid = std::process::id();
         if let Some(runtime) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from)
             && runtime.is_absolute()
-            && check_private(&runtime, true).is_ok()
+            && check_private(&runtime).is_ok()
         {
             let base = runtime.join("taskhost");
             if ensure_private(&base).is_ok() {
@@ -119,7 +119,7 @@ pub fn remove_dead(base: &Path, kind: &str) -> usize {
             .file_name()
             .to_str()
             .is_some_and(|n| n.starts_with(kind) && n.contains('.'));
-        if !named || check_private(&path, true).is_err() {
+        if !named || check_private(&path).is_err() {
             continue;
         }
         let lock = std::fs::OpenOptions::new()

@@ -59,7 +59,6 @@ pub fn unix_path(spec: &str) -> Result<PathBuf, String> {
 /// What the host is built from, checked before anything is loaded.
 struct Prepared {
     config: Config,
-    listen: Option<PathBuf>,
     run_dir: RunDir,
     socket: Option<BoundSocket>,
 }
@@ -78,7 +77,6 @@ pub fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Result<(), S
     let prepared = prepare(&args)?;
     let Prepared {
         config,
-        listen,
         run_dir,
         mut socket,
     } = prepared;
@@ -98,7 +96,7 @@ pub fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Result<(), S
         )
     };
     let tools: Vec<String> = host.plugins().tools().into_iter().map(|t| t.name).collect();
-    if listen.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+    if socket.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
         eprint!("{}", first_run_help());
     }
     tracing::info!(?tools, "serving");
@@ -150,7 +148,6 @@ fn prepare(args: &ServeArgs) -> Result<Prepared, ServeError> {
         .map_err(|e| fail(2)(e.to_string()))?;
     Ok(Prepared {
         config,
-        listen,
         run_dir,
         socket,
     })

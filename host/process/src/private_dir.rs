@@ -31,11 +31,11 @@ pub fn euid() -> u32 {
 }
 
 /// Checks, without following a symlink, that `path` is a directory owned by this user that nobody
-/// else can write to (`strict`: nor read or enter).
+/// else can write to, read or enter (no group or other permission bits).
 ///
 /// # Errors
 /// [`PrivateDirError::NotPrivate`] saying why; [`PrivateDirError::Io`] when it cannot be inspected.
-pub fn check_private(path: &Path, strict: bool) -> Result<(), PrivateDirError> {
+pub fn check_private(path: &Path) -> Result<(), PrivateDirError> {
     let meta = std::fs::symlink_metadata(path).map_err(|source| PrivateDirError::Io {
         path: path.to_owned(),
         source,
@@ -55,8 +55,7 @@ pub fn check_private(path: &Path, strict: bool) -> Result<(), PrivateDirError> {
     if meta.uid() != euid() {
         return refuse(format!("it is owned by uid {}, not {}", meta.uid(), euid()));
     }
-    let forbidden = if strict { 0o077 } else { 0o022 };
-    if meta.permissions().mode() & forbidden != 0 {
+    if meta.permissions().mode() & 0o077 != 0 {
         return refuse(format!(
             "its mode is {:o}, open to other users",
             meta.permissions().mode() & 0o7777
@@ -81,7 +80,7 @@ pub fn ensure_private(path: &Path) -> Result<(), PrivateDirError> {
             });
         }
     }
-    check_private(path, true)
+    check_private(path)
 }
 
 /// Creates a fresh directory `<base>/<prefix>XXXXXX` (random suffix, created exclusively, mode 0700)
@@ -95,6 +94,6 @@ pub fn make_fresh(base: &Path, prefix: &str) -> Result<PathBuf, PrivateDirError>
         path: template.clone(),
         source: e.into(),
     })?;
-    check_private(&path, true)?;
+    check_private(&path)?;
     Ok(path)
 }
