@@ -43,7 +43,7 @@ async fn clients_joined_through_the_bridge_are_separate_sessions() {
         call(&b, "task_list", json!({})).await,
         "(no background tasks)"
     );
-    let text = mcp::read_waiting_briefly(&a, &id).await;
+    let text = mcp::read_waiting(&a, &id, 1000).await;
     let task_pid: i32 = text.lines().next().unwrap().trim().parse().unwrap();
     assert!(alive(task_pid));
     a.cancel().await.expect("close a");

@@ -271,12 +271,7 @@ async fn ten_gigabytes_of_output_stay_within_the_memory_and_spill_bounds() {
     let mut peak_spill = 0;
     let text = loop {
         peak_spill = peak_spill.max(dir_bytes(&spill));
-        let text = mcp::call(
-            &client,
-            "task_output",
-            json!({"task_id": id, "wait": true, "timeout_ms": 1000}),
-        )
-        .await;
+        let text = mcp::read_waiting(&client, &id, 1000).await;
         if !text.ends_with("[status: running]") {
             break text;
         }
@@ -317,12 +312,7 @@ fn outcomes(
 /// Waits for a task of `client` to settle and returns everything its last read showed.
 async fn settled(client: &mcp::Client, id: &str) -> String {
     loop {
-        let text = mcp::call(
-            client,
-            "task_output",
-            json!({"task_id": id, "wait": true, "timeout_ms": 1000}),
-        )
-        .await;
+        let text = mcp::read_waiting(client, id, 1000).await;
         if !text.ends_with("[status: running]") {
             return text;
         }

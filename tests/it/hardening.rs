@@ -15,18 +15,9 @@ use crate::mcp::{self, SocketHost, Watcher, binary, call};
 
 const NOBODY: u32 = 65534;
 
-fn is_root() -> bool {
-    // Reading our own status needs no privilege.
-    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
-        s.lines()
-            .find(|l| l.starts_with("Uid:"))
-            .is_some_and(|l| l.split_whitespace().nth(2) == Some("0"))
-    })
-}
-
 /// True (and says why) when this test cannot act as another user here.
 fn skip_unless_root(test: &str) -> bool {
-    if is_root() {
+    if taskhost::rundir::euid() == 0 {
         return false;
     }
     eprintln!("{test}: skipped: it needs root to act as uid {NOBODY}");
@@ -90,7 +81,7 @@ async fn directories_pre_created_by_another_user_are_never_used() {
         .env("TMPDIR", tmp.path());
     let client = mcp::command_client(cmd, Watcher::default()).await;
     let id = mcp::start(&client, "head -c 200000 /dev/zero | tr '\\0' x; echo end").await;
-    let read = mcp::read_waiting(&client, &id).await;
+    let read = mcp::read_waiting(&client, &id, 10_000).await;
     assert!(
         read.contains("full output: "),
         "the output spilled: {read:.300}"

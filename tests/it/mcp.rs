@@ -106,22 +106,12 @@ pub(crate) async fn call(client: &Client, tool: &str, args: Value) -> String {
         .join("\n---\n")
 }
 
-/// Reads a task's output, waiting up to 10 s for it to settle.
-pub(crate) async fn read_waiting(client: &Client, id: &str) -> String {
+/// Reads a task's output, waiting up to `timeout_ms` for it to settle.
+pub(crate) async fn read_waiting(client: &Client, id: &str, timeout_ms: u64) -> String {
     call(
         client,
         "task_output",
-        json!({"task_id": id, "wait": true, "timeout_ms": 10000}),
-    )
-    .await
-}
-
-/// Reads a task's output, waiting up to a second for more.
-pub(crate) async fn read_waiting_briefly(client: &Client, id: &str) -> String {
-    call(
-        client,
-        "task_output",
-        json!({"task_id": id, "wait": true, "timeout_ms": 1000}),
+        json!({"task_id": id, "wait": true, "timeout_ms": timeout_ms}),
     )
     .await
 }
@@ -187,7 +177,7 @@ async fn over_stdio_a_background_command_is_started_polled_waited_listed_and_kil
     let id = start(&client, "echo one; sleep 0.3; echo two").await;
     let first = call(&client, "task_output", json!({"task_id": id})).await;
     assert!(first.ends_with("[status: running]"), "{first}");
-    let rest = read_waiting(&client, &id).await;
+    let rest = read_waiting(&client, &id, 10_000).await;
     assert!(
         rest.ends_with("[status: completed, exit code: 0]"),
         "{rest}"
