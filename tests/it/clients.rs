@@ -158,18 +158,21 @@ fn the_plugin_table_lines_up_with_its_header() {
 #[test]
 fn serve_started_from_a_terminal_says_how_to_use_it() {
     let dir = scratch("first-run");
-    let out = std::process::Command::new("script")
-        .args(["-q", "-c"])
-        .arg(format!(
-            "timeout -s INT 2 {} serve --no-watch",
-            binary().display()
-        ))
-        .arg("/dev/null")
-        .env("XDG_RUNTIME_DIR", dir.path())
-        .env("RUST_LOG", "error")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("run script (util-linux)");
+    // `--foreground`: without it `timeout` moves the host into a background process group of the
+    // terminal, where its first read of stdin stops it (SIGTTIN) for good.
+    let out = output_within(
+        std::process::Command::new("script")
+            .args(["-q", "-c"])
+            .arg(format!(
+                "timeout --foreground -s INT 2 {} serve --no-watch",
+                binary().display()
+            ))
+            .arg("/dev/null")
+            .env("XDG_RUNTIME_DIR", dir.path())
+            .env("RUST_LOG", "error")
+            .stdin(std::process::Stdio::null()),
+        Duration::from_secs(30),
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     for expected in [
         "taskhost is an MCP server",

@@ -34,6 +34,33 @@ pub fn scratch(name: &str) -> Scratch {
     Scratch::new("taskhost-it", &format!("{name}-{n}"))
 }
 
+/// Runs `cmd` in a process group of its own and collects its output, failing the test (after killing
+/// the whole group) when it has not ended within `limit`: a hang is a failure, never a stuck suite.
+pub fn output_within(cmd: &mut std::process::Command, limit: Duration) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    let child = cmd
+        .process_group(0)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
+    let pgid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => out.expect("collect the output"),
+        Err(_) => {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pgid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            panic!("{cmd:?} did not end within {limit:?}");
+        }
+    }
+}
+
 pub fn set_mode(p: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).expect("chmod");
