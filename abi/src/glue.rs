@@ -49,7 +49,8 @@ impl<C: TaskControl, F: FnOnce(TaskHandle) -> Result<C, String> + Send + 'static
 pub(crate) struct HooksGlue<C> {
     control: C,
     stream: bool,
-    /// Output read while probing whether the control streams, handed to the first read.
+    /// Output read from the control and not yet handed to a read: what the stream probe at start or
+    /// a peek took.
     pending: String,
 }
 
@@ -67,13 +68,37 @@ impl<C: TaskControl> Hooks for HooksGlue<C> {
     }
 
     fn read(&mut self) -> RString {
-        let mut text = std::mem::take(&mut self.pending);
-        match contained("output reader", || self.control.read()) {
-            Ok(Some(delta)) => text.push_str(&delta),
-            Ok(None) => {}
-            Err(e) => text.push_str(&format!("[{e}]")),
+        self.take_output();
+        std::mem::take(&mut self.pending).into()
+    }
+
+    fn takes_input(&self) -> bool {
+        contained("takes_input", || self.control.takes_input()).unwrap_or(false)
+    }
+
+    fn write(&mut self, input: RStr<'_>, eof: bool) -> RResult<(), RString> {
+        match contained("input writer", || self.control.write(input.as_str(), eof)) {
+            Ok(Ok(())) => ROk(()),
+            Ok(Err(e)) | Err(e) => RErr(e.into()),
         }
-        text.into()
+    }
+
+    /// The control's reads are consuming, so a peek reads into the pending text the next read
+    /// returns: nothing is lost, and the control needs no peek of its own.
+    fn peek(&mut self) -> RString {
+        self.take_output();
+        self.pending.as_str().into()
+    }
+}
+
+impl<C: TaskControl> HooksGlue<C> {
+    /// Appends the control's new output to the pending text.
+    fn take_output(&mut self) {
+        match contained("output reader", || self.control.read()) {
+            Ok(Some(delta)) => self.pending.push_str(&delta),
+            Ok(None) => {}
+            Err(e) => self.pending.push_str(&format!("[{e}]")),
+        }
     }
 }
 

@@ -35,7 +35,8 @@ pub trait HostApi: Send + Sync {
         request: ProcessRequest,
     ) -> RResult<RString, RString>;
     /// Runs a child process in the foreground for `session` (its spill files go with the session),
-    /// blocking the calling thread until it ends or `timeout_ms` passes (then it is killed).
+    /// blocking the calling thread until it ends or `timeout_ms` passes (then it is killed, or, with
+    /// [`ProcessRequest::promote_on_timeout`], it may become a background task).
     fn run_process(
         &self,
         session: RStr<'_>,
@@ -63,6 +64,16 @@ pub trait HostApi: Send + Sync {
     fn list_tasks(&self, caller: RStr<'_>) -> RVec<FfiSnapshot>;
     /// Reads a task (consuming for stream kinds).
     fn read_task(&self, caller: RStr<'_>, id: RStr<'_>) -> RResult<FfiRead, RString>;
+    /// A stream task's unread output, left unread, with its snapshot (nothing is marked reported).
+    fn peek_task(&self, caller: RStr<'_>, id: RStr<'_>) -> RResult<FfiRead, RString>;
+    /// Writes `input` to a live task that takes input (at most 64 KiB), then, with `eof`, its end.
+    fn write_task(
+        &self,
+        caller: RStr<'_>,
+        id: RStr<'_>,
+        input: RStr<'_>,
+        eof: bool,
+    ) -> RResult<(), RString>;
     /// Requests cancellation of a task.
     fn kill_task(
         &self,
@@ -136,6 +147,12 @@ pub trait Hooks: Send {
     fn is_stream(&self) -> bool;
     /// The output since the previous call (stream kinds).
     fn read(&mut self) -> RString;
+    /// True when the task takes input through [`Hooks::write`].
+    fn takes_input(&self) -> bool;
+    /// Delivers `input` to the task as typed, then, with `eof`, the end of its input.
+    fn write(&mut self, input: RStr<'_>, eof: bool) -> RResult<(), RString>;
+    /// What the next [`Hooks::read`] would return, left unread (stream kinds).
+    fn peek(&mut self) -> RString;
 }
 
 /// Task hooks as the host holds them.

@@ -22,7 +22,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{RErr, ROk, ROption, RResult, RStr, RString};
+use abi_stable::std_types::{RErr, ROk, RResult, RStr, RString};
 
 use crate::glue::{ListenerGlue, PluginGlue, StarterGlue, ToolGlue, WorkerGlue};
 use crate::objects::*;
@@ -63,6 +63,19 @@ pub trait TaskControl: Send + 'static {
     /// kind.
     fn read(&mut self) -> Option<String> {
         None
+    }
+    /// True when the task takes input through [`TaskControl::write`] (the default: it takes none).
+    fn takes_input(&self) -> bool {
+        false
+    }
+    /// Delivers `input` as typed, then, with `eof`, the end of the input. Called only when
+    /// [`TaskControl::takes_input`] is true, one call at a time.
+    ///
+    /// # Errors
+    /// Why the input could not be delivered; the caller sees it.
+    fn write(&mut self, input: &str, eof: bool) -> Result<(), String> {
+        let _ = (input, eof);
+        Err("this task takes no input".to_owned())
     }
 }
 
@@ -240,6 +253,29 @@ impl Host {
             .map_err(String::from)
     }
 
+    /// A stream task's unread output, left unread (nothing is marked reported).
+    ///
+    /// # Errors
+    /// As [`Host::read_task`]; also for a final-output task (it has no stream).
+    pub fn peek_task(&self, caller: &str, id: &str) -> Result<FfiRead, String> {
+        self.0
+            .peek_task(caller.into(), id.into())
+            .into_result()
+            .map_err(String::from)
+    }
+
+    /// Writes `input` to a live task that takes input, then, with `eof`, ends its input.
+    ///
+    /// # Errors
+    /// As [`Host::get_task`]; a task that takes no input, a finished task, more than 64 KiB, or the
+    /// producer's own error (the program stopped reading).
+    pub fn write_task(&self, caller: &str, id: &str, input: &str, eof: bool) -> Result<(), String> {
+        self.0
+            .write_task(caller.into(), id.into(), input.into(), eof)
+            .into_result()
+            .map_err(String::from)
+    }
+
     /// Requests cancellation of a task.
     ///
     /// # Errors
@@ -315,12 +351,7 @@ impl Host {
 
 /// A task declaration without an output limit.
 fn task_decl(kind: &str, label: &str, owner_session: Option<&str>) -> TaskDecl {
-    TaskDecl {
-        kind: kind.into(),
-        label: label.into(),
-        output_limit_bytes: ROption::RNone,
-        owner_session: owner_session.map(RString::from).into(),
-    }
+    TaskDecl::new(kind, label, owner_session)
 }
 
 /// Runs a plugin's init under `catch_unwind`; used by [`crate::export_plugin!`].

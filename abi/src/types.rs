@@ -67,6 +67,19 @@ pub struct TaskDecl {
     pub owner_session: ROption<RString>,
 }
 
+impl TaskDecl {
+    /// A declaration of a task of `kind` labelled `label`, owned by `owner_session`'s agent (unowned
+    /// when `None`), without an output limit.
+    pub fn new(kind: &str, label: &str, owner_session: Option<&str>) -> Self {
+        Self {
+            kind: kind.into(),
+            label: label.into(),
+            output_limit_bytes: ROption::RNone,
+            owner_session: owner_session.map(RString::from).into(),
+        }
+    }
+}
+
 /// A task's lifecycle state.
 #[repr(u8)]
 #[derive(StableAbi, Clone, Copy, Debug, PartialEq, Eq)]
@@ -199,7 +212,8 @@ pub mod level {
 }
 
 /// A child process the host's process service runs: `bash -c <command>` in its own process group, stdin
-/// closed, the host's environment without credentials plus `extra_env`.
+/// closed (or, with `tty`, in a session of its own on a pseudo-terminal that takes input), the host's
+/// environment under its policy plus `extra_env`.
 #[repr(C)]
 #[derive(StableAbi, Clone, Debug)]
 pub struct ProcessRequest {
@@ -213,8 +227,19 @@ pub struct ProcessRequest {
     pub grace_ms: u64,
     /// In-memory tail per stream, in bytes.
     pub tail_bytes: u64,
-    /// Largest spill file per stream, in bytes.
+    /// Largest spill file per stream, in bytes; past it the file keeps the head and the latest output.
     pub spill_cap_bytes: u64,
+    /// Run under a pseudo-terminal (`cols` x `rows`): input through the task's `write`, output as the
+    /// terminal shows it (raw in the spill file; escapes stripped and overwrites collapsed in reads).
+    pub tty: bool,
+    /// The terminal's columns (with `tty`).
+    pub cols: u16,
+    /// The terminal's rows (with `tty`).
+    pub rows: u16,
+    /// For [`crate::HostApi::run_process`]: when set, a process still running at the timeout becomes a
+    /// background task so declared instead of being killed, if the registry admits it (a control
+    /// surface is attached and the owner has a free slot); else it is killed as without it.
+    pub promote_on_timeout: ROption<TaskDecl>,
 }
 
 impl ProcessRequest {
@@ -227,6 +252,10 @@ impl ProcessRequest {
             grace_ms: 3_000,
             tail_bytes: 64_000,
             spill_cap_bytes: 64 << 20,
+            tty: false,
+            cols: 80,
+            rows: 24,
+            promote_on_timeout: ROption::RNone,
         }
     }
 }
@@ -248,6 +277,9 @@ pub struct ProcessResult {
     pub error: ROption<RString>,
     /// True when the call was cancelled (by the client, or the session's end) and that ended it.
     pub cancelled: bool,
+    /// Set when the process was still running at the timeout and became this background task (its
+    /// output so far is in `output`; the rest is the task's).
+    pub promoted_task: ROption<RString>,
 }
 
 /// A child agent run over ACP, as the host runs it: the command is spawned through the host's process

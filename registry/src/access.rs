@@ -16,7 +16,7 @@ use crate::registry::{KillOutcome, Registry};
 impl Registry {
     /// The task and its ops lock, once the caller is authorized for it and is not inside the task's
     /// own hook (which holds that lock already).
-    fn authorized_ops(
+    pub(crate) fn authorized_ops(
         &self,
         id: &str,
         caller: Option<&Agent>,

@@ -6,6 +6,9 @@ use crate::producer::ProducerError;
 /// Largest integer a JSON number carries exactly; limits above it are refused.
 pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
+/// The most input one [`crate::Registry::write`] delivers.
+pub const MAX_INPUT_BYTES: usize = 64 * 1024;
+
 /// Why a registry call was refused. A refused call changed nothing.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum RegistryError {
@@ -52,6 +55,24 @@ pub enum RegistryError {
     /// forever on the call that is running the hook.
     #[error("task {0} cannot be killed or read from its own cancel or reader")]
     OwnHook(String),
+    /// The task's producer offers no input (a `bash` task takes input only when started with a
+    /// terminal).
+    #[error("task {0} takes no input")]
+    NoInput(TaskId),
+    /// The task has settled: its input is closed.
+    #[error("task {0} has already finished and takes no more input")]
+    InputAfterEnd(TaskId),
+    /// One write carried more than [`MAX_INPUT_BYTES`].
+    #[error("input too large: {0} bytes (limit: {MAX_INPUT_BYTES} bytes per call)")]
+    InputTooLarge(usize),
+    /// Output matching was asked of a final-output task, which has no stream to match.
+    #[error(
+        "task {0} has no streamed output to match: wait_for applies to stream tasks (a final-output task's result arrives when it settles)"
+    )]
+    NotStream(TaskId),
+    /// A stream task whose producer cannot show unread output without consuming it.
+    #[error("task {0}'s output cannot be watched without reading it")]
+    NotWatchable(TaskId),
     /// The registry has been disposed.
     #[error("tasks service disposed")]
     Disposed,

@@ -22,6 +22,7 @@ mod config;
 mod error;
 mod hook_scope;
 mod ids;
+mod input;
 mod listeners;
 mod producer;
 mod registry;
@@ -37,7 +38,7 @@ mod tests;
 
 pub use agent::Agent;
 pub use config::RegistryConfig;
-pub use error::{ConfigError, MAX_SAFE_INTEGER, RegistryError, excerpt};
+pub use error::{ConfigError, MAX_INPUT_BYTES, MAX_SAFE_INTEGER, RegistryError, excerpt};
 pub use hook_scope::{HookScope, ScopeGuard};
 pub use ids::{AgentId, SessionId, TaskId};
 pub use listeners::{Registration, TaskDoneListener, TasksChangedListener};

@@ -29,6 +29,7 @@ impl From<&str> for ProducerError {
 pub type DoneFuture = Pin<Box<dyn Future<Output = Result<TaskOutcome, ProducerError>> + Send>>;
 pub(crate) type CancelFn = Box<dyn FnMut(Option<&str>) -> Result<(), ProducerError> + Send>;
 pub(crate) type ReaderFn = Box<dyn FnMut() -> String + Send>;
+pub(crate) type WriterFn = Box<dyn FnMut(&[u8], bool) -> Result<(), ProducerError> + Send>;
 type RunFn = Box<dyn FnOnce() -> Result<TaskHooks, ProducerError> + Send>;
 
 /// The hooks through which the registry controls and observes one piece of running work.
@@ -40,6 +41,8 @@ pub struct TaskHooks {
     pub(crate) done: DoneFuture,
     pub(crate) cancel: CancelFn,
     pub(crate) reader: Option<ReaderFn>,
+    pub(crate) peeker: Option<ReaderFn>,
+    pub(crate) writer: Option<WriterFn>,
 }
 
 impl TaskHooks {
@@ -57,6 +60,8 @@ impl TaskHooks {
             done: Box::pin(done),
             cancel: Box::new(cancel),
             reader: None,
+            peeker: None,
+            writer: None,
         }
     }
 
@@ -64,6 +69,26 @@ impl TaskHooks {
     /// re-delivering), formatting any truncation or spill notices itself.
     pub fn with_reader(mut self, reader: impl FnMut() -> String + Send + 'static) -> Self {
         self.reader = Some(Box::new(reader));
+        self
+    }
+
+    /// Lets a stream task's unread output be looked at without consuming it (what `wait_for` matches):
+    /// `peeker` returns what the next read would, and leaves it unread. Without one, a stream task's
+    /// output cannot be watched ([`crate::RegistryError::NotWatchable`]).
+    pub fn with_peeker(mut self, peeker: impl FnMut() -> String + Send + 'static) -> Self {
+        self.peeker = Some(Box::new(peeker));
+        self
+    }
+
+    /// Makes the task take input: `writer(bytes, eof)` delivers `bytes` to the work as typed, then,
+    /// when `eof` is set, the end of input. It may block briefly (a full terminal buffer) and must
+    /// return an error rather than block for long. Without one the task takes no input
+    /// ([`crate::RegistryError::NoInput`]).
+    pub fn with_writer(
+        mut self,
+        writer: impl FnMut(&[u8], bool) -> Result<(), ProducerError> + Send + 'static,
+    ) -> Self {
+        self.writer = Some(Box::new(writer));
         self
     }
 
@@ -77,6 +102,7 @@ impl fmt::Debug for TaskHooks {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TaskHooks")
             .field("stream", &self.is_stream())
+            .field("takes_input", &self.writer.is_some())
             .finish_non_exhaustive()
     }
 }

@@ -65,10 +65,17 @@ impl Registry {
             done,
             cancel,
             reader,
+            peeker,
+            writer,
         } = hooks;
         let stream = reader.is_some();
         let ops: SharedOps = Arc::new(Mutex::new(Ops {
-            hooks: Some(LiveHooks { cancel, reader }),
+            hooks: Some(LiveHooks {
+                cancel,
+                reader,
+                peeker,
+                writer,
+            }),
             remainder: String::new(),
             watcher: None,
         }));

@@ -11,7 +11,7 @@ use tokio::task::AbortHandle;
 
 use crate::agent::Agent;
 use crate::ids::{AgentId, SessionId, TaskId};
-use crate::producer::{CancelFn, ReaderFn};
+use crate::producer::{CancelFn, ReaderFn, WriterFn};
 use crate::status::{TaskSnapshot, TaskStatus};
 
 /// An admission bucket key: the owner's instance, or `None` for the shared unowned bucket.
@@ -201,6 +201,8 @@ impl Bucket {
 pub(crate) struct LiveHooks {
     pub(crate) cancel: CancelFn,
     pub(crate) reader: Option<ReaderFn>,
+    pub(crate) peeker: Option<ReaderFn>,
+    pub(crate) writer: Option<WriterFn>,
 }
 
 /// What producer calls for one task need; guarded by the task's own lock, which serializes cancel,

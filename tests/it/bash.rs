@@ -96,7 +96,8 @@ fn a_background_command_reports_stdout_stderr_and_its_exit_code() {
 
 #[test]
 fn a_foreground_command_returns_its_output_then_the_exit_code() {
-    let f = host("fg", "{}");
+    // Without promotion, so the timeout kills (promotion: tests/it/interactive.rs).
+    let f = host("fg", r#"{"promote_on_timeout": false}"#);
     assert_eq!(
         f.call("bash", "s", json!({"command": "echo out; exit 2"})),
         "out\n[exit code: 2]"
@@ -208,16 +209,29 @@ fn ten_megabytes_of_output_spill_to_a_private_file_and_the_read_says_so() {
     );
 }
 
+/// Proves: past the spill cap the file stays at the cap, holding the head and the latest output, and
+/// the read says so.
 #[test]
-fn output_past_the_spill_cap_drops_the_file_and_the_read_says_unavailable() {
+fn output_past_the_spill_cap_keeps_the_head_and_the_tail_and_the_read_says_so() {
     let f = host("cap", r#"{"max_spill_bytes": 100000}"#);
-    let id = start(&f, "s", "head -c 1000000 /dev/zero | tr '\\0' 'b'");
-    let text = wait(&f, "s", &id);
-    assert!(
-        text.contains("[some output was dropped from memory; full output: (unavailable)]"),
-        "{}",
-        &text[text.len() - 200..]
+    let id = start(
+        &f,
+        "s",
+        "head -c 1000000 /dev/zero | tr '\\0' 'b'; echo; echo end",
     );
+    let text = wait(&f, "s", &id);
+    let marker = "[some output was dropped from memory; full output: ";
+    let at = text
+        .find(marker)
+        .unwrap_or_else(|| panic!("{}", &text[text.len() - 200..]));
+    let path = text[at + marker.len()..]
+        .split(" (its head and its latest output; the middle was skipped)]")
+        .next()
+        .unwrap()
+        .to_owned();
+    let file = std::fs::read(&path).expect("the spill file stays");
+    assert!(file.len() <= 100_000, "{} bytes", file.len());
+    assert!(file.starts_with(&[b'b'; 25_000]) && file.ends_with(b"bbb\nend\n"));
 }
 
 /// Run by `credentials_never_reach_a_child` in a child test process whose environment holds a token.

@@ -254,8 +254,8 @@ fn config_with_spill_dir(dir: &std::path::Path, spill: &std::path::Path) -> std:
 }
 
 /// Proves: 10 GB of output from one task neither fills memory nor disk: the host's peak RSS stays
-/// under 256 MiB, the spill file is dropped at its 64 MiB cap, the read says the full output is
-/// unavailable, and the last bytes and the exit status arrive intact.
+/// under 256 MiB, the spill file stays within its 64 MiB cap holding the head and the latest output
+/// (the read says so), and the last bytes and the exit status arrive intact.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_gigabytes_of_output_stay_within_the_memory_and_spill_bounds() {
     let dir = scratch("ten-gb");
@@ -277,7 +277,9 @@ async fn ten_gigabytes_of_output_stay_within_the_memory_and_spill_bounds() {
         }
     };
     assert!(
-        text.ends_with("end\n[some output was dropped from memory; full output: (unavailable)]\n[status: completed, exit code: 0]"),
+        text.ends_with(
+            " (its head and its latest output; the middle was skipped)]\n[status: completed, exit code: 0]"
+        ) && text.contains("end\n[some output was dropped from memory; full output: "),
         "{}",
         &text[text.len().saturating_sub(300)..]
     );
@@ -287,7 +289,10 @@ async fn ten_gigabytes_of_output_stay_within_the_memory_and_spill_bounds() {
         peak_spill <= 2 * (64 << 20),
         "spill dir peaked at {peak_spill} bytes"
     );
-    assert_eq!(dir_bytes(&spill), 0, "a dropped spill leaves no file");
+    assert!(
+        dir_bytes(&spill) <= 64 << 20,
+        "the spill file is within its cap"
+    );
     client.cancel().await.expect("close");
 }
 

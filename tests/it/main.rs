@@ -8,6 +8,7 @@ mod clients;
 mod faults;
 mod fixtures;
 mod hardening;
+mod interactive;
 mod lifecycle;
 mod loading;
 mod mcp;

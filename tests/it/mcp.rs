@@ -171,7 +171,14 @@ async fn over_stdio_a_background_command_is_started_polled_waited_listed_and_kil
     names.sort();
     assert_eq!(
         names,
-        ["bash", "subagent", "task_kill", "task_list", "task_output"]
+        [
+            "bash",
+            "subagent",
+            "task_input",
+            "task_kill",
+            "task_list",
+            "task_output"
+        ]
     );
 
     let id = start(&client, "echo one; sleep 0.3; echo two").await;

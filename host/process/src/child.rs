@@ -1,7 +1,6 @@
 //! One child process as the service keeps it: its streams, its exit, its kill.
 
 use parking_lot::Mutex;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -9,8 +8,9 @@ use std::time::Duration;
 use tokio::runtime::Handle;
 use tokio::sync::watch;
 
-use crate::render_read;
-use crate::stream::StreamBuf;
+use crate::input::{Input, InputError};
+use crate::render::{SpillRef, render_read};
+use crate::stream::{StreamBuf, StreamRead};
 use taskhost_registry::{TaskOutcome, TerminalStatus};
 
 /// How a process ended.
@@ -38,6 +38,8 @@ pub struct Process {
     pub(crate) kill_requested: AtomicBool,
     pub(crate) grace: Duration,
     pub(crate) runtime: Handle,
+    /// The terminal's input, for a process run under one (`None`: stdin is closed or a protocol pipe).
+    pub(crate) input: Option<Input>,
 }
 
 /// Sends `signal` to a whole process group; false if none of it is left.
@@ -58,6 +60,7 @@ impl Process {
         exit: watch::Sender<Option<Exit>>,
         grace: Duration,
         runtime: &Handle,
+        input: Option<Input>,
     ) -> Arc<Self> {
         Arc::new(Self {
             pgid,
@@ -66,7 +69,33 @@ impl Process {
             kill_requested: AtomicBool::new(false),
             grace,
             runtime: runtime.clone(),
+            input,
         })
+    }
+
+    /// True for a process run under a pseudo-terminal: it takes input, and its output is shown as
+    /// the terminal draws it.
+    pub fn takes_input(&self) -> bool {
+        self.input.is_some()
+    }
+
+    /// Types `text` into the process's terminal (`\u{3}` interrupts, `\u{4}` ends the input at the
+    /// start of a line), then, with `eof`, the terminal's end-of-file character. Blocks the calling
+    /// thread (never one of the runtime's) until the terminal took every byte, for at most a few
+    /// seconds.
+    ///
+    /// # Errors
+    /// [`InputError`]: no terminal, the process ended, or it stopped reading its input.
+    pub fn write_input(&self, text: &[u8], eof: bool) -> Result<(), InputError> {
+        let input = self.input.as_ref().ok_or(InputError::NoTerminal)?;
+        if self.exit.borrow().is_some() {
+            return Err(InputError::Ended);
+        }
+        let mut bytes = text.to_vec();
+        if eof {
+            bytes.push(0x04);
+        }
+        input.write(&self.runtime, bytes)
     }
 
     /// Requests termination: SIGTERM to the group now, SIGKILL after the grace if anything of the group
@@ -92,14 +121,33 @@ impl Process {
     /// output was dropped from memory).
     pub fn read(&self) -> String {
         let mut s = self.streams.lock();
-        let out = s.out.read();
-        let err = s.err.read();
-        let paths: Vec<PathBuf> = [s.out.spill_path(), s.err.spill_path()]
+        let (out, err) = (s.out.read(), s.err.read());
+        self.render(&s, &out, &err)
+    }
+
+    /// What [`Process::read`] would return now, left unread.
+    pub fn peek(&self) -> String {
+        let s = self.streams.lock();
+        let (out, err) = (s.out.peek(), s.err.peek());
+        self.render(&s, &out, &err)
+    }
+
+    fn render(&self, s: &Streams, out: &StreamRead, err: &StreamRead) -> String {
+        let spills: Vec<SpillRef> = [s.out.spill_file(), s.err.spill_file()]
             .into_iter()
             .flatten()
-            .cloned()
+            .map(|f| SpillRef {
+                path: f.path.clone(),
+                head_and_tail: f.head_and_tail,
+            })
             .collect();
-        render_read(&out.bytes, &err.bytes, out.lossy || err.lossy, &paths)
+        render_read(
+            &out.bytes,
+            &err.bytes,
+            out.lossy || err.lossy,
+            &spills,
+            self.takes_input(),
+        )
     }
 
     /// How far the process has got, without consuming anything: the bytes it wrote so far (both

@@ -2,8 +2,10 @@
 //! reaped here, on the host's runtime (no thread per process), with one environment policy.
 //!
 //! A child runs `bash -c <command>` in its own process group with stdin closed and a scrubbed
-//! environment. Each output stream keeps an in-memory tail and spills beyond it to a private 0600
-//! file, up to a cap. A kill sends SIGTERM to the group, then SIGKILL after the grace if any of the
+//! environment, or, when asked for a terminal, in a session of its own on a pseudo-terminal that
+//! takes input ([`Process::write_input`]) and whose output is shown as the terminal draws it. Each
+//! output stream keeps an in-memory tail and spills beyond it to a private 0600 file, whose cap keeps
+//! the head and the latest output. A kill sends SIGTERM to the group, then SIGKILL after the grace if any of the
 //! group is still alive. When a process settles, whatever is left of its group is ended too: a task's
 //! processes never outlive it.
 
@@ -12,12 +14,14 @@
 mod child;
 pub mod env;
 mod escaped;
+mod input;
 pub mod keeper;
 pub mod private_dir;
 mod render;
 mod spills;
 mod stream;
 mod supervise;
+mod terminal;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -32,10 +36,12 @@ use tokio::sync::watch;
 pub use child::{Exit, Process, signal_name};
 use child::{Streams, signal_group};
 pub use escaped::end_all_children;
-pub use render::render_read;
+pub use input::InputError;
+pub use render::{SpillRef, render_read};
 use spills::Spills;
 use stream::{SpillPlan, StreamBuf};
 pub use taskhost_registry::excerpt;
+pub use terminal::render_terminal;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -55,6 +61,24 @@ pub struct ProcessSpec {
     pub tail_bytes: usize,
     /// Largest spill file per stream, in bytes.
     pub spill_cap: u64,
+    /// Run under a pseudo-terminal of this size instead of with stdin closed and piped output.
+    pub tty: Option<TtySize>,
+}
+
+/// A terminal's size in character cells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TtySize {
+    /// Columns.
+    pub cols: u16,
+    /// Rows.
+    pub rows: u16,
+}
+
+impl Default for TtySize {
+    /// 80 columns by 24 rows.
+    fn default() -> Self {
+        Self { cols: 80, rows: 24 }
+    }
 }
 
 impl ProcessSpec {
@@ -68,6 +92,7 @@ impl ProcessSpec {
             grace: Duration::from_secs(3),
             tail_bytes: 64_000,
             spill_cap: 64 << 20,
+            tty: None,
         }
     }
 }
@@ -110,6 +135,54 @@ fn check_workdir(spec: &ProcessSpec) -> Result<(), SpawnError> {
 #[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
 #[error("cannot start the command: {0}")]
 pub struct SpawnError(pub String);
+
+/// A spawned child, where its output comes from, and its terminal's input.
+type Spawned = (
+    tokio::process::Child,
+    (supervise::Outputs, Option<Pipes>),
+    Option<input::Input>,
+);
+
+/// Spawns `cmd` in its own process group, stdin closed (or, `piped`, stdin and stdout handed back
+/// for a protocol), stdout and stderr pumped.
+fn spawn_piped(mut cmd: tokio::process::Command, piped: bool) -> std::io::Result<Spawned> {
+    cmd.stdin(if piped { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd.process_group(0);
+    let mut child = cmd.spawn()?;
+    let stderr = child.stderr.take();
+    let (stdout, talk) = if piped {
+        (None, child.stdin.take().zip(child.stdout.take()))
+    } else {
+        (child.stdout.take(), None)
+    };
+    Ok((
+        child,
+        (supervise::Outputs::Pipes { stdout, stderr }, talk),
+        None,
+    ))
+}
+
+/// Spawns `cmd` as the leader of a new session whose controlling terminal is a fresh
+/// pseudo-terminal of `size` (so its process group is its own, as a piped child's is): the terminal
+/// is its stdin, stdout and stderr, its output is pumped from the master and its input written there.
+fn spawn_on_terminal(cmd: tokio::process::Command, size: TtySize) -> std::io::Result<Spawned> {
+    let to_io = |e: pty_process::Error| match e {
+        pty_process::Error::Io(e) => e,
+        other => std::io::Error::other(other.to_string()),
+    };
+    let (pty, pts) = pty_process::open().map_err(to_io)?;
+    pty.resize(pty_process::Size::new(size.rows, size.cols))
+        .map_err(to_io)?;
+    let child = pty_process::Command::from(cmd).spawn(pts).map_err(to_io)?;
+    let (read, write) = pty.into_split();
+    Ok((
+        child,
+        (supervise::Outputs::Terminal(read), None),
+        Some(input::Input::new(write)),
+    ))
+}
 
 /// Spawns and tracks child processes.
 pub struct ProcessService {
@@ -240,19 +313,23 @@ impl ProcessService {
             out: StreamBuf::new(spec.tail_bytes, out_plan),
             err: StreamBuf::new(spec.tail_bytes, err_plan),
         };
-        let mut cmd = self.command(spec, n, piped);
+        let cmd = self.command(spec, n);
         let _guard = self.runtime.enter();
         let (exit, _) = watch::channel(None);
         let spawning = self.escaped.spawning();
-        let mut child = match cmd.spawn() {
-            Ok(child) => child,
+        let spawned = match spec.tty {
+            None => spawn_piped(cmd, piped),
+            Some(size) => spawn_on_terminal(cmd, size),
+        };
+        let (child, outputs, input) = match spawned {
+            Ok(spawned) => spawned,
             Err(e) => {
                 self.spills.forget(owner_session, planned);
                 return Err(SpawnError(e.to_string()));
             }
         };
         let pgid = child.id().map(|p| p as i32);
-        let process = Process::new(pgid, streams, exit, spec.grace, &self.runtime);
+        let process = Process::new(pgid, streams, exit, spec.grace, &self.runtime, input);
         if let Some(g) = pgid {
             if let Some(k) = &self.keeper {
                 k.group_started(g);
@@ -262,12 +339,7 @@ impl ProcessService {
             drop(spawning);
             self.escaped.own_group(g);
         }
-        let stderr = child.stderr.take();
-        let (stdout, talk) = if piped {
-            (None, child.stdin.take().zip(child.stdout.take()))
-        } else {
-            (child.stdout.take(), None)
-        };
+        let (outputs, talk) = outputs;
         let supervised = supervise::Supervised {
             n,
             process: process.clone(),
@@ -277,14 +349,13 @@ impl ProcessService {
             session: owner_session.to_owned(),
             keeper: self.keeper.clone(),
         };
-        self.runtime
-            .spawn(supervised.run(child, pgid, stdout, stderr));
+        self.runtime.spawn(supervised.run(child, pgid, outputs));
         Ok((process, talk))
     }
 
-    /// The command for process number `n`: bash (or `argv`) in its own process group, with the
-    /// environment policy's variables, the spec's, and the marker; stdin closed unless `piped`.
-    fn command(&self, spec: &ProcessSpec, n: u64, piped: bool) -> tokio::process::Command {
+    /// The command for process number `n`: bash (or `argv`) with the environment policy's variables,
+    /// the spec's, and the marker. Its stdio and process group are set by how it is spawned.
+    fn command(&self, spec: &ProcessSpec, n: u64) -> tokio::process::Command {
         let mut child_env = self.base_env.clone();
         for (k, v) in &spec.extra_env {
             env::override_var(&mut child_env, k.into(), v.into());
@@ -294,6 +365,11 @@ impl ProcessService {
             escaped::MARKER.into(),
             self.escaped.marker(n).into(),
         );
+        if spec.tty.is_some() {
+            // A terminal that draws: programs may use colour and cursor movement (the model's copy
+            // of the output has them stripped).
+            env::override_var(&mut child_env, "TERM".into(), "xterm-256color".into());
+        }
         let search_path = child_env
             .iter()
             .find(|(k, _)| k == "PATH")
@@ -309,10 +385,6 @@ impl ProcessService {
         }
         cmd.env_clear();
         cmd.envs(child_env);
-        cmd.stdin(if piped { Stdio::piped() } else { Stdio::null() })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        cmd.process_group(0);
         cmd.kill_on_drop(false);
         cmd
     }

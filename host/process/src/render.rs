@@ -2,10 +2,25 @@
 
 use std::path::PathBuf;
 
+/// A spill file a read names: its path, and whether it holds only the head and the latest output of
+/// a stream that outgrew the spill cap.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpillRef {
+    /// The file.
+    pub path: PathBuf,
+    /// True when the middle of the stream was skipped.
+    pub head_and_tail: bool,
+}
+
 /// Renders a read: stdout, then (if any) `[stderr]` and stderr on a line of its own; and when output
-/// was dropped from memory, a notice with the full-output paths.
-pub fn render_read(out: &[u8], err: &[u8], lossy: bool, spill_paths: &[PathBuf]) -> String {
-    let mut text = String::from_utf8_lossy(out).into_owned();
+/// was dropped from memory, a notice naming the spill files (and saying when one holds only the head
+/// and the tail of its stream). A terminal's output (`tty`) is shown as the terminal draws it.
+pub fn render_read(out: &[u8], err: &[u8], lossy: bool, spills: &[SpillRef], tty: bool) -> String {
+    let mut text = if tty {
+        crate::terminal::render_terminal(out)
+    } else {
+        String::from_utf8_lossy(out).into_owned()
+    };
     let err = String::from_utf8_lossy(err);
     if !err.is_empty() {
         if !text.is_empty() && !text.ends_with('\n') {
@@ -18,12 +33,21 @@ pub fn render_read(out: &[u8], err: &[u8], lossy: bool, spill_paths: &[PathBuf])
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
         }
-        let paths = if spill_paths.is_empty() {
+        let paths = if spills.is_empty() {
             "(unavailable)".to_owned()
         } else {
-            spill_paths
+            spills
                 .iter()
-                .map(|p| p.display().to_string())
+                .map(|s| {
+                    if s.head_and_tail {
+                        format!(
+                            "{} (its head and its latest output; the middle was skipped)",
+                            s.path.display()
+                        )
+                    } else {
+                        s.path.display().to_string()
+                    }
+                })
                 .collect::<Vec<_>>()
                 .join(", ")
         };
@@ -41,26 +65,37 @@ mod tests {
     #[test]
     fn stdout_and_stderr_render_with_a_separator_only_when_needed() {
         assert_eq!(
-            render_read(b"out\n", b"err\n", false, &[]),
+            render_read(b"out\n", b"err\n", false, &[], false),
             "out\n[stderr]\nerr\n"
         );
-        assert_eq!(render_read(b"", b"err\n", false, &[]), "[stderr]\nerr\n");
         assert_eq!(
-            render_read(b"out", b"err\n", false, &[]),
+            render_read(b"", b"err\n", false, &[], false),
+            "[stderr]\nerr\n"
+        );
+        assert_eq!(
+            render_read(b"out", b"err\n", false, &[], false),
             "out\n[stderr]\nerr\n"
         );
-        assert_eq!(render_read(b"out", b"", false, &[]), "out");
+        assert_eq!(render_read(b"out", b"", false, &[], false), "out");
     }
 
     #[test]
     fn a_lossy_read_names_the_spill_files_or_says_unavailable() {
-        let p = [PathBuf::from("/a"), PathBuf::from("/b")];
+        let spill = |p: &str, head_and_tail| SpillRef {
+            path: PathBuf::from(p),
+            head_and_tail,
+        };
+        let p = [spill("/a", false), spill("/b", false)];
         assert_eq!(
-            render_read(b"x", b"", true, &p),
+            render_read(b"x", b"", true, &p, false),
             "x\n[some output was dropped from memory; full output: /a, /b]"
         );
         assert_eq!(
-            render_read(b"", b"", true, &[]),
+            render_read(b"x", b"", true, &[spill("/a", true)], false),
+            "x\n[some output was dropped from memory; full output: /a (its head and its latest output; the middle was skipped)]"
+        );
+        assert_eq!(
+            render_read(b"", b"", true, &[], false),
             "[some output was dropped from memory; full output: (unavailable)]"
         );
     }

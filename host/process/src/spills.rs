@@ -28,7 +28,7 @@ impl Spills {
             let s = process.streams.lock();
             [&s.out, &s.err]
                 .into_iter()
-                .filter(|b| b.spill_path().is_none())
+                .filter(|b| b.spill_file().is_none())
                 .filter_map(|b| b.planned_spill().cloned())
                 .collect()
         };

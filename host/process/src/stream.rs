@@ -1,10 +1,22 @@
-//! One output stream of a process: an in-memory tail, a private spill file beyond it, a cap beyond
-//! which the spill is dropped, and one consuming cursor.
+//! One output stream of a process: an in-memory tail, a private spill file beyond it, and one
+//! consuming cursor.
+//!
+//! The spill file never grows past its cap. Past it the file keeps the stream's head (the first
+//! quarter of the cap), a marker line saying how many bytes were skipped, and a rolling window of the
+//! most recent output in the rest: the end of a long build, where its error is, stays readable. A cap
+//! too small to hold a marker drops the spill file instead.
 
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
+
+/// A stream's spill file as a read names it.
+pub(crate) struct SpillFile<'a> {
+    pub(crate) path: &'a PathBuf,
+    /// The file holds the head and the latest output only (the stream outgrew the cap).
+    pub(crate) head_and_tail: bool,
+}
 
 /// Where a stream's spill file goes and how it is named.
 pub(crate) struct SpillPlan {
@@ -22,9 +34,66 @@ pub(crate) struct StreamBuf {
     cursor: u64,
     plan: Option<SpillPlan>,
     spill: Option<File>,
+    /// Bytes in the spill file (head, marker and window once it rolls).
     spilled: u64,
-    /// The spill file was dropped (cap reached or write failed).
+    /// Set once the file keeps only the head and the latest output.
+    rolling: Option<Rolling>,
+    /// The spill file was dropped (a write failed, or the cap is too small to roll).
     spill_lost: bool,
+}
+
+/// A spill file past its cap: `[head][marker][window]`, the window holding the latest output.
+#[derive(Clone, Copy, Debug)]
+struct Rolling {
+    /// Where the window starts (the head's length plus the marker's).
+    window_at: u64,
+    /// How many bytes the window may hold.
+    window_max: u64,
+    /// How many it holds.
+    window_len: u64,
+    /// Bytes of the stream left out between the head and the window.
+    skipped: u64,
+}
+
+/// The marker line's fixed length, so it is rewritten in place as the skipped count grows.
+const MARKER_LEN: u64 = 96;
+
+/// The marker between the head and the window, padded to [`MARKER_LEN`].
+fn marker(skipped: u64) -> Vec<u8> {
+    let text = format!("\n[taskhost: {skipped} bytes skipped; the latest output follows]");
+    let mut line = text.into_bytes();
+    line.resize(MARKER_LEN as usize - 1, b' ');
+    line.push(b'\n');
+    line
+}
+
+/// Copies `len` bytes of `file` from offset `from` to offset `to` (the ranges may overlap).
+fn move_within(file: &File, from: u64, to: u64, len: u64) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    const CHUNK: u64 = 1 << 20;
+    if from == to || len == 0 {
+        return Ok(());
+    }
+    let mut buf = vec![0u8; CHUNK.min(len) as usize];
+    let mut copy = |offset: u64| -> std::io::Result<()> {
+        let n = CHUNK.min(len - offset) as usize;
+        file.read_exact_at(&mut buf[..n], from + offset)?;
+        file.write_all_at(&buf[..n], to + offset)
+    };
+    if to < from {
+        let mut offset = 0;
+        while offset < len {
+            copy(offset)?;
+            offset += CHUNK;
+        }
+    } else {
+        let mut offset = len.div_ceil(CHUNK) * CHUNK;
+        while offset > 0 {
+            offset -= CHUNK;
+            copy(offset)?;
+        }
+    }
+    Ok(())
 }
 
 /// What a read of one stream gives.
@@ -44,16 +113,24 @@ impl StreamBuf {
             plan,
             spill: None,
             spilled: 0,
+            rolling: None,
             spill_lost: false,
         }
     }
 
-    /// The spill file, while it holds the whole stream.
-    pub(crate) fn spill_path(&self) -> Option<&PathBuf> {
+    /// The spill file while it exists, and whether it holds only the head and the latest output.
+    pub(crate) fn spill_file(&self) -> Option<SpillFile<'_>> {
         if self.spill_lost {
             None
         } else {
-            self.spill.as_ref().and(self.plan.as_ref().map(|p| &p.path))
+            let path = self
+                .spill
+                .as_ref()
+                .and(self.plan.as_ref().map(|p| &p.path))?;
+            Some(SpillFile {
+                path,
+                head_and_tail: self.rolling.is_some(),
+            })
         }
     }
 
@@ -108,21 +185,97 @@ impl StreamBuf {
             }
         }
         let cap = plan.cap;
-        if self.spilled + data.len() as u64 > cap {
-            self.lose_spill();
-            return;
-        }
-        let written = match self.spill.as_mut() {
-            Some(f) => f.write_all(data),
-            None => Err(std::io::ErrorKind::NotFound.into()),
-        };
-        match written {
-            Ok(()) => self.spilled += data.len() as u64,
-            Err(e) => {
-                tracing::warn!(path = %plan.path.display(), error = %e, "a spill write failed; the spill file is dropped");
-                self.lose_spill();
+        let written = if self.rolling.is_some() || self.spilled + data.len() as u64 > cap {
+            self.roll(data, cap)
+        } else {
+            match self.spill.as_mut() {
+                Some(f) => f
+                    .write_all(data)
+                    .map(|()| self.spilled += data.len() as u64),
+                None => Err(std::io::ErrorKind::NotFound.into()),
             }
+        };
+        if let Err(e) = written {
+            let path = self.plan.as_ref().map(|p| p.path.display().to_string());
+            tracing::warn!(path, error = %e, "a spill write failed; the spill file is dropped");
+            self.lose_spill();
         }
+    }
+
+    /// Appends `data` to a file at its cap: the head stays, the window keeps the latest output. When
+    /// the window would overflow, its older half (or all of it, for a write as large as half the
+    /// window) moves out, so each byte is copied O(1) times on average.
+    fn roll(&mut self, data: &[u8], cap: u64) -> std::io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        let mut r = match self.rolling {
+            Some(r) => r,
+            None => {
+                let head = cap / 4;
+                let window_at = head + MARKER_LEN;
+                if cap <= window_at + 1 {
+                    // Too small to roll: nothing but the tail in memory is kept.
+                    self.lose_spill();
+                    return Ok(());
+                }
+                if self.spilled < head {
+                    // The head is not complete yet: the start of `data` completes it.
+                    let part = ((head - self.spilled) as usize).min(data.len());
+                    let Some(file) = self.spill.as_mut() else {
+                        return Err(std::io::ErrorKind::NotFound.into());
+                    };
+                    file.write_all(&data[..part])?;
+                    self.spilled += part as u64;
+                    return if part == data.len() {
+                        Ok(())
+                    } else {
+                        self.roll(&data[part..], cap)
+                    };
+                }
+                // What was written past the head is the window's content so far, not yet in place.
+                Rolling {
+                    window_at: head,
+                    window_max: cap - window_at,
+                    window_len: self.spilled - head,
+                    skipped: 0,
+                }
+            }
+        };
+        let Some(file) = self.spill.as_ref() else {
+            return Err(std::io::ErrorKind::NotFound.into());
+        };
+        let head = cap / 4;
+        let target = head + MARKER_LEN;
+        let n = data.len() as u64;
+        let fits = r.window_at == target && r.window_len + n <= r.window_max;
+        if fits {
+            file.write_all_at(data, r.window_at + r.window_len)?;
+            r.window_len += n;
+        } else if n >= r.window_max / 2 {
+            let keep = n.min(r.window_max);
+            r.skipped += r.window_len + (n - keep);
+            file.write_all_at(&data[(n - keep) as usize..], target)?;
+            r.window_len = keep;
+            r.window_at = target;
+        } else {
+            let keep_old = (r.window_max / 2 - n).min(r.window_len);
+            move_within(
+                file,
+                r.window_at + r.window_len - keep_old,
+                target,
+                keep_old,
+            )?;
+            r.skipped += r.window_len - keep_old;
+            file.write_all_at(data, target + keep_old)?;
+            r.window_len = keep_old + n;
+            r.window_at = target;
+        }
+        if !fits {
+            file.write_all_at(&marker(r.skipped), head)?;
+            file.set_len(target + r.window_len)?;
+        }
+        self.spilled = target + r.window_len;
+        self.rolling = Some(r);
+        Ok(())
     }
 
     fn lose_spill(&mut self) {
@@ -146,12 +299,26 @@ impl StreamBuf {
         StreamRead { bytes, lossy }
     }
 
-    /// The last `max` bytes retained, without consuming them.
+    /// What [`StreamBuf::read`] would return now, left unread.
+    pub(crate) fn peek(&self) -> StreamRead {
+        let tail_start = self.total - self.tail.len() as u64;
+        let (from, lossy) = if self.cursor < tail_start {
+            (0, true)
+        } else {
+            ((self.cursor - tail_start) as usize, false)
+        };
+        StreamRead {
+            bytes: self.tail.range(from..).copied().collect(),
+            lossy,
+        }
+    }
+
     /// Bytes ever written to the stream.
     pub(crate) fn total(&self) -> u64 {
         self.total
     }
 
+    /// The last `max` bytes retained, without consuming them.
     pub(crate) fn peek_tail(&self, max: usize) -> Vec<u8> {
         let skip = self.tail.len().saturating_sub(max);
         self.tail.range(skip..).copied().collect()
@@ -170,6 +337,7 @@ impl StreamBuf {
 fn create_private(path: &std::path::Path) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
+        .read(true)
         .write(true)
         .create_new(true)
         .mode(0o600)
@@ -219,7 +387,7 @@ mod tests {
         s.push(b"attacker-chosen destination");
         assert_eq!(std::fs::read(&victim).unwrap(), b"untouched");
         assert!(
-            s.spill_path().is_none(),
+            s.spill_file().is_none(),
             "the spill is lost, not redirected"
         );
         assert!(s.overflowed());
@@ -239,7 +407,65 @@ mod tests {
     }
 
     #[test]
-    fn the_spill_file_is_private_and_dropped_past_the_cap() {
+    fn past_the_cap_the_spill_keeps_its_head_a_marker_and_the_latest_output() {
+        let d = dir("rolling");
+        let cap = 4096;
+        let mut s = StreamBuf::new(16, plan(&d, cap));
+        let mut all = Vec::new();
+        for i in 0..2000u32 {
+            let line = format!("line {i:05}\n");
+            all.extend_from_slice(line.as_bytes());
+            s.push(line.as_bytes());
+            let size = std::fs::metadata(d.join("s.log")).map_or(0, |m| m.len());
+            assert!(size <= cap, "the file grew to {size} past its cap {cap}");
+        }
+        s.finish();
+        let file = std::fs::read(d.join("s.log")).unwrap();
+        let head = (cap / 4) as usize;
+        assert_eq!(
+            &file[..head],
+            &all[..head],
+            "the head is the stream's start"
+        );
+        let rest = String::from_utf8_lossy(&file[head..]).into_owned();
+        let (marker, window) = rest.split_at(MARKER_LEN as usize);
+        let skipped: usize = marker
+            .trim()
+            .strip_prefix("[taskhost: ")
+            .and_then(|m| m.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no marker in {marker:?}"));
+        assert_eq!(
+            head + skipped + window.len(),
+            all.len(),
+            "head + skipped + window is all"
+        );
+        assert!(
+            all.ends_with(window.as_bytes()),
+            "the window is the latest output"
+        );
+        assert!(window.ends_with("line 01999\n"));
+        assert!(window.len() as u64 >= (cap - cap / 4 - MARKER_LEN) / 2);
+        let spill = s.spill_file().expect("the file stays");
+        assert!(spill.head_and_tail);
+    }
+
+    #[test]
+    fn one_write_larger_than_the_window_keeps_its_end() {
+        let d = dir("rolling-big");
+        let cap = 1024;
+        let mut s = StreamBuf::new(8, plan(&d, cap));
+        let big: Vec<u8> = (0..10_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        s.push(&big);
+        s.push(b"END\n");
+        let file = std::fs::read(d.join("s.log")).unwrap();
+        assert!(file.len() as u64 <= cap);
+        assert!(file.ends_with(b"END\n"));
+        assert_eq!(&file[..256], &big[..256]);
+    }
+
+    #[test]
+    fn the_spill_file_is_private_and_dropped_past_a_cap_too_small_to_roll() {
         use std::os::unix::fs::PermissionsExt;
         let d = dir("cap");
         let mut s = StreamBuf::new(2, plan(&d, 5));
@@ -249,9 +475,9 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o600);
-        assert!(s.spill_path().is_some());
+        assert!(s.spill_file().is_some());
         s.push(b"def");
-        assert!(s.spill_path().is_none());
+        assert!(s.spill_file().is_none());
         assert!(!d.join("s.log").exists());
         assert!(s.overflowed());
     }

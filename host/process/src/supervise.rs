@@ -10,6 +10,17 @@ use super::keeper::Keeper;
 use super::spills::Spills;
 use super::{Exit, Process, escaped, signal_group};
 
+/// Where a process's output comes from.
+pub(crate) enum Outputs {
+    /// Its stdout (unless handed to a protocol peer) and stderr pipes.
+    Pipes {
+        stdout: Option<tokio::process::ChildStdout>,
+        stderr: Option<tokio::process::ChildStderr>,
+    },
+    /// The master side of its terminal: everything it writes, on one stream.
+    Terminal(pty_process::OwnedReadPty),
+}
+
 /// What the supervision of process number `n` needs of its service.
 pub(crate) struct Supervised {
     pub(crate) n: u64,
@@ -28,12 +39,20 @@ impl Supervised {
         self,
         mut child: tokio::process::Child,
         pgid: Option<i32>,
-        stdout: Option<tokio::process::ChildStdout>,
-        stderr: Option<tokio::process::ChildStderr>,
+        outputs: Outputs,
     ) {
         let p = self.process.clone();
-        let out = tokio::spawn(pump(stdout, p.clone(), true));
-        let err = tokio::spawn(pump(stderr, p.clone(), false));
+        let (out, err) = match outputs {
+            Outputs::Pipes { stdout, stderr } => (
+                tokio::spawn(pump(stdout, p.clone(), true, widen_pipe)),
+                tokio::spawn(pump(stderr, p.clone(), false, widen_pipe)),
+            ),
+            // A terminal's master reports EIO once every holder of its other side is gone: the end.
+            Outputs::Terminal(master) => (
+                tokio::spawn(pump(Some(master), p.clone(), true, |_| {})),
+                tokio::spawn(async {}),
+            ),
+        };
         let status = child.wait().await;
         let pumps = async {
             let _ = out.await;
@@ -93,11 +112,13 @@ impl Supervised {
 }
 
 /// Copies one pipe into its stream until EOF. Starts with the kernel's default 64 KiB; a read that
-/// fills the buffer marks a busy stream, which then gets a 1 MiB pipe and read size (fewer wakeups).
-async fn pump<P: tokio::io::AsyncRead + std::os::fd::AsFd + Unpin>(
+/// fills the buffer marks a busy stream, which then gets a 1 MiB read size and `widen` is asked to
+/// enlarge its pipe (fewer wakeups).
+async fn pump<P: tokio::io::AsyncRead + Unpin>(
     pipe: Option<P>,
     process: Arc<Process>,
     stdout: bool,
+    widen: fn(&P),
 ) {
     let Some(mut pipe) = pipe else { return };
     let mut buf = vec![0u8; 64 * 1024];
@@ -114,7 +135,7 @@ async fn pump<P: tokio::io::AsyncRead + std::os::fd::AsFd + Unpin>(
                     }
                 }
                 if n == buf.len() && buf.len() < PIPE_BYTES {
-                    widen_pipe(&pipe);
+                    widen(&pipe);
                     buf.resize(PIPE_BYTES, 0);
                 }
             }
@@ -127,6 +148,6 @@ async fn pump<P: tokio::io::AsyncRead + std::os::fd::AsFd + Unpin>(
 const PIPE_BYTES: usize = 1 << 20;
 
 /// Asks the kernel for a larger pipe buffer; a refusal (over the system limit) leaves the default.
-fn widen_pipe(pipe: &impl std::os::fd::AsFd) {
+fn widen_pipe<P: std::os::fd::AsFd>(pipe: &P) {
     let _ = nix::fcntl::fcntl(pipe, nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_BYTES as i32));
 }

@@ -85,6 +85,57 @@ impl GenHost {
     }
 }
 
+/// How a foreground process's wait ended.
+enum Ended {
+    Exited(crate::process::Exit),
+    TimedOut,
+    Cancelled,
+}
+
+/// The registry hooks of a process task: the host's own, so the task never keeps a plugin loaded.
+/// A process on a terminal also takes input.
+fn process_hooks(process: Arc<crate::process::Process>) -> TaskHooks {
+    let (waited, killed, read, peeked) = (
+        process.clone(),
+        process.clone(),
+        process.clone(),
+        process.clone(),
+    );
+    let done = async move {
+        let exit = waited.wait().await;
+        Ok(waited.outcome(&exit))
+    };
+    let cancel = move |_reason: Option<&str>| {
+        killed.kill();
+        Ok(())
+    };
+    let hooks = TaskHooks::new(done, cancel)
+        .with_reader(move || read.read())
+        .with_peeker(move || peeked.peek());
+    if !process.takes_input() {
+        return hooks;
+    }
+    hooks.with_writer(move |input: &[u8], eof: bool| {
+        process
+            .write_input(input, eof)
+            .map_err(|e| ProducerError(e.to_string()))
+    })
+}
+
+impl GenHost {
+    /// Adopts a running foreground process as a background task declared by `decl`: the registry's
+    /// fence and admission checks run first, exactly as for a start; refused, the process is the
+    /// caller's again.
+    fn promote(
+        &self,
+        decl: &TaskDecl,
+        process: Arc<crate::process::Process>,
+    ) -> Result<RString, RString> {
+        self.register(decl, move || Ok(process_hooks(process)))
+            .into_result()
+    }
+}
+
 impl HostApi for GenHost {
     fn register_tool(&self, spec: ToolSpec, handler: ToolHandlerBox) -> RResult<(), RString> {
         let generation = match self.generation() {
@@ -153,16 +204,7 @@ impl HostApi for GenHost {
             let process = processes
                 .spawn(&spec, &session)
                 .map_err(|e| ProducerError(e.to_string()))?;
-            let (waited, killed, read) = (process.clone(), process.clone(), process);
-            let done = async move {
-                let exit = waited.wait().await;
-                Ok(waited.outcome(&exit))
-            };
-            let cancel = move |_reason: Option<&str>| {
-                killed.kill();
-                Ok(())
-            };
-            Ok(TaskHooks::new(done, cancel).with_reader(move || read.read()))
+            Ok(process_hooks(process))
         };
         self.register(&decl, run)
     }
@@ -231,6 +273,7 @@ impl HostApi for GenHost {
             timed_out: false,
             error: RSome(error.into()),
             cancelled: false,
+            promoted_task: RNone,
         };
         let call = CallScope::current();
         let _slot = match self.shared.sessions.begin_foreground(session.as_str()) {
@@ -243,24 +286,43 @@ impl HostApi for GenHost {
             Err(e) => return refused(e.to_string()),
         };
         let timeout = std::time::Duration::from_millis(timeout_ms.max(1));
+        let promote = request.promote_on_timeout.as_ref().into_option();
         // Plugin code runs on generation threads, never on the runtime's, so blocking here is sound.
-        let (exit, timed_out, cancelled) = self.shared.runtime.block_on(async {
+        let ended = self.shared.runtime.block_on(async {
             let reporting = report_progress(&process, call.progress.as_ref());
             tokio::select! {
                 exit = tokio::time::timeout(timeout, process.wait()) => match exit {
-                    Ok(exit) => (exit, false, false),
-                    Err(_) => {
-                        process.kill();
-                        (process.wait().await, true, false)
-                    }
+                    Ok(exit) => Ended::Exited(exit),
+                    Err(_) => Ended::TimedOut,
                 },
-                () = call.cancel.cancelled() => {
-                    process.kill();
-                    (process.wait().await, false, true)
-                }
+                () = call.cancel.cancelled() => Ended::Cancelled,
                 never = reporting => match never {},
             }
         });
+        let (exit, timed_out, cancelled) = match ended {
+            Ended::Exited(exit) => (exit, false, false),
+            Ended::TimedOut => {
+                if let Some(decl) = promote
+                    && let Ok(id) = self.promote(decl, process.clone())
+                {
+                    return ProcessResult {
+                        output: process.read().into(),
+                        exit_code: RNone,
+                        signal: RNone,
+                        timed_out: true,
+                        error: RNone,
+                        cancelled: false,
+                        promoted_task: RSome(id),
+                    };
+                }
+                process.kill();
+                (self.shared.runtime.block_on(process.wait()), true, false)
+            }
+            Ended::Cancelled => {
+                process.kill();
+                (self.shared.runtime.block_on(process.wait()), false, true)
+            }
+        };
         let (exit_code, signal) = match exit {
             crate::process::Exit::Code(c) => (Some(c), None),
             crate::process::Exit::Signal(s) => {
@@ -275,6 +337,7 @@ impl HostApi for GenHost {
             timed_out,
             error: RNone,
             cancelled,
+            promoted_task: RNone,
         }
     }
 
@@ -322,6 +385,36 @@ impl HostApi for GenHost {
                 text: r.text.into(),
                 snapshot: convert::snapshot(&r.snapshot),
             }),
+            Err(e) => RErr(err(e)),
+        }
+    }
+
+    fn peek_task(&self, caller: RStr<'_>, id: RStr<'_>) -> RResult<FfiRead, RString> {
+        let caller = self.caller(caller);
+        match self.shared.registry.peek(id.as_str(), caller.as_ref()) {
+            Ok(r) => ROk(FfiRead {
+                text: r.text.into(),
+                snapshot: convert::snapshot(&r.snapshot),
+            }),
+            Err(e) => RErr(err(e)),
+        }
+    }
+
+    fn write_task(
+        &self,
+        caller: RStr<'_>,
+        id: RStr<'_>,
+        input: RStr<'_>,
+        eof: bool,
+    ) -> RResult<(), RString> {
+        let caller = self.caller(caller);
+        match self.shared.registry.write(
+            id.as_str(),
+            caller.as_ref(),
+            input.as_str().as_bytes(),
+            eof,
+        ) {
+            Ok(()) => ROk(()),
             Err(e) => RErr(err(e)),
         }
     }

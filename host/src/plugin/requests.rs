@@ -1,8 +1,6 @@
 //! A plugin's requests copied into host types and checked: processes, agents, task declarations; and
 //! the progress a foreground process reports.
 
-//! table, sessions and logs.
-
 use taskhost_abi::TaskDecl;
 use taskhost_abi::{ProcessRequest, SubagentRequest};
 
@@ -79,5 +77,9 @@ pub(crate) fn process_spec(r: &ProcessRequest) -> crate::process::ProcessSpec {
     spec.grace = std::time::Duration::from_millis(r.grace_ms);
     spec.tail_bytes = usize::try_from(r.tail_bytes).unwrap_or(usize::MAX);
     spec.spill_cap = r.spill_cap_bytes;
+    spec.tty = r.tty.then(|| crate::process::TtySize {
+        cols: r.cols.max(1),
+        rows: r.rows.max(1),
+    });
     spec
 }

@@ -1,8 +1,6 @@
 //! The bridge between a plugin's task hooks and the registry's: each call goes to the plugin on its
 //! generation's threads, and the generation stays loaded while the task lives.
 
-//! table, sessions and logs.
-
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -51,6 +49,7 @@ pub(crate) fn registry_hooks(
     rx: tokio::sync::oneshot::Receiver<taskhost_registry::TaskOutcome>,
 ) -> TaskHooks {
     let stream = hooks.is_stream();
+    let takes_input = hooks.takes_input();
     let hooks = Arc::new(Mutex::new(GenBox::new(hooks, generation.clone())));
     let live = LiveTask::new(generation.clone());
     let done = async move {
@@ -77,18 +76,42 @@ pub(crate) fn registry_hooks(
             .unwrap_or_else(|| Err("the task's plugin generation is unloading".to_owned()))
             .map_err(ProducerError)
     };
-    let task_hooks = TaskHooks::new(done, cancel);
+    let mut task_hooks = TaskHooks::new(done, cancel);
+    if takes_input {
+        let (write_hooks, write_gen) = (hooks.clone(), generation.clone());
+        task_hooks = task_hooks.with_writer(move |input: &[u8], eof: bool| {
+            let input = String::from_utf8_lossy(input).into_owned();
+            let hooks = write_hooks.clone();
+            write_gen
+                .executor
+                .call(move || {
+                    let mut h = hooks.lock();
+                    h.get_mut()
+                        .write(RStr::from(input.as_str()), eof)
+                        .into_result()
+                        .map_err(|e| e.as_str().to_owned())
+                })
+                .unwrap_or_else(|| Err("the task's plugin generation is unloading".to_owned()))
+                .map_err(ProducerError)
+        });
+    }
     if !stream {
         return task_hooks;
     }
-    task_hooks.with_reader(move || {
+    let output = move |peek: bool| {
         let hooks = hooks.clone();
         generation
             .executor
             .call(move || {
                 let mut h = hooks.lock();
-                h.get_mut().read().as_str().to_owned()
+                let h = h.get_mut();
+                let text = if peek { h.peek() } else { h.read() };
+                text.as_str().to_owned()
             })
             .unwrap_or_default()
-    })
+    };
+    let peek = output.clone();
+    task_hooks
+        .with_reader(move || output(false))
+        .with_peeker(move || peek(true))
 }

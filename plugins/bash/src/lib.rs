@@ -5,16 +5,19 @@
 //! policy and wording. Background tasks' hooks belong to the host, so reloading this plugin never
 //! touches a running command.
 
+use taskhost_abi::abi_stable::std_types::RSome;
 use taskhost_abi::sdk::positive_config;
 use taskhost_abi::serde_json::{Value, json};
 use taskhost_abi::{
-    Host, Plugin, ProcessRequest, ProcessResult, ToolCall, ToolResult, export_plugin,
+    Host, Plugin, ProcessRequest, ProcessResult, TaskDecl, ToolCall, ToolResult, export_plugin,
 };
 
 /// The plugin's settings (its `[plugin.config]` table).
 #[derive(Clone, Debug)]
 struct Config {
     enable_run_in_background: bool,
+    /// A foreground command still running at its timeout continues as a background task.
+    promote_on_timeout: bool,
     timeout_ms: u64,
     max_timeout_ms: u64,
     max_output_bytes: u64,
@@ -27,6 +30,7 @@ impl Config {
         let num = |key: &str, default: u64| positive_config(v, "bash", key, default);
         let c = Self {
             enable_run_in_background: v["enable_run_in_background"].as_bool().unwrap_or(true),
+            promote_on_timeout: v["promote_on_timeout"].as_bool().unwrap_or(true),
             timeout_ms: num("timeout_ms", 120_000)?,
             max_timeout_ms: num("max_timeout_ms", 600_000)?,
             max_output_bytes: num("max_output_bytes", 64_000)?,
@@ -56,7 +60,10 @@ fn schema(background: bool) -> Value {
         "command": {"type": "string", "description": "The command to run with bash -c."},
         "description": {"type": "string", "description": "What the command does, in a few words."},
         "timeout_ms": {"type": "integer", "description": "Foreground timeout in milliseconds."},
-        "workdir": {"type": "string", "description": "Working directory (default: the host's)."}
+        "workdir": {"type": "string", "description": "Working directory (default: the host's)."},
+        "tty": {"type": "boolean", "description": "Run under a pseudo-terminal: the command can be answered with task_input (prompts, REPLs, debuggers; \\u0003 is Ctrl-C, \\u0004 Ctrl-D) and its output is what a terminal shows. Without it stdin is closed."},
+        "cols": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "Terminal columns with tty (default 80)."},
+        "rows": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "Terminal rows with tty (default 24)."}
     });
     if background {
         props["run_in_background"] = json!({
@@ -67,10 +74,13 @@ fn schema(background: bool) -> Value {
     json!({"type": "object", "properties": props, "required": ["command"]})
 }
 
-fn description(background: bool) -> String {
+fn description(background: bool, promote: bool) -> String {
     let mut d = "Runs a bash command and returns its output followed by [exit code: N].".to_owned();
     if background {
-        d.push_str(" Set `run_in_background: true` for long-running commands: the call returns a task id immediately; read its output with `task_output` and stop it with `task_kill`.");
+        d.push_str(" Set `run_in_background: true` for long-running commands: the call returns a task id immediately; read its output with `task_output` and stop it with `task_kill`. Set `tty: true` for a command that asks for input, and answer it with `task_input`.");
+        if promote {
+            d.push_str(" A foreground command still running at its timeout continues as a background task (the result says its id).");
+        }
     } else {
         d.push_str(" Background execution is not available; long-running commands must finish within the timeout.");
     }
@@ -82,6 +92,12 @@ fn render(r: &ProcessResult, timeout_ms: u64) -> String {
     let mut text = r.output.as_str().to_owned();
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
+    }
+    if let Some(id) = r.promoted_task.as_ref().into_option() {
+        text.push_str(&format!(
+            "[still running after {timeout_ms} ms: continues as background task {id}; read it with task_output]"
+        ));
+        return text;
     }
     if r.timed_out {
         text.push_str(&format!("[timed out after {timeout_ms} ms]\n"));
@@ -141,6 +157,27 @@ fn call(host: &Host, config: &Config, call: &ToolCall) -> ToolResult {
             ));
         }
     }
+    request.tty = match taskhost_abi::sdk::bool_arg(&args, "tty") {
+        Ok(b) => b,
+        Err(e) => return e,
+    };
+    for (key, default, slot) in [
+        ("cols", 80, &mut request.cols),
+        ("rows", 24, &mut request.rows),
+    ] {
+        *slot = match &args[key] {
+            Value::Null => default,
+            v => match v.as_u64().filter(|n| (1..=1000).contains(n)) {
+                Some(n) => n as u16,
+                None => {
+                    return ToolResult::error(format!(
+                        "invalid {key}: expected an integer from 1 to 1000, got {}",
+                        taskhost_abi::sdk::shown(v)
+                    ));
+                }
+            },
+        };
+    }
     request.grace_ms = config.grace_ms;
     request.tail_bytes = config.max_output_bytes;
     request.spill_cap_bytes = config.max_spill_bytes;
@@ -157,6 +194,9 @@ fn call(host: &Host, config: &Config, call: &ToolCall) -> ToolResult {
             Err(e) => ToolResult::error(e),
         };
     }
+    if config.promote_on_timeout && config.enable_run_in_background && !session.is_empty() {
+        request.promote_on_timeout = RSome(TaskDecl::new("bash", &command, Some(session)));
+    }
     let result = host.run_process(session, request, timeout_ms);
     if let Some(e) = result.error.as_ref().into_option() {
         return ToolResult::error(e.as_str());
@@ -170,7 +210,7 @@ fn init(host: Host) -> Result<Bash, String> {
     let c = config.clone();
     host.register_tool(
         "bash",
-        &description(config.enable_run_in_background),
+        &description(config.enable_run_in_background, config.promote_on_timeout),
         schema(config.enable_run_in_background),
         move |tool_call: &ToolCall| call(&h, &c, tool_call),
     )?;

@@ -1,6 +1,10 @@
-//! The control surface: `task_output`, `task_list`, `task_kill`, the completion notice, and the prompt
-//! section that teaches the background-task habit. Attaching on load opens the registry's fence.
+//! The control surface: `task_output` (with `wait_for`, a pattern to wait for), `task_list`,
+//! `task_kill`, `task_input`, the completion notice, and the prompt section that teaches the
+//! background-task habit. Attaching on load opens the registry's fence.
 
+use std::time::{Duration, Instant};
+
+use regex::Regex;
 use taskhost_abi::serde_json::{Value, json};
 use taskhost_abi::{FfiSnapshot, Host, Plugin, ToolCall, ToolResult, export_plugin};
 
@@ -76,6 +80,50 @@ fn render_output(body: &str, snapshot: &FfiSnapshot) -> String {
     format!("{body}{sep}{}", snapshot.status_line())
 }
 
+/// How often a wait for a pattern looks at the task's unread output (it also wakes when the task
+/// settles).
+const MATCH_POLL: Duration = Duration::from_millis(25);
+
+/// The `wait_for` argument: absent, or a regular expression.
+fn pattern(args: &Value) -> Result<Option<Regex>, ToolResult> {
+    match &args["wait_for"] {
+        Value::Null => Ok(None),
+        Value::String(p) => Regex::new(p).map(Some).map_err(|e| {
+            ToolResult::error(format!(
+                "invalid wait_for: {} is not a regular expression: {e}",
+                taskhost_abi::sdk::shown(&args["wait_for"])
+            ))
+        }),
+        other => Err(ToolResult::error(format!(
+            "invalid wait_for: expected a string (a regular expression), got {}",
+            taskhost_abi::sdk::shown(other)
+        ))),
+    }
+}
+
+/// Waits until the task's unread output matches `pattern`, the task settles, or `timeout_ms` passes.
+/// Nothing is consumed: the read that follows returns all of it.
+fn wait_for_match(
+    host: &Host,
+    caller: &str,
+    id: &str,
+    pattern: &Regex,
+    timeout_ms: f64,
+) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs_f64(timeout_ms / 1000.0);
+    loop {
+        let unread = host.peek_task(caller, id)?;
+        if unread.snapshot.status.is_terminal() || pattern.is_match(unread.text.as_str()) {
+            return Ok(());
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(());
+        }
+        host.wait_task(caller, id, left.min(MATCH_POLL).as_secs_f64() * 1000.0)?;
+    }
+}
+
 fn task_output(host: &Host, config: Config, call: &ToolCall) -> ToolResult {
     let a = args(call);
     let id = match task_id(&a) {
@@ -83,9 +131,22 @@ fn task_output(host: &Host, config: Config, call: &ToolCall) -> ToolResult {
         Err(e) => return e,
     };
     let caller = call.session.as_str();
-    let wait = match taskhost_abi::sdk::bool_arg(&a, "wait") {
-        Ok(b) => b,
+    let pattern = match pattern(&a) {
+        Ok(p) => p,
         Err(e) => return e,
+    };
+    // A pattern to wait for implies waiting; it makes no sense with an explicit `wait: false`.
+    let wait = match (&a["wait"], &pattern) {
+        (Value::Bool(false), Some(_)) => {
+            return ToolResult::error(
+                "invalid wait_for: it applies to a waiting read (wait: true)",
+            );
+        }
+        (Value::Null, Some(_)) => true,
+        _ => match taskhost_abi::sdk::bool_arg(&a, "wait") {
+            Ok(b) => b,
+            Err(e) => return e,
+        },
     };
     if wait {
         let timeout = match &a["timeout_ms"] {
@@ -104,7 +165,14 @@ fn task_output(host: &Host, config: Config, call: &ToolCall) -> ToolResult {
         } else {
             timeout
         };
-        if let Err(e) = host.wait_task(caller, &id, timeout) {
+        let waited = match &pattern {
+            // An invalid timeout is the registry's error, as for a plain wait.
+            Some(p) if timeout > 0.0 && timeout.is_finite() => {
+                wait_for_match(host, caller, &id, p, timeout)
+            }
+            _ => host.wait_task(caller, &id, timeout).map(|_| ()),
+        };
+        if let Err(e) = waited {
             return ToolResult::error(e);
         }
     }
@@ -152,6 +220,36 @@ fn task_kill(host: &Host, call: &ToolCall) -> ToolResult {
     }
 }
 
+fn task_input(host: &Host, call: &ToolCall) -> ToolResult {
+    let a = args(call);
+    let id = match task_id(&a) {
+        Ok(id) => id,
+        Err(e) => return e,
+    };
+    let text = match &a["text"] {
+        Value::String(s) => s.clone(),
+        Value::Null if a["eof"].as_bool() == Some(true) => String::new(),
+        other => {
+            return ToolResult::error(format!(
+                "invalid text: expected a string, got {}",
+                taskhost_abi::sdk::shown(other)
+            ));
+        }
+    };
+    let eof = match taskhost_abi::sdk::bool_arg(&a, "eof") {
+        Ok(b) => b,
+        Err(e) => return e,
+    };
+    match host.write_task(call.session.as_str(), &id, &text, eof) {
+        Ok(()) if eof => ToolResult::ok(format!(
+            "sent {} bytes and the end of input to task {id}",
+            text.len()
+        )),
+        Ok(()) => ToolResult::ok(format!("sent {} bytes to task {id}", text.len())),
+        Err(e) => ToolResult::error(e),
+    }
+}
+
 /// The completion notice for a task that settled with nobody having reported it.
 fn notice(s: &FfiSnapshot) -> String {
     format!(
@@ -178,11 +276,12 @@ fn init(host: Host) -> Result<Tasks, String> {
     let h = host.clone();
     host.register_tool(
         "task_output",
-        "Read a background task. Stream tasks return only output since the previous read; final-output tasks return their result after settlement. Every response ends with `[status: ...]`. Reads are non-blocking unless `wait: true`, which waits up to the configured cap.",
+        "Read a background task. Stream tasks return only output since the previous read; final-output tasks return their result after settlement. Every response ends with `[status: ...]`. Reads are non-blocking unless `wait: true`, which waits up to the configured cap. With `wait_for` (a regular expression, e.g. \"ready on port \\d+\"), the wait ends as soon as the unread output matches it (or the task finishes, or the timeout passes) and returns all the unread output: start a server in the background, then wait for its ready line.",
         json!({"type": "object", "properties": {
             "task_id": {"type": "string"},
             "wait": {"type": "boolean"},
-            "timeout_ms": {"type": "number"}
+            "timeout_ms": {"type": "number"},
+            "wait_for": {"type": "string", "description": "A regular expression (Rust regex syntax) to wait for in the task's unread output; implies wait: true. Stream tasks only."}
         }, "required": ["task_id"]}),
         move |c: &ToolCall| task_output(&h, config, c),
     )?;
@@ -202,6 +301,17 @@ fn init(host: Host) -> Result<Tasks, String> {
             "reason": {"type": "string"}
         }, "required": ["task_id"]}),
         move |c: &ToolCall| task_kill(&h, c),
+    )?;
+    let h = host.clone();
+    host.register_tool(
+        "task_input",
+        "Type text into a running background task started with `tty: true` (answer a prompt, drive a REPL or a debugger). The text goes to its terminal as typed: end a line with \\n; \\u0003 is Ctrl-C (interrupt), \\u0004 is Ctrl-D (end of input at the start of a line). `eof: true` sends Ctrl-D after the text. At most 64 KiB per call. Read what it answers with task_output (wait_for helps).",
+        json!({"type": "object", "properties": {
+            "task_id": {"type": "string"},
+            "text": {"type": "string"},
+            "eof": {"type": "boolean"}
+        }, "required": ["task_id", "text"]}),
+        move |c: &ToolCall| task_input(&h, c),
     )?;
     Ok(Tasks)
 }

@@ -2,6 +2,7 @@
 //! implementation's suite (catalog sections 2.1-2.3); the rest cover the bounded teardown and races.
 
 mod concurrency;
+mod input;
 mod listeners;
 mod owners;
 mod read_kill;
