@@ -342,3 +342,33 @@ fn output_past_the_spill_cap_keeps_its_head_and_its_tail() {
         "a marker follows the head"
     );
 }
+
+/// Proves: a terminal task started by generation 1 of bash and tasks takes input, and answers it,
+/// after each of them is reloaded (its hooks are the host's, and `task_input` is served by the new
+/// surface).
+#[test]
+fn a_terminal_task_takes_input_across_reloads_of_bash_and_tasks() {
+    let f = host("tty-reload", "{}");
+    let paths = f.host.plugins().paths();
+    let plugin = |name: &str| {
+        paths
+            .iter()
+            .find(|p| p.to_string_lossy().contains(name))
+            .unwrap()
+            .clone()
+    };
+    let (bash, tasks) = (plugin("bash_tty-reload"), plugin("tasks_tty-reload"));
+    let id = start_tty(&f, r#"while read -r l; do echo "got $l"; done; echo bye"#);
+    for (round, path) in [&bash, &tasks, &bash, &tasks].into_iter().enumerate() {
+        f.host.plugins().load(path, None, false).expect("reload");
+        input(&f, &id, json!({"text": format!("round {round}\n")}));
+        let answer = wait_for(&f, &id, &format!("got round {round}"));
+        assert!(answer.contains(&format!("got round {round}")), "{answer}");
+    }
+    input(&f, &id, json!({"text": "", "eof": true}));
+    let end = wait(&f, "s", &id);
+    assert!(
+        end.ends_with("bye\n[status: completed, exit code: 0]"),
+        "{end}"
+    );
+}

@@ -171,12 +171,60 @@ impl Soak<'_> {
         }
     }
 
+    /// A conversation with a task under a terminal while plugins reload: lines typed one by one at
+    /// random intervals are each answered, and the end of input ends it.
+    fn converse(&self, s: usize, n: usize, rng: &mut Rng) {
+        let text = self.call(
+            "bash",
+            s,
+            json!({"command": "while read -r l; do echo \"got $l\"; done", "run_in_background": true, "tty": true}),
+        );
+        let Some(id) = self.started(s, &text, "started background task ", "tty bash") else {
+            return;
+        };
+        let mut seen = String::new();
+        for i in 0..4 {
+            let line = format!("s{s} c{n} l{i}");
+            let sent = self.call(
+                "task_input",
+                s,
+                json!({"task_id": id, "text": format!("{line}\n")}),
+            );
+            self.expect(
+                "input",
+                &sent,
+                &format!("sent {} bytes to task {id}", line.len() + 1),
+            );
+            let read = self.call(
+                "task_output",
+                s,
+                json!({"task_id": id, "wait_for": format!("got {line}"), "timeout_ms": 30000}),
+            );
+            seen.push_str(&read);
+            if !read.contains(&format!("got {line}")) {
+                self.ledger
+                    .fail(format!("{id} did not answer {line:?}: {read:?}"));
+            }
+            std::thread::sleep(Duration::from_millis(rng.below(40)));
+        }
+        self.call(
+            "task_input",
+            s,
+            json!({"task_id": id, "text": "", "eof": true}),
+        );
+        let end = self.wait(s, &id);
+        if !end.ends_with("[status: completed, exit code: 0]") {
+            self.ledger
+                .fail(format!("{id} ended {end:?} after {seen:?}"));
+        }
+    }
+
     /// While the storm lasts, session `s` kills, waits on, lists and leaves unread other tasks.
     pub fn churn(&self, s: usize, mut rng: Rng) {
         let mut n = 0;
         while self.storming.load(Ordering::SeqCst) {
             n += 1;
-            match rng.below(5) {
+            match rng.below(6) {
                 0 => {
                     let Some(id) = self.bash(s, "sleep 30") else {
                         continue;
@@ -226,6 +274,7 @@ impl Soak<'_> {
                         ));
                     }
                 }
+                4 => self.converse(s, n, &mut rng),
                 _ => {
                     let Some(id) = self.subagent(s, "wait") else {
                         continue;
