@@ -69,6 +69,21 @@ fn output_figures(call: &dyn Fn(&str, serde_json::Value) -> String) {
         "{{\"name\":\"1 GiB of lines through a polled tty task\",\"unit\":\"MB/s\",\"value\":{tty_mb:.0},\"baseline_name\":\"the same through a pipe task\",\"baseline\":{pipe_mb:.0},\"ratio\":{:.2}}}",
         tty_mb / pipe_mb
     );
+    // What the kernel's pseudo-terminal itself carries: script(1) reading the same command's terminal.
+    let t = Instant::now();
+    let ok = std::process::Command::new("script")
+        .args(["-qc", lines, "/dev/null"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        let script_mb = gib / t.elapsed().as_secs_f64() / 1e6;
+        println!(
+            "{{\"name\":\"  the same tty task\",\"unit\":\"MB/s\",\"value\":{tty_mb:.0},\"baseline_name\":\"script(1) through a pty\",\"baseline\":{script_mb:.0},\"ratio\":{:.2}}}",
+            tty_mb / script_mb
+        );
+    }
     report_growth("tty ", &tty);
 }
 

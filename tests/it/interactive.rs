@@ -372,3 +372,35 @@ fn a_terminal_task_takes_input_across_reloads_of_bash_and_tasks() {
         "{end}"
     );
 }
+
+/// Proves: input to a terminal program that never reads fails after the write limit with a text
+/// saying so, instead of blocking the caller; the task is unchanged and still killable. (The
+/// terminal is raw: in its default line mode the kernel drops what overflows a line instead of
+/// blocking the writer.)
+#[test]
+fn input_to_a_program_that_never_reads_fails_instead_of_blocking() {
+    let f = host("tty-not-reading", "{}");
+    let id = start_tty(&f, "stty raw -echo; echo raw; sleep 100");
+    wait_for(&f, &id, "raw");
+    let chunk = "a".repeat(64 * 1024);
+    let started = Instant::now();
+    let mut refused = None;
+    for _ in 0..8 {
+        let answer = input(&f, &id, json!({"text": chunk}));
+        if answer.starts_with("Error: ") {
+            refused = Some(answer);
+            break;
+        }
+    }
+    let refused = refused.expect("a terminal nobody reads cannot take 512 KiB");
+    assert!(
+        refused.starts_with("Error: the program is not reading its input: the terminal took "),
+        "{refused}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(60));
+    assert!(
+        f.call("task_kill", "s", json!({"task_id": id}))
+            .starts_with("requested")
+    );
+    assert!(wait(&f, "s", &id).contains("[status: killed"));
+}
