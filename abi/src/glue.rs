@@ -7,7 +7,7 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RErr, ROk, ROption, RResult, RStr, RString};
 
 use crate::objects::*;
-use crate::sdk::{Host, Plugin, TaskControl, TaskHandle, Tool, contained};
+use crate::sdk::{Host, Plugin, TaskControl, TaskHandle, TaskKind, Tool, contained};
 use crate::types::*;
 
 pub(crate) struct ToolGlue<T>(pub(crate) T);
@@ -20,6 +20,7 @@ impl<T: Tool> ToolHandler for ToolGlue<T> {
 
 pub(crate) struct StarterGlue<C, F>(
     pub(crate) Option<F>,
+    pub(crate) TaskKind,
     pub(crate) std::marker::PhantomData<fn() -> C>,
 );
 
@@ -33,11 +34,18 @@ impl<C: TaskControl, F: FnOnce(TaskHandle) -> Result<C, String> + Send + 'static
         let handle = TaskHandle(Arc::new(completion));
         match contained("task starter", || start(handle)) {
             Ok(Ok(mut control)) => {
-                let stream = contained("task reader", || control.read()).ok().flatten();
+                let (stream, pending) = match self.1 {
+                    TaskKind::Stream => (true, String::new()),
+                    TaskKind::Final => (false, String::new()),
+                    TaskKind::Probe => {
+                        let first = contained("task reader", || control.read()).ok().flatten();
+                        (first.is_some(), first.unwrap_or_default())
+                    }
+                };
                 let glue = HooksGlue {
                     control,
-                    stream: stream.is_some(),
-                    pending: stream.unwrap_or_default(),
+                    stream,
+                    pending,
                 };
                 ROk(Hooks_TO::from_value(glue, TD_Opaque))
             }

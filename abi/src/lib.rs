@@ -19,13 +19,17 @@
 mod args;
 mod glue;
 pub mod objects;
+pub mod prelude;
 pub mod root;
 pub mod sdk;
+pub mod typed;
 pub mod types;
 
 pub use abi_stable;
 pub use objects::*;
 pub use root::{ABI_VERSION, PluginMod, PluginModRef};
-pub use sdk::{Host, Plugin, TaskHandle, Tool};
+pub use schemars;
+pub use sdk::{Host, Plugin, TaskControl, TaskHandle, Tool};
+pub use serde;
 pub use serde_json;
 pub use types::*;

@@ -94,6 +94,17 @@ pub(crate) fn contained<R>(what: &str, f: impl FnOnce() -> R) -> Result<R, Strin
     catch_unwind(AssertUnwindSafe(f)).map_err(|p| format!("{what} panicked: {}", panic_text(&*p)))
 }
 
+/// How a started task's output is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TaskKind {
+    /// Incrementally, through the control's reads.
+    Stream,
+    /// Once, from the outcome.
+    Final,
+    /// Decided by the control's first read (`Some`: a stream).
+    Probe,
+}
+
 /// Settles one task; clone it freely. The first [`TaskHandle::complete`] wins.
 #[derive(Clone)]
 pub struct TaskHandle(pub(crate) Arc<CompletionBox>);
@@ -133,6 +144,32 @@ impl Host {
             .map_err(String::from)
     }
 
+    /// Registers a tool whose arguments are the type `A`: the input schema is generated from it, and a
+    /// call whose arguments do not fit is answered with an error naming the argument (see
+    /// [`crate::typed::parse`]) without running `handler`.
+    ///
+    /// # Errors
+    /// As [`Host::register_tool`].
+    pub fn register_typed<A>(
+        &self,
+        name: &str,
+        description: &str,
+        handler: impl Fn(&ToolCall, A) -> ToolResult + Send + Sync + 'static,
+    ) -> Result<(), String>
+    where
+        A: serde::de::DeserializeOwned + schemars::JsonSchema + 'static,
+    {
+        self.register_tool(
+            name,
+            description,
+            crate::typed::schema::<A>(),
+            move |call: &ToolCall| match crate::typed::parse::<A>(call.arguments()) {
+                Ok(args) => handler(call, args),
+                Err(e) => ToolResult::error(e),
+            },
+        )
+    }
+
     /// Unregisters one of this plugin's tools.
     pub fn unregister_tool(&self, name: &str) {
         self.0.unregister_tool(name.into());
@@ -143,6 +180,9 @@ impl Host {
     ///
     /// # Errors
     /// The registry's refusal, or `start`'s own error; in both cases nothing is registered.
+    ///
+    /// Whether the task streams is decided by its control's first [`TaskControl::read`] (`Some`:
+    /// a stream). [`Host::start_stream_task`] and [`Host::start_final_task`] say it outright.
     pub fn start_task<C: TaskControl>(
         &self,
         kind: &str,
@@ -150,9 +190,50 @@ impl Host {
         owner_session: Option<&str>,
         start: impl FnOnce(TaskHandle) -> Result<C, String> + Send + 'static,
     ) -> Result<String, String> {
+        self.start_kind(TaskKind::Probe, kind, label, owner_session, start)
+    }
+
+    /// Declares and starts a stream task: its output is read incrementally through
+    /// [`TaskControl::read`] (a `None` reads as no new output). Returns its id.
+    ///
+    /// # Errors
+    /// As [`Host::start_task`].
+    pub fn start_stream_task<C: TaskControl>(
+        &self,
+        kind: &str,
+        label: &str,
+        owner_session: Option<&str>,
+        start: impl FnOnce(TaskHandle) -> Result<C, String> + Send + 'static,
+    ) -> Result<String, String> {
+        self.start_kind(TaskKind::Stream, kind, label, owner_session, start)
+    }
+
+    /// Declares and starts a final-output task: reads return nothing while it runs and the output
+    /// its outcome carries once it settles. Returns its id.
+    ///
+    /// # Errors
+    /// As [`Host::start_task`].
+    pub fn start_final_task<C: TaskControl>(
+        &self,
+        kind: &str,
+        label: &str,
+        owner_session: Option<&str>,
+        start: impl FnOnce(TaskHandle) -> Result<C, String> + Send + 'static,
+    ) -> Result<String, String> {
+        self.start_kind(TaskKind::Final, kind, label, owner_session, start)
+    }
+
+    fn start_kind<C: TaskControl>(
+        &self,
+        task_kind: TaskKind,
+        kind: &str,
+        label: &str,
+        owner_session: Option<&str>,
+        start: impl FnOnce(TaskHandle) -> Result<C, String> + Send + 'static,
+    ) -> Result<String, String> {
         let decl = task_decl(kind, label, owner_session);
         let starter = Starter_TO::from_value(
-            StarterGlue::<C, _>(Some(start), Default::default()),
+            StarterGlue::<C, _>(Some(start), task_kind, Default::default()),
             TD_Opaque,
         );
         self.0

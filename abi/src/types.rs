@@ -35,6 +35,18 @@ pub struct ToolResult {
     pub is_error: bool,
 }
 
+impl ToolCall {
+    /// The calling session (empty when the caller has none).
+    pub fn session(&self) -> &str {
+        self.session.as_str()
+    }
+
+    /// The arguments, as JSON text.
+    pub fn arguments(&self) -> &str {
+        self.arguments_json.as_str()
+    }
+}
+
 impl ToolResult {
     /// A successful result.
     pub fn ok(text: impl Into<String>) -> Self {
@@ -131,6 +143,37 @@ pub struct FfiOutcome {
 }
 
 impl FfiOutcome {
+    /// Finished on its own, with a detail (`exit code: 0`).
+    pub fn completed(detail: &str) -> Self {
+        Self::new(FfiStatus::Completed, Some(detail), None)
+    }
+
+    /// Stopped by a cancel, with a detail (`signal: SIGTERM`).
+    pub fn killed(detail: &str) -> Self {
+        Self::new(FfiStatus::Killed, Some(detail), None)
+    }
+
+    /// Broke, with what went wrong.
+    pub fn failed(detail: &str) -> Self {
+        Self::new(FfiStatus::Failed, Some(detail), None)
+    }
+
+    /// Its detail, if any.
+    pub fn detail(&self) -> Option<&str> {
+        self.detail.as_ref().map(RString::as_str).into_option()
+    }
+
+    /// Its final output, if any.
+    pub fn output(&self) -> Option<&str> {
+        self.output.as_ref().map(RString::as_str).into_option()
+    }
+
+    /// The same outcome carrying a final-output task's output.
+    pub fn with_output(mut self, output: &str) -> Self {
+        self.output = ROption::RSome(output.into());
+        self
+    }
+
     /// An outcome with a status and optional detail and output.
     pub fn new(status: FfiStatus, detail: Option<&str>, output: Option<&str>) -> Self {
         Self {
@@ -168,6 +211,14 @@ pub struct FfiSnapshot {
 }
 
 impl FfiSnapshot {
+    /// The owning session, if the task is owned.
+    pub fn owner(&self) -> Option<&str> {
+        self.owner_session
+            .as_ref()
+            .map(RString::as_str)
+            .into_option()
+    }
+
     /// `[status: <s>]` or `[status: <s>, <detail>]`.
     pub fn status_line(&self) -> String {
         match self.detail.as_ref().into_option() {
@@ -258,6 +309,17 @@ impl ProcessRequest {
             promote_on_timeout: ROption::RNone,
         }
     }
+
+    /// Runs the process in `dir` instead of the host's working directory.
+    pub fn set_workdir(&mut self, dir: &str) {
+        self.workdir = ROption::RSome(dir.into());
+    }
+
+    /// Lets a foreground run still going at its timeout become a background task of `kind`,
+    /// labelled `label`, owned by `owner_session` (see [`ProcessRequest::promote_on_timeout`]).
+    pub fn promote_on_timeout_as(&mut self, kind: &str, label: &str, owner_session: &str) {
+        self.promote_on_timeout = ROption::RSome(TaskDecl::new(kind, label, Some(owner_session)));
+    }
 }
 
 /// How a foreground process ended, and what it wrote.
@@ -280,6 +342,31 @@ pub struct ProcessResult {
     /// Set when the process was still running at the timeout and became this background task (its
     /// output so far is in `output`; the rest is the task's).
     pub promoted_task: ROption<RString>,
+}
+
+impl ProcessResult {
+    /// Why no process ran, if none did.
+    pub fn error(&self) -> Option<&str> {
+        self.error.as_ref().map(RString::as_str).into_option()
+    }
+
+    /// Its exit code, if it exited.
+    pub fn exit_code(&self) -> Option<i32> {
+        self.exit_code.into_option()
+    }
+
+    /// The signal that ended it, if one did.
+    pub fn signal(&self) -> Option<&str> {
+        self.signal.as_ref().map(RString::as_str).into_option()
+    }
+
+    /// The background task it became at the timeout, if it was promoted.
+    pub fn promoted_task(&self) -> Option<&str> {
+        self.promoted_task
+            .as_ref()
+            .map(RString::as_str)
+            .into_option()
+    }
 }
 
 /// A child agent run over ACP, as the host runs it: the command is spawned through the host's process

@@ -342,7 +342,23 @@ fn bad_input_gets_a_clear_error() {
     );
     assert_eq!(
         f.call("bash", "s", json!({})),
-        "Error: invalid command: expected a non-empty string, got null"
+        "Error: invalid arguments: missing field `command`"
+    );
+    assert_eq!(
+        f.call("bash", "s", json!({"command": "  "})),
+        "Error: invalid command: expected a non-empty string, got \"  \""
+    );
+    assert_eq!(
+        f.call(
+            "bash",
+            "s",
+            json!({"command": "true", "timeout_ms": "soon"})
+        ),
+        "Error: invalid timeout_ms: expected u64, got \"soon\""
+    );
+    assert_eq!(
+        f.call("task_output", "s", json!({"task_id": 7})),
+        "Error: invalid task_id: expected a string, got 7"
     );
     assert_eq!(
         f.call("no_such_tool", "s", json!({})),

@@ -124,7 +124,7 @@ fn input_that_cannot_be_delivered_gets_its_stated_error() {
     );
     assert_eq!(
         input(&f, &tty, json!({})),
-        "Error: invalid text: expected a string, got null"
+        "Error: invalid arguments: missing field `text`"
     );
     let done = start_tty(&f, "true");
     wait(&f, "s", &done);

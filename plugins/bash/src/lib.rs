@@ -5,12 +5,8 @@
 //! policy and wording. Background tasks' hooks belong to the host, so reloading this plugin never
 //! touches a running command.
 
-use taskhost_abi::abi_stable::std_types::RSome;
+use taskhost_abi::prelude::*;
 use taskhost_abi::sdk::positive_config;
-use taskhost_abi::serde_json::{Value, json};
-use taskhost_abi::{
-    Host, Plugin, ProcessRequest, ProcessResult, TaskDecl, ToolCall, ToolResult, export_plugin,
-};
 
 /// The plugin's settings (its `[plugin.config]` table).
 #[derive(Clone, Debug)]
@@ -55,23 +51,40 @@ impl Plugin for Bash {
     }
 }
 
+/// The `bash` tool's arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(crate = "taskhost_abi::serde")]
+#[schemars(crate = "taskhost_abi::schemars")]
+struct BashArgs {
+    /// The command to run with bash -c.
+    command: String,
+    /// What the command does, in a few words.
+    #[allow(dead_code)]
+    description: Option<String>,
+    /// Foreground timeout in milliseconds.
+    timeout_ms: Option<u64>,
+    /// Working directory (default: the host's).
+    workdir: Option<String>,
+    /// Run in the background and return a task id immediately (collect with task_output, stop with
+    /// task_kill). No timeout applies.
+    run_in_background: Option<bool>,
+    /// Run under a pseudo-terminal: the command can be answered with task_input (prompts, REPLs,
+    /// debuggers; \u0003 is Ctrl-C, \u0004 Ctrl-D) and its output is what a terminal shows.
+    /// Without it stdin is closed.
+    tty: Option<bool>,
+    /// Terminal columns with tty (1 to 1000, default 80).
+    cols: Option<u16>,
+    /// Terminal rows with tty (1 to 1000, default 24).
+    rows: Option<u16>,
+}
+
+/// The arguments' schema; without background execution, `run_in_background` is not offered.
 fn schema(background: bool) -> Value {
-    let mut props = json!({
-        "command": {"type": "string", "description": "The command to run with bash -c."},
-        "description": {"type": "string", "description": "What the command does, in a few words."},
-        "timeout_ms": {"type": "integer", "description": "Foreground timeout in milliseconds."},
-        "workdir": {"type": "string", "description": "Working directory (default: the host's)."},
-        "tty": {"type": "boolean", "description": "Run under a pseudo-terminal: the command can be answered with task_input (prompts, REPLs, debuggers; \\u0003 is Ctrl-C, \\u0004 Ctrl-D) and its output is what a terminal shows. Without it stdin is closed."},
-        "cols": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "Terminal columns with tty (default 80)."},
-        "rows": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "Terminal rows with tty (default 24)."}
-    });
-    if background {
-        props["run_in_background"] = json!({
-            "type": "boolean",
-            "description": "Run in the background and return a task id immediately (collect with task_output, stop with task_kill). No timeout applies."
-        });
+    let mut schema = taskhost_abi::typed::schema::<BashArgs>();
+    if !background && let Some(props) = schema["properties"].as_object_mut() {
+        props.remove("run_in_background");
     }
-    json!({"type": "object", "properties": props, "required": ["command"]})
+    schema
 }
 
 fn description(background: bool, promote: bool) -> String {
@@ -93,7 +106,7 @@ fn render(r: &ProcessResult, timeout_ms: u64) -> String {
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
-    if let Some(id) = r.promoted_task.as_ref().into_option() {
+    if let Some(id) = r.promoted_task() {
         text.push_str(&format!(
             "[still running after {timeout_ms} ms: continues as background task {id}; read it with task_output]"
         ));
@@ -105,10 +118,7 @@ fn render(r: &ProcessResult, timeout_ms: u64) -> String {
     if r.cancelled {
         text.push_str("[cancelled]\n");
     }
-    match (
-        r.exit_code.as_ref().into_option(),
-        r.signal.as_ref().into_option(),
-    ) {
+    match (r.exit_code(), r.signal()) {
         (Some(code), _) => text.push_str(&format!("[exit code: {code}]")),
         (None, Some(sig)) => text.push_str(&format!("[killed: {sig}]")),
         (None, None) => text.push_str("[killed before exit]"),
@@ -116,72 +126,59 @@ fn render(r: &ProcessResult, timeout_ms: u64) -> String {
     text
 }
 
-fn call(host: &Host, config: &Config, call: &ToolCall) -> ToolResult {
-    let args: Value =
-        taskhost_abi::serde_json::from_str(call.arguments_json.as_str()).unwrap_or(Value::Null);
-    let command = match &args["command"] {
-        Value::String(s) if !s.trim().is_empty() => s.clone(),
-        other => {
-            return ToolResult::error(format!(
-                "invalid command: expected a non-empty string, got {}",
-                taskhost_abi::sdk::shown(other)
+/// A non-empty string argument, or the error naming it.
+fn non_empty(key: &str, value: Option<String>) -> Result<Option<String>, ToolResult> {
+    match value {
+        Some(v) if v.trim().is_empty() => Err(ToolResult::error(format!(
+            "invalid {key}: expected a non-empty string, got {v:?}"
+        ))),
+        v => Ok(v),
+    }
+}
+
+/// A terminal dimension: 1 to 1000.
+fn cells(key: &str, value: Option<u16>, default: u16) -> Result<u16, ToolResult> {
+    match value {
+        None => Ok(default),
+        Some(n) if (1..=1000).contains(&n) => Ok(n),
+        Some(n) => Err(ToolResult::error(format!(
+            "invalid {key}: expected an integer from 1 to 1000, got {n}"
+        ))),
+    }
+}
+
+/// The process request a call describes, checked.
+fn request(config: &Config, args: BashArgs) -> Result<(ProcessRequest, u64, bool), ToolResult> {
+    let command = non_empty("command", Some(args.command))?.unwrap_or_default();
+    let timeout_ms = match args.timeout_ms {
+        None => config.timeout_ms,
+        Some(0) => {
+            return Err(ToolResult::error(
+                "invalid timeout_ms: expected a positive integer, got 0",
             ));
         }
-    };
-    let background = match taskhost_abi::sdk::bool_arg(&args, "run_in_background") {
-        Ok(b) => b,
-        Err(e) => return e,
-    };
-    let timeout_ms = match &args["timeout_ms"] {
-        Value::Null => config.timeout_ms,
-        v => match v.as_u64().filter(|n| *n > 0) {
-            Some(n) => n.min(config.max_timeout_ms),
-            None => {
-                return ToolResult::error(format!(
-                    "invalid timeout_ms: expected a positive integer, got {}",
-                    taskhost_abi::sdk::shown(v)
-                ));
-            }
-        },
+        Some(n) => n.min(config.max_timeout_ms),
     };
     let mut request = ProcessRequest::new(&command);
-    match &args["workdir"] {
-        Value::Null => {}
-        Value::String(w) if !w.is_empty() => {
-            request.workdir = taskhost_abi::abi_stable::std_types::RSome(w.as_str().into())
-        }
-        other => {
-            return ToolResult::error(format!(
-                "invalid workdir: expected a non-empty string, got {}",
-                taskhost_abi::sdk::shown(other)
-            ));
-        }
+    if let Some(w) = non_empty("workdir", args.workdir)? {
+        request.set_workdir(&w);
     }
-    request.tty = match taskhost_abi::sdk::bool_arg(&args, "tty") {
-        Ok(b) => b,
-        Err(e) => return e,
-    };
-    for (key, default, slot) in [
-        ("cols", 80, &mut request.cols),
-        ("rows", 24, &mut request.rows),
-    ] {
-        *slot = match &args[key] {
-            Value::Null => default,
-            v => match v.as_u64().filter(|n| (1..=1000).contains(n)) {
-                Some(n) => n as u16,
-                None => {
-                    return ToolResult::error(format!(
-                        "invalid {key}: expected an integer from 1 to 1000, got {}",
-                        taskhost_abi::sdk::shown(v)
-                    ));
-                }
-            },
-        };
-    }
+    request.tty = args.tty.unwrap_or(false);
+    request.cols = cells("cols", args.cols, 80)?;
+    request.rows = cells("rows", args.rows, 24)?;
     request.grace_ms = config.grace_ms;
     request.tail_bytes = config.max_output_bytes;
     request.spill_cap_bytes = config.max_spill_bytes;
-    let session = call.session.as_str();
+    Ok((request, timeout_ms, args.run_in_background.unwrap_or(false)))
+}
+
+fn call(host: &Host, config: &Config, call: &ToolCall, args: BashArgs) -> ToolResult {
+    let (mut request, timeout_ms, background) = match request(config, args) {
+        Ok(r) => r,
+        Err(e) => return e,
+    };
+    let command = request.command.to_string();
+    let session = call.session();
     if background {
         if !config.enable_run_in_background {
             return ToolResult::error(
@@ -195,11 +192,11 @@ fn call(host: &Host, config: &Config, call: &ToolCall) -> ToolResult {
         };
     }
     if config.promote_on_timeout && config.enable_run_in_background && !session.is_empty() {
-        request.promote_on_timeout = RSome(TaskDecl::new("bash", &command, Some(session)));
+        request.promote_on_timeout_as("bash", &command, session);
     }
     let result = host.run_process(session, request, timeout_ms);
-    if let Some(e) = result.error.as_ref().into_option() {
-        return ToolResult::error(e.as_str());
+    if let Some(e) = result.error() {
+        return ToolResult::error(e);
     }
     ToolResult::ok(render(&result, timeout_ms))
 }
@@ -208,11 +205,17 @@ fn init(host: Host) -> Result<Bash, String> {
     let config = Config::from_json(&host.config())?;
     let h = host.clone();
     let c = config.clone();
+    let background = config.enable_run_in_background;
     host.register_tool(
         "bash",
-        &description(config.enable_run_in_background, config.promote_on_timeout),
-        schema(config.enable_run_in_background),
-        move |tool_call: &ToolCall| call(&h, &c, tool_call),
+        &description(background, config.promote_on_timeout),
+        schema(background),
+        move |tool_call: &ToolCall| match taskhost_abi::typed::parse::<BashArgs>(
+            tool_call.arguments(),
+        ) {
+            Ok(args) => call(&h, &c, tool_call, args),
+            Err(e) => ToolResult::error(e),
+        },
     )?;
     Ok(Bash)
 }

@@ -6,9 +6,8 @@
 //! `command = ["gemini", "--acp"]`, or the repo's scripted agent, `target/debug/taskhost-test-agent`.
 
 use taskhost_abi::abi_stable::std_types::{RNone, RSome, RString, RVec};
+use taskhost_abi::prelude::*;
 use taskhost_abi::sdk::positive_config;
-use taskhost_abi::serde_json::{Value, json};
-use taskhost_abi::{FfiStatus, Host, Plugin, SubagentRequest, ToolCall, ToolResult, export_plugin};
 
 /// The plugin's settings (its `[plugin.config]` table).
 #[derive(Clone, Debug)]
@@ -89,34 +88,46 @@ struct Subagent;
 
 impl Plugin for Subagent {}
 
-fn text_arg(args: &Value, key: &str) -> Result<String, ToolResult> {
-    match &args[key] {
-        Value::String(s) if !s.trim().is_empty() => Ok(s.clone()),
-        other => Err(ToolResult::error(format!(
-            "invalid {key}: expected a non-empty string, got {}",
-            taskhost_abi::sdk::shown(other)
-        ))),
+/// The `subagent` tool's arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(crate = "taskhost_abi::serde")]
+#[schemars(crate = "taskhost_abi::schemars")]
+struct SubagentArgs {
+    /// A few words on what the subagent is for (its task label).
+    description: String,
+    /// The task for the subagent.
+    prompt: String,
+    /// Whether to run as a background task and return its id. Defaults to false; collect with
+    /// task_output or stop with task_kill.
+    run_in_background: Option<bool>,
+}
+
+/// A text argument that must not be blank.
+fn non_empty(key: &str, value: String) -> Result<String, ToolResult> {
+    if value.trim().is_empty() {
+        Err(ToolResult::error(format!(
+            "invalid {key}: expected a non-empty string, got {value:?}"
+        )))
+    } else {
+        Ok(value)
     }
 }
 
-fn call(host: &Host, config: &Config, call: &ToolCall) -> ToolResult {
+fn call(host: &Host, config: &Config, call: &ToolCall, args: SubagentArgs) -> ToolResult {
     if config.command.is_empty() {
         return ToolResult::error(
             "subagent: no agent is configured; set command = [\"your-acp-agent\", \"--acp\"] in this plugin's [plugin.config] table",
         );
     }
-    let args: Value =
-        taskhost_abi::serde_json::from_str(call.arguments_json.as_str()).unwrap_or(Value::Null);
-    let (description, prompt) = match (text_arg(&args, "description"), text_arg(&args, "prompt")) {
+    let (description, prompt) = match (
+        non_empty("description", args.description),
+        non_empty("prompt", args.prompt),
+    ) {
         (Ok(d), Ok(p)) => (d, p),
         (Err(e), _) | (_, Err(e)) => return e,
     };
-    let background = match taskhost_abi::sdk::bool_arg(&args, "run_in_background") {
-        Ok(b) => b,
-        Err(e) => return e,
-    };
-    let session = call.session.as_str();
-    if background {
+    let session = call.session();
+    if args.run_in_background.unwrap_or(false) {
         if !config.enable_run_in_background {
             return ToolResult::error("run_in_background is disabled for this tool instance");
         }
@@ -132,23 +143,12 @@ fn call(host: &Host, config: &Config, call: &ToolCall) -> ToolResult {
         };
     }
     let outcome = host.run_subagent(session, config.request(&prompt));
-    let detail = outcome
-        .detail
-        .as_ref()
-        .into_option()
-        .map(|d| d.as_str().to_owned());
     match outcome.status {
-        FfiStatus::Completed => ToolResult::ok(
-            outcome
-                .output
-                .as_ref()
-                .into_option()
-                .map_or("", |o| o.as_str()),
-        ),
-        FfiStatus::Killed => ToolResult::error("the subagent was cancelled"),
+        TaskStatus::Completed => ToolResult::ok(outcome.output().unwrap_or_default()),
+        TaskStatus::Killed => ToolResult::error("the subagent was cancelled"),
         _ => ToolResult::error(format!(
             "the subagent failed: {}",
-            detail.unwrap_or_default()
+            outcome.detail().unwrap_or_default()
         )),
     }
 }
@@ -157,22 +157,26 @@ fn init(host: Host) -> Result<Subagent, String> {
     let config = Config::from_json(&host.config())?;
     let mut description =
         "Runs a child agent over ACP with a prompt and returns its final message.".to_owned();
-    let mut props = json!({
-        "description": {"type": "string", "description": "A few words on what the subagent is for (its task label)."},
-        "prompt": {"type": "string", "description": "The task for the subagent."}
-    });
+    let mut schema = taskhost_abi::typed::schema::<SubagentArgs>();
     if config.enable_run_in_background {
         description.push_str(" This call waits for the result by default. Set `run_in_background: true` to return a task id; collect with `task_output` and stop with `task_kill`.");
-        props["run_in_background"] = json!({"type": "boolean", "description": "Whether to run as a background task and return its id. Defaults to false; collect with task_output or stop with task_kill."});
     } else {
         description.push_str(" This call waits for the subagent and returns its result.");
+        if let Some(props) = schema["properties"].as_object_mut() {
+            props.remove("run_in_background");
+        }
     }
     let (h, c) = (host.clone(), config);
     host.register_tool(
         "subagent",
         &description,
-        json!({"type": "object", "properties": props, "required": ["description", "prompt"]}),
-        move |tool_call: &ToolCall| call(&h, &c, tool_call),
+        schema,
+        move |tool_call: &ToolCall| match taskhost_abi::typed::parse::<SubagentArgs>(
+            tool_call.arguments(),
+        ) {
+            Ok(args) => call(&h, &c, tool_call, args),
+            Err(e) => ToolResult::error(e),
+        },
     )?;
     Ok(Subagent)
 }

@@ -5,8 +5,7 @@
 use std::time::{Duration, Instant};
 
 use regex::Regex;
-use taskhost_abi::serde_json::{Value, json};
-use taskhost_abi::{FfiSnapshot, Host, Plugin, ToolCall, ToolResult, export_plugin};
+use taskhost_abi::prelude::*;
 
 const PROMPT: &str = "Track every background task id you start. When a task finishes, a notice naming it is added to the result of your next taskhost tool call (and, where your client shows them, sent as a log message) — do not busy-poll or sleep on one; keep working on independent steps and do not duplicate a running task's work. Before giving a final answer, collect every still-relevant task with task_output (set wait: true only when you are genuinely blocked on it), and task_kill tasks that stopped mattering.";
 
@@ -55,22 +54,60 @@ impl Plugin for Tasks {
     }
 }
 
-fn args(call: &ToolCall) -> Value {
-    taskhost_abi::serde_json::from_str(call.arguments_json.as_str()).unwrap_or(Value::Null)
+/// `task_output`'s arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(crate = "taskhost_abi::serde")]
+#[schemars(crate = "taskhost_abi::schemars")]
+struct OutputArgs {
+    /// The task's id.
+    task_id: String,
+    /// Wait until the task settles (or the timeout passes) before reading.
+    wait: Option<bool>,
+    /// How long a wait may last, in milliseconds (capped by the host's configuration).
+    #[schemars(with = "Option<f64>")]
+    timeout_ms: Option<Value>,
+    /// A regular expression (Rust regex syntax) to wait for in the task's unread output; implies
+    /// wait: true. Stream tasks only.
+    wait_for: Option<String>,
 }
 
-fn task_id(args: &Value) -> Result<String, ToolResult> {
-    match &args["task_id"] {
-        Value::String(s) if !s.is_empty() => Ok(s.clone()),
-        other => Err(ToolResult::error(format!(
-            "invalid task_id: expected a non-empty string, got {}",
-            taskhost_abi::sdk::shown(other)
-        ))),
+/// `task_kill`'s arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(crate = "taskhost_abi::serde")]
+#[schemars(crate = "taskhost_abi::schemars")]
+struct KillArgs {
+    /// The task's id.
+    task_id: String,
+    /// Why it is stopped (recorded with the cancellation).
+    reason: Option<String>,
+}
+
+/// `task_input`'s arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(crate = "taskhost_abi::serde")]
+#[schemars(crate = "taskhost_abi::schemars")]
+struct InputArgs {
+    /// The task's id.
+    task_id: String,
+    /// What to type, as typed (end a line with a newline).
+    text: String,
+    /// Send the end of input (Ctrl-D) after the text.
+    eof: Option<bool>,
+}
+
+/// The catalog's check of a task id: not empty.
+fn task_id(id: String) -> Result<String, ToolResult> {
+    if id.is_empty() {
+        Err(ToolResult::error(
+            "invalid task_id: expected a non-empty string, got \"\"",
+        ))
+    } else {
+        Ok(id)
     }
 }
 
 /// The body, a newline unless it ends with one, then the status line; `(no new output)` for nothing.
-fn render_output(body: &str, snapshot: &FfiSnapshot) -> String {
+fn render_output(body: &str, snapshot: &TaskSnapshot) -> String {
     let body = if body.is_empty() {
         "(no new output)"
     } else {
@@ -84,21 +121,15 @@ fn render_output(body: &str, snapshot: &FfiSnapshot) -> String {
 /// settles).
 const MATCH_POLL: Duration = Duration::from_millis(25);
 
-/// The `wait_for` argument: absent, or a regular expression.
-fn pattern(args: &Value) -> Result<Option<Regex>, ToolResult> {
-    match &args["wait_for"] {
-        Value::Null => Ok(None),
-        Value::String(p) => Regex::new(p).map(Some).map_err(|e| {
-            ToolResult::error(format!(
-                "invalid wait_for: {} is not a regular expression: {e}",
-                taskhost_abi::sdk::shown(&args["wait_for"])
-            ))
-        }),
-        other => Err(ToolResult::error(format!(
-            "invalid wait_for: expected a string (a regular expression), got {}",
-            taskhost_abi::sdk::shown(other)
-        ))),
-    }
+/// The `wait_for` argument compiled.
+fn pattern(wait_for: Option<&str>) -> Result<Option<Regex>, ToolResult> {
+    let Some(p) = wait_for else { return Ok(None) };
+    Regex::new(p).map(Some).map_err(|e| {
+        ToolResult::error(format!(
+            "invalid wait_for: {} is not a regular expression: {e}",
+            taskhost_abi::sdk::shown(&Value::String(p.to_owned()))
+        ))
+    })
 }
 
 /// Waits until the task's unread output matches `pattern`, the task settles, or `timeout_ms` passes.
@@ -124,35 +155,31 @@ fn wait_for_match(
     }
 }
 
-fn task_output(host: &Host, config: Config, call: &ToolCall) -> ToolResult {
-    let a = args(call);
-    let id = match task_id(&a) {
+fn task_output(host: &Host, config: Config, call: &ToolCall, a: OutputArgs) -> ToolResult {
+    let id = match task_id(a.task_id) {
         Ok(id) => id,
         Err(e) => return e,
     };
-    let caller = call.session.as_str();
-    let pattern = match pattern(&a) {
+    let caller = call.session();
+    let pattern = match pattern(a.wait_for.as_deref()) {
         Ok(p) => p,
         Err(e) => return e,
     };
     // A pattern to wait for implies waiting; it makes no sense with an explicit `wait: false`.
-    let wait = match (&a["wait"], &pattern) {
-        (Value::Bool(false), Some(_)) => {
+    let wait = match (a.wait, &pattern) {
+        (Some(false), Some(_)) => {
             return ToolResult::error(
                 "invalid wait_for: it applies to a waiting read (wait: true)",
             );
         }
-        (Value::Null, Some(_)) => true,
-        _ => match taskhost_abi::sdk::bool_arg(&a, "wait") {
-            Ok(b) => b,
-            Err(e) => return e,
-        },
+        (None, Some(_)) => true,
+        (wait, _) => wait.unwrap_or(false),
     };
     if wait {
-        let timeout = match &a["timeout_ms"] {
-            Value::Null => config.wait_timeout_ms,
-            Value::Number(n) => n.as_f64().unwrap_or(f64::NAN),
-            other => {
+        let timeout = match &a.timeout_ms {
+            None | Some(Value::Null) => config.wait_timeout_ms,
+            Some(Value::Number(n)) => n.as_f64().unwrap_or(f64::NAN),
+            Some(other) => {
                 return ToolResult::error(format!(
                     "invalid wait timeout: expected a positive number of milliseconds, got {}",
                     taskhost_abi::sdk::shown(other)
@@ -183,7 +210,7 @@ fn task_output(host: &Host, config: Config, call: &ToolCall) -> ToolResult {
 }
 
 fn task_list(host: &Host, call: &ToolCall) -> ToolResult {
-    let tasks = host.list_tasks(call.session.as_str());
+    let tasks = host.list_tasks(call.session());
     if tasks.is_empty() {
         return ToolResult::ok("(no background tasks)");
     }
@@ -194,23 +221,12 @@ fn task_list(host: &Host, call: &ToolCall) -> ToolResult {
     ToolResult::ok(lines.join("\n"))
 }
 
-fn task_kill(host: &Host, call: &ToolCall) -> ToolResult {
-    let a = args(call);
-    let id = match task_id(&a) {
+fn task_kill(host: &Host, call: &ToolCall, a: KillArgs) -> ToolResult {
+    let id = match task_id(a.task_id) {
         Ok(id) => id,
         Err(e) => return e,
     };
-    let reason = match &a["reason"] {
-        Value::Null => None,
-        Value::String(s) => Some(s.clone()),
-        other => {
-            return ToolResult::error(format!(
-                "invalid reason: expected a string, got {}",
-                taskhost_abi::sdk::shown(other)
-            ));
-        }
-    };
-    match host.kill_task(call.session.as_str(), &id, reason.as_deref()) {
+    match host.kill_task(call.session(), &id, a.reason.as_deref()) {
         Ok(k) if k.requested => ToolResult::ok(format!("requested cancellation of task {id}")),
         Ok(k) => ToolResult::ok(format!(
             "task {id} had already finished {}",
@@ -220,38 +236,24 @@ fn task_kill(host: &Host, call: &ToolCall) -> ToolResult {
     }
 }
 
-fn task_input(host: &Host, call: &ToolCall) -> ToolResult {
-    let a = args(call);
-    let id = match task_id(&a) {
+fn task_input(host: &Host, call: &ToolCall, a: InputArgs) -> ToolResult {
+    let id = match task_id(a.task_id) {
         Ok(id) => id,
         Err(e) => return e,
     };
-    let text = match &a["text"] {
-        Value::String(s) => s.clone(),
-        Value::Null if a["eof"].as_bool() == Some(true) => String::new(),
-        other => {
-            return ToolResult::error(format!(
-                "invalid text: expected a string, got {}",
-                taskhost_abi::sdk::shown(other)
-            ));
-        }
-    };
-    let eof = match taskhost_abi::sdk::bool_arg(&a, "eof") {
-        Ok(b) => b,
-        Err(e) => return e,
-    };
-    match host.write_task(call.session.as_str(), &id, &text, eof) {
+    let eof = a.eof.unwrap_or(false);
+    match host.write_task(call.session(), &id, &a.text, eof) {
         Ok(()) if eof => ToolResult::ok(format!(
             "sent {} bytes and the end of input to task {id}",
-            text.len()
+            a.text.len()
         )),
-        Ok(()) => ToolResult::ok(format!("sent {} bytes to task {id}", text.len())),
+        Ok(()) => ToolResult::ok(format!("sent {} bytes to task {id}", a.text.len())),
         Err(e) => ToolResult::error(e),
     }
 }
 
 /// The completion notice for a task that settled with nobody having reported it.
-fn notice(s: &FfiSnapshot) -> String {
+fn notice(s: &TaskSnapshot) -> String {
     format!(
         "background task {} ({}: {}) finished {}. Read its output with task_output.",
         s.id,
@@ -265,25 +267,19 @@ fn init(host: Host) -> Result<Tasks, String> {
     let config = Config::from_json(&host.config())?;
     host.attach_surface("tasks");
     let h = host.clone();
-    host.on_task_done(move |s: FfiSnapshot| {
+    host.on_task_done(move |s: TaskSnapshot| {
         // Owned, and not reported by a kill, a read, a wait or a teardown: the owner is told, once.
-        if let Some(session) = s.owner_session.as_ref().into_option()
+        if let Some(session) = s.owner()
             && !s.reported
         {
-            h.notify(session.as_str(), Some(s.id.as_str()), &notice(&s));
+            h.notify(session, Some(s.id.as_str()), &notice(&s));
         }
     });
     let h = host.clone();
-    host.register_tool(
+    host.register_typed(
         "task_output",
         "Read a background task. Stream tasks return only output since the previous read; final-output tasks return their result after settlement. Every response ends with `[status: ...]`. Reads are non-blocking unless `wait: true`, which waits up to the configured cap. With `wait_for` (a regular expression, e.g. \"ready on port \\d+\"), the wait ends as soon as the unread output matches it (or the task finishes, or the timeout passes) and returns all the unread output: start a server in the background, then wait for its ready line.",
-        json!({"type": "object", "properties": {
-            "task_id": {"type": "string"},
-            "wait": {"type": "boolean"},
-            "timeout_ms": {"type": "number"},
-            "wait_for": {"type": "string", "description": "A regular expression (Rust regex syntax) to wait for in the task's unread output; implies wait: true. Stream tasks only."}
-        }, "required": ["task_id"]}),
-        move |c: &ToolCall| task_output(&h, config, c),
+        move |c: &ToolCall, a: OutputArgs| task_output(&h, config, c, a),
     )?;
     let h = host.clone();
     host.register_tool(
@@ -293,25 +289,16 @@ fn init(host: Host) -> Result<Tasks, String> {
         move |c: &ToolCall| task_list(&h, c),
     )?;
     let h = host.clone();
-    host.register_tool(
+    host.register_typed(
         "task_kill",
         "Request cancellation of a running background task by task id. Returns immediately; the task settles as killed once its work actually stops.",
-        json!({"type": "object", "properties": {
-            "task_id": {"type": "string"},
-            "reason": {"type": "string"}
-        }, "required": ["task_id"]}),
-        move |c: &ToolCall| task_kill(&h, c),
+        move |c: &ToolCall, a: KillArgs| task_kill(&h, c, a),
     )?;
     let h = host.clone();
-    host.register_tool(
+    host.register_typed(
         "task_input",
         "Type text into a running background task started with `tty: true` (answer a prompt, drive a REPL or a debugger). The text goes to its terminal as typed: end a line with \\n; \\u0003 is Ctrl-C (interrupt), \\u0004 is Ctrl-D (end of input at the start of a line). `eof: true` sends Ctrl-D after the text. At most 64 KiB per call. Read what it answers with task_output (wait_for helps).",
-        json!({"type": "object", "properties": {
-            "task_id": {"type": "string"},
-            "text": {"type": "string"},
-            "eof": {"type": "boolean"}
-        }, "required": ["task_id", "text"]}),
-        move |c: &ToolCall| task_input(&h, c),
+        move |c: &ToolCall, a: InputArgs| task_input(&h, c, a),
     )?;
     Ok(Tasks)
 }

@@ -1,0 +1,150 @@
+//! Typed tools: a tool's arguments declared as a Rust type that is `serde::Deserialize` and
+//! `schemars::JsonSchema`. The schema the model sees is generated from the type (doc comments become
+//! descriptions), and arguments that do not fit it are answered with an error naming the argument,
+//! before the handler runs.
+//!
+//! ```ignore
+//! use taskhost_abi::prelude::*;
+//!
+//! /// Greets someone.
+//! #[derive(Deserialize, JsonSchema)]
+//! #[serde(crate = "taskhost_abi::serde")]
+//! #[schemars(crate = "taskhost_abi::schemars")]
+//! struct Greet {
+//!     /// Who to greet.
+//!     name: String,
+//! }
+//!
+//! fn init(host: Host) -> Result<impl Plugin, String> {
+//!     host.register_typed("greet", "Greets someone.", |_call, args: Greet| {
+//!         ToolResult::ok(format!("hello, {}", args.name))
+//!     })?;
+//!     Ok(NoState)
+//! }
+//! ```
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::args::shown;
+
+/// The JSON schema of `A` as a tool's input schema: an object schema without the `$schema` and
+/// `title` keys (MCP clients need neither).
+pub fn schema<A: JsonSchema>() -> Value {
+    let mut schema = serde_json::to_value(schemars::schema_for!(A))
+        .unwrap_or_else(|_| serde_json::json!({"type": "object"}));
+    if let Some(object) = schema.as_object_mut() {
+        object.remove("$schema");
+        object.remove("title");
+        object
+            .entry("type")
+            .or_insert_with(|| Value::String("object".into()));
+    }
+    schema
+}
+
+/// Parses a tool call's arguments (JSON text) as `A`.
+///
+/// # Errors
+/// The model-facing reason, naming the argument: `invalid <arg>: expected <what>, got <value>` for
+/// a value of the wrong kind (at most 200 characters of the value), `invalid arguments: missing field
+/// `<arg>`` for a required one left out, `invalid arguments: <why>` otherwise.
+pub fn parse<A: DeserializeOwned>(arguments_json: &str) -> Result<A, String> {
+    let mut de = serde_json::Deserializer::from_str(arguments_json);
+    serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let why = without_position(&e.inner().to_string());
+        if path == "." || path.is_empty() {
+            return format!("invalid arguments: {}", clipped(&why));
+        }
+        let raw: Value = serde_json::from_str(arguments_json).unwrap_or(Value::Null);
+        let value = e
+            .path()
+            .iter()
+            .try_fold(&raw, |v, segment| match segment {
+                serde_path_to_error::Segment::Map { key } => v.get(key),
+                serde_path_to_error::Segment::Seq { index } => v.get(index),
+                _ => None,
+            })
+            .unwrap_or(&Value::Null);
+        match why.split_once(", expected ") {
+            Some((_, expected)) => {
+                format!("invalid {path}: expected {expected}, got {}", shown(value))
+            }
+            None => format!("invalid {path}: {}", clipped(&why)),
+        }
+    })
+}
+
+/// serde_json's message without its ` at line L column C` (the model wrote no lines).
+fn without_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(at) => message[..at].to_owned(),
+        None => message.to_owned(),
+    }
+}
+
+/// At most 200 characters of a message (a serde message may quote a whole bad value).
+fn clipped(message: &str) -> String {
+    shown(&Value::String(message.to_owned()))
+        .trim_matches('"')
+        .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Arguments of a test tool.
+    #[derive(serde::Deserialize, schemars::JsonSchema, Debug, PartialEq)]
+    #[allow(dead_code)]
+    struct Args {
+        /// The command.
+        command: String,
+        /// Milliseconds.
+        timeout_ms: Option<u64>,
+        #[serde(default)]
+        tags: Vec<String>,
+    }
+
+    #[test]
+    fn the_schema_is_an_object_with_the_fields_and_their_docs() {
+        let s = schema::<Args>();
+        assert_eq!(s["type"], "object");
+        assert_eq!(s["properties"]["command"]["description"], "The command.");
+        assert_eq!(s["required"], serde_json::json!(["command"]));
+        assert!(s.get("$schema").is_none() && s.get("title").is_none());
+    }
+
+    #[test]
+    fn bad_arguments_are_named_with_what_was_expected_and_what_came() {
+        assert_eq!(
+            parse::<Args>(r#"{"command": 5}"#).unwrap_err(),
+            "invalid command: expected a string, got 5"
+        );
+        assert_eq!(
+            parse::<Args>(r#"{"command": "x", "timeout_ms": "soon"}"#).unwrap_err(),
+            "invalid timeout_ms: expected u64, got \"soon\""
+        );
+        assert_eq!(
+            parse::<Args>(r#"{"command": "x", "tags": ["a", 1]}"#).unwrap_err(),
+            "invalid tags[1]: expected a string, got 1"
+        );
+        assert_eq!(
+            parse::<Args>("{}").unwrap_err(),
+            "invalid arguments: missing field `command`"
+        );
+        let long = format!(r#"{{"command": [{}]}}"#, vec!["\"y\""; 1000].join(","));
+        let e = parse::<Args>(&long).unwrap_err();
+        assert!(e.len() < 300 && e.contains("more characters"), "{e}");
+        assert_eq!(
+            parse::<Args>(r#"{"command": "ls", "timeout_ms": null}"#).unwrap(),
+            Args {
+                command: "ls".into(),
+                timeout_ms: None,
+                tags: vec![]
+            }
+        );
+    }
+}
