@@ -183,11 +183,13 @@ pub fn probe_lines(n: u64) -> String {
     (0..n).map(|i| format!("line {i}\n")).collect()
 }
 
-/// Generation files of `unique` mapped in this process now.
+/// Generation files of `unique` loaded (mapped executable) in this process now; see
+/// `taskhost::plugin::mapped` for why read-only maps do not count.
 pub fn mapped_generations(unique: &str) -> Vec<String> {
     let maps = std::fs::read_to_string("/proc/self/maps").expect("maps");
     let mut names: Vec<String> = maps
         .lines()
+        .filter(|l| l.split_whitespace().nth(1).is_some_and(|p| p.contains('x')))
         .filter_map(|l| l.split_whitespace().nth(5))
         .filter(|p| p.contains(&format!("lib{unique}.g")))
         .map(str::to_owned)

@@ -16,6 +16,7 @@ mod generation;
 mod host_api;
 #[allow(unsafe_code)]
 mod loader;
+pub mod mapped;
 mod options;
 mod requests;
 mod retire;

@@ -1,0 +1,373 @@
+//! An in-process taskhost for a plugin author's tests: the real loader loads the author's built
+//! cdylib, tools are called as an MCP session would call them, tasks are started and read through
+//! the registry, the plugin is reloaded on demand (a new generation of the same file), and the checks
+//! our own reload tests make are one call each: every task settled once, its output complete, and
+//! retired generations really unmapped.
+//!
+//! ```ignore
+//! use taskhost_testkit::TestHost;
+//!
+//! #[test]
+//! fn a_task_survives_reloads() {
+//!     let host = TestHost::new().unwrap();
+//!     host.load(TestHost::built_cdylib("my_plugin")).unwrap();
+//!     host.open_session("s");
+//!     let id = host.start("s", "count", serde_json::json!({"to": 50})).unwrap();
+//!     for _ in 0..5 {
+//!         host.reload().unwrap();
+//!     }
+//!     let (output, end) = host.read_to_end("s", &id, std::time::Duration::from_secs(30)).unwrap();
+//!     assert_eq!(end.status.to_string(), "completed");
+//!     host.check_settled_once().unwrap();
+//!     host.wait_unmapped(std::time::Duration::from_secs(5)).unwrap();
+//! }
+//! ```
+//!
+//! A control surface is attached by the test host itself, so background starts work without the
+//! tasks plugin; load it too to test through `task_output`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use serde_json::Value;
+use taskhost::{LoadOptions, Taskhost};
+use taskhost_registry::{Agent, Registration, RegistryConfig, SurfaceScope};
+
+pub use taskhost_registry::{TaskSnapshot, TaskStatus};
+
+/// What went wrong in a test host.
+#[derive(Debug, thiserror::Error)]
+pub enum TestkitError {
+    /// The runtime or the private directory could not be made.
+    #[error("cannot set up the test host: {0}")]
+    Setup(String),
+    /// The plugin did not load (the previous generation, if any, keeps serving).
+    #[error(transparent)]
+    Load(#[from] taskhost::LoadError),
+    /// [`TestHost::reload`] before any [`TestHost::load`].
+    #[error("no plugin is loaded")]
+    NothingLoaded,
+    /// A tool call that was expected to start a task started none.
+    #[error("{tool} started no task: {text}")]
+    NoTaskStarted {
+        /// The tool.
+        tool: String,
+        /// What it answered.
+        text: String,
+    },
+    /// A registry call failed (unknown task, another session's task, ...).
+    #[error(transparent)]
+    Registry(#[from] taskhost_registry::RegistryError),
+    /// Something did not happen in time.
+    #[error("{0}")]
+    Timeout(String),
+}
+
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// One in-process host, its own runtime and private directory (removed when it is dropped).
+pub struct TestHost {
+    host: Arc<Taskhost>,
+    dir: PathBuf,
+    plugin: Mutex<Option<(PathBuf, Option<String>)>>,
+    settlements: Arc<Mutex<HashMap<String, usize>>>,
+    _surface: Registration,
+    _listener: Registration,
+    // Dropped last: the host's completions run on it.
+    rt: tokio::runtime::Runtime,
+}
+
+impl TestHost {
+    /// A fresh host with a control surface attached and no plugin loaded.
+    ///
+    /// # Errors
+    /// [`TestkitError::Setup`] when the runtime or the private directory cannot be made.
+    pub fn new() -> Result<Self, TestkitError> {
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        let setup = |e: std::io::Error| TestkitError::Setup(e.to_string());
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(setup)?;
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!(
+            "taskhost-testkit-{}-{n}-{:x}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos())
+        ));
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .map_err(setup)?;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).map_err(setup)?;
+        let options = LoadOptions {
+            generation_dir: dir.join("gen"),
+            allow_untrusted: false,
+            spill_dir: None,
+            env: Default::default(),
+            keeper: None,
+            max_foreground_per_owner: 16,
+        };
+        let host = Arc::new(Taskhost::new(
+            RegistryConfig::new(),
+            rt.handle().clone(),
+            options,
+        ));
+        let surface = host
+            .registry()
+            .attach_surface("testkit", SurfaceScope::Global);
+        let settlements: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
+        let counted = settlements.clone();
+        let listener =
+            host.registry()
+                .on_task_done(Arc::new(move |s: &TaskSnapshot, _: Option<&Agent>| {
+                    *counted.lock().entry(s.id.to_string()).or_default() += 1;
+                }));
+        Ok(Self {
+            host,
+            dir,
+            plugin: Mutex::new(None),
+            settlements,
+            _surface: surface,
+            _listener: listener,
+            rt,
+        })
+    }
+
+    /// The cdylib `lib<stem>.so` that cargo built next to the running test binary
+    /// (`target/<profile>/`): where `cargo test` puts the crate's own plugin.
+    pub fn built_cdylib(stem: &str) -> PathBuf {
+        let exe = std::env::current_exe().unwrap_or_default();
+        let profile = exe
+            .parent()
+            .and_then(Path::parent)
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        profile.join(format!("lib{stem}.so"))
+    }
+
+    /// The host itself, for what the test host does not wrap.
+    pub fn host(&self) -> &Taskhost {
+        &self.host
+    }
+
+    /// Loads the plugin file at `path` (its first generation, or a new one). Returns the generation's
+    /// number.
+    ///
+    /// # Errors
+    /// [`TestkitError::Load`] with the loader's reason (trust, ELF, ABI, init).
+    pub fn load(&self, path: impl AsRef<Path>) -> Result<u64, TestkitError> {
+        self.load_with(path.as_ref(), None)
+    }
+
+    /// Loads the plugin with `config` as its `[plugin.config]` table.
+    ///
+    /// # Errors
+    /// As [`TestHost::load`].
+    pub fn load_with_config(
+        &self,
+        path: impl AsRef<Path>,
+        config: &Value,
+    ) -> Result<u64, TestkitError> {
+        self.load_with(path.as_ref(), Some(config.to_string()))
+    }
+
+    fn load_with(&self, path: &Path, config: Option<String>) -> Result<u64, TestkitError> {
+        let generation = self.host.plugins().load(path, config.clone(), false)?;
+        *self.plugin.lock() = Some((path.to_path_buf(), config));
+        Ok(generation.map_or(0, |g| g.number()))
+    }
+
+    /// Loads the last loaded plugin file again, as a new generation swapped in for the serving one
+    /// (what a rebuild under a watching host does). Returns the new generation's number.
+    ///
+    /// # Errors
+    /// [`TestkitError::NothingLoaded`], or as [`TestHost::load`].
+    pub fn reload(&self) -> Result<u64, TestkitError> {
+        let (path, config) = self
+            .plugin
+            .lock()
+            .clone()
+            .ok_or(TestkitError::NothingLoaded)?;
+        self.load_with(&path, config)
+    }
+
+    /// Opens a session (an MCP client's), the owner of the tasks its calls start.
+    pub fn open_session(&self, name: &str) {
+        self.host.sessions().open(name);
+    }
+
+    /// Closes a session: its tasks are cancelled and awaited, as when a client disconnects.
+    pub fn close_session(&self, name: &str) {
+        self.rt.block_on(self.host.close_session(name));
+    }
+
+    /// The names of the tools served now, sorted.
+    pub fn tools(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .host
+            .plugins()
+            .tools()
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Calls a tool as `session`: `Ok` with the result's text, `Err` with an error result's text (or
+    /// why the call reached no plugin).
+    ///
+    /// # Errors
+    /// The error text.
+    pub fn call(&self, session: &str, tool: &str, args: Value) -> Result<String, String> {
+        match self
+            .rt
+            .block_on(self.host.plugins().call_tool(tool, session, &args))
+        {
+            Ok(out) if out.is_error => Err(out.text),
+            Ok(out) => Ok(out.text),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Calls a tool that starts a background task, and returns the id of the task it started (the
+    /// session's task that was not there before the call).
+    ///
+    /// # Errors
+    /// [`TestkitError::NoTaskStarted`] with what the tool answered.
+    pub fn start(&self, session: &str, tool: &str, args: Value) -> Result<String, TestkitError> {
+        let before: Vec<String> = self
+            .list(session)
+            .into_iter()
+            .map(|s| s.id.to_string())
+            .collect();
+        let text = match self.call(session, tool, args) {
+            Ok(t) | Err(t) => t,
+        };
+        self.list(session)
+            .into_iter()
+            .map(|s| s.id.to_string())
+            .find(|id| !before.contains(id))
+            .ok_or(TestkitError::NoTaskStarted {
+                tool: tool.to_owned(),
+                text,
+            })
+    }
+
+    /// The session's tasks and the unowned ones.
+    pub fn list(&self, session: &str) -> Vec<TaskSnapshot> {
+        let agent = self.host.sessions().agent(session);
+        self.host.registry().list(agent.as_ref())
+    }
+
+    /// Reads a task as `session` (consuming, for stream kinds): its text and its snapshot.
+    ///
+    /// # Errors
+    /// The registry's refusal.
+    pub fn read(&self, session: &str, id: &str) -> Result<(String, TaskSnapshot), TestkitError> {
+        let agent = self.host.sessions().agent(session);
+        let read = self.host.registry().read(id, agent.as_ref())?;
+        Ok((read.text, read.snapshot))
+    }
+
+    /// Reads a task until it settles: all its output (for a final-output kind, its result) and its
+    /// final snapshot.
+    ///
+    /// # Errors
+    /// [`TestkitError::Timeout`] when it has not settled within `timeout`; the registry's refusal.
+    pub fn read_to_end(
+        &self,
+        session: &str,
+        id: &str,
+        timeout: Duration,
+    ) -> Result<(String, TaskSnapshot), TestkitError> {
+        let deadline = Instant::now() + timeout;
+        let mut all = String::new();
+        loop {
+            let (text, snapshot) = self.read(session, id)?;
+            all.push_str(&text);
+            if snapshot.status.is_terminal() {
+                return Ok((all, snapshot));
+            }
+            if Instant::now() > deadline {
+                return Err(TestkitError::Timeout(format!(
+                    "task {id} did not settle within {timeout:?} ({} bytes read)",
+                    all.len()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// How many times the registry announced task `id` settled (0 while it runs; never more than 1).
+    pub fn settled_count(&self, id: &str) -> usize {
+        self.settlements.lock().get(id).copied().unwrap_or(0)
+    }
+
+    /// Checks that no task settled more than once.
+    ///
+    /// # Errors
+    /// The tasks that did, with their counts.
+    pub fn check_settled_once(&self) -> Result<(), String> {
+        let twice: Vec<String> = self
+            .settlements
+            .lock()
+            .iter()
+            .filter(|&(_, &n)| n > 1)
+            .map(|(id, n)| format!("{id} settled {n} times"))
+            .collect();
+        if twice.is_empty() {
+            Ok(())
+        } else {
+            Err(twice.join(", "))
+        }
+    }
+
+    /// The generation files of this host mapped in the process now.
+    pub fn mapped_generations(&self) -> Vec<PathBuf> {
+        taskhost::plugin::mapped::mapped_generations(&self.dir.join("gen"))
+    }
+
+    /// Waits until only the serving generation of each loaded plugin is mapped: every retired one
+    /// was really unloaded (its threads joined, its library closed).
+    ///
+    /// # Errors
+    /// [`TestkitError::Timeout`] naming the generations still mapped.
+    pub fn wait_unmapped(&self, timeout: Duration) -> Result<(), TestkitError> {
+        let serving = self.host.plugins().paths().len();
+        let deadline = Instant::now() + timeout;
+        loop {
+            let mapped = self.mapped_generations();
+            if mapped.len() <= serving {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(TestkitError::Timeout(format!(
+                    "{} generations still mapped after {timeout:?} (serving {serving}): {}",
+                    mapped.len(),
+                    mapped
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for TestHost {
+    fn drop(&mut self) {
+        self.rt.block_on(self.host.shutdown());
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
