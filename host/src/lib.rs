@@ -10,6 +10,7 @@ pub mod acp;
 pub mod config;
 pub mod listen;
 pub mod mcp;
+pub mod new_plugin;
 pub mod plugin;
 pub mod rundir;
 

@@ -65,6 +65,15 @@ enum Command {
         #[arg(long)]
         marker: String,
     },
+    /// Writes a plugin crate NAME (outside any workspace) that depends on this checkout's abi/: a
+    /// typed tool, a background producer, a reload test with the testkit, a README.
+    NewPlugin {
+        /// The crate's name (lower case; letters, digits, '-', '_').
+        name: String,
+        /// Where to put it (default: the current directory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
     /// Calls one tool on a running host and prints its text.
     Call {
         /// `unix:PATH` of the host.
@@ -133,6 +142,19 @@ fn main() -> ExitCode {
         Command::Plugins { connect } => runtime.block_on(plugins(&connect)),
         Command::Connect { socket } => runtime.block_on(bridge(&socket)),
         Command::Keeper { .. } => Ok(ExitCode::SUCCESS),
+        Command::NewPlugin { name, dir } => {
+            let dir = dir.unwrap_or_else(|| PathBuf::from("."));
+            match taskhost::new_plugin::new_plugin(&name, &dir) {
+                Ok(root) => {
+                    println!(
+                        "wrote {}: cd there, then `cargo build` and `cargo test` (see its README)",
+                        root.display()
+                    );
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(e) => Err((2, e.to_string())),
+            }
+        }
         Command::Call {
             connect,
             tool,

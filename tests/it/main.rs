@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod authoring;
 mod bash;
 mod clients;
 mod faults;
