@@ -7,6 +7,7 @@
 #![deny(unsafe_code)]
 
 pub mod acp;
+pub mod check;
 pub mod config;
 pub mod listen;
 pub mod mcp;

@@ -65,6 +65,21 @@ enum Command {
         #[arg(long)]
         marker: String,
     },
+    /// The reload regression check for a plugin file: loads it into a fresh host, runs the calls
+    /// between N reloads, then unloads it and reports what was left (exit 0 only when nothing was).
+    Check {
+        /// The plugin file.
+        plugin: PathBuf,
+        /// How many reloads.
+        #[arg(long, default_value_t = 20)]
+        reloads: u32,
+        /// A tool call to run before the first reload and after each: TOOL JSON (repeatable).
+        #[arg(long = "call", num_args = 2, value_names = ["TOOL", "JSON"])]
+        calls: Vec<String>,
+        /// Load the file even if others could have written it.
+        #[arg(long)]
+        allow_untrusted_plugins: bool,
+    },
     /// Writes a plugin crate NAME (outside any workspace) that depends on this checkout's abi/: a
     /// typed tool, a background producer, a reload test with the testkit, a README.
     NewPlugin {
@@ -85,6 +100,47 @@ enum Command {
         #[arg(default_value = "{}")]
         arguments: String,
     },
+}
+
+/// `taskhost check`: prints the report; exit 0 when nothing was left, 1 when something was, 2 for bad
+/// arguments.
+fn check(
+    runtime: &tokio::runtime::Runtime,
+    plugin: PathBuf,
+    reloads: u32,
+    calls: &[String],
+    allow_untrusted: bool,
+) -> Result<ExitCode, (u8, String)> {
+    let mut parsed = Vec::new();
+    for pair in calls.chunks(2) {
+        let [tool, json] = pair else {
+            return Err((2, "--call takes TOOL JSON".to_owned()));
+        };
+        match serde_json::from_str::<serde_json::Value>(json) {
+            Ok(v @ serde_json::Value::Object(_)) => parsed.push((tool.clone(), v)),
+            _ => {
+                return Err((
+                    2,
+                    format!("--call {tool}: the arguments must be a JSON object"),
+                ));
+            }
+        }
+    }
+    let args = taskhost::check::CheckArgs {
+        plugin,
+        reloads,
+        calls: parsed,
+        allow_untrusted,
+    };
+    let report = taskhost::check::run(runtime, &args).map_err(|e| (1, e))?;
+    for line in &report.lines {
+        println!("{line}");
+    }
+    Ok(if report.clean {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn main() -> ExitCode {
@@ -142,6 +198,12 @@ fn main() -> ExitCode {
         Command::Plugins { connect } => runtime.block_on(plugins(&connect)),
         Command::Connect { socket } => runtime.block_on(bridge(&socket)),
         Command::Keeper { .. } => Ok(ExitCode::SUCCESS),
+        Command::Check {
+            plugin,
+            reloads,
+            calls,
+            allow_untrusted_plugins,
+        } => check(&runtime, plugin, reloads, &calls, allow_untrusted_plugins),
         Command::NewPlugin { name, dir } => {
             let dir = dir.unwrap_or_else(|| PathBuf::from("."));
             match taskhost::new_plugin::new_plugin(&name, &dir) {

@@ -45,6 +45,18 @@ fn a_new_plugin_builds_and_passes_its_own_tests_outside_the_workspace() {
         String::from_utf8_lossy(&tested.stderr)
     );
     assert!(stdout.contains("2 passed"), "{stdout}");
+    let built = target.join("debug/libmade_here.so");
+    let (code, out) = check(
+        &built,
+        &[
+            "--reloads",
+            "5",
+            "--call",
+            "made_here_count",
+            r#"{"to": 3, "interval_ms": 1}"#,
+        ],
+    );
+    assert_eq!(code, Some(0), "{out}");
 }
 
 /// Proves: a bad name and a taken path are refused with exit code 2 and a clear message, writing
@@ -68,4 +80,83 @@ fn new_plugin_refuses_a_bad_name_and_a_taken_path() {
     assert_eq!(taken.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&taken.stderr).contains("already exists"));
     assert_eq!(std::fs::read_dir(dir.join("taken")).unwrap().count(), 0);
+}
+
+/// `taskhost check` of a plugin file with `args`: its exit code and what it printed.
+fn check(plugin: &std::path::Path, args: &[&str]) -> (Option<i32>, String) {
+    let out = output_within(
+        std::process::Command::new(binary())
+            .arg("check")
+            .arg(plugin)
+            .args(args),
+        Duration::from_secs(120),
+    );
+    (
+        out.status.code(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// Proves: `taskhost check` passes a plugin that unloads cleanly, reporting every reload's time and
+/// the generations, threads and descriptors before and after.
+#[test]
+fn check_passes_a_plugin_that_unloads_and_reports_each_reload() {
+    let (code, out) = check(
+        &built("taskhost_test_probe"),
+        &[
+            "--reloads",
+            "4",
+            "--call",
+            "probe_start",
+            r#"{"lines": 5, "interval_ms": 1}"#,
+        ],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    for n in 1..=4 {
+        assert!(
+            out.contains(&format!("reload {n}: generation {} serving in ", n + 1)),
+            "{out}"
+        );
+    }
+    assert!(out.contains("0 after unloading"), "{out}");
+    assert!(out.contains("descriptors: "), "{out}");
+    assert!(
+        out.ends_with("ok: every generation unloaded, nothing left\n"),
+        "{out}"
+    );
+}
+
+/// Proves: each way a plugin can fail to unload is diagnosed by name, and the check exits 1: a
+/// thread the plugin left running, a thread-local destructor registered on a thread that outlives
+/// the generation, and `-z nodelete`.
+#[test]
+fn check_names_why_a_plugin_cannot_unload() {
+    for (stem, cause) in [
+        (
+            "taskhost_test_leak_thread",
+            "why: thread \"leaked-by-plugi\"",
+        ),
+        ("taskhost_test_leak_tls", "imports __cxa_thread_atexit_impl"),
+        ("taskhost_test_nodelete", "DF_1_NODELETE"),
+    ] {
+        let (code, out) = check(&built(stem), &["--reloads", "2"]);
+        assert_eq!(code, Some(1), "{stem}: {out}");
+        assert!(
+            out.contains(cause),
+            "{stem} not diagnosed by {cause:?}: {out}"
+        );
+        assert!(
+            out.contains("FAILED: something of the plugin was left"),
+            "{out}"
+        );
+    }
+    let (_, out) = check(&built("taskhost_test_nodelete"), &["--reloads", "1"]);
+    assert!(
+        !out.contains("__cxa_thread_atexit_impl"),
+        "no thread, no TLS blame: {out}"
+    );
 }
