@@ -16,7 +16,7 @@ impl Drop for Noisy {
 }
 
 thread_local! {
-    static STATE: RefCell<Noisy> = RefCell::new(Noisy(Vec::new()));
+    static STATE: RefCell<Noisy> = const { RefCell::new(Noisy(Vec::new())) };
 }
 
 fn init(host: Host) -> Result<NoState, String> {
