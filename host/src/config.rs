@@ -36,6 +36,22 @@ pub struct Config {
     /// The environment policy of every child process.
     #[serde(default)]
     pub env: EnvSection,
+    /// Host settings.
+    #[serde(default)]
+    pub host: HostSection,
+}
+
+/// `[host]`: where plugins come from besides `[[plugin]]`.
+///
+/// ```toml
+/// [host]
+/// plugin_dir = "plugins"       # every *.so in it is loaded; one that appears loads, one removed unloads
+/// ```
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostSection {
+    /// A plugin directory (relative to the config file).
+    pub plugin_dir: Option<PathBuf>,
 }
 
 /// `[env]`: what every child process inherits (see [`crate::process::env`]).
@@ -156,6 +172,11 @@ impl Config {
             }
         }
         if let Some(dir) = config.tasks.spill_dir.as_mut()
+            && dir.is_relative()
+        {
+            *dir = base.join(&*dir);
+        }
+        if let Some(dir) = config.host.plugin_dir.as_mut()
             && dir.is_relative()
         {
             *dir = base.join(&*dir);

@@ -83,16 +83,31 @@ impl Taskhost {
         &self.plugins
     }
 
-    /// Starts watching every loaded plugin file; a content change loads a new generation. Dropping
-    /// the returned guard stops watching.
+    /// Starts watching every loaded plugin file; a content change loads a new generation at once
+    /// when the file is complete (`window` after its last event for a writer that never closes it).
+    /// Dropping the returned guard stops watching.
     ///
     /// # Errors
     /// When a plugin directory cannot be watched.
     pub fn watch(
         &self,
-        debounce: std::time::Duration,
+        window: std::time::Duration,
     ) -> Result<plugin::watch::Watch, plugin::watch::WatchError> {
-        plugin::watch::watch(self.plugins.clone(), &self.plugins.paths(), debounce)
+        self.watch_with_dirs(window, &[])
+    }
+
+    /// As [`Taskhost::watch`], and also every library in `plugin_dirs`: one that appears is loaded,
+    /// one removed is unloaded (its tasks live on).
+    ///
+    /// # Errors
+    /// When a directory cannot be watched.
+    pub fn watch_with_dirs(
+        &self,
+        window: std::time::Duration,
+        plugin_dirs: &[std::path::PathBuf],
+    ) -> Result<plugin::watch::Watch, plugin::watch::WatchError> {
+        let targets = plugin::watch::Targets::new(&self.plugins.paths(), plugin_dirs);
+        plugin::watch::watch(self.plugins.clone(), targets, window)
     }
 
     /// The sessions.

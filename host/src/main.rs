@@ -30,6 +30,10 @@ enum Command {
         /// plugins next to the binary.
         #[arg(long = "plugin")]
         plugins: Vec<PathBuf>,
+        /// A plugin directory (repeatable): every *.so in it is loaded; with watching on, one that
+        /// appears is loaded and one removed is unloaded.
+        #[arg(long = "plugin-dir")]
+        plugin_dirs: Vec<PathBuf>,
         /// `unix:PATH`: serve one MCP session per connection on this socket.
         #[arg(long)]
         listen: Option<String>,
@@ -178,6 +182,7 @@ fn main() -> ExitCode {
         Command::Serve {
             config,
             plugins,
+            plugin_dirs,
             listen,
             no_watch,
             allow_untrusted_plugins,
@@ -187,6 +192,7 @@ fn main() -> ExitCode {
             ServeArgs {
                 config,
                 plugins,
+                plugin_dirs,
                 listen,
                 no_watch,
                 allow_untrusted: allow_untrusted_plugins,

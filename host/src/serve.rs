@@ -20,8 +20,12 @@ use crate::{LoadOptions, Taskhost};
 pub struct ServeArgs {
     /// A TOML config file.
     pub config: Option<PathBuf>,
-    /// Plugin files to load (after the config's); none at all loads the default set.
+    /// Plugin files to load (after the config's); none at all (and no plugin directory) loads the
+    /// default set.
     pub plugins: Vec<PathBuf>,
+    /// Plugin directories (after the config's `[host] plugin_dir`): every library in them is loaded,
+    /// and with watching on, libraries that appear are loaded and removed ones unloaded.
+    pub plugin_dirs: Vec<PathBuf>,
     /// `unix:PATH` to serve on instead of stdio.
     pub listen: Option<String>,
     /// Do not reload plugins when their files change.
@@ -91,8 +95,11 @@ pub fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Result<(), S
         None
     } else {
         Some(
-            host.watch(crate::plugin::watch::DEFAULT_DEBOUNCE)
-                .map_err(|e| fail(1)(e.to_string()))?,
+            host.watch_with_dirs(
+                crate::plugin::watch::DEFAULT_DEBOUNCE,
+                &plugin_dirs(&config, &args),
+            )
+            .map_err(|e| fail(1)(e.to_string()))?,
         )
     };
     let tools: Vec<String> = host.plugins().tools().into_iter().map(|t| t.name).collect();
@@ -153,8 +160,20 @@ fn prepare(args: &ServeArgs) -> Result<Prepared, ServeError> {
     })
 }
 
-/// Creates the host and loads its plugins: the config's, then `--plugin`s, else the default set. A
-/// plugin that fails to load is logged; the others serve.
+/// The plugin directories: the config's, then `--plugin-dir`s, each absolute.
+fn plugin_dirs(config: &Config, args: &ServeArgs) -> Vec<PathBuf> {
+    config
+        .host
+        .plugin_dir
+        .iter()
+        .chain(&args.plugin_dirs)
+        .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.clone()))
+        .collect()
+}
+
+/// Creates the host and loads its plugins: the config's, then `--plugin`s, then the plugin
+/// directories' libraries, else the default set. A plugin that fails to load is logged; the others
+/// serve. A plugin directory that cannot be read is an error (exit 2).
 fn start_host(
     runtime: &tokio::runtime::Runtime,
     config: &Config,
@@ -177,7 +196,17 @@ fn start_host(
         .map(|p| (p.path.clone(), Some(p.config_json())))
         .collect();
     entries.extend(args.plugins.iter().map(|p| (p.clone(), None)));
-    if entries.is_empty() {
+    let dirs = plugin_dirs(config, args);
+    for dir in &dirs {
+        let found = crate::plugin::watch::libraries_in(dir).map_err(|e| {
+            fail(2)(format!(
+                "cannot read the plugin directory {}: {e}",
+                dir.display()
+            ))
+        })?;
+        entries.extend(found.into_iter().map(|p| (p, None)));
+    }
+    if entries.is_empty() && dirs.is_empty() {
         entries = default_plugins().into_iter().map(|p| (p, None)).collect();
     }
     for (path, plugin_config) in &entries {

@@ -82,3 +82,103 @@ fn a_file_of_the_same_build_does_not_reload() {
         "the same size and build id is the same build"
     );
 }
+
+/// Proves: a complete file loads at once, with no waiting window (the fallback window here is 30 s):
+/// a hard link made the way cargo does, a file renamed into place, and a file written in place and
+/// closed.
+#[test]
+fn a_complete_file_loads_at_once_without_a_window() {
+    let f = Fixture::new("watch-instant");
+    let path = f.load("taskhost_test_probe", "probe_watch_instant");
+    let _watch = f.host.watch(Duration::from_secs(30)).expect("watch");
+    let within = Duration::from_secs(3);
+    cargo_style_replace(&rebuilt(&f, 1), &path);
+    assert!(
+        eventually(within, || active_generation(&f) == 2),
+        "a hard link"
+    );
+    let staged = rebuilt(&f, 2);
+    std::fs::rename(&staged, &path).unwrap();
+    assert!(
+        eventually(within, || active_generation(&f) == 3),
+        "a rename"
+    );
+    std::fs::write(&path, rebuilt_bytes("taskhost_test_probe", 3)).unwrap();
+    assert!(
+        eventually(within, || active_generation(&f) == 4),
+        "a write, closed"
+    );
+}
+
+/// Proves: a file still being written (open, half of it there) is never loaded, however long the
+/// writer pauses within the window; it loads once, when the writer closes it. The file is the loaded
+/// plugin itself, truncated and rewritten in place: the serving generation is a copy of its own, so
+/// its code is untouched (while the loader hard-linked generations, this crashed the host).
+#[test]
+fn a_file_still_being_written_is_never_loaded() {
+    use std::io::Write;
+    let f = Fixture::new("watch-partial");
+    let path = f.load("taskhost_test_probe", "probe_watch_partial");
+    let _watch = f.host.watch(Duration::from_secs(30)).expect("watch");
+    let bytes = rebuilt_bytes("taskhost_test_probe", 7);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&path)
+        .unwrap();
+    file.write_all(&bytes[..bytes.len() / 2]).unwrap();
+    file.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(active_generation(&f), 1, "half a file was loaded");
+    assert_eq!(f.host.plugins().info()[0].generations.len(), 1);
+    file.write_all(&bytes[bytes.len() / 2..]).unwrap();
+    drop(file);
+    assert!(eventually(Duration::from_secs(3), || active_generation(&f) == 2));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(active_generation(&f), 2, "one reload for one write");
+}
+
+/// Proves: in a watched plugin directory, a library that appears is loaded, and one removed is
+/// unloaded (its tools go) while a task it started lives on, readable and settling.
+#[test]
+fn a_plugin_directory_loads_what_appears_and_unloads_what_is_removed() {
+    let f = Fixture::new("plugin-dir");
+    f.load("taskhost_test_surface", "surface_plugin_dir");
+    f.host.sessions().open("s");
+    let dir = f.dir.join("plugins");
+    std::fs::create_dir(&dir).unwrap();
+    set_mode(&dir, 0o700);
+    let _watch = f
+        .host
+        .watch_with_dirs(Duration::from_millis(200), std::slice::from_ref(&dir))
+        .expect("watch");
+    let tools = || -> Vec<String> {
+        f.host
+            .plugins()
+            .tools()
+            .into_iter()
+            .map(|t| t.name)
+            .collect()
+    };
+    assert!(!tools().contains(&"probe_start".to_owned()));
+    let staged = f.dir.join("staged.so");
+    std::fs::copy(built("taskhost_test_probe"), &staged).unwrap();
+    set_mode(&staged, 0o755);
+    let placed = dir.join("libprobe_in_dir.so");
+    std::fs::rename(&staged, &placed).unwrap();
+    assert!(
+        eventually(Duration::from_secs(3), || tools()
+            .contains(&"probe_start".to_owned())),
+        "the new library was not loaded"
+    );
+    let id = f.start_probe("s", json!({"lines": 100, "interval_ms": 10}));
+    std::fs::remove_file(&placed).unwrap();
+    assert!(
+        eventually(Duration::from_secs(3), || !tools()
+            .contains(&"probe_start".to_owned())),
+        "the removed library still serves"
+    );
+    let (output, status) = f.drain("s", &id);
+    assert_eq!(output, probe_lines(100));
+    assert_eq!(status, "[status: completed, exit code: 0]");
+}

@@ -138,21 +138,21 @@ pub(crate) struct PrivateFile {
 }
 
 /// Gives the generation its own file, `<dir>/<stem>.g<N>.so` (`<stem>.g<N>-<k>.so` when another
-/// plugin of the same stem took that name): a hardlink when possible (O(1), and safe because cargo and
-/// linkers replace artifacts rather than rewrite them), else a copy of the bytes of the source as it
-/// was opened. `link` must be false when a mapped generation came from the same inode: glibc
-/// recognizes an already-loaded object by device and inode, so `dlopen` of a second link would hand
-/// back the old mapping.
+/// plugin of the same stem took that name): a copy of the bytes of the source as it was opened, in an
+/// inode of its own. Never a hard link: a link shares the inode, so a plugin file overwritten in place
+/// (`cp new.so plugin.so` truncates and rewrites it) would truncate the code of the generation mapped
+/// from it, and the host would die of SIGSEGV or SIGBUS (measured: a test that rewrote a loaded
+/// plugin in place crashed the host while the loader linked). A copy also gives each generation an
+/// inode glibc has not seen, so `dlopen` never hands back an older mapping.
 ///
 /// `dir` must be a private directory of ours (created 0700 if missing; anything else is refused). The
-/// name is created exclusively (`link` and `O_CREAT|O_EXCL` neither follow nor replace whatever is
+/// name is created exclusively (`O_CREAT|O_EXCL|O_NOFOLLOW` neither follows nor replaces whatever is
 /// there, so a planted symlink is skipped, never followed), and the file is reopened with
 /// `O_NOFOLLOW` and checked to be the inode just made.
 pub(crate) fn private_copy(
     source: &Path,
     dir: &Path,
     number: u64,
-    link: bool,
 ) -> Result<PrivateFile, LoadError> {
     use std::io::ErrorKind;
     let io = |source_err| LoadError::Io {
@@ -161,7 +161,6 @@ pub(crate) fn private_copy(
     };
     crate::rundir::ensure_private(dir).map_err(|e| LoadError::GenerationDir(e.to_string()))?;
     let mut original = fs::File::open(source).map_err(io)?;
-    let original_id = file_id(&original.metadata().map_err(io)?);
     let stem = source
         .file_stem()
         .map_or_else(|| "plugin".into(), |s| s.to_string_lossy().into_owned());
@@ -171,33 +170,32 @@ pub(crate) fn private_copy(
             k => format!("{stem}.g{number}-{k}.so"),
         };
         let target = dir.join(name);
-        let expected = if link && fs::hard_link(source, &target).is_ok() {
-            original_id
-        } else {
-            let created = fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o500)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(&target);
-            let mut copy = match created {
-                Ok(f) => f,
-                Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(io(e)),
-            };
-            std::io::Seek::rewind(&mut original).map_err(io)?;
-            std::io::copy(&mut original, &mut copy).map_err(io)?;
-            file_id(&copy.metadata().map_err(io)?)
+        let created = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o500)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&target);
+        let mut copy = match created {
+            Ok(f) => f,
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(io(e)),
         };
+        // An in-kernel copy (copy_file_range) of the bytes opened above.
+        std::io::copy(&mut original, &mut copy).map_err(io)?;
+        let expected = file_id(&copy.metadata().map_err(io)?);
         let file = fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NOFOLLOW)
             .open(&target)
             .map_err(io)?;
         if file_id(&file.metadata().map_err(io)?) != expected {
-            // The source was replaced between the open and the link: load the bytes that were opened.
+            // Our private directory's entry is not the file just written: refuse it.
             let _ = fs::remove_file(&target);
-            return private_copy(source, dir, number, false);
+            return Err(LoadError::GenerationDir(format!(
+                "{} was replaced while it was written",
+                target.display()
+            )));
         }
         return Ok(PrivateFile { path: target, file });
     }

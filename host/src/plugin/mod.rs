@@ -175,12 +175,12 @@ impl Plugins {
             path: path.clone(),
             source,
         })?;
-        let Some((number, config_json, link)) =
+        let Some((number, config_json)) =
             self.reserve_generation(&path, &signature, config_json, only_if_changed)
         else {
             return Ok(None);
         };
-        let file = loader::private_copy(&path, &self.options.generation_dir, number, link)?;
+        let file = loader::private_copy(&path, &self.options.generation_dir, number)?;
         let opened = loader::open(&path, &file);
         signature.build_id = elf::build_id_of(&file.file);
         // The mapping stays valid after the name is gone: the file is removed once fingerprinted.
@@ -193,7 +193,6 @@ impl Plugins {
             name.clone(),
             number,
             path.clone(),
-            signature.id,
             module,
             libraries,
             config_json,
@@ -205,16 +204,15 @@ impl Plugins {
         Ok(Some(generation))
     }
 
-    /// Takes the next generation number of the plugin at `path` (its slot made on first use) and
-    /// says whether its file may be hardlinked; `None` when `only_if_changed` and the file holds the
-    /// build loaded last.
+    /// Takes the next generation number of the plugin at `path` (its slot made on first use) and its
+    /// config; `None` when `only_if_changed` and the file holds the build loaded last.
     fn reserve_generation(
         &self,
         path: &Path,
         signature: &FileSignature,
         config_json: Option<String>,
         only_if_changed: bool,
-    ) -> Option<(u64, String, bool)> {
+    ) -> Option<(u64, String)> {
         let mut slots = self.slots.lock();
         let slot = slots.entry(path.to_owned()).or_insert_with(|| Slot {
             name: None,
@@ -237,13 +235,7 @@ impl Plugins {
         }
         let n = slot.next_generation;
         slot.next_generation += 1;
-        let mapped = slot
-            .active
-            .iter()
-            .cloned()
-            .chain(slot.retiring.iter().filter_map(Weak::upgrade));
-        let link = mapped.into_iter().all(|g| g.source_id != signature.id);
-        Some((n, slot.config_json.clone(), link))
+        Some((n, slot.config_json.clone()))
     }
 
     /// Makes a swapped-in generation the plugin's active one, tells the tools-changed listeners, and
