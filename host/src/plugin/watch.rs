@@ -274,7 +274,7 @@ mod tests {
         use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
         let (tx, rx) = channel();
         let target = PathBuf::from("/plugins/libbash.so");
-        let targets = Targets::new(&[target.clone()], &[]);
+        let targets = Targets::new(std::slice::from_ref(&target), &[]);
         let window = Duration::from_secs(5);
         let kinds = [
             EventKind::Modify(ModifyKind::Data(notify::event::DataChange::Any)),
@@ -308,7 +308,7 @@ mod tests {
     #[test]
     fn a_library_in_a_plugin_directory_is_a_target_and_other_files_are_not() {
         let dir = PathBuf::from("/plugins");
-        let targets = Targets::new(&[], &[dir.clone()]);
+        let targets = Targets::new(&[], std::slice::from_ref(&dir));
         assert!(targets.contains(&dir.join("libnew.so")));
         assert!(!targets.contains(&dir.join("notes.txt")));
         assert!(!targets.contains(Path::new("/elsewhere/libx.so")));
@@ -318,7 +318,7 @@ mod tests {
     fn a_burst_of_events_fires_once_a_window_after_the_last_and_others_are_ignored() {
         let (tx, rx) = channel();
         let target = PathBuf::from("/plugins/libbash.so");
-        let targets = Targets::new(&[target.clone()], &[]);
+        let targets = Targets::new(std::slice::from_ref(&target), &[]);
         let window = Duration::from_millis(40);
         let sender = std::thread::spawn({
             let target = target.clone();
