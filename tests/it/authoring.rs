@@ -57,6 +57,78 @@ fn a_new_plugin_builds_and_passes_its_own_tests_outside_the_workspace() {
         ],
     );
     assert_eq!(code, Some(0), "{out}");
+    a_real_cargo_build_under_a_watching_host_gives_one_reload(&dir, &root, &target, &built);
+}
+
+/// A watching host serves the built plugin; an edit and a real `cargo build` reload it exactly once,
+/// and the new code answers.
+fn a_real_cargo_build_under_a_watching_host_gives_one_reload(
+    dir: &std::path::Path,
+    root: &std::path::Path,
+    target: &std::path::Path,
+    built: &std::path::Path,
+) {
+    let tasks = artifacts().join("libtaskhost_plugin_tasks.so");
+    let mut host = crate::mcp::SocketHost::start(
+        dir,
+        &[
+            "--plugin",
+            tasks.to_str().unwrap(),
+            "--plugin",
+            built.to_str().unwrap(),
+        ],
+    );
+    let connect = format!("unix:{}", host.socket.display());
+    let greet = || {
+        let out = output_within(
+            std::process::Command::new(binary()).args([
+                "call",
+                "--connect",
+                &connect,
+                "made_here_greet",
+                r#"{"name": "Ada"}"#,
+            ]),
+            Duration::from_secs(30),
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    let generation = || {
+        let out = output_within(
+            std::process::Command::new(binary()).args(["plugins", "--connect", &connect]),
+            Duration::from_secs(30),
+        );
+        let table = String::from_utf8_lossy(&out.stdout).into_owned();
+        table
+            .lines()
+            .find(|l| l.starts_with("made-here") && l.contains(" active "))
+            .and_then(|l| l.split_whitespace().nth(1).map(str::to_owned))
+            .unwrap_or_else(|| panic!("no active made-here row in {table}"))
+    };
+    assert_eq!(greet(), "hello, Ada");
+    assert_eq!(generation(), "1");
+    let lib = root.join("src/lib.rs");
+    let source = std::fs::read_to_string(&lib).unwrap();
+    std::fs::write(&lib, source.replace("\"hello, {}\"", "\"hi, {}\"")).unwrap();
+    let rebuilt = output_within(
+        std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+            .args(["build", "--offline", "--quiet", "--lib"])
+            .current_dir(root)
+            .env("CARGO_TARGET_DIR", target),
+        Duration::from_secs(10 * 60),
+    );
+    assert!(
+        rebuilt.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rebuilt.stderr)
+    );
+    assert!(
+        eventually(Duration::from_secs(10), || greet() == "hi, Ada"),
+        "the rebuilt code never answered: {}",
+        greet()
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(generation(), "2", "one build, one reload");
+    host.stop();
 }
 
 /// Proves: a bad name and a taken path are refused with exit code 2 and a clear message, writing
