@@ -11,8 +11,8 @@ use abi_stable::sabi_trait;
 use abi_stable::std_types::{RBox, ROption, RResult, RStr, RString, RVec};
 
 use crate::types::{
-    FfiKill, FfiOutcome, FfiRead, FfiSnapshot, ProcessRequest, ProcessResult, SubagentRequest,
-    TaskDecl, ToolCall, ToolResult, ToolSpec,
+    ExternalRequest, ExternalStarted, FfiKill, FfiOutcome, FfiRead, FfiSnapshot, ProcessRequest,
+    ProcessResult, SubagentRequest, TaskDecl, ToolCall, ToolResult, ToolSpec,
 };
 
 /// The host handle a plugin receives at init. Implemented by the host.
@@ -50,6 +50,14 @@ pub trait HostApi: Send + Sync {
         decl: TaskDecl,
         request: SubagentRequest,
     ) -> RResult<RString, RString>;
+    /// Declares a stream task whose work runs elsewhere (see [`ExternalRequest`]): the host runs its
+    /// start command once every registry check passed, then follows its output file and polls its
+    /// state; cancel runs its cancel command. Its hooks are the host's.
+    fn start_external_task(
+        &self,
+        decl: TaskDecl,
+        request: ExternalRequest,
+    ) -> RResult<ExternalStarted, RString>;
     /// Runs a child agent in the foreground for `session`, blocking the calling thread until it ends.
     fn run_subagent(&self, session: RStr<'_>, request: SubagentRequest) -> FfiOutcome;
     /// Attaches a control surface (the fence opens); returns a key for [`HostApi::detach_surface`].

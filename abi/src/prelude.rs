@@ -13,9 +13,11 @@
 pub use crate::export_plugin;
 pub use crate::sdk::{Host, Plugin, TaskControl, TaskHandle};
 pub use crate::types::{
+    ExternalRequest, ProcessRequest, ProcessResult, SubagentRequest, ToolCall, ToolResult,
+};
+pub use crate::types::{
     FfiOutcome as Outcome, FfiSnapshot as TaskSnapshot, FfiStatus as TaskStatus,
 };
-pub use crate::types::{ProcessRequest, ProcessResult, SubagentRequest, ToolCall, ToolResult};
 pub use schemars::JsonSchema;
 pub use serde::Deserialize;
 pub use serde_json::{Value, json};

@@ -291,6 +291,26 @@ impl Host {
             .map_err(String::from)
     }
 
+    /// Starts a task whose work runs elsewhere (see [`HostApi::start_external_task`]); returns the task
+    /// id and the work's own id.
+    ///
+    /// # Errors
+    /// The registry's refusal, or the start command's failure; nothing is registered then.
+    pub fn start_external_task(
+        &self,
+        kind: &str,
+        label: &str,
+        owner_session: Option<&str>,
+        request: ExternalRequest,
+    ) -> Result<(String, String), String> {
+        let decl = task_decl(kind, label, owner_session);
+        self.0
+            .start_external_task(decl, request)
+            .into_result()
+            .map(|s| (s.task_id.into_string(), s.external_id.into_string()))
+            .map_err(String::from)
+    }
+
     /// Runs a child agent in the foreground (see [`HostApi::run_subagent`]).
     pub fn run_subagent(&self, session: &str, request: SubagentRequest) -> FfiOutcome {
         self.0.run_subagent(session.into(), request)

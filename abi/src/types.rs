@@ -390,3 +390,37 @@ pub struct SubagentRequest {
     /// remove them (its API key, say); names the host does not have are skipped.
     pub pass_env: RVec<RString>,
 }
+
+/// Work that runs elsewhere (a cluster's job, say) and that the host starts, follows and stops with
+/// commands, so nothing of the plugin runs while it does: its hooks are the host's, and a reload of
+/// the plugin never touches it.
+///
+/// Every command runs as `bash -c` through the host's process service. `{id}` in `poll_command`,
+/// `cancel_command` and `output_path` stands for the work's id, which `start_command` printed.
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug)]
+pub struct ExternalRequest {
+    /// Starts the work; the last non-empty line of its stdout is the work's id (letters, digits,
+    /// `.`, `_`, `-`). A non-zero exit refuses the start with its stderr, and nothing is registered.
+    pub start_command: RString,
+    /// Tells the work's state on the first line of its stdout: `running`, or `completed <detail>`,
+    /// `killed <detail>`, `failed <detail>` once it ended (the task settles so). Anything else, or a
+    /// command that fails, is asked again at the next poll.
+    pub poll_command: RString,
+    /// Stops the work; the task settles when the poll reports its end.
+    pub cancel_command: RString,
+    /// The file the work writes its output to, which the host follows as it grows (a stream task).
+    pub output_path: RString,
+    /// Milliseconds between polls.
+    pub poll_ms: u64,
+}
+
+/// A started external task: the registry's id and the work's own.
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug)]
+pub struct ExternalStarted {
+    /// The task id (`slurm-3`).
+    pub task_id: RString,
+    /// The work's id, as the start command printed it (`1234`).
+    pub external_id: RString,
+}

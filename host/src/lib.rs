@@ -9,6 +9,7 @@
 pub mod acp;
 pub mod check;
 pub mod config;
+mod external;
 pub mod listen;
 pub mod mcp;
 pub mod new_plugin;

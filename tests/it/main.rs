@@ -14,5 +14,6 @@ mod lifecycle;
 mod loading;
 mod mcp;
 mod reload;
+mod slurm;
 mod subagent;
 mod watch;

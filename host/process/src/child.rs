@@ -125,6 +125,17 @@ impl Process {
         self.render(&s, &out, &err)
     }
 
+    /// The output since the previous read as text, stdout and stderr apart (for a command whose
+    /// answer is its stdout).
+    pub fn read_streams(&self) -> (String, String) {
+        let mut s = self.streams.lock();
+        let (out, err) = (s.out.read(), s.err.read());
+        (
+            String::from_utf8_lossy(&out.bytes).into_owned(),
+            String::from_utf8_lossy(&err.bytes).into_owned(),
+        )
+    }
+
     /// What [`Process::read`] would return now, left unread.
     pub fn peek(&self) -> String {
         let s = self.streams.lock();

@@ -12,7 +12,9 @@ use taskhost_abi::{
     Completion_TO, FfiKill, FfiOutcome, FfiRead, FfiSnapshot, HostApi, ListenerBox, StarterBox,
     TaskDecl, ToolHandlerBox, ToolSpec, WorkerBox, level,
 };
-use taskhost_abi::{ProcessRequest, ProcessResult, SubagentRequest};
+use taskhost_abi::{
+    ExternalRequest, ExternalStarted, ProcessRequest, ProcessResult, SubagentRequest,
+};
 use taskhost_registry::{Agent, KillOutcome, ProducerError, SurfaceScope, TaskHooks, TaskStart};
 
 use super::Shared;
@@ -238,6 +240,36 @@ impl HostApi for GenHost {
             Ok(TaskHooks::new(done, cancel))
         };
         self.register(&decl, run)
+    }
+
+    fn start_external_task(
+        &self,
+        decl: TaskDecl,
+        request: ExternalRequest,
+    ) -> RResult<ExternalStarted, RString> {
+        let external = crate::external::External {
+            start: request.start_command.as_str().to_owned(),
+            poll: request.poll_command.as_str().to_owned(),
+            cancel: request.cancel_command.as_str().to_owned(),
+            output: request.output_path.as_str().to_owned(),
+            poll_every: std::time::Duration::from_millis(request.poll_ms),
+        };
+        let session = owner_session(&decl);
+        let (processes, runtime) = (self.shared.processes.clone(), self.shared.runtime.clone());
+        let work_id = Arc::new(Mutex::new(String::new()));
+        let started_id = work_id.clone();
+        let run = move || {
+            let (id, hooks) = crate::external::start(&processes, &runtime, &session, external)?;
+            *started_id.lock() = id;
+            Ok(hooks)
+        };
+        match self.register(&decl, run).into_result() {
+            Ok(task_id) => ROk(ExternalStarted {
+                task_id,
+                external_id: work_id.lock().as_str().into(),
+            }),
+            Err(e) => RErr(e),
+        }
     }
 
     fn run_subagent(&self, session: RStr<'_>, request: SubagentRequest) -> FfiOutcome {

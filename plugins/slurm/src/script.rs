@@ -1,0 +1,163 @@
+//! The shell commands the plugin hands the host: the submission, the state poll. Every value from a
+//! call is checked, then single-quoted.
+
+use super::{Config, SlurmArgs};
+
+/// `value` as one single-quoted shell word.
+pub(crate) fn quote(value: &str) -> String {
+    format!("'{}'", value.replace('\'', r"'\''"))
+}
+
+/// Checks a Slurm time limit: `minutes`, `MM:SS`, `HH:MM:SS`, `D-HH`, `D-HH:MM`, `D-HH:MM:SS`.
+///
+/// # Errors
+/// What is wrong with it.
+pub(crate) fn check_time_limit(t: &str) -> Result<(), String> {
+    let numbers = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit());
+    let (days, clock) = match t.split_once('-') {
+        Some((d, rest)) => (Some(d), rest),
+        None => (None, t),
+    };
+    let parts: Vec<&str> = clock.split(':').collect();
+    let ok = days.is_none_or(numbers)
+        && parts.iter().all(|p| numbers(p))
+        && match days {
+            Some(_) => (1..=3).contains(&parts.len()),
+            None => (1..=3).contains(&parts.len()),
+        };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "invalid time_limit {}: expected minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS",
+            quote(t)
+        ))
+    }
+}
+
+/// Checks a memory size: digits with an optional K, M, G or T.
+fn check_memory(m: &str) -> Result<(), String> {
+    let digits = m.trim_end_matches(['K', 'M', 'G', 'T', 'k', 'm', 'g', 't']);
+    if !digits.is_empty()
+        && digits.chars().all(|c| c.is_ascii_digit())
+        && m.len() - digits.len() <= 1
+    {
+        Ok(())
+    } else {
+        Err(format!(
+            "invalid memory {}: expected a size such as 512M or 4G",
+            quote(m)
+        ))
+    }
+}
+
+fn positive(key: &str, n: Option<u32>) -> Result<Option<u32>, String> {
+    match n {
+        Some(0) => Err(format!("invalid {key}: expected a positive integer, got 0")),
+        n => Ok(n),
+    }
+}
+
+/// The `sbatch --parsable` command submitting `script`, its output to `<output_dir>/<job id>.out`.
+///
+/// # Errors
+/// A bad argument, named; nothing is submitted then.
+pub(crate) fn sbatch_command(
+    config: &Config,
+    args: &SlurmArgs,
+    script: &std::path::Path,
+) -> Result<String, String> {
+    let mut words = vec![
+        "sbatch".to_owned(),
+        "--parsable".to_owned(),
+        "--job-name=taskhost".to_owned(),
+        format!(
+            "--output={}",
+            quote(&config.output_dir.join("%j.out").display().to_string())
+        ),
+    ];
+    if let Some(p) = args.partition.as_ref().or(config.partition.as_ref()) {
+        words.push(format!("--partition={}", quote(p)));
+    }
+    if let Some(t) = args
+        .time_limit
+        .as_ref()
+        .or(config.default_time_limit.as_ref())
+    {
+        check_time_limit(t)?;
+        words.push(format!("--time={}", quote(t)));
+    }
+    if let Some(n) = positive("cpus", args.cpus)? {
+        words.push(format!("--cpus-per-task={n}"));
+    }
+    if let Some(n) = positive("gpus", args.gpus)? {
+        words.push(format!("--gres=gpu:{n}"));
+    }
+    if let Some(n) = positive("nodes", args.nodes)? {
+        words.push(format!("--nodes={n}"));
+    }
+    if let Some(m) = &args.memory {
+        check_memory(m)?;
+        words.push(format!("--mem={}", quote(m)));
+    }
+    if let Some(w) = args.workdir.as_ref().filter(|w| !w.is_empty()) {
+        words.push(format!("--chdir={}", quote(w)));
+    }
+    words.extend(config.extra_args.iter().map(|a| quote(a)));
+    words.push(quote(&script.display().to_string()));
+    Ok(words.join(" "))
+}
+
+/// A bash script that prints job `id`'s state as the host's poll reads it: `running`, or
+/// `completed exit code: N`, `killed CANCELLED`, `failed <STATE>, exit code: N[, signal: S]`. A
+/// controller that cannot be asked prints nothing (the host asks again).
+pub(crate) fn state_script(id: &str) -> String {
+    format!(
+        r#"info=$(scontrol show job {id} -o 2>/dev/null) || exit 0
+state=$(printf '%s' "$info" | grep -o 'JobState=[A-Z_]*' | cut -d= -f2)
+code=$(printf '%s' "$info" | grep -o ' ExitCode=[0-9]*:[0-9]*' | cut -d= -f2)
+status=${{code%%:*}}; signal=${{code##*:}}
+case "$state" in
+  COMPLETED) echo "completed exit code: $status" ;;
+  CANCELLED) echo "killed CANCELLED" ;;
+  FAILED|TIMEOUT|OUT_OF_MEMORY|NODE_FAIL|PREEMPTED|BOOT_FAIL|DEADLINE)
+    if [ "$signal" != 0 ]; then echo "failed $state, exit code: $status, signal: $signal"
+    else echo "failed $state, exit code: $status"; fi ;;
+  *) echo running ;;
+esac"#
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_limits_in_slurms_forms_pass_and_others_are_named() {
+        for ok in ["5", "10:00", "1:00:00", "2-0", "2-12:30", "1-00:00:00"] {
+            assert_eq!(check_time_limit(ok), Ok(()), "{ok}");
+        }
+        for bad in ["", "ten", "1:2:3:4", "-5", "1-", "5m", "1;reboot"] {
+            assert!(check_time_limit(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_value_is_quoted_as_one_word() {
+        assert_eq!(quote("it's"), r"'it'\''s'");
+    }
+
+    #[test]
+    fn memory_sizes_are_digits_and_one_unit() {
+        assert!(
+            check_memory("512M").is_ok()
+                && check_memory("4G").is_ok()
+                && check_memory("100").is_ok()
+        );
+        assert!(
+            check_memory("4GB").is_err()
+                && check_memory("lots").is_err()
+                && check_memory("").is_err()
+        );
+    }
+}

@@ -1,0 +1,337 @@
+//! The Slurm producer against a real single-node cluster (`scripts/slurm-up`, which `.ci/run` starts):
+//! jobs as tasks that read, list, wait and die like local ones. Each test says it was skipped when no
+//! cluster runs here.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::fixtures::*;
+
+/// The cluster's slurm.conf when `scripts/slurm-up` has a cluster running, else `None` (and the
+/// test says it was skipped).
+fn cluster(test: &str) -> Option<PathBuf> {
+    let conf = std::env::var_os("TASKHOST_SLURM_CONF").map_or_else(
+        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/slurm/etc/slurm.conf"),
+        PathBuf::from,
+    );
+    let up = conf.is_file()
+        && std::process::Command::new("sinfo")
+            .args(["-h", "-o", "%t"])
+            .env("SLURM_CONF", &conf)
+            .output()
+            .is_ok_and(|o| o.status.success() && !o.stdout.is_empty());
+    if !up {
+        eprintln!(
+            "{test}: skipped: no Slurm cluster is running (scripts/slurm-up starts one as root)"
+        );
+    }
+    up.then_some(conf)
+}
+
+/// A host with tasks and slurm (output under the test's directory), one session `s`.
+fn host(name: &str, conf: &std::path::Path, extra: Value) -> Fixture {
+    let f = Fixture::new(name);
+    let out = f.dir.join("slurm-out");
+    std::fs::create_dir_all(&out).unwrap();
+    set_mode(&out, 0o755);
+    let mut config = json!({
+        "slurm_conf": conf.display().to_string(),
+        "output_dir": out.display().to_string(),
+        "poll_ms": 300,
+    });
+    if let (Some(c), Some(e)) = (config.as_object_mut(), extra.as_object()) {
+        c.extend(e.clone());
+    }
+    let slurm = plugin_copy("taskhost_plugin_slurm", &f.dir, &format!("slurm_{name}"));
+    f.host
+        .plugins()
+        .load(&slurm, Some(config.to_string()), false)
+        .expect("slurm");
+    f.load("taskhost_plugin_tasks", &format!("tasks_{name}"));
+    f.host.sessions().open("s");
+    f
+}
+
+/// Starts a background job; returns (task id, job id).
+fn submit(f: &Fixture, args: Value) -> (String, String) {
+    let mut args = args;
+    args["run_in_background"] = json!(true);
+    let text = f.call("slurm", "s", args);
+    let rest = text
+        .strip_prefix("started background slurm job ")
+        .unwrap_or_else(|| panic!("not started: {text}"));
+    let (task, job) = rest.split_once(" (job ").unwrap();
+    (task.to_owned(), job.trim_end_matches(')').to_owned())
+}
+
+fn squeue_lists(conf: &std::path::Path, job: &str) -> bool {
+    let out = std::process::Command::new("squeue")
+        .args(["-h", "-j", job, "-o", "%T"])
+        .env("SLURM_CONF", conf)
+        .output()
+        .unwrap();
+    !String::from_utf8_lossy(&out.stdout).trim().is_empty()
+}
+
+fn wait_end(f: &Fixture, id: &str, secs: u64) -> String {
+    f.call(
+        "task_output",
+        "s",
+        json!({"task_id": id, "wait": true, "timeout_ms": secs * 1000}),
+    )
+}
+
+/// Proves: a job's output arrives while it runs (two reads, each with new lines, the job still
+/// running), it is named after its task, and it completes with its exit code.
+#[test]
+fn a_jobs_output_arrives_while_it_runs_and_it_completes_with_its_exit_code() {
+    let Some(conf) = cluster("a_jobs_output_arrives_while_it_runs") else {
+        return;
+    };
+    let f = host("slurm-stream", &conf, json!({}));
+    let (id, job) = submit(
+        &f,
+        json!({"command": "for i in 1 2 3 4 5 6; do echo line $i; sleep 1; done", "description": "count"}),
+    );
+    let listed = f.call("task_list", "s", json!({}));
+    assert!(
+        listed.contains(&format!("{id} [slurm] running — count")),
+        "{listed}"
+    );
+    let first = f.call(
+        "task_output",
+        "s",
+        json!({"task_id": id, "wait_for": "line 2", "timeout_ms": 60000}),
+    );
+    assert!(
+        first.contains("line 1\nline 2\n") && first.ends_with("[status: running]"),
+        "{first}"
+    );
+    let second = f.call(
+        "task_output",
+        "s",
+        json!({"task_id": id, "wait_for": "line 4", "timeout_ms": 60000}),
+    );
+    assert!(
+        !second.contains("line 1") && second.contains("line 4"),
+        "{second}"
+    );
+    let name = std::process::Command::new("squeue")
+        .args(["-h", "-j", &job, "-o", "%j"])
+        .env("SLURM_CONF", &conf)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&name.stdout).trim(),
+        id,
+        "the job is named after its task"
+    );
+    let end = wait_end(&f, &id, 60);
+    assert!(
+        end.ends_with("line 6\n[status: completed, exit code: 0]"),
+        "{end}"
+    );
+}
+
+/// Proves: a job that exits 3 settles `failed` with Slurm's state and the exit code (Slurm calls a
+/// non-zero exit FAILED), in the background and in the foreground.
+#[test]
+fn a_job_that_exits_3_settles_failed_with_its_exit_code() {
+    let Some(conf) = cluster("a_job_that_exits_3_settles_failed") else {
+        return;
+    };
+    let f = host("slurm-exit3", &conf, json!({}));
+    let (id, _) = submit(&f, json!({"command": "echo about to fail; exit 3"}));
+    let end = wait_end(&f, &id, 60);
+    assert_eq!(end, "about to fail\n[status: failed, FAILED, exit code: 3]");
+    let fg = f.call("slurm", "s", json!({"command": "echo in front; exit 3"}));
+    assert_eq!(fg, "in front\n[failed: FAILED, exit code: 3]");
+    let ok = f.call("slurm", "s", json!({"command": "echo fine"}));
+    assert_eq!(ok, "fine\n[exit code: 0]");
+}
+
+/// Proves: `task_kill` of a running job cancels it in the controller (squeue no longer lists it) and
+/// the task settles killed.
+#[test]
+fn task_kill_cancels_a_running_job_in_the_controller() {
+    let Some(conf) = cluster("task_kill_cancels_a_running_job") else {
+        return;
+    };
+    let f = host("slurm-kill", &conf, json!({}));
+    let (id, job) = submit(&f, json!({"command": "echo started; sleep 300"}));
+    f.call(
+        "task_output",
+        "s",
+        json!({"task_id": id, "wait_for": "started", "timeout_ms": 60000}),
+    );
+    assert_eq!(
+        f.call("task_kill", "s", json!({"task_id": id})),
+        format!("requested cancellation of task {id}")
+    );
+    let end = wait_end(&f, &id, 60);
+    assert!(end.ends_with("[status: killed, CANCELLED]"), "{end}");
+    assert!(!squeue_lists(&conf, &job), "squeue still lists job {job}");
+}
+
+/// Proves: a job over its time limit settles failed with TIMEOUT (Slurm enforces a one-minute limit
+/// 60-95 s after the start).
+#[test]
+fn a_job_over_its_time_limit_settles_failed_with_timeout() {
+    let Some(conf) = cluster("a_job_over_its_time_limit") else {
+        return;
+    };
+    let f = host("slurm-timeout", &conf, json!({}));
+    let (id, _) = submit(&f, json!({"command": "sleep 600", "time_limit": "1"}));
+    let end = wait_end(&f, &id, 240);
+    assert!(end.contains("[status: failed, TIMEOUT"), "{end}");
+}
+
+/// Proves: the owner's disconnect cancels its running jobs in the controller.
+#[test]
+fn the_owners_end_cancels_its_jobs() {
+    let Some(conf) = cluster("the_owners_end_cancels_its_jobs") else {
+        return;
+    };
+    let f = host("slurm-owner", &conf, json!({}));
+    let jobs: Vec<String> = (0..2)
+        .map(|_| submit(&f, json!({"command": "sleep 300"})).1)
+        .collect();
+    assert!(eventually(Duration::from_secs(30), || jobs
+        .iter()
+        .all(|j| squeue_lists(&conf, j))));
+    f.rt.block_on(f.host.close_session("s"));
+    assert!(
+        eventually(Duration::from_secs(30), || jobs
+            .iter()
+            .all(|j| !squeue_lists(&conf, j))),
+        "jobs {jobs:?} outlived their session"
+    );
+}
+
+/// Proves: reloading the slurm plugin while jobs run loses no output, and every job settles once.
+#[test]
+fn a_reload_of_slurm_while_jobs_run_loses_no_output() {
+    let Some(conf) = cluster("a_reload_of_slurm_while_jobs_run") else {
+        return;
+    };
+    let f = host("slurm-reload", &conf, json!({}));
+    let settled = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = settled.clone();
+    let _l = f
+        .host
+        .registry()
+        .on_task_done(std::sync::Arc::new(move |s, _| {
+            seen.lock().unwrap().push(s.id.to_string())
+        }));
+    let ids: Vec<String> = (0..3)
+        .map(|n| submit(&f, json!({"command": format!("for i in $(seq 1 4); do echo job {n} line $i; sleep 0.5; done")})).0)
+        .collect();
+    let slurm = f
+        .host
+        .plugins()
+        .paths()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("slurm_slurm-reload"))
+        .unwrap();
+    for _ in 0..3 {
+        f.host.plugins().load(&slurm, None, false).expect("reload");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    for (n, id) in ids.iter().enumerate() {
+        let mut all = String::new();
+        let deadline = Instant::now() + Duration::from_secs(90);
+        let status = loop {
+            let text = wait_end(&f, id, 30);
+            let (body, status) = split_status(&text);
+            all.push_str(body.trim_end_matches("(no new output)\n"));
+            if status != "[status: running]" {
+                break status.to_owned();
+            }
+            assert!(Instant::now() < deadline, "{id} never settled");
+        };
+        let expected: String = (1..=4).map(|i| format!("job {n} line {i}\n")).collect();
+        assert_eq!(
+            (all.as_str(), status.as_str()),
+            (expected.as_str(), "[status: completed, exit code: 0]")
+        );
+    }
+    assert!(eventually(Duration::from_secs(5), || settled
+        .lock()
+        .unwrap()
+        .len()
+        == 3));
+    let mut once = settled.lock().unwrap().clone();
+    once.sort();
+    once.dedup();
+    assert_eq!(
+        once.len(),
+        3,
+        "every job settled once: {:?}",
+        settled.lock().unwrap()
+    );
+}
+
+/// Proves: a bad partition, a controller that does not answer, and bad input are clear tool errors,
+/// and nothing is registered or submitted.
+#[test]
+fn bad_submissions_are_clear_errors_and_register_nothing() {
+    let Some(conf) = cluster("bad_submissions_are_clear_errors") else {
+        return;
+    };
+    let f = host("slurm-bad", &conf, json!({}));
+    let bad_partition = f.call(
+        "slurm",
+        "s",
+        json!({"command": "true", "partition": "nope", "run_in_background": true}),
+    );
+    assert!(
+        bad_partition.starts_with("Error: sbatch: ") && bad_partition.contains("invalid partition"),
+        "{bad_partition}"
+    );
+    for (args, error) in [
+        (
+            json!({"command": "  "}),
+            "Error: invalid command: expected a non-empty string, got \"\"",
+        ),
+        (
+            json!({"command": "true", "cpus": -1}),
+            "Error: invalid cpus: expected u32, got -1",
+        ),
+        (
+            json!({"command": "true", "cpus": 0}),
+            "Error: invalid cpus: expected a positive integer, got 0",
+        ),
+        (
+            json!({"command": "true", "time_limit": "soon"}),
+            "Error: invalid time_limit 'soon': expected minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS",
+        ),
+        (
+            json!({"command": "true", "memory": "lots"}),
+            "Error: invalid memory 'lots': expected a size such as 512M or 4G",
+        ),
+    ] {
+        let mut args = args;
+        args["run_in_background"] = json!(true);
+        assert_eq!(f.call("slurm", "s", args), error);
+    }
+    assert_eq!(f.call("task_list", "s", json!({})), "(no background tasks)");
+
+    // A controller that does not answer: the same cluster's config with a port nobody listens on.
+    let down = f.dir.join("down.conf");
+    let text = std::fs::read_to_string(&conf).unwrap();
+    std::fs::write(
+        &down,
+        format!("{text}\nSlurmctldPort=9\nMessageTimeout=2\n"),
+    )
+    .unwrap();
+    let g = host("slurm-down", &down, json!({}));
+    let refused = g.call(
+        "slurm",
+        "s",
+        json!({"command": "true", "run_in_background": true}),
+    );
+    assert!(refused.starts_with("Error: sbatch: "), "{refused}");
+    assert_eq!(g.call("task_list", "s", json!({})), "(no background tasks)");
+}
