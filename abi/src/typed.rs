@@ -48,8 +48,8 @@ pub fn schema<A: JsonSchema>() -> Value {
 ///
 /// # Errors
 /// The model-facing reason, naming the argument: `invalid <arg>: expected <what>, got <value>` for
-/// a value of the wrong kind (at most 200 characters of the value), `invalid arguments: missing field
-/// `<arg>`` for a required one left out, `invalid arguments: <why>` otherwise.
+/// a value of the wrong kind (at most 200 characters of the value), ``invalid arguments: missing
+/// field `<arg>` `` for a required one left out, `invalid arguments: <why>` otherwise.
 pub fn parse<A: DeserializeOwned>(arguments_json: &str) -> Result<A, String> {
     let mut de = serde_json::Deserializer::from_str(arguments_json);
     serde_path_to_error::deserialize(&mut de).map_err(|e| {
