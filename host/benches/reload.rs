@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use taskhost::{LoadOptions, Taskhost};
+use taskhost::Taskhost;
 use taskhost_registry::RegistryConfig;
 
 /// The watcher's fallback window (for writers that never close a file); a rename does not wait for it.
@@ -70,15 +70,11 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    let options = LoadOptions {
-        generation_dir: dir.join("gen"),
-        allow_untrusted: true,
-        spill_dir: None,
-        env: Default::default(),
-        keeper: None,
-        max_foreground_per_owner: 16,
-    };
-    let host = Taskhost::new(RegistryConfig::new(), rt.handle().clone(), options);
+    let host = Taskhost::new(
+        RegistryConfig::new(),
+        rt.handle().clone(),
+        common::options(&dir, false),
+    );
     host.plugins().load(&path, None, false).expect("first load");
 
     let bare = bare_dlopen(&src, &staging);

@@ -10,6 +10,18 @@ pub fn scratch(name: &str) -> Scratch {
     Scratch::new("taskhost-bench", name)
 }
 
+/// Load options for a bench host whose files go under `dir`, without a keeper unless `keeper`.
+pub fn options(dir: &std::path::Path, keeper: bool) -> taskhost::LoadOptions {
+    taskhost::LoadOptions {
+        generation_dir: dir.join("gen"),
+        allow_untrusted: true,
+        spill_dir: None,
+        env: Default::default(),
+        keeper: keeper.then(|| profile_dir().join("taskhost")),
+        max_foreground_per_owner: 16,
+    }
+}
+
 /// A host on `rt` with the release bash and tasks plugins loaded and the keeper running, for the
 /// process benches; `max_tasks` live tasks allowed per owner.
 pub fn bash_host(
@@ -21,15 +33,7 @@ pub fn bash_host(
     let config = taskhost_registry::RegistryConfig::new()
         .with_max_tasks_per_owner(max_tasks)
         .expect("config");
-    let options = taskhost::LoadOptions {
-        generation_dir: dir.join("gen"),
-        allow_untrusted: true,
-        spill_dir: None,
-        env: Default::default(),
-        keeper: Some(profile.join("taskhost")),
-        max_foreground_per_owner: 16,
-    };
-    let host = taskhost::Taskhost::new(config, rt.handle().clone(), options);
+    let host = taskhost::Taskhost::new(config, rt.handle().clone(), options(dir, true));
     for p in ["bash", "tasks"] {
         host.plugins()
             .load(
