@@ -1,7 +1,8 @@
 //! Slurm figures for `scripts/bench`, against the single-node cluster of `scripts/slurm-up`: the time
 //! from a `slurm` start to the first byte of the job's output reaching `task_output`, and from the
-//! job's last line to the task settling; next to `sbatch` by hand, reading the output file and
-//! polling `squeue` at the same interval (1 s). Prints a "skipped" row when no cluster runs.
+//! job's end (the wall-clock time it prints as its last act) to the task settling; next to `sbatch`
+//! by hand, reading the output file and polling `squeue` at the same interval (1 s). Prints a
+//! "skipped" row when no cluster runs.
 
 mod common;
 
@@ -14,14 +15,28 @@ use taskhost_registry::RegistryConfig;
 
 const POLL: Duration = Duration::from_millis(1000);
 const ROUNDS: usize = 5;
-const COMMAND: &str = "echo first; sleep 2; echo last";
+/// Prints, last, the wall-clock time it ends at (seconds since the epoch).
+const COMMAND: &str = "echo first; sleep 2; date +%s.%N";
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
 
-/// One job through taskhost: (start to first output, last line to settled), in ms.
+/// Milliseconds from the wall-clock time `output`'s last line names to now.
+fn since_end(output: &str) -> f64 {
+    let end: f64 = output
+        .lines()
+        .rev()
+        .find_map(|l| l.trim().parse().ok())
+        .unwrap_or(0.0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    (now - end) * 1e3
+}
+
+/// One job through taskhost: (start to first output, job's end to settled), in ms.
 fn ours(host: &Taskhost, rt: &tokio::runtime::Runtime) -> (f64, f64) {
     let call = |tool: &str, args: serde_json::Value| {
         rt.block_on(host.plugins().call_tool(tool, "bench", &args))
@@ -38,19 +53,17 @@ fn ours(host: &Taskhost, rt: &tokio::runtime::Runtime) -> (f64, f64) {
         .and_then(|r| r.split(' ').next())
         .unwrap_or_else(|| panic!("not started: {started}"))
         .to_owned();
-    let (mut first, mut last) = (None, None);
+    let (mut first, mut all) = (None, String::new());
     loop {
         let text = call("task_output", json!({"task_id": id}));
+        let body = text.rsplit_once("[status: ").map_or("", |(b, _)| b);
+        all.push_str(body.trim_end_matches("(no new output)\n"));
         if first.is_none() && text.contains("first") {
             first = Some(t.elapsed());
         }
-        if last.is_none() && text.contains("last") {
-            last = Some(t.elapsed());
-        }
         if !text.ends_with("[status: running]") {
-            let settled = t.elapsed();
-            let (first, last) = (first.unwrap_or(settled), last.unwrap_or(settled));
-            return (ms(first), ms(settled.saturating_sub(last)));
+            let end = since_end(&all);
+            return (ms(first.unwrap_or_else(|| t.elapsed())), end);
         }
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -67,15 +80,12 @@ fn by_hand(conf: &Path, out: &Path) -> (f64, f64) {
         .expect("sbatch");
     let job = String::from_utf8_lossy(&submitted.stdout).trim().to_owned();
     let file = out.join(format!("{job}.out"));
-    let (mut first, mut last) = (None, None);
+    let mut first = None;
     loop {
         std::thread::sleep(POLL);
         let text = std::fs::read_to_string(&file).unwrap_or_default();
         if first.is_none() && text.contains("first") {
             first = Some(t.elapsed());
-        }
-        if last.is_none() && text.contains("last") {
-            last = Some(t.elapsed());
         }
         let state = std::process::Command::new("squeue")
             .args(["-h", "-j", &job, "-o", "%T"])
@@ -83,9 +93,8 @@ fn by_hand(conf: &Path, out: &Path) -> (f64, f64) {
             .output()
             .expect("squeue");
         if String::from_utf8_lossy(&state.stdout).trim().is_empty() {
-            let settled = t.elapsed();
-            let (first, last) = (first.unwrap_or(settled), last.unwrap_or(settled));
-            return (ms(first), ms(settled.saturating_sub(last)));
+            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            return (ms(first.unwrap_or_else(|| t.elapsed())), since_end(&text));
         }
     }
 }
@@ -153,7 +162,7 @@ fn main() {
             hand_first,
         ),
         (
-            "slurm: job's last line to the task settled",
+            "slurm: the job's end to the task settled",
             our_end,
             hand_end,
         ),
