@@ -415,6 +415,38 @@ pub struct ExternalRequest {
     pub poll_ms: u64,
 }
 
+impl SubagentRequest {
+    /// A run of the agent `command` (program and arguments) with `prompt`: permission requests
+    /// rejected, 3 s cancel grace, 30 s setup timeout, the host's working directory, no variables
+    /// passed past the environment policy.
+    pub fn new<S: AsRef<str>>(command: &[S], prompt: &str) -> Self {
+        Self {
+            command: command.iter().map(|c| RString::from(c.as_ref())).collect(),
+            cwd: ROption::RNone,
+            prompt: prompt.into(),
+            permission_policy: "reject".into(),
+            grace_ms: 3_000,
+            setup_timeout_ms: 30_000,
+            pass_env: RVec::new(),
+        }
+    }
+
+    /// Runs the agent's session in `dir`.
+    pub fn set_cwd(&mut self, dir: &str) {
+        self.cwd = ROption::RSome(dir.into());
+    }
+
+    /// Answers permission requests by `policy` (`reject` or `allow`).
+    pub fn set_permission_policy(&mut self, policy: &str) {
+        self.permission_policy = policy.into();
+    }
+
+    /// Passes these host variables to the agent past the environment policy.
+    pub fn set_pass_env<S: AsRef<str>>(&mut self, names: &[S]) {
+        self.pass_env = names.iter().map(|n| RString::from(n.as_ref())).collect();
+    }
+}
+
 /// A started external task: the registry's id and the work's own.
 #[repr(C)]
 #[derive(StableAbi, Clone, Debug)]

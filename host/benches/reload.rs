@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use taskhost::Taskhost;
-use taskhost_registry::RegistryConfig;
 
 /// The watcher's fallback window (for writers that never close a file); a rename does not wait for it.
 const WINDOW: Duration = Duration::from_millis(150);
@@ -66,15 +65,7 @@ fn main() {
     let path = dir.join("libprobe_bench.so");
     std::fs::write(&path, &src).expect("plugin");
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let host = Taskhost::new(
-        RegistryConfig::new(),
-        rt.handle().clone(),
-        common::options(&dir, false),
-    );
+    let (rt, host) = common::bare_host(&dir);
     host.plugins().load(&path, None, false).expect("first load");
 
     let bare = bare_dlopen(&src, &staging);

@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use taskhost::Taskhost;
-use taskhost_registry::RegistryConfig;
 
 const POLL: Duration = Duration::from_millis(1000);
 const ROUNDS: usize = 5;
@@ -119,15 +118,7 @@ fn main() {
     let dir = common::scratch("slurm");
     let out = dir.join("out");
     std::fs::create_dir_all(&out).expect("output dir");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let host = Taskhost::new(
-        RegistryConfig::new(),
-        rt.handle().clone(),
-        common::options(&dir, false),
-    );
+    let (rt, host) = common::bare_host(&dir);
     let profile = common::profile_dir();
     host.plugins()
         .load(&profile.join("libtaskhost_plugin_tasks.so"), None, false)

@@ -22,6 +22,20 @@ pub fn options(dir: &std::path::Path, keeper: bool) -> taskhost::LoadOptions {
     }
 }
 
+/// A runtime and a host on it with no plugin loaded and no keeper, its files under `dir`.
+pub fn bare_host(dir: &std::path::Path) -> (tokio::runtime::Runtime, taskhost::Taskhost) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let host = taskhost::Taskhost::new(
+        taskhost_registry::RegistryConfig::new(),
+        rt.handle().clone(),
+        options(dir, false),
+    );
+    (rt, host)
+}
+
 /// A host on `rt` with the release bash and tasks plugins loaded and the keeper running, for the
 /// process benches; `max_tasks` live tasks allowed per owner.
 pub fn bash_host(

@@ -5,7 +5,6 @@
 //! policy and wording. Any ACP agent works: configure its command in this plugin's table, e.g.
 //! `command = ["gemini", "--acp"]`, or the repo's scripted agent, `target/debug/taskhost-test-agent`.
 
-use taskhost_abi::abi_stable::std_types::{RNone, RSome, RString, RVec};
 use taskhost_abi::prelude::*;
 use taskhost_abi::sdk::positive_config;
 
@@ -46,23 +45,15 @@ impl Config {
     }
 
     fn request(&self, prompt: &str) -> SubagentRequest {
-        SubagentRequest {
-            command: self
-                .command
-                .iter()
-                .map(|c| RString::from(c.as_str()))
-                .collect::<RVec<_>>(),
-            cwd: self.cwd.as_deref().map_or(RNone, |c| RSome(c.into())),
-            prompt: prompt.into(),
-            permission_policy: self.permission_policy.as_str().into(),
-            grace_ms: self.grace_ms,
-            setup_timeout_ms: self.setup_timeout_ms,
-            pass_env: self
-                .pass_env
-                .iter()
-                .map(|n| RString::from(n.as_str()))
-                .collect(),
+        let mut request = SubagentRequest::new(&self.command, prompt);
+        if let Some(cwd) = &self.cwd {
+            request.set_cwd(cwd);
         }
+        request.set_permission_policy(&self.permission_policy);
+        request.grace_ms = self.grace_ms;
+        request.setup_timeout_ms = self.setup_timeout_ms;
+        request.set_pass_env(&self.pass_env);
+        request
     }
 }
 
