@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use regex::Regex;
 use taskhost_abi::prelude::*;
 
-const PROMPT: &str = "Track every background task id you start. When a task finishes, a notice naming it is added to the result of your next taskhost tool call (and, where your client shows them, sent as a log message) — do not busy-poll or sleep on one; keep working on independent steps and do not duplicate a running task's work. Before giving a final answer, collect every still-relevant task with task_output (set wait: true only when you are genuinely blocked on it), and task_kill tasks that stopped mattering.";
+const PROMPT: &str = "Track every background task id you start. When a task finishes, a notice naming it is added to the result of your next taskhost tool call (and, where your client shows them, sent as a log message) — do not busy-poll or sleep on one; keep working on independent steps and do not duplicate a running task's work. To wait until a server or a build prints a line, call task_output with wait_for (a regular expression of that line). A command started with tty: true takes input through task_input. Before giving a final answer, collect every still-relevant task with task_output (set wait: true only when you are genuinely blocked on it), and task_kill tasks that stopped mattering.";
 
 /// The plugin's settings (its `[plugin.config]` table).
 #[derive(Clone, Copy, Debug)]
