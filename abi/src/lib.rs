@@ -22,8 +22,10 @@ pub mod objects;
 pub mod prelude;
 pub mod root;
 pub mod sdk;
+mod starts;
 pub mod typed;
 pub mod types;
+pub mod work;
 
 pub use abi_stable;
 pub use objects::*;

@@ -106,6 +106,17 @@ enum Command {
     },
 }
 
+/// `taskhost new-plugin`: writes the crate and says where.
+fn new_plugin(name: &str, dir: Option<PathBuf>) -> Result<ExitCode, (u8, String)> {
+    let dir = dir.unwrap_or_else(|| PathBuf::from("."));
+    let root = taskhost::new_plugin::new_plugin(name, &dir).map_err(|e| (2, e.to_string()))?;
+    println!(
+        "wrote {}: cd there, then `cargo build` and `cargo test` (see its README)",
+        root.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `taskhost check`: prints the report; exit 0 when nothing was left, 1 when something was, 2 for bad
 /// arguments.
 fn check(
@@ -210,19 +221,7 @@ fn main() -> ExitCode {
             calls,
             allow_untrusted_plugins,
         } => check(&runtime, plugin, reloads, &calls, allow_untrusted_plugins),
-        Command::NewPlugin { name, dir } => {
-            let dir = dir.unwrap_or_else(|| PathBuf::from("."));
-            match taskhost::new_plugin::new_plugin(&name, &dir) {
-                Ok(root) => {
-                    println!(
-                        "wrote {}: cd there, then `cargo build` and `cargo test` (see its README)",
-                        root.display()
-                    );
-                    Ok(ExitCode::SUCCESS)
-                }
-                Err(e) => Err((2, e.to_string())),
-            }
-        }
+        Command::NewPlugin { name, dir } => new_plugin(&name, dir),
         Command::Call {
             connect,
             tool,

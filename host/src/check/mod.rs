@@ -91,28 +91,7 @@ pub fn run(runtime: &tokio::runtime::Runtime, args: &CheckArgs) -> Result<Report
         .registry()
         .attach_surface("check", SurfaceScope::Global);
     host.sessions().open("check");
-    let mut lines = Vec::new();
-    let started = Instant::now();
-    host.plugins()
-        .load(&args.plugin, None, false)
-        .map_err(|e| e.to_string())?;
-    lines.push(format!(
-        "generation 1 loaded in {:.2} ms",
-        ms(started.elapsed())
-    ));
-    calls(runtime, &host, &args.calls, &mut lines);
-    for r in 1..=args.reloads {
-        let started = Instant::now();
-        match host.plugins().load(&args.plugin, None, false) {
-            Ok(g) => lines.push(format!(
-                "reload {r}: generation {} serving in {:.2} ms",
-                g.map_or(0, |g| g.number()),
-                ms(started.elapsed())
-            )),
-            Err(e) => lines.push(format!("reload {r}: failed: {e}")),
-        }
-        calls(runtime, &host, &args.calls, &mut lines);
-    }
+    let mut lines = reloads(runtime, &host, args)?;
     let serving = mapped_generations(&run_dir.generations()).len();
     runtime.block_on(host.close_session("check"));
     // A retiring generation is unloaded off the swap path; one still listed after a while is held.
@@ -164,6 +143,38 @@ pub fn run(runtime: &tokio::runtime::Runtime, args: &CheckArgs) -> Result<Report
         "FAILED: something of the plugin was left".to_owned()
     });
     Ok(Report { lines, clean })
+}
+
+/// Loads the plugin, runs the calls, then reloads and runs them again `args.reloads` times; one line
+/// per load.
+fn reloads(
+    runtime: &tokio::runtime::Runtime,
+    host: &Taskhost,
+    args: &CheckArgs,
+) -> Result<Vec<String>, String> {
+    let mut lines = Vec::new();
+    let started = Instant::now();
+    host.plugins()
+        .load(&args.plugin, None, false)
+        .map_err(|e| e.to_string())?;
+    lines.push(format!(
+        "generation 1 loaded in {:.2} ms",
+        ms(started.elapsed())
+    ));
+    calls(runtime, host, &args.calls, &mut lines);
+    for r in 1..=args.reloads {
+        let started = Instant::now();
+        match host.plugins().load(&args.plugin, None, false) {
+            Ok(g) => lines.push(format!(
+                "reload {r}: generation {} serving in {:.2} ms",
+                g.map_or(0, |g| g.number()),
+                ms(started.elapsed())
+            )),
+            Err(e) => lines.push(format!("reload {r}: failed: {e}")),
+        }
+        calls(runtime, host, &args.calls, &mut lines);
+    }
+    Ok(lines)
 }
 
 /// Runs each call once, noting the ones that answered an error.

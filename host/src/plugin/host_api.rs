@@ -5,9 +5,7 @@ use parking_lot::Mutex;
 use std::sync::{Arc, Weak};
 
 use taskhost_abi::abi_stable::sabi_trait::TD_Opaque;
-use taskhost_abi::abi_stable::std_types::{
-    RErr, RNone, ROk, ROption, RResult, RSome, RStr, RString, RVec,
-};
+use taskhost_abi::abi_stable::std_types::{RErr, ROk, ROption, RResult, RStr, RString, RVec};
 use taskhost_abi::{
     Completion_TO, FfiKill, FfiOutcome, FfiRead, FfiSnapshot, HostApi, ListenerBox, StarterBox,
     TaskDecl, ToolHandlerBox, ToolSpec, WorkerBox, level,
@@ -20,8 +18,9 @@ use taskhost_registry::{Agent, KillOutcome, ProducerError, SurfaceScope, TaskHoo
 use super::Shared;
 use super::call_scope::CallScope;
 use super::convert;
+use super::foreground::process_hooks;
 use super::generation::{GenBox, Generation};
-use super::requests::{owner_session, process_spec, report_progress, subagent_run};
+use super::requests::{owner_session, process_spec, subagent_run};
 use super::task_bridge::{HostCompletion, registry_hooks};
 use super::tools::ToolEntry;
 
@@ -61,7 +60,7 @@ impl GenHost {
 
 impl GenHost {
     /// Resolves the declaration's owner and registers the task with the registry.
-    fn register(
+    pub(crate) fn register(
         &self,
         decl: &TaskDecl,
         run: impl FnOnce() -> Result<TaskHooks, ProducerError> + Send + 'static,
@@ -84,57 +83,6 @@ impl GenHost {
             Ok(id) => ROk(id.as_str().into()),
             Err(e) => RErr(err(e)),
         }
-    }
-}
-
-/// How a foreground process's wait ended.
-enum Ended {
-    Exited(crate::process::Exit),
-    TimedOut,
-    Cancelled,
-}
-
-/// The registry hooks of a process task: the host's own, so the task never keeps a plugin loaded.
-/// A process on a terminal also takes input.
-fn process_hooks(process: Arc<crate::process::Process>) -> TaskHooks {
-    let (waited, killed, read, peeked) = (
-        process.clone(),
-        process.clone(),
-        process.clone(),
-        process.clone(),
-    );
-    let done = async move {
-        let exit = waited.wait().await;
-        Ok(waited.outcome(&exit))
-    };
-    let cancel = move |_reason: Option<&str>| {
-        killed.kill();
-        Ok(())
-    };
-    let hooks = TaskHooks::new(done, cancel)
-        .with_reader(move || read.read())
-        .with_peeker(move || peeked.peek());
-    if !process.takes_input() {
-        return hooks;
-    }
-    hooks.with_writer(move |input: &[u8], eof: bool| {
-        process
-            .write_input(input, eof)
-            .map_err(|e| ProducerError(e.to_string()))
-    })
-}
-
-impl GenHost {
-    /// Adopts a running foreground process as a background task declared by `decl`: the registry's
-    /// fence and admission checks run first, exactly as for a start; refused, the process is the
-    /// caller's again.
-    fn promote(
-        &self,
-        decl: &TaskDecl,
-        process: Arc<crate::process::Process>,
-    ) -> Result<RString, RString> {
-        self.register(decl, move || Ok(process_hooks(process)))
-            .into_result()
     }
 }
 
@@ -298,79 +246,7 @@ impl HostApi for GenHost {
         request: ProcessRequest,
         timeout_ms: u64,
     ) -> ProcessResult {
-        let refused = |error: String| ProcessResult {
-            output: RString::new(),
-            exit_code: RNone,
-            signal: RNone,
-            timed_out: false,
-            error: RSome(error.into()),
-            cancelled: false,
-            promoted_task: RNone,
-        };
-        let call = CallScope::current();
-        let _slot = match self.shared.sessions.begin_foreground(session.as_str()) {
-            Ok(slot) => slot,
-            Err(e) => return refused(e.to_string()),
-        };
-        let spec = process_spec(&request);
-        let process = match self.shared.processes.spawn(&spec, session.as_str()) {
-            Ok(p) => p,
-            Err(e) => return refused(e.to_string()),
-        };
-        let timeout = std::time::Duration::from_millis(timeout_ms.max(1));
-        let promote = request.promote_on_timeout.as_ref().into_option();
-        // Plugin code runs on generation threads, never on the runtime's, so blocking here is sound.
-        let ended = self.shared.runtime.block_on(async {
-            let reporting = report_progress(&process, call.progress.as_ref());
-            tokio::select! {
-                exit = tokio::time::timeout(timeout, process.wait()) => match exit {
-                    Ok(exit) => Ended::Exited(exit),
-                    Err(_) => Ended::TimedOut,
-                },
-                () = call.cancel.cancelled() => Ended::Cancelled,
-                never = reporting => match never {},
-            }
-        });
-        let (exit, timed_out, cancelled) = match ended {
-            Ended::Exited(exit) => (exit, false, false),
-            Ended::TimedOut => {
-                if let Some(decl) = promote
-                    && let Ok(id) = self.promote(decl, process.clone())
-                {
-                    return ProcessResult {
-                        output: process.read().into(),
-                        exit_code: RNone,
-                        signal: RNone,
-                        timed_out: true,
-                        error: RNone,
-                        cancelled: false,
-                        promoted_task: RSome(id),
-                    };
-                }
-                process.kill();
-                (self.shared.runtime.block_on(process.wait()), true, false)
-            }
-            Ended::Cancelled => {
-                process.kill();
-                (self.shared.runtime.block_on(process.wait()), false, true)
-            }
-        };
-        let (exit_code, signal) = match exit {
-            crate::process::Exit::Code(c) => (Some(c), None),
-            crate::process::Exit::Signal(s) => {
-                (None, Some(RString::from(crate::process::signal_name(s))))
-            }
-            crate::process::Exit::Unknown => (None, None),
-        };
-        ProcessResult {
-            output: process.read().into(),
-            exit_code: exit_code.into(),
-            signal: signal.into(),
-            timed_out,
-            error: RNone,
-            cancelled,
-            promoted_task: RNone,
-        }
+        self.run_foreground(session.as_str(), &request, timeout_ms)
     }
 
     fn attach_surface(&self, name: RStr<'_>) -> u64 {

@@ -12,6 +12,7 @@ mod call_scope;
 mod convert;
 mod elf;
 mod executor;
+mod foreground;
 mod generation;
 mod host_api;
 #[allow(unsafe_code)]

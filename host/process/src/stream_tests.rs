@@ -1,0 +1,136 @@
+//! The stream buffer's behaviors: reads, the private spill file, the rolling window past the cap.
+
+use super::*;
+
+fn plan(dir: &std::path::Path, cap: u64) -> Option<SpillPlan> {
+    Some(SpillPlan {
+        path: dir.join("s.log"),
+        cap,
+    })
+}
+
+/// A scratch directory, removed when dropped.
+struct Dir(PathBuf);
+impl std::ops::Deref for Dir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn dir(name: &str) -> Dir {
+    let d = std::env::temp_dir().join(format!("taskhost-stream-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    Dir(d)
+}
+
+#[test]
+fn a_symlink_planted_at_the_spill_path_is_never_followed() {
+    let d = dir("planted");
+    let victim = d.join("victim");
+    std::fs::write(&victim, b"untouched").unwrap();
+    std::os::unix::fs::symlink(&victim, d.join("s.log")).unwrap();
+    let mut s = StreamBuf::new(2, plan(&d, 1 << 20));
+    s.push(b"attacker-chosen destination");
+    assert_eq!(std::fs::read(&victim).unwrap(), b"untouched");
+    assert!(
+        s.spill_file().is_none(),
+        "the spill is lost, not redirected"
+    );
+    assert!(s.overflowed());
+}
+
+#[test]
+fn reads_consume_and_a_cursor_behind_the_tail_is_lossy() {
+    let d = dir("lossy");
+    let mut s = StreamBuf::new(4, plan(&d, 1 << 20));
+    s.push(b"ab");
+    assert_eq!(s.read().bytes, b"ab");
+    s.push(b"cdefgh");
+    let r = s.read();
+    assert_eq!((r.bytes.as_slice(), r.lossy), (&b"efgh"[..], true));
+    assert_eq!(std::fs::read(d.join("s.log")).unwrap(), b"abcdefgh");
+    assert!(s.read().bytes.is_empty());
+}
+
+#[test]
+fn past_the_cap_the_spill_keeps_its_head_a_marker_and_the_latest_output() {
+    let d = dir("rolling");
+    let cap = 4096;
+    let mut s = StreamBuf::new(16, plan(&d, cap));
+    let mut all = Vec::new();
+    for i in 0..2000u32 {
+        let line = format!("line {i:05}\n");
+        all.extend_from_slice(line.as_bytes());
+        s.push(line.as_bytes());
+        let size = std::fs::metadata(d.join("s.log")).map_or(0, |m| m.len());
+        assert!(size <= cap, "the file grew to {size} past its cap {cap}");
+    }
+    s.finish();
+    let file = std::fs::read(d.join("s.log")).unwrap();
+    let head = (cap / 4) as usize;
+    assert_eq!(
+        &file[..head],
+        &all[..head],
+        "the head is the stream's start"
+    );
+    let rest = String::from_utf8_lossy(&file[head..]).into_owned();
+    let (marker, window) = rest.split_at(MARKER_LEN as usize);
+    let skipped: usize = marker
+        .trim()
+        .strip_prefix("[taskhost: ")
+        .and_then(|m| m.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no marker in {marker:?}"));
+    assert_eq!(
+        head + skipped + window.len(),
+        all.len(),
+        "head + skipped + window is all"
+    );
+    assert!(
+        all.ends_with(window.as_bytes()),
+        "the window is the latest output"
+    );
+    assert!(window.ends_with("line 01999\n"));
+    assert!(window.len() as u64 >= (cap - cap / 4 - MARKER_LEN) / 2);
+    let spill = s.spill_file().expect("the file stays");
+    assert!(spill.head_and_tail);
+}
+
+#[test]
+fn one_write_larger_than_the_window_keeps_its_end() {
+    let d = dir("rolling-big");
+    let cap = 1024;
+    let mut s = StreamBuf::new(8, plan(&d, cap));
+    let big: Vec<u8> = (0..10_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+    s.push(&big);
+    s.push(b"END\n");
+    let file = std::fs::read(d.join("s.log")).unwrap();
+    assert!(file.len() as u64 <= cap);
+    assert!(file.ends_with(b"END\n"));
+    assert_eq!(&file[..256], &big[..256]);
+}
+
+#[test]
+fn the_spill_file_is_private_and_dropped_past_a_cap_too_small_to_roll() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = dir("cap");
+    let mut s = StreamBuf::new(2, plan(&d, 5));
+    s.push(b"abc");
+    let mode = std::fs::metadata(d.join("s.log"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    assert!(s.spill_file().is_some());
+    s.push(b"def");
+    assert!(s.spill_file().is_none());
+    assert!(!d.join("s.log").exists());
+    assert!(s.overflowed());
+}
