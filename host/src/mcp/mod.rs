@@ -46,6 +46,8 @@ pub struct McpSession {
     log_level: Arc<Mutex<Option<LoggingLevel>>>,
     /// Notices not yet shown on a tool result.
     pending: Arc<Mutex<Vec<Notice>>>,
+    /// The tool set changes counted when the session started ([`Peers::changes`]).
+    changes_at_start: u64,
 }
 
 /// True when a message at `level` goes to a session that asked for `wanted` and above.
@@ -58,6 +60,7 @@ fn wants(wanted: Option<LoggingLevel>, level: LoggingLevel) -> bool {
 impl McpSession {
     fn new(host: Arc<Taskhost>, id: String, peers: Peers) -> Self {
         host.sessions().open(&id);
+        let changes_at_start = peers.changes();
         let session = Self {
             host,
             id,
@@ -65,6 +68,7 @@ impl McpSession {
             peer: Arc::default(),
             log_level: Arc::default(),
             pending: Arc::default(),
+            changes_at_start,
         };
         let (peer, pending, log_level) = (
             session.peer.clone(),
@@ -211,7 +215,8 @@ impl ServerHandler for McpSession {
         let _ = self.peer.set(context.peer.clone());
         // A legacy session gets logging messages unless it asks otherwise (`logging/setLevel`).
         self.log_level.lock().get_or_insert(LoggingLevel::Info);
-        self.peers.add_legacy(&self.id, context.peer);
+        self.peers
+            .add_legacy(&self.id, context.peer, self.changes_at_start);
     }
 
     async fn set_level(
@@ -236,7 +241,7 @@ impl ServerHandler for McpSession {
         let sink = context.sink().clone();
         let id = sink.id().clone();
         if sink.accepted().tools_list_changed == Some(true) {
-            self.peers.add_stream(&self.id, sink);
+            self.peers.add_stream(&self.id, sink, self.changes_at_start);
         }
         context.cancelled().await;
         self.peers.remove_stream(&self.id, &id);

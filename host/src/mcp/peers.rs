@@ -4,6 +4,7 @@
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use rmcp::model::RequestId;
 use rmcp::service::{Peer, RoleServer, SubscriptionSink};
@@ -16,28 +17,46 @@ struct Listeners {
     streams: Vec<(RequestId, SubscriptionSink)>,
 }
 
-/// The live sessions' change listeners, by session.
+/// The live sessions' change listeners, by session, and how many tool set changes there were.
 #[derive(Clone, Default)]
-pub struct Peers(Arc<Mutex<HashMap<String, Listeners>>>);
+pub struct Peers(Arc<Mutex<HashMap<String, Listeners>>>, Arc<AtomicU64>);
 
 impl Peers {
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Listeners>> {
         self.0.lock()
     }
 
-    /// Registers an initialized legacy session.
-    pub(crate) fn add_legacy(&self, session: &str, peer: Peer<RoleServer>) {
-        self.lock().entry(session.to_owned()).or_default().legacy = Some(peer);
+    /// How many times the tool set changed so far: a session notes it when it starts, so that one
+    /// registering after a change it could not be told of is told at once.
+    pub(crate) fn changes(&self) -> u64 {
+        self.1.load(Ordering::SeqCst)
     }
 
-    /// Registers an open `subscriptions/listen` stream of `session`.
-    pub(crate) fn add_stream(&self, session: &str, sink: SubscriptionSink) {
+    /// Registers an initialized legacy session. A change since `seen` (the count when the session
+    /// started) happened while it was not yet registered: it is told now, once.
+    pub(crate) fn add_legacy(&self, session: &str, peer: Peer<RoleServer>, seen: u64) {
+        self.lock().entry(session.to_owned()).or_default().legacy = Some(peer.clone());
+        if self.changes() != seen {
+            tokio::spawn(async move {
+                let _ = peer.notify_tool_list_changed().await;
+            });
+        }
+    }
+
+    /// Registers an open `subscriptions/listen` stream of `session`; as [`Peers::add_legacy`], a
+    /// change since `seen` is sent on it at once.
+    pub(crate) fn add_stream(&self, session: &str, sink: SubscriptionSink, seen: u64) {
         let id = sink.id().clone();
         self.lock()
             .entry(session.to_owned())
             .or_default()
             .streams
-            .push((id, sink));
+            .push((id, sink.clone()));
+        if self.changes() != seen {
+            tokio::spawn(async move {
+                let _ = sink.notify_tool_list_changed().await;
+            });
+        }
     }
 
     /// Forgets a stream that ended.
@@ -57,6 +76,9 @@ impl Peers {
     pub fn tools_changed(&self, runtime: &tokio::runtime::Handle) {
         let (peers, sinks): (Vec<_>, Vec<_>) = {
             let g = self.lock();
+            // Counted under the lock: a session registering now either is in the map below or sees
+            // the new count.
+            self.1.fetch_add(1, Ordering::SeqCst);
             (
                 g.values().filter_map(|l| l.legacy.clone()).collect(),
                 g.values()
