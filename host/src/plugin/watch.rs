@@ -147,12 +147,9 @@ fn classify(event: &Event, path: &Path) -> Seen {
         EventKind::Access(AccessKind::Close(AccessMode::Write)) => Seen::Complete,
         EventKind::Access(_) => Seen::Nothing,
         EventKind::Modify(ModifyKind::Name(RenameMode::To)) => Seen::Complete,
-        // A rename within a watched directory: complete at its new name only.
-        EventKind::Modify(ModifyKind::Name(RenameMode::Both))
-            if event.paths.last().is_some_and(|p| p == path) =>
-        {
-            Seen::Complete
-        }
+        // The pairing of a rename's two halves, sent after its `To` (always sent for the new name):
+        // it can arrive late, while the next write of the file is under way, so it is no news.
+        EventKind::Modify(ModifyKind::Name(RenameMode::Both)) => Seen::Nothing,
         // A hard link of a finished file (cargo links its fresh build from deps/) is complete when
         // it appears; a file created empty is being written.
         EventKind::Create(CreateKind::File | CreateKind::Any) if linked(path) => Seen::Complete,
