@@ -74,13 +74,6 @@ pub struct TtySize {
     pub rows: u16,
 }
 
-impl Default for TtySize {
-    /// 80 columns by 24 rows.
-    fn default() -> Self {
-        Self { cols: 80, rows: 24 }
-    }
-}
-
 impl ProcessSpec {
     /// A spec with the defaults: 3 s grace, 64,000-byte tails, 64 MiB spill cap.
     pub fn new(command: impl Into<String>) -> Self {

@@ -288,15 +288,9 @@ impl StreamBuf {
 
     /// Consumes the output since the previous read.
     pub(crate) fn read(&mut self) -> StreamRead {
-        let tail_start = self.total - self.tail.len() as u64;
-        let (from, lossy) = if self.cursor < tail_start {
-            (0, true)
-        } else {
-            ((self.cursor - tail_start) as usize, false)
-        };
-        let bytes: Vec<u8> = self.tail.range(from..).copied().collect();
+        let read = self.peek();
         self.cursor = self.total;
-        StreamRead { bytes, lossy }
+        read
     }
 
     /// What [`StreamBuf::read`] would return now, left unread.
