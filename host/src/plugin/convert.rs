@@ -1,8 +1,8 @@
 //! Registry values to their FFI mirrors, and back.
 
 use taskhost_abi::abi_stable::std_types::{ROption, RString};
-use taskhost_abi::{FfiOutcome, FfiSnapshot, FfiStatus};
-use taskhost_registry::{TaskOutcome, TaskSnapshot, TaskStatus, TerminalStatus};
+use taskhost_abi::{FfiOutcome, FfiRead, FfiSnapshot, FfiStatus};
+use taskhost_registry::{TaskOutcome, TaskRead, TaskSnapshot, TaskStatus, TerminalStatus};
 
 pub(crate) fn status(s: TaskStatus) -> FfiStatus {
     match s {
@@ -34,6 +34,14 @@ pub(crate) fn snapshot(s: &TaskSnapshot) -> FfiSnapshot {
         started_at_ms: s.started_at_ms,
         finished_at_ms: s.finished_at_ms.into(),
         reported: s.reported,
+    }
+}
+
+/// A read (or a peek) as it crosses to the plugin.
+pub(crate) fn read(r: TaskRead) -> FfiRead {
+    FfiRead {
+        text: r.text.into(),
+        snapshot: snapshot(&r.snapshot),
     }
 }
 

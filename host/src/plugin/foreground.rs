@@ -105,28 +105,19 @@ impl GenHost {
                 never = reporting => match never {},
             }
         });
-        let (exit, timed_out, cancelled) = match ended {
-            Ended::Exited(exit) => (exit, false, false),
-            Ended::TimedOut => {
-                if let Some(decl) = promote
-                    && let Ok(id) = self.promote(decl, process.clone())
-                {
-                    return ProcessResult {
-                        output: process.read().into(),
-                        exit_code: RNone,
-                        signal: RNone,
-                        timed_out: true,
-                        error: RNone,
-                        cancelled: false,
-                        promoted_task: RSome(id),
-                    };
+        let (exit, timed_out, cancelled, promoted) = match ended {
+            Ended::Exited(exit) => (exit, false, false, None),
+            Ended::TimedOut => match promote.and_then(|d| self.promote(d, process.clone()).ok()) {
+                // Still running: no exit to report, the rest of its output is the task's.
+                Some(id) => (crate::process::Exit::Unknown, true, false, Some(id)),
+                None => {
+                    process.kill();
+                    (self.shared.runtime.block_on(process.wait()), true, false, None)
                 }
-                process.kill();
-                (self.shared.runtime.block_on(process.wait()), true, false)
-            }
+            },
             Ended::Cancelled => {
                 process.kill();
-                (self.shared.runtime.block_on(process.wait()), false, true)
+                (self.shared.runtime.block_on(process.wait()), false, true, None)
             }
         };
         let (exit_code, signal) = match exit {
@@ -143,7 +134,7 @@ impl GenHost {
             timed_out,
             error: RNone,
             cancelled,
-            promoted_task: RNone,
+            promoted_task: promoted.into(),
         }
     }
 }

@@ -289,10 +289,7 @@ impl HostApi for GenHost {
     fn read_task(&self, caller: RStr<'_>, id: RStr<'_>) -> RResult<FfiRead, RString> {
         let caller = self.caller(caller);
         match self.shared.registry.read(id.as_str(), caller.as_ref()) {
-            Ok(r) => ROk(FfiRead {
-                text: r.text.into(),
-                snapshot: convert::snapshot(&r.snapshot),
-            }),
+            Ok(r) => ROk(convert::read(r)),
             Err(e) => RErr(err(e)),
         }
     }
@@ -300,10 +297,7 @@ impl HostApi for GenHost {
     fn peek_task(&self, caller: RStr<'_>, id: RStr<'_>) -> RResult<FfiRead, RString> {
         let caller = self.caller(caller);
         match self.shared.registry.peek(id.as_str(), caller.as_ref()) {
-            Ok(r) => ROk(FfiRead {
-                text: r.text.into(),
-                snapshot: convert::snapshot(&r.snapshot),
-            }),
+            Ok(r) => ROk(convert::read(r)),
             Err(e) => RErr(err(e)),
         }
     }
