@@ -112,12 +112,22 @@ impl GenHost {
                 Some(id) => (crate::process::Exit::Unknown, true, false, Some(id)),
                 None => {
                     process.kill();
-                    (self.shared.runtime.block_on(process.wait()), true, false, None)
+                    (
+                        self.shared.runtime.block_on(process.wait()),
+                        true,
+                        false,
+                        None,
+                    )
                 }
             },
             Ended::Cancelled => {
                 process.kill();
-                (self.shared.runtime.block_on(process.wait()), false, true, None)
+                (
+                    self.shared.runtime.block_on(process.wait()),
+                    false,
+                    true,
+                    None,
+                )
             }
         };
         let (exit_code, signal) = match exit {

@@ -5,7 +5,7 @@ use parking_lot::Mutex;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use taskhost_abi::abi_stable::std_types::{ROption, RStr};
+use taskhost_abi::abi_stable::std_types::{RResult, RStr, RString};
 use taskhost_abi::{Completion, FfiOutcome, HooksBox};
 use taskhost_registry::{ProducerError, TaskHooks};
 
@@ -42,6 +42,36 @@ impl Drop for LiveTask {
     }
 }
 
+/// A plugin's hooks of one task, called on its generation's threads.
+#[derive(Clone)]
+struct OnPlugin {
+    generation: Arc<Generation>,
+    hooks: Arc<Mutex<GenBox<HooksBox>>>,
+}
+
+impl OnPlugin {
+    /// Runs `f` on the hooks on a generation thread; `None` once the generation is unloading.
+    fn call<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut HooksBox) -> R + Send + 'static,
+    ) -> Option<R> {
+        let hooks = self.hooks.clone();
+        self.generation
+            .executor
+            .call(move || f(hooks.lock().get_mut()))
+    }
+
+    /// [`OnPlugin::call`] of a hook that can fail, its error (or the unloading) as the producer's.
+    fn fallible(
+        &self,
+        f: impl FnOnce(&mut HooksBox) -> RResult<(), RString> + Send + 'static,
+    ) -> Result<(), ProducerError> {
+        self.call(move |h| f(h).into_result().map_err(|e| e.as_str().to_owned()))
+            .unwrap_or_else(|| Err("the task's plugin generation is unloading".to_owned()))
+            .map_err(ProducerError)
+    }
+}
+
 /// Wraps a plugin's task hooks as registry hooks that call into the plugin on its own threads.
 pub(crate) fn registry_hooks(
     generation: Arc<Generation>,
@@ -50,8 +80,11 @@ pub(crate) fn registry_hooks(
 ) -> TaskHooks {
     let stream = hooks.is_stream();
     let takes_input = hooks.takes_input();
-    let hooks = Arc::new(Mutex::new(GenBox::new(hooks, generation.clone())));
-    let live = LiveTask::new(generation.clone());
+    let on_plugin = OnPlugin {
+        hooks: Arc::new(Mutex::new(GenBox::new(hooks, generation.clone()))),
+        generation: generation.clone(),
+    };
+    let live = LiveTask::new(generation);
     let done = async move {
         let outcome = rx.await.map_err(|_| {
             ProducerError::from("producer dropped the task's completion without settling it")
@@ -59,59 +92,28 @@ pub(crate) fn registry_hooks(
         drop(live);
         outcome
     };
-    let (cancel_hooks, cancel_gen) = (hooks.clone(), generation.clone());
+    let cancelling = on_plugin.clone();
     let cancel = move |reason: Option<&str>| {
         let reason = reason.map(str::to_owned);
-        let hooks = cancel_hooks.clone();
-        cancel_gen
-            .executor
-            .call(move || {
-                let mut h = hooks.lock();
-                let reason: ROption<RStr<'_>> = reason.as_deref().map(RStr::from).into();
-                h.get_mut()
-                    .cancel(reason)
-                    .into_result()
-                    .map_err(|e| e.as_str().to_owned())
-            })
-            .unwrap_or_else(|| Err("the task's plugin generation is unloading".to_owned()))
-            .map_err(ProducerError)
+        cancelling.fallible(move |h| h.cancel(reason.as_deref().map(RStr::from).into()))
     };
     let mut task_hooks = TaskHooks::new(done, cancel);
     if takes_input {
-        let (write_hooks, write_gen) = (hooks.clone(), generation.clone());
+        let writing = on_plugin.clone();
         task_hooks = task_hooks.with_writer(move |input: &[u8], eof: bool| {
             let input = String::from_utf8_lossy(input).into_owned();
-            let hooks = write_hooks.clone();
-            write_gen
-                .executor
-                .call(move || {
-                    let mut h = hooks.lock();
-                    h.get_mut()
-                        .write(RStr::from(input.as_str()), eof)
-                        .into_result()
-                        .map_err(|e| e.as_str().to_owned())
-                })
-                .unwrap_or_else(|| Err("the task's plugin generation is unloading".to_owned()))
-                .map_err(ProducerError)
+            writing.fallible(move |h| h.write(RStr::from(input.as_str()), eof))
         });
     }
     if !stream {
         return task_hooks;
     }
-    let output = move |peek: bool| {
-        let hooks = hooks.clone();
-        generation
-            .executor
-            .call(move || {
-                let mut h = hooks.lock();
-                let h = h.get_mut();
-                let text = if peek { h.peek() } else { h.read() };
-                text.as_str().to_owned()
-            })
-            .unwrap_or_default()
-    };
-    let peek = output.clone();
+    let peeking = on_plugin.clone();
     task_hooks
-        .with_reader(move || output(false))
-        .with_peeker(move || peek(true))
+        .with_reader(move || {
+            on_plugin
+                .call(|h| h.read().into_string())
+                .unwrap_or_default()
+        })
+        .with_peeker(move || peeking.call(|h| h.peek().into_string()).unwrap_or_default())
 }
