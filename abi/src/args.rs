@@ -33,6 +33,22 @@ pub fn bool_arg(args: &serde_json::Value, key: &str) -> Result<bool, ToolResult>
     }
 }
 
+/// A text argument that must not be blank: the error result is `invalid <key>: expected a non-empty
+/// string, got <json>` (at most 200 characters of it).
+///
+/// # Errors
+/// That error result, ready to return from the tool.
+pub fn non_empty(key: &str, value: String) -> Result<String, ToolResult> {
+    if value.trim().is_empty() {
+        Err(ToolResult::error(format!(
+            "invalid {key}: expected a non-empty string, got {}",
+            shown(&serde_json::Value::String(value))
+        )))
+    } else {
+        Ok(value)
+    }
+}
+
 /// A positive integer key of a plugin's config table: absent or `null` is `default`; anything but an
 /// integer above zero is the error `<plugin>: <key> must be a positive integer, got <json>`.
 ///

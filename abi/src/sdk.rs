@@ -28,7 +28,7 @@ use crate::glue::{ListenerGlue, PluginGlue, ToolGlue, WorkerGlue};
 use crate::objects::*;
 use crate::types::*;
 
-pub use crate::args::{bool_arg, positive_config, shown};
+pub use crate::args::{bool_arg, non_empty, positive_config, shown};
 
 /// What a plugin is, once initialized. Both methods have defaults.
 pub trait Plugin: Send + Sync + 'static {
@@ -390,6 +390,20 @@ mod tests {
             super::ROOT_MODULE_SYMBOL,
             abi_stable::library::ROOT_MODULE_LOADER_NAME
         );
+    }
+
+    #[test]
+    fn a_blank_text_argument_is_refused_naming_it_and_quoting_at_most_200_characters() {
+        assert_eq!(super::non_empty("prompt", "go".into()), Ok("go".to_owned()));
+        assert_eq!(
+            super::non_empty("prompt", "  ".into())
+                .unwrap_err()
+                .text
+                .as_str(),
+            "Error: invalid prompt: expected a non-empty string, got \"  \""
+        );
+        let long = super::non_empty("command", " ".repeat(5000)).unwrap_err();
+        assert!(long.text.len() < 300, "{}", long.text);
     }
 
     #[test]

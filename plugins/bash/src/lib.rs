@@ -6,7 +6,7 @@
 //! touches a running command.
 
 use taskhost_abi::prelude::*;
-use taskhost_abi::sdk::positive_config;
+use taskhost_abi::sdk::{non_empty, positive_config};
 
 /// The plugin's settings (its `[plugin.config]` table).
 #[derive(Clone, Debug)]
@@ -126,16 +126,6 @@ fn render(r: &ProcessResult, timeout_ms: u64) -> String {
     text
 }
 
-/// A non-empty string argument, or the error naming it.
-fn non_empty(key: &str, value: Option<String>) -> Result<Option<String>, ToolResult> {
-    match value {
-        Some(v) if v.trim().is_empty() => Err(ToolResult::error(format!(
-            "invalid {key}: expected a non-empty string, got {v:?}"
-        ))),
-        v => Ok(v),
-    }
-}
-
 /// A terminal dimension: 1 to 1000.
 fn cells(key: &str, value: Option<u16>, default: u16) -> Result<u16, ToolResult> {
     match value {
@@ -149,7 +139,7 @@ fn cells(key: &str, value: Option<u16>, default: u16) -> Result<u16, ToolResult>
 
 /// The process request a call describes, checked.
 fn request(config: &Config, args: BashArgs) -> Result<(ProcessRequest, u64, bool), ToolResult> {
-    let command = non_empty("command", Some(args.command))?.unwrap_or_default();
+    let command = non_empty("command", args.command)?;
     let timeout_ms = match args.timeout_ms {
         None => config.timeout_ms,
         Some(0) => {
@@ -160,8 +150,8 @@ fn request(config: &Config, args: BashArgs) -> Result<(ProcessRequest, u64, bool
         Some(n) => n.min(config.max_timeout_ms),
     };
     let mut request = ProcessRequest::new(&command);
-    if let Some(w) = non_empty("workdir", args.workdir)? {
-        request.set_workdir(&w);
+    if let Some(w) = args.workdir {
+        request.set_workdir(&non_empty("workdir", w)?);
     }
     request.tty = args.tty.unwrap_or(false);
     request.cols = cells("cols", args.cols, 80)?;

@@ -6,7 +6,7 @@
 //! `command = ["gemini", "--acp"]`, or the repo's scripted agent, `target/debug/taskhost-test-agent`.
 
 use taskhost_abi::prelude::*;
-use taskhost_abi::sdk::positive_config;
+use taskhost_abi::sdk::{non_empty, positive_config};
 
 /// The plugin's settings (its `[plugin.config]` table).
 #[derive(Clone, Debug)]
@@ -91,17 +91,6 @@ struct SubagentArgs {
     /// Whether to run as a background task and return its id. Defaults to false; collect with
     /// task_output or stop with task_kill.
     run_in_background: Option<bool>,
-}
-
-/// A text argument that must not be blank.
-fn non_empty(key: &str, value: String) -> Result<String, ToolResult> {
-    if value.trim().is_empty() {
-        Err(ToolResult::error(format!(
-            "invalid {key}: expected a non-empty string, got {value:?}"
-        )))
-    } else {
-        Ok(value)
-    }
 }
 
 fn call(host: &Host, config: &Config, call: &ToolCall, args: SubagentArgs) -> ToolResult {
