@@ -102,13 +102,9 @@ impl Fixture {
             .expect("runtime");
         let dir = scratch(name);
         let options = LoadOptions {
-            generation_dir: dir.join("gen"),
-            allow_untrusted: false,
-            spill_dir: None,
-            env: Default::default(),
             // The keeper runs in every fixture, so every test exercises it.
             keeper: Some(artifacts().join("taskhost")),
-            max_foreground_per_owner: 16,
+            ..LoadOptions::new(dir.join("gen"))
         };
         let host = Arc::new(Taskhost::new(config, rt.handle().clone(), options));
         Self { rt, host, dir }

@@ -127,14 +127,7 @@ fn a_generation_directory_others_can_write_is_refused() {
     let link = f.dir.join("link");
     std::os::unix::fs::symlink(&open, &link).unwrap();
     for dir in [&open, &link] {
-        let options = taskhost::LoadOptions {
-            generation_dir: dir.clone(),
-            allow_untrusted: false,
-            spill_dir: None,
-            env: Default::default(),
-            keeper: None,
-            max_foreground_per_owner: 16,
-        };
+        let options = taskhost::LoadOptions::new(dir.clone());
         let host = taskhost::Taskhost::new(Default::default(), f.rt.handle().clone(), options);
         let err = host
             .plugins()

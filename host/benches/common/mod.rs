@@ -13,12 +13,9 @@ pub fn scratch(name: &str) -> Scratch {
 /// Load options for a bench host whose files go under `dir`, without a keeper unless `keeper`.
 pub fn options(dir: &std::path::Path, keeper: bool) -> taskhost::LoadOptions {
     taskhost::LoadOptions {
-        generation_dir: dir.join("gen"),
         allow_untrusted: true,
-        spill_dir: None,
-        env: Default::default(),
         keeper: keeper.then(|| profile_dir().join("taskhost")),
-        max_foreground_per_owner: 16,
+        ..taskhost::LoadOptions::new(dir.join("gen"))
     }
 }
 

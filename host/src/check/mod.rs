@@ -79,12 +79,9 @@ pub fn run(runtime: &tokio::runtime::Runtime, args: &CheckArgs) -> Result<Report
         RegistryConfig::new(),
         runtime.handle().clone(),
         LoadOptions {
-            generation_dir: run_dir.generations(),
             allow_untrusted: args.allow_untrusted,
             spill_dir: Some(run_dir.spills()),
-            env: Default::default(),
-            keeper: None,
-            max_foreground_per_owner: 16,
+            ..LoadOptions::new(run_dir.generations())
         },
     );
     let surface = host

@@ -22,3 +22,18 @@ pub struct LoadOptions {
     /// [`crate::sessions::DEFAULT_MAX_FOREGROUND`] by default).
     pub max_foreground_per_owner: usize,
 }
+
+impl LoadOptions {
+    /// Options with generation files in `generation_dir`: the trust check on, spill files beside
+    /// the generations, the default environment policy, no keeper, the default foreground limit.
+    pub fn new(generation_dir: PathBuf) -> Self {
+        Self {
+            generation_dir,
+            allow_untrusted: false,
+            spill_dir: None,
+            env: Default::default(),
+            keeper: None,
+            max_foreground_per_owner: crate::sessions::DEFAULT_MAX_FOREGROUND,
+        }
+    }
+}

@@ -107,14 +107,7 @@ impl TestHost {
             .create(&dir)
             .map_err(setup)?;
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).map_err(setup)?;
-        let options = LoadOptions {
-            generation_dir: dir.join("gen"),
-            allow_untrusted: false,
-            spill_dir: None,
-            env: Default::default(),
-            keeper: None,
-            max_foreground_per_owner: 16,
-        };
+        let options = LoadOptions::new(dir.join("gen"));
         let host = Arc::new(Taskhost::new(
             RegistryConfig::new(),
             rt.handle().clone(),
