@@ -176,19 +176,17 @@ pub(crate) fn start(
         unread: String::new(),
         dropped: false,
     }));
-    let (processes_done, session_done, watched) =
-        (processes.clone(), session.to_owned(), follow.clone());
+    let (processes_done, session_done) = (processes.clone(), session.to_owned());
     let every = external.poll_every.max(Duration::from_millis(50));
+    // The output file is read only by reads: the registry's drain at settlement is one, so what the
+    // work wrote last is in the task's output.
     let done = async move {
         loop {
             tokio::time::sleep(every).await;
-            watched.lock().catch_up();
             match run_command(&processes_done, &session_done, &poll).await {
                 Ok(answer) => {
                     let first = answer.lines().next().unwrap_or_default();
                     if let Some(outcome) = parse_state(first) {
-                        // What the work wrote last, before it is settled.
-                        watched.lock().catch_up();
                         return Ok(outcome);
                     }
                 }
