@@ -61,8 +61,8 @@ enum Command {
         #[arg(long)]
         connect: String,
     },
-    /// Internal: the keeper a host starts, which ends the host's task processes when the host dies
-    /// (reads registrations on stdin until it closes).
+    /// Internal: the keeper a host starts, which spawns the host's task processes and ends them when
+    /// the host dies (serves the host on the socket that is its stdin until it closes).
     #[command(hide = true)]
     Keeper {
         /// What the host's task processes' markers start with.
@@ -161,7 +161,7 @@ fn check(
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Command::Keeper { marker } = &cli.command {
-        taskhost::process::keeper::run(std::io::stdin().lock(), marker);
+        taskhost::process::keeper::serve(std::os::fd::AsFd::as_fd(&std::io::stdin()), marker);
         return ExitCode::SUCCESS;
     }
     // The server logs its lifecycle; the one-shot commands only say what went wrong.

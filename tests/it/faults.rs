@@ -216,11 +216,13 @@ fn daemons_of_a_killed_task_are_ended_with_it_and_a_running_tasks_are_not() {
 /// The pid of the host behind `client`: the parent of a command it runs.
 pub(crate) async fn host_pid(client: &mcp::Client) -> i32 {
     let text = mcp::call(client, "bash", json!({"command": "echo $PPID"})).await;
-    text.lines()
+    let keeper = text
+        .lines()
         .next()
         .unwrap_or_default()
         .parse()
-        .expect("a pid")
+        .expect("a pid");
+    parent_of(keeper)
 }
 
 /// A status field of `/proc/<pid>/status` in KiB (`VmHWM`, `VmRSS`).

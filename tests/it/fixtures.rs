@@ -167,6 +167,16 @@ impl Fixture {
     }
 }
 
+/// The parent of a live process.
+pub fn parent_of(pid: i32) -> i32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let (_, rest) = stat.rsplit_once(')').expect("stat fields");
+    rest.split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .expect("ppid")
+}
+
 pub fn split_status(text: &str) -> (&str, &str) {
     match text.rfind("[status: ") {
         Some(i) => (&text[..i], &text[i..]),

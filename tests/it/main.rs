@@ -10,6 +10,7 @@ mod faults;
 mod fixtures;
 mod hardening;
 mod interactive;
+mod keeper;
 mod lifecycle;
 mod loading;
 mod mcp;

@@ -4,7 +4,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use crate::fixtures::{Fixture, eventually, mapped_generations};
-use crate::host_state::children;
+use crate::host_state::{children, children_of};
 use crate::ledger::Ledger;
 use crate::workload::session_name;
 use crate::{PLUGINS, SESSIONS};
@@ -81,11 +81,12 @@ pub fn notices_exact(f: &Fixture, ledger: &Ledger) -> usize {
 /// Every process reaped and every retired generation unmapped.
 pub fn nothing_left_behind(f: &Fixture) {
     // Every process reaped: none live, none adopted, no child of the host left (zombies included)
-    // but the keeper.
+    // but the keeper, and no child of the keeper (which spawned the piped ones).
     let keeper = f.host.processes().keeper_pid().map(|p| p.to_string());
     let children = || {
         let mut c = children();
         c.retain(|p| Some(p) != keeper.as_ref());
+        c.extend(keeper.iter().flat_map(|k| children_of(k)));
         c
     };
     assert!(

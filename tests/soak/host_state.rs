@@ -14,8 +14,13 @@ pub fn status_field(name: &str) -> u64 {
 
 /// Children of this process that exist now (zombies included).
 pub fn children() -> Vec<String> {
+    children_of("self")
+}
+
+/// The children of process `pid` (`self` for this one), zombies included.
+pub fn children_of(pid: &str) -> Vec<String> {
     let mut out = Vec::new();
-    if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
         for t in tasks.flatten() {
             if let Ok(c) = std::fs::read_to_string(t.path().join("children")) {
                 out.extend(c.split_whitespace().map(str::to_owned));

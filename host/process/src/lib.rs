@@ -30,6 +30,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+use tokio::net::unix::pipe;
 use tokio::runtime::Handle;
 use tokio::sync::watch;
 
@@ -90,8 +93,8 @@ impl ProcessSpec {
     }
 }
 
-/// The stdin and stdout of a piped process.
-pub type Pipes = (tokio::process::ChildStdin, tokio::process::ChildStdout);
+/// The stdin and stdout of a piped process (a protocol peer's), the host's ends.
+pub type Pipes = (pipe::Sender, pipe::Receiver);
 
 /// Raises this process's soft limit of open files to the hard limit: every live task holds
 /// descriptors, and a host that runs thousands of them must not fail at the usual soft limit of
@@ -129,32 +132,103 @@ fn check_workdir(spec: &ProcessSpec) -> Result<(), SpawnError> {
 #[error("cannot start the command: {0}")]
 pub struct SpawnError(pub String);
 
-/// A spawned child, where its output comes from, and its terminal's input.
-type Spawned = (
-    tokio::process::Child,
-    (supervise::Outputs, Option<Pipes>),
-    Option<input::Input>,
-);
+/// A spawned child: its process group, how its exit is awaited, where its output comes from, the
+/// pipes handed back to a protocol peer, and its terminal's input.
+struct Spawned {
+    pgid: Option<i32>,
+    waiter: supervise::Waiter,
+    outputs: supervise::Outputs,
+    talk: Option<Pipes>,
+    input: Option<input::Input>,
+}
 
-/// Spawns `cmd` in its own process group, stdin closed (or, `piped`, stdin and stdout handed back
-/// for a protocol), stdout and stderr pumped.
-fn spawn_piped(mut cmd: tokio::process::Command, piped: bool) -> std::io::Result<Spawned> {
-    cmd.stdin(if piped { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    cmd.process_group(0);
-    let mut child = cmd.spawn()?;
-    let stderr = child.stderr.take();
-    let (stdout, talk) = if piped {
-        (None, child.stdin.take().zip(child.stdout.take()))
-    } else {
-        (child.stdout.take(), None)
+/// The ends of a piped child's pipes that the child gets (stdin `None`: `/dev/null`).
+struct ChildEnds {
+    stdin: Option<OwnedFd>,
+    stdout: OwnedFd,
+    stderr: OwnedFd,
+}
+
+/// The host's ends of a piped child's pipes.
+struct HostEnds {
+    stdin: Option<pipe::Sender>,
+    stdout: pipe::Receiver,
+    stderr: pipe::Receiver,
+}
+
+/// Pipes for stdout and stderr, and for stdin when `piped`. The host's ends are non-blocking (the
+/// child's are not), and no end is inherited by any other child.
+fn pipes(piped: bool) -> std::io::Result<(ChildEnds, HostEnds)> {
+    let pair = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from);
+    let (out_r, out_w) = pair()?;
+    let (err_r, err_w) = pair()?;
+    let (stdin, host_stdin) = match piped {
+        true => {
+            let (r, w) = pair()?;
+            (Some(r), Some(pipe::Sender::from_owned_fd(w)?))
+        }
+        false => (None, None),
     };
     Ok((
-        child,
-        (supervise::Outputs::Pipes { stdout, stderr }, talk),
-        None,
+        ChildEnds {
+            stdin,
+            stdout: out_w,
+            stderr: err_w,
+        },
+        HostEnds {
+            stdin: host_stdin,
+            stdout: pipe::Receiver::from_owned_fd(out_r)?,
+            stderr: pipe::Receiver::from_owned_fd(err_r)?,
+        },
     ))
+}
+
+impl ChildEnds {
+    fn borrowed(&self) -> [Option<BorrowedFd<'_>>; 3] {
+        [
+            self.stdin.as_ref().map(AsFd::as_fd),
+            Some(self.stdout.as_fd()),
+            Some(self.stderr.as_fd()),
+        ]
+    }
+
+    /// Spawns `cmd` directly, a child of the host, in its own process group with these ends.
+    fn spawn(self, mut cmd: tokio::process::Command) -> std::io::Result<tokio::process::Child> {
+        cmd.stdin(self.stdin.map_or_else(Stdio::null, Stdio::from))
+            .stdout(Stdio::from(self.stdout))
+            .stderr(Stdio::from(self.stderr));
+        cmd.process_group(0);
+        cmd.spawn()
+    }
+}
+
+impl HostEnds {
+    /// Stdout (unless handed to a protocol peer) and stderr to pump; stdin and stdout for a
+    /// protocol peer.
+    fn split(self) -> (supervise::Outputs, Option<Pipes>) {
+        let (stdout, talk) = match self.stdin {
+            Some(stdin) => (None, Some((stdin, self.stdout))),
+            None => (Some(self.stdout), None),
+        };
+        let outputs = supervise::Outputs::Pipes {
+            stdout,
+            stderr: Some(self.stderr),
+        };
+        (outputs, talk)
+    }
+}
+
+/// The command that runs `launch`, for a spawn by the host itself.
+fn command(launch: &keeper::Launch) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(&launch.program);
+    cmd.args(&launch.args);
+    if let Some(dir) = &launch.cwd {
+        cmd.current_dir(dir);
+    }
+    cmd.env_clear();
+    cmd.envs(launch.env.iter().map(|(k, v)| (k, v)));
+    cmd.kill_on_drop(false);
+    cmd
 }
 
 /// Spawns `cmd` as the leader of a new session whose controlling terminal is a fresh
@@ -170,11 +244,13 @@ fn spawn_on_terminal(cmd: tokio::process::Command, size: TtySize) -> std::io::Re
         .map_err(to_io)?;
     let child = pty_process::Command::from(cmd).spawn(pts).map_err(to_io)?;
     let (read, write) = pty.into_split();
-    Ok((
-        child,
-        (supervise::Outputs::Terminal(read), None),
-        Some(input::Input::new(write)),
-    ))
+    Ok(Spawned {
+        pgid: child.id().map(|p| p as i32),
+        waiter: supervise::Waiter::Child(child),
+        outputs: supervise::Outputs::Terminal(read),
+        talk: None,
+        input: Some(input::Input::new(write)),
+    })
 }
 
 /// Spawns and tracks child processes.
@@ -306,25 +382,31 @@ impl ProcessService {
             out: StreamBuf::new(spec.tail_bytes, out_plan),
             err: StreamBuf::new(spec.tail_bytes, err_plan),
         };
-        let cmd = self.command(spec, n);
+        let launch = self.launch(spec, n);
         let _guard = self.runtime.enter();
         let (exit, _) = watch::channel(None);
         let spawning = self.escaped.spawning();
         let spawned = match spec.tty {
-            None => spawn_piped(cmd, piped),
-            Some(size) => spawn_on_terminal(cmd, size),
+            None => self.spawn_with_pipes(&launch, piped),
+            Some(size) => spawn_on_terminal(command(&launch), size),
         };
-        let (child, outputs, input) = match spawned {
+        let Spawned {
+            pgid,
+            waiter,
+            outputs,
+            talk,
+            input,
+        } = match spawned {
             Ok(spawned) => spawned,
             Err(e) => {
                 self.spills.forget(owner_session, planned);
                 return Err(SpawnError(e.to_string()));
             }
         };
-        let pgid = child.id().map(|p| p as i32);
         let process = Process::new(pgid, streams, exit, spec.grace, &self.runtime, input);
         if let Some(g) = pgid {
-            if let Some(k) = &self.keeper {
+            // The keeper knows the groups it spawned; the others it is told of.
+            if let (Some(k), supervise::Waiter::Child(_)) = (&self.keeper, &waiter) {
                 k.group_started(g);
             }
             self.live.lock().insert(n, g);
@@ -332,7 +414,6 @@ impl ProcessService {
             drop(spawning);
             self.escaped.own_group(g);
         }
-        let (outputs, talk) = outputs;
         let supervised = supervise::Supervised {
             n,
             process: process.clone(),
@@ -342,28 +423,58 @@ impl ProcessService {
             session: owner_session.to_owned(),
             keeper: self.keeper.clone(),
         };
-        self.runtime.spawn(supervised.run(child, pgid, outputs));
+        self.runtime.spawn(supervised.run(waiter, pgid, outputs));
         Ok((process, talk))
     }
 
-    /// The command for process number `n`: bash (or `argv`) with the environment policy's variables,
-    /// the spec's, and the marker. Its stdio and process group are set by how it is spawned.
-    fn command(&self, spec: &ProcessSpec, n: u64) -> tokio::process::Command {
-        let mut child_env = self.base_env.clone();
+    /// Spawns a piped child: through the keeper while it runs (its small descriptor table makes the
+    /// spawn's cost independent of the host's), else directly.
+    fn spawn_with_pipes(&self, launch: &keeper::Launch, piped: bool) -> std::io::Result<Spawned> {
+        let (child_ends, host_ends) = pipes(piped)?;
+        let kept = self
+            .keeper
+            .as_deref()
+            .map(|k| k.spawn(launch, child_ends.borrowed()));
+        let (pgid, waiter) = match kept {
+            Some(Ok(kept)) => (kept.pid, supervise::Waiter::Kept(kept.exit)),
+            Some(Err(keeper::KeeperSpawnError::Refused(cause))) => {
+                return Err(std::io::Error::other(cause));
+            }
+            None | Some(Err(keeper::KeeperSpawnError::Gone)) => {
+                let child = child_ends.spawn(command(launch))?;
+                let pid = child.id().map_or(0, |p| p as i32);
+                (pid, supervise::Waiter::Child(child))
+            }
+        };
+        let (outputs, talk) = host_ends.split();
+        Ok(Spawned {
+            pgid: (pgid > 0).then_some(pgid),
+            waiter,
+            outputs,
+            talk,
+            input: None,
+        })
+    }
+
+    /// What process number `n` runs: bash (or `argv`), resolved on the child's `PATH`, with the
+    /// environment policy's variables, the spec's, and the marker. Its stdio and process group are
+    /// set by how it is spawned.
+    fn launch(&self, spec: &ProcessSpec, n: u64) -> keeper::Launch {
+        let mut env = self.base_env.clone();
         for (k, v) in &spec.extra_env {
-            env::override_var(&mut child_env, k.into(), v.into());
+            env::override_var(&mut env, k.into(), v.into());
         }
         env::override_var(
-            &mut child_env,
+            &mut env,
             escaped::MARKER.into(),
             self.escaped.marker(n).into(),
         );
         if spec.tty.is_some() {
             // A terminal that draws: programs may use colour and cursor movement (the model's copy
             // of the output has them stripped).
-            env::override_var(&mut child_env, "TERM".into(), "xterm-256color".into());
+            env::override_var(&mut env, "TERM".into(), "xterm-256color".into());
         }
-        let search_path = child_env
+        let search_path = env
             .iter()
             .find(|(k, _)| k == "PATH")
             .map(|(_, v)| v.as_os_str());
@@ -371,15 +482,12 @@ impl ProcessService {
             Some([program, args @ ..]) => (program, args.iter().map(String::as_str).collect()),
             _ => ("bash", vec!["-c", &spec.command]),
         };
-        let mut cmd = tokio::process::Command::new(env::resolve_program(program, search_path));
-        cmd.args(args);
-        if let Some(dir) = &spec.workdir {
-            cmd.current_dir(dir);
+        keeper::Launch {
+            program: env::resolve_program(program, search_path),
+            args: args.into_iter().map(Into::into).collect(),
+            env,
+            cwd: spec.workdir.clone(),
         }
-        cmd.env_clear();
-        cmd.envs(child_env);
-        cmd.kill_on_drop(false);
-        cmd
     }
 
     /// Removes the spill files of a disposed session.

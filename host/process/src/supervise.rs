@@ -10,12 +10,39 @@ use super::keeper::Keeper;
 use super::spills::Spills;
 use super::{Exit, Process, escaped, signal_group};
 
+/// How a process's exit is awaited.
+pub(crate) enum Waiter {
+    /// A child of the host, reaped by the runtime.
+    Child(tokio::process::Child),
+    /// A child of the keeper, which reaps it and reports the exit.
+    Kept(tokio::sync::oneshot::Receiver<Exit>),
+}
+
+impl Waiter {
+    async fn exit(self) -> Exit {
+        match self {
+            Waiter::Child(mut child) => match child.wait().await {
+                Ok(s) => {
+                    use std::os::unix::process::ExitStatusExt;
+                    match (s.code(), s.signal()) {
+                        (Some(c), _) => Exit::Code(c),
+                        (None, Some(sig)) => Exit::Signal(sig),
+                        _ => Exit::Unknown,
+                    }
+                }
+                Err(_) => Exit::Unknown,
+            },
+            Waiter::Kept(exit) => exit.await.unwrap_or(Exit::Unknown),
+        }
+    }
+}
+
 /// Where a process's output comes from.
 pub(crate) enum Outputs {
     /// Its stdout (unless handed to a protocol peer) and stderr pipes.
     Pipes {
-        stdout: Option<tokio::process::ChildStdout>,
-        stderr: Option<tokio::process::ChildStderr>,
+        stdout: Option<tokio::net::unix::pipe::Receiver>,
+        stderr: Option<tokio::net::unix::pipe::Receiver>,
     },
     /// The master side of its terminal: everything it writes, on one stream.
     Terminal(pty_process::OwnedReadPty),
@@ -35,12 +62,7 @@ pub(crate) struct Supervised {
 impl Supervised {
     /// Runs until the process has settled: exited, its group ended, its pipes drained (within the
     /// grace), its escaped descendants swept; then its exit is published.
-    pub(crate) async fn run(
-        self,
-        mut child: tokio::process::Child,
-        pgid: Option<i32>,
-        outputs: Outputs,
-    ) {
+    pub(crate) async fn run(self, waiter: Waiter, pgid: Option<i32>, outputs: Outputs) {
         let p = self.process.clone();
         let (out, err) = match outputs {
             Outputs::Pipes { stdout, stderr } => (
@@ -53,7 +75,7 @@ impl Supervised {
                 tokio::spawn(async {}),
             ),
         };
-        let status = child.wait().await;
+        let exit = waiter.exit().await;
         let pumps = async {
             let _ = out.await;
             let _ = err.await;
@@ -90,17 +112,6 @@ impl Supervised {
             // What the writers left in the pipes, now that they are gone.
             let _ = tokio::time::timeout_at(deadline, &mut pumps).await;
         }
-        let exit = match status {
-            Ok(s) => {
-                use std::os::unix::process::ExitStatusExt;
-                match (s.code(), s.signal()) {
-                    (Some(c), _) => Exit::Code(c),
-                    (None, Some(sig)) => Exit::Signal(sig),
-                    _ => Exit::Unknown,
-                }
-            }
-            Err(_) => Exit::Unknown,
-        };
         {
             let mut s = p.streams.lock();
             s.out.finish();

@@ -1,0 +1,306 @@
+//! The host's end of the keeper: the process, the socket, the spawn requests waiting for their
+//! answer and the processes waiting for their exit.
+
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::net::Shutdown;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{RecvTimeoutError, SyncSender, sync_channel};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::Pid;
+use tokio::sync::oneshot;
+
+use super::wire::{self, Launch, Report, Request, Slot};
+use crate::Exit;
+
+/// How long a spawn waits for the keeper's answer before it gives up on it.
+const ANSWER_WAIT: Duration = Duration::from_secs(10);
+
+/// Why the keeper did not start a process.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum KeeperSpawnError {
+    /// The keeper is gone (or stopped) and was not asked: the caller may start the process itself.
+    #[error("the keeper is gone")]
+    Gone,
+    /// The keeper was asked and did not start it: the OS's cause, or the keeper's silence.
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// A process the keeper started: its pid (the leader of its own group) and its exit, reported
+/// once it has been reaped.
+pub struct KeptProcess {
+    /// The process id, which is also its process group's.
+    pub pid: i32,
+    /// Resolves with the exit once the keeper has reaped the process (or, should the keeper die,
+    /// once the host has).
+    pub exit: oneshot::Receiver<Exit>,
+}
+
+enum Answer {
+    Spawned(i32),
+    Refused(String),
+}
+
+/// A process whose exit is awaited.
+struct Awaited {
+    pid: Option<i32>,
+    exit: oneshot::Sender<Exit>,
+}
+
+#[derive(Default)]
+struct Pending {
+    answers: HashMap<u64, SyncSender<Answer>>,
+    exits: HashMap<u64, Awaited>,
+    /// The keeper's socket has closed: nothing more will be answered.
+    gone: bool,
+}
+
+/// The host's end of the keeper.
+pub struct Keeper {
+    socket: UnixStream,
+    /// False once the host stopped writing (shut down, or a write failed); held across each write so
+    /// that frames never interleave.
+    open: Mutex<bool>,
+    pending: Arc<Mutex<Pending>>,
+    child: Mutex<Option<Child>>,
+    next: AtomicU64,
+}
+
+impl Keeper {
+    /// Starts `program keeper --marker <marker_prefix>` (the `taskhost` binary's keeper command) on
+    /// a socket of its own, and a thread that reads its reports.
+    ///
+    /// # Errors
+    /// When the program, the socket or the thread cannot be had.
+    pub fn start(program: &Path, marker_prefix: &str) -> std::io::Result<Self> {
+        use std::os::unix::process::CommandExt;
+        let (socket, keepers_end) = UnixStream::pair()?;
+        let child = Command::new(program)
+            .args(["keeper", "--marker", marker_prefix])
+            .env_clear()
+            .stdin(Stdio::from(OwnedFd::from(keepers_end)))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()?;
+        let pending: Arc<Mutex<Pending>> = Arc::default();
+        let reports = socket.try_clone()?;
+        let reader = pending.clone();
+        std::thread::Builder::new()
+            .name("taskhost-keeper".into())
+            .spawn(move || read_reports(reports, &reader))?;
+        Ok(Self {
+            socket,
+            open: Mutex::new(true),
+            pending,
+            child: Mutex::new(Some(child)),
+            next: AtomicU64::new(0),
+        })
+    }
+
+    /// The keeper's pid while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.lock().as_ref().map(Child::id)
+    }
+
+    /// Has the keeper start `launch` in a process group of its own, with `stdio` (stdin, stdout,
+    /// stderr; `None` is `/dev/null`) as its streams (the caller closes its copies afterwards).
+    /// Blocks until the keeper answered (at most 10 s).
+    ///
+    /// # Errors
+    /// [`KeeperSpawnError::Gone`] when the keeper could not be asked; [`KeeperSpawnError::Refused`]
+    /// with the OS's cause when it could not start the process.
+    pub fn spawn(
+        &self,
+        launch: &Launch,
+        stdio: [Option<BorrowedFd<'_>>; 3],
+    ) -> Result<KeptProcess, KeeperSpawnError> {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let (answer_tx, answer) = sync_channel(1);
+        let (exit_tx, exit) = oneshot::channel();
+        {
+            let mut p = self.pending.lock();
+            if p.gone {
+                return Err(KeeperSpawnError::Gone);
+            }
+            p.answers.insert(id, answer_tx);
+            p.exits.insert(
+                id,
+                Awaited {
+                    pid: None,
+                    exit: exit_tx,
+                },
+            );
+        }
+        let slots = [0, 1, 2].map(|i| {
+            if stdio[i].is_some() {
+                Slot::Passed
+            } else {
+                Slot::Null
+            }
+        });
+        let fds: Vec<BorrowedFd<'_>> = stdio.into_iter().flatten().collect();
+        let sent = self.write(&wire::spawn_frame(id, launch, slots), &fds);
+        let forget = || {
+            let mut p = self.pending.lock();
+            p.answers.remove(&id);
+            p.exits.remove(&id);
+        };
+        if !sent {
+            forget();
+            return Err(KeeperSpawnError::Gone);
+        }
+        match answer.recv_timeout(ANSWER_WAIT) {
+            Ok(Answer::Spawned(pid)) => Ok(KeptProcess { pid, exit }),
+            Ok(Answer::Refused(cause)) => Err(KeeperSpawnError::Refused(cause)),
+            Err(RecvTimeoutError::Disconnected) => Err(KeeperSpawnError::Refused(
+                "the keeper ended before it answered".into(),
+            )),
+            Err(RecvTimeoutError::Timeout) => {
+                forget();
+                Err(KeeperSpawnError::Refused(format!(
+                    "the keeper did not answer within {} s",
+                    ANSWER_WAIT.as_secs()
+                )))
+            }
+        }
+    }
+
+    /// Registers a process group the host spawned itself, to be ended should the host die.
+    pub fn group_started(&self, pgid: i32) {
+        self.write(&Request::Watch { pgid }.encode(), &[]);
+    }
+
+    /// Unregisters a process group that is gone (so a later process reusing the number is safe).
+    pub fn group_ended(&self, pgid: i32) {
+        self.write(&Request::Forget { pgid }.encode(), &[]);
+    }
+
+    /// Writes one frame; false (and logged once) when the keeper cannot be written to.
+    fn write(&self, frame: &[u8], fds: &[BorrowedFd<'_>]) -> bool {
+        let mut open = self.open.lock();
+        if !*open {
+            return false;
+        }
+        if let Err(e) = wire::send(self.socket.as_fd(), frame, fds) {
+            tracing::error!(error = %e, "the keeper is gone: task processes may outlive a crash of the host");
+            *open = false;
+        }
+        *open
+    }
+
+    /// Closes the host's side (the keeper ends what is left, normally nothing, and exits) and reaps
+    /// the keeper, waiting up to two seconds.
+    pub fn stop(&self) {
+        {
+            let mut open = self.open.lock();
+            *open = false;
+            let _ = self.socket.shutdown(Shutdown::Write);
+        }
+        let child = self.child.lock().take();
+        if let Some(mut child) = child {
+            let deadline = Instant::now() + Duration::from_secs(2);
+            while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if matches!(child.try_wait(), Ok(None)) {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+}
+
+impl Drop for Keeper {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Hands each report to whoever waits for it, until the keeper's socket closes; then the processes
+/// still running, adopted by the host (a child subreaper) when the keeper died, are reaped here.
+fn read_reports(mut socket: UnixStream, pending: &Mutex<Pending>) {
+    while let Ok(Some(body)) = wire::read_frame(&mut socket) {
+        let Ok(report) = Report::decode(&body) else {
+            continue;
+        };
+        let mut p = pending.lock();
+        match report {
+            Report::Spawned { id, pid } => {
+                if let Some(w) = p.exits.get_mut(&id) {
+                    w.pid = Some(pid);
+                }
+                if let Some(answer) = p.answers.remove(&id) {
+                    let _ = answer.try_send(Answer::Spawned(pid));
+                }
+            }
+            Report::Refused { id, cause } => {
+                p.exits.remove(&id);
+                if let Some(answer) = p.answers.remove(&id) {
+                    let _ = answer.try_send(Answer::Refused(cause));
+                }
+            }
+            Report::Exited { id, exit } => {
+                if let Some(w) = p.exits.remove(&id) {
+                    let _ = w.exit.send(exit);
+                }
+            }
+        }
+    }
+    let orphans: Vec<(i32, oneshot::Sender<Exit>)> = {
+        let mut p = pending.lock();
+        p.gone = true;
+        p.answers.clear();
+        p.exits
+            .drain()
+            .filter_map(|(_, w)| Some((w.pid?, w.exit)))
+            .collect()
+    };
+    if !orphans.is_empty() {
+        tracing::error!(
+            processes = orphans.len(),
+            "the keeper is gone: its processes are reaped by the host, and may outlive a crash of it"
+        );
+        reap_orphans(orphans);
+    }
+}
+
+/// Waits for the processes the dead keeper left (the host's children now) and reports their exits.
+fn reap_orphans(mut orphans: Vec<(i32, oneshot::Sender<Exit>)>) {
+    while !orphans.is_empty() {
+        let mut i = 0;
+        while i < orphans.len() {
+            match orphan_exit(orphans[i].0) {
+                Some(exit) => {
+                    let (_, waiter) = orphans.swap_remove(i);
+                    let _ = waiter.send(exit);
+                }
+                None => i += 1,
+            }
+        }
+        if !orphans.is_empty() {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// The exit of a process the dead keeper left, once it has one.
+fn orphan_exit(pid: i32) -> Option<Exit> {
+    let pid = Pid::from_raw(pid);
+    match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
+        Ok(WaitStatus::Exited(_, code)) => Some(Exit::Code(code)),
+        Ok(WaitStatus::Signaled(_, signal, _)) => Some(Exit::Signal(signal as i32)),
+        // Not the host's child (it is no subreaper): the status is lost once the process is gone.
+        Err(Errno::ECHILD) if nix::sys::signal::kill(pid, None).is_err() => Some(Exit::Unknown),
+        _ => None,
+    }
+}

@@ -1,0 +1,225 @@
+//! The keeper process's side: it spawns what the host asks for, reaps each child and reports its
+//! exit, and when the host's socket closes it ends every group it knows and every marked process.
+//!
+//! Its descriptor table holds the socket, standard streams and, for the moment of a spawn, the
+//! child's three streams: a spawn copies and closes that small table, not the host's, so starting a
+//! task costs the same with ten thousand alive as with none.
+
+use parking_lot::{Condvar, Mutex};
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+use std::os::fd::{BorrowedFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::sys::wait::{WaitStatus, waitpid};
+use nix::unistd::Pid;
+
+use super::wire::{Launch, Receiver, Report, Request, Slot};
+use crate::Exit;
+use crate::escaped::MARKER;
+
+/// What the spawning thread and the reaping thread share.
+struct Shared {
+    state: Mutex<State>,
+    spawned: Condvar,
+}
+
+struct State {
+    /// The host's socket, written under this lock so that a process's `Spawned` precedes its `Exited`.
+    out: UnixStream,
+    /// Request ids of the running children.
+    ids: HashMap<i32, u64>,
+    /// Exits reaped before their spawn was reported.
+    early: HashMap<i32, Exit>,
+    /// Children spawned so far (the reaper waits for this to change when it has none).
+    count: u64,
+    /// Set once the host cannot be written to.
+    host_gone: bool,
+}
+
+impl State {
+    fn report(&mut self, report: &Report) {
+        if !self.host_gone && self.out.write_all(&report.encode()).is_err() {
+            self.host_gone = true;
+        }
+    }
+}
+
+/// Serves the host on `socket` (the keeper's stdin) until it closes, then ends every group the host
+/// registered or the keeper spawned and every process whose marker starts with `marker_prefix`.
+/// Returns how many signals that took.
+pub fn serve(socket: BorrowedFd<'_>, marker_prefix: &str) -> usize {
+    // The spawn requests carry the children's environments: no other process of the user may read
+    // them from this one's memory or `/proc` entries.
+    let _ = nix::sys::prctl::set_dumpable(false);
+    let out = match socket.try_clone_to_owned() {
+        Ok(fd) => UnixStream::from(fd),
+        Err(_) => return end_everything(&HashSet::new(), marker_prefix, Duration::from_secs(1)),
+    };
+    let shared = Arc::new(Shared {
+        state: Mutex::new(State {
+            out,
+            ids: HashMap::new(),
+            early: HashMap::new(),
+            count: 0,
+            host_gone: false,
+        }),
+        spawned: Condvar::new(),
+    });
+    let reaper = shared.clone();
+    let _ = std::thread::Builder::new()
+        .name("reaper".into())
+        .spawn(move || reap_forever(&reaper));
+    let mut groups = HashSet::new();
+    let mut frames = Receiver::new();
+    while let Ok(Some(body)) = frames.next(socket) {
+        match Request::decode(&body) {
+            Ok(Request::Spawn { id, launch, stdio }) => {
+                let wanted = stdio.iter().filter(|s| **s == Slot::Passed).count();
+                let spawned = frames
+                    .take_fds(wanted)
+                    .map_err(|e| e.to_string())
+                    .and_then(|fds| spawn(&launch, stdio, fds).map_err(|e| e.to_string()));
+                let mut st = shared.state.lock();
+                match spawned {
+                    Ok(pid) => {
+                        groups.insert(pid);
+                        st.count += 1;
+                        shared.spawned.notify_one();
+                        st.report(&Report::Spawned { id, pid });
+                        match st.early.remove(&pid) {
+                            Some(exit) => st.report(&Report::Exited { id, exit }),
+                            None => {
+                                st.ids.insert(pid, id);
+                            }
+                        }
+                    }
+                    Err(cause) => st.report(&Report::Refused { id, cause }),
+                }
+            }
+            Ok(Request::Watch { pgid }) if pgid > 1 => {
+                groups.insert(pgid);
+            }
+            Ok(Request::Forget { pgid }) => {
+                groups.remove(&pgid);
+            }
+            Ok(Request::Watch { .. }) => {}
+            // Out of step with the host: descriptors received so far belong to no request it knows.
+            Err(_) => frames.discard_fds(),
+        }
+    }
+    end_everything(&groups, marker_prefix, Duration::from_secs(1))
+}
+
+/// Spawns `launch` as the leader of a new process group; returns its pid.
+fn spawn(launch: &Launch, stdio: [Slot; 3], fds: Vec<OwnedFd>) -> std::io::Result<i32> {
+    let mut fds = fds.into_iter();
+    let mut slot = |s: Slot| match s {
+        Slot::Passed => fds.next().map_or_else(Stdio::null, Stdio::from),
+        Slot::Null => Stdio::null(),
+    };
+    let mut cmd = Command::new(&launch.program);
+    cmd.args(&launch.args)
+        .env_clear()
+        .envs(launch.env.iter().map(|(k, v)| (k, v)))
+        .stdin(slot(stdio[0]))
+        .stdout(slot(stdio[1]))
+        .stderr(slot(stdio[2]))
+        .process_group(0);
+    if let Some(dir) = &launch.cwd {
+        cmd.current_dir(dir);
+    }
+    // The child's ends are closed here with `cmd`: only the child holds them.
+    let child = cmd.spawn()?;
+    Ok(child.id() as i32)
+}
+
+/// Reaps every child as it exits and reports it to the host.
+fn reap_forever(shared: &Shared) {
+    loop {
+        let seen = shared.state.lock().count;
+        let (pid, exit) = match waitpid(Pid::from_raw(-1), None) {
+            Ok(WaitStatus::Exited(pid, code)) => (pid, Exit::Code(code)),
+            Ok(WaitStatus::Signaled(pid, signal, _)) => (pid, Exit::Signal(signal as i32)),
+            Ok(_) | Err(Errno::EINTR) => continue,
+            Err(_) => {
+                // No child: wait for the next spawn.
+                let mut st = shared.state.lock();
+                if st.count == seen {
+                    shared.spawned.wait_for(&mut st, Duration::from_secs(1));
+                }
+                continue;
+            }
+        };
+        let mut st = shared.state.lock();
+        match st.ids.remove(&pid.as_raw()) {
+            Some(id) => st.report(&Report::Exited { id, exit }),
+            None => {
+                st.early.insert(pid.as_raw(), exit);
+            }
+        }
+    }
+}
+
+/// SIGKILLs the groups and the marked processes, in rounds, until a round finds nothing alive or
+/// `within` has passed.
+pub(crate) fn end_everything(
+    groups: &HashSet<i32>,
+    marker_prefix: &str,
+    within: Duration,
+) -> usize {
+    let prefix = format!("{MARKER}={marker_prefix}");
+    let own = std::process::id() as i32;
+    let deadline = Instant::now() + within;
+    let mut signals = 0;
+    loop {
+        let mut found = false;
+        for &g in groups {
+            if killpg(Pid::from_raw(g), Signal::SIGKILL).is_ok() {
+                found = true;
+                signals += 1;
+            }
+        }
+        for pid in marked(&prefix) {
+            if pid != own && kill(Pid::from_raw(pid), Signal::SIGKILL).is_ok() {
+                found = true;
+                signals += 1;
+            }
+        }
+        if !found || Instant::now() >= deadline {
+            return signals;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Live (not zombie) processes whose environment holds a variable starting with `prefix`.
+fn marked(prefix: &str) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
+                env.split(|b| *b == 0)
+                    .any(|var| var.starts_with(prefix.as_bytes()))
+            }) && !is_zombie(*pid)
+        })
+        .collect()
+}
+
+fn is_zombie(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            == Some("Z")
+    })
+}

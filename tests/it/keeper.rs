@@ -1,0 +1,160 @@
+//! The keeper spawns the host's task processes, with the real binary: a start never copies the host's
+//! descriptor table (two pipes per live task), and a keeper that dies takes no task with it.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::fixtures::*;
+use crate::mcp::{self, SocketHost, Watcher, alive, call, read_waiting};
+
+fn descriptors(pid: i32) -> Vec<String> {
+    let mut fds: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("fd dir")
+        .filter_map(|e| Some(e.ok()?.file_name().to_string_lossy().into_owned()))
+        .collect();
+    fds.sort();
+    fds
+}
+
+/// The keeper: the host's child whose command line names it.
+fn keeper_of(host: i32) -> i32 {
+    let children: Vec<i32> = std::fs::read_dir(format!("/proc/{host}/task"))
+        .expect("tasks")
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("children")).ok())
+        .flat_map(|l| {
+            l.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<i32>>()
+        })
+        .collect();
+    children
+        .into_iter()
+        .find(|c| {
+            std::fs::read(format!("/proc/{c}/cmdline"))
+                .is_ok_and(|cmd| cmd.split(|b| *b == 0).any(|arg| arg == b"keeper"))
+        })
+        .expect("the host runs a keeper")
+}
+
+/// The pid a task printed on its first line.
+async fn printed_pid(client: &mcp::Client, id: &str) -> i32 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = call(client, "task_output", json!({"task_id": id})).await;
+        if let Some(pid) = text.lines().find_map(|l| l.trim().parse().ok()) {
+            return pid;
+        }
+        assert!(Instant::now() < deadline, "task {id} printed no pid");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// The descriptors a process holds without close-on-exec beyond its standard streams: what a host
+/// inherited from whoever started it (here, from the test's own environment) and passes on.
+fn inherited(pid: i32) -> Vec<String> {
+    descriptors(pid)
+        .into_iter()
+        .filter(|fd| fd.parse::<u32>().is_ok_and(|n| n > 2))
+        .filter(|fd| {
+            let info =
+                std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).unwrap_or_default();
+            info.lines()
+                .find_map(|l| l.strip_prefix("flags:"))
+                .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
+                .is_some_and(|flags| flags & 0o2_000_000 == 0)
+        })
+        .collect()
+}
+
+/// Proves: a task's process is a child of the keeper, not of the host, and holds only its three
+/// standard streams: nothing the host or the keeper opened reaches it (descriptors the host itself
+/// inherited without close-on-exec are passed on, as any program passes them on).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_process_is_the_keepers_child_and_holds_only_its_standard_streams() {
+    let dir = scratch("keeper-child");
+    let mut host = SocketHost::start(&dir, &["--no-watch"]);
+    let client = mcp::socket_client(&host.socket, Watcher::default()).await;
+    let id = mcp::start(&client, "echo $$; exec sleep 1000").await;
+    let pid = printed_pid(&client, &id).await;
+    let keeper = keeper_of(host.child.id() as i32);
+    assert_eq!(parent_of(pid), keeper, "the task's parent");
+    let mut expected: Vec<String> = ["0", "1", "2"].map(String::from).to_vec();
+    expected.extend(inherited(host.child.id() as i32));
+    expected.sort();
+    assert_eq!(descriptors(pid), expected, "the task's descriptors");
+    call(&client, "task_kill", json!({"task_id": id})).await;
+    drop(client);
+    host.stop();
+    assert!(!alive(pid));
+}
+
+/// Proves: each live task holds two descriptors in the host (its stdout and stderr pipes) and none
+/// in the keeper, whose table stays as small as it started: the table a spawn copies does not grow
+/// with the tasks alive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_tasks_hold_two_descriptors_each_in_the_host_and_none_in_the_keeper() {
+    const TASKS: usize = 100;
+    let dir = scratch("keeper-fds");
+    let config = dir.join("taskhost.toml");
+    std::fs::write(&config, "[tasks]\nmax_concurrent_tasks_per_owner = 200\n").unwrap();
+    let mut host = SocketHost::start(&dir, &["--no-watch", "--config", config.to_str().unwrap()]);
+    let client = mcp::socket_client(&host.socket, Watcher::default()).await;
+    // One task first, so that whatever the host opens once (the spill directory, the runtime's
+    // pipes) is open before counting.
+    let first = mcp::start(&client, "sleep 1000").await;
+    let host_pid = host.child.id() as i32;
+    let keeper = keeper_of(host_pid);
+    let (host_before, keeper_before) = (descriptors(host_pid), descriptors(keeper));
+    let mut ids = vec![first];
+    for _ in 0..TASKS {
+        ids.push(mcp::start(&client, "sleep 1000").await);
+    }
+    let (host_after, keeper_after) = (descriptors(host_pid), descriptors(keeper));
+    let per_task = (host_after.len() - host_before.len()) as f64 / TASKS as f64;
+    assert!(
+        (host_after.len() - host_before.len()) <= 2 * TASKS,
+        "host descriptors: {} before, {} after {TASKS} more tasks ({per_task:.2} each)",
+        host_before.len(),
+        host_after.len()
+    );
+    assert_eq!(
+        keeper_after.len(),
+        keeper_before.len(),
+        "the keeper's descriptors"
+    );
+    assert!(
+        keeper_after.len() <= 8,
+        "keeper descriptors: {keeper_after:?}"
+    );
+    drop(client);
+    host.stop();
+}
+
+/// Proves: when the keeper dies, the tasks it started run on and settle with their own exit codes
+/// (the host adopts and reaps them), and later starts still work (the host spawns them itself).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_outlives_a_killed_keeper_and_settles_with_its_exit_code() {
+    let dir = scratch("keeper-killed");
+    let mut host = SocketHost::start(&dir, &["--no-watch"]);
+    let client = mcp::socket_client(&host.socket, Watcher::default()).await;
+    let id = mcp::start(&client, "echo $$; sleep 1; echo done; exit 3").await;
+    let pid = printed_pid(&client, &id).await;
+    let keeper = keeper_of(host.child.id() as i32);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(keeper),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill the keeper");
+    assert!(alive(pid), "the task runs on");
+    let text = read_waiting(&client, &id, 10_000).await;
+    assert!(text.contains("done"), "{text}");
+    assert!(text.contains("[status: completed, exit code: 3]"), "{text}");
+    let after = mcp::start(&client, "echo after; exit 4").await;
+    let text = read_waiting(&client, &after, 10_000).await;
+    assert!(text.contains("after"), "{text}");
+    assert!(text.contains("[status: completed, exit code: 4]"), "{text}");
+    drop(client);
+    host.stop();
+    assert!(!alive(pid));
+}
