@@ -158,3 +158,40 @@ async fn a_task_outlives_a_killed_keeper_and_settles_with_its_exit_code() {
     host.stop();
     assert!(!alive(pid));
 }
+
+/// Proves: programs that cannot be executed, started again and again while other children of the
+/// keeper exit around them, are each refused naming the OS's cause, and the keeper serves on (the
+/// spawn that reports the failure reaps its child, never the keeper's reaper).
+#[test]
+fn failed_executions_among_exiting_children_leave_the_keeper_serving() {
+    use taskhost::process::{Exit, ProcessSpec};
+    let f = Fixture::new("keeper-exec-failures");
+    let processes = f.host.processes();
+    let keeper = processes.keeper_pid().expect("the fixture runs a keeper");
+    let mut quick = Vec::new();
+    for i in 0..100 {
+        // A bare name not on PATH: std forks, the exec fails, and std waits for that child itself.
+        let mut missing = ProcessSpec::new("");
+        missing.argv = Some(vec![format!("taskhost-no-such-program-{i}")]);
+        let err = processes
+            .spawn(&missing, "s")
+            .err()
+            .expect("a missing program is refused");
+        assert!(err.0.contains("No such file or directory"), "{err}");
+        quick.push(
+            processes
+                .spawn(&ProcessSpec::new("exit 7"), "s")
+                .expect("spawn"),
+        );
+    }
+    for p in quick {
+        assert_eq!(f.rt.block_on(p.wait()), Exit::Code(7));
+    }
+    assert_eq!(processes.keeper_pid(), Some(keeper));
+    let echo = processes
+        .spawn(&ProcessSpec::new("echo still serving"), "s")
+        .expect("spawn");
+    assert_eq!(f.rt.block_on(echo.wait()), Exit::Code(0));
+    assert_eq!(echo.read(), "still serving\n");
+    processes.remove_spills("s");
+}

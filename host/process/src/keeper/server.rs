@@ -30,13 +30,14 @@ struct Shared {
     spawned: Condvar,
 }
 
+/// Spawns and reaps both happen under this lock, so a child is never reaped before its spawn is
+/// registered, and a child whose `exec` failed is reaped by the spawn that reports the failure (std
+/// waits for it, and would panic if the reaper had taken it first).
 struct State {
     /// The host's socket, written under this lock so that a process's `Spawned` precedes its `Exited`.
     out: UnixStream,
     /// Request ids of the running children.
     ids: HashMap<i32, u64>,
-    /// Exits reaped before their spawn was reported.
-    early: HashMap<i32, Exit>,
     /// Children spawned so far (the reaper waits for this to change when it has none).
     count: u64,
     /// Set once the host cannot be written to.
@@ -66,7 +67,6 @@ pub fn serve(socket: BorrowedFd<'_>, marker_prefix: &str) -> usize {
         state: Mutex::new(State {
             out,
             ids: HashMap::new(),
-            early: HashMap::new(),
             count: 0,
             host_gone: false,
         }),
@@ -82,23 +82,18 @@ pub fn serve(socket: BorrowedFd<'_>, marker_prefix: &str) -> usize {
         match Request::decode(&body) {
             Ok(Request::Spawn { id, launch, stdio }) => {
                 let wanted = stdio.iter().filter(|s| **s == Slot::Passed).count();
-                let spawned = frames
-                    .take_fds(wanted)
+                let fds = frames.take_fds(wanted);
+                let mut st = shared.state.lock();
+                let spawned = fds
                     .map_err(|e| e.to_string())
                     .and_then(|fds| spawn(&launch, stdio, fds).map_err(|e| e.to_string()));
-                let mut st = shared.state.lock();
                 match spawned {
                     Ok(pid) => {
                         groups.insert(pid);
+                        st.ids.insert(pid, id);
                         st.count += 1;
                         shared.spawned.notify_one();
                         st.report(&Report::Spawned { id, pid });
-                        match st.early.remove(&pid) {
-                            Some(exit) => st.report(&Report::Exited { id, exit }),
-                            None => {
-                                st.ids.insert(pid, id);
-                            }
-                        }
                     }
                     Err(cause) => st.report(&Report::Refused { id, cause }),
                 }
@@ -140,14 +135,15 @@ fn spawn(launch: &Launch, stdio: [Slot; 3], fds: Vec<OwnedFd>) -> std::io::Resul
     Ok(child.id() as i32)
 }
 
-/// Reaps every child as it exits and reports it to the host.
+/// Reaps every child as it exits and reports it to the host. It waits for an exit without reaping
+/// (`WNOWAIT`), then reaps under the state lock, where no spawn is under way.
 fn reap_forever(shared: &Shared) {
+    use nix::sys::wait::{Id, WaitPidFlag, waitid};
     loop {
         let seen = shared.state.lock().count;
-        let (pid, exit) = match waitpid(Pid::from_raw(-1), None) {
-            Ok(WaitStatus::Exited(pid, code)) => (pid, Exit::Code(code)),
-            Ok(WaitStatus::Signaled(pid, signal, _)) => (pid, Exit::Signal(signal as i32)),
-            Ok(_) | Err(Errno::EINTR) => continue,
+        match waitid(Id::All, WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
+            Ok(_) => {}
+            Err(Errno::EINTR) => continue,
             Err(_) => {
                 // No child: wait for the next spawn.
                 let mut st = shared.state.lock();
@@ -156,12 +152,18 @@ fn reap_forever(shared: &Shared) {
                 }
                 continue;
             }
-        };
+        }
         let mut st = shared.state.lock();
-        match st.ids.remove(&pid.as_raw()) {
-            Some(id) => st.report(&Report::Exited { id, exit }),
-            None => {
-                st.early.insert(pid.as_raw(), exit);
+        loop {
+            let (pid, exit) = match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::Exited(pid, code)) => (pid, Exit::Code(code)),
+                Ok(WaitStatus::Signaled(pid, signal, _)) => (pid, Exit::Signal(signal as i32)),
+                Err(Errno::EINTR) => continue,
+                // Nothing more has exited (or a spawn's failed child was already reaped by it).
+                _ => break,
+            };
+            if let Some(id) = st.ids.remove(&pid.as_raw()) {
+                st.report(&Report::Exited { id, exit });
             }
         }
     }
