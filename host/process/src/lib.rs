@@ -1,5 +1,7 @@
 //! The host's process service: every child process of every producer is spawned, read, signalled and
-//! reaped here, on the host's runtime (no thread per process), with one environment policy.
+//! reaped here, on the host's runtime (no thread per process), with one environment policy. With a
+//! [`keeper`], the keeper process does the spawning and reaping of piped children for the service, so
+//! a start never copies the host's descriptor table.
 //!
 //! A child runs `bash -c <command>` in its own process group with stdin closed and a scrubbed
 //! environment, or, when asked for a terminal, in a session of its own on a pseudo-terminal that
@@ -24,13 +26,12 @@ mod supervise;
 mod terminal;
 
 use std::collections::HashSet;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use tokio::net::unix::pipe;
 use tokio::runtime::Handle;
@@ -436,19 +437,21 @@ impl ProcessService {
             .as_deref()
             .map(|k| k.spawn(launch, child_ends.borrowed()));
         let (pgid, waiter) = match kept {
-            Some(Ok(kept)) => (kept.pid, supervise::Waiter::Kept(kept.exit)),
+            Some(Ok(kept)) => (Some(kept.pid), supervise::Waiter::Kept(kept.exit)),
             Some(Err(keeper::KeeperSpawnError::Refused(cause))) => {
                 return Err(std::io::Error::other(cause));
             }
             None | Some(Err(keeper::KeeperSpawnError::Gone)) => {
                 let child = child_ends.spawn(command(launch))?;
-                let pid = child.id().map_or(0, |p| p as i32);
-                (pid, supervise::Waiter::Child(child))
+                (
+                    child.id().map(|p| p as i32),
+                    supervise::Waiter::Child(child),
+                )
             }
         };
         let (outputs, talk) = host_ends.split();
         Ok(Spawned {
-            pgid: (pgid > 0).then_some(pgid),
+            pgid,
             waiter,
             outputs,
             talk,
