@@ -50,43 +50,61 @@ async fn printed_pid(client: &mcp::Client, id: &str) -> i32 {
     }
 }
 
-/// The descriptors a process holds without close-on-exec beyond its standard streams: what a host
-/// inherited from whoever started it (here, from the test's own environment) and passes on.
-fn inherited(pid: i32) -> Vec<String> {
-    descriptors(pid)
-        .into_iter()
-        .filter(|fd| fd.parse::<u32>().is_ok_and(|n| n > 2))
-        .filter(|fd| {
-            let info =
-                std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).unwrap_or_default();
-            info.lines()
-                .find_map(|l| l.strip_prefix("flags:"))
-                .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
-                .is_some_and(|flags| flags & 0o2_000_000 == 0)
-        })
-        .collect()
-}
-
-/// Proves: a task's process is a child of the keeper, not of the host, and holds only its three
-/// standard streams: nothing the host or the keeper opened reaches it (descriptors the host itself
-/// inherited without close-on-exec are passed on, as any program passes them on).
+/// Proves: a task's process, piped or on a terminal, is a child of the keeper, not of the host, and
+/// holds only its three standard streams: nothing the host or the keeper opened reaches it, nor what
+/// the host inherited from whoever started it (the test gives the host a descriptor without
+/// close-on-exec). A terminal task leads its own session with its terminal as the controlling one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_process_is_the_keepers_child_and_holds_only_its_standard_streams() {
     let dir = scratch("keeper-child");
-    let mut host = SocketHost::start(&dir, &["--no-watch"]);
+    let setup = "umask 077; exec 9</dev/null";
+    let mut host =
+        SocketHost::start_after(&dir, &dir.join("taskhost.sock"), setup, &["--no-watch"]);
+    assert!(
+        descriptors(host.child.id() as i32).contains(&"9".to_owned()),
+        "the host inherited descriptor 9"
+    );
     let client = mcp::socket_client(&host.socket, Watcher::default()).await;
     let id = mcp::start(&client, "echo $$; exec sleep 1000").await;
     let pid = printed_pid(&client, &id).await;
     let keeper = keeper_of(host.child.id() as i32);
     assert_eq!(parent_of(pid), keeper, "the task's parent");
-    let mut expected: Vec<String> = ["0", "1", "2"].map(String::from).to_vec();
-    expected.extend(inherited(host.child.id() as i32));
-    expected.sort();
-    assert_eq!(descriptors(pid), expected, "the task's descriptors");
+    assert_eq!(descriptors(pid), ["0", "1", "2"], "the task's descriptors");
     call(&client, "task_kill", json!({"task_id": id})).await;
+
+    // A terminal task too: the keeper's child, the leader of its own session on its terminal.
+    let text = call(
+        &client,
+        "bash",
+        json!({"command": "echo $$; exec sleep 1000", "run_in_background": true, "tty": true}),
+    )
+    .await;
+    let tty_id = text
+        .strip_prefix("started background task ")
+        .expect("started")
+        .to_owned();
+    let tty_pid = printed_pid(&client, &tty_id).await;
+    assert_eq!(parent_of(tty_pid), keeper, "the terminal task's parent");
+    let stat = std::fs::read_to_string(format!("/proc/{tty_pid}/stat")).expect("stat");
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .expect("fields")
+        .1
+        .split_whitespace()
+        .collect();
+    // state ppid pgrp session tty_nr
+    assert_eq!(fields[2], tty_pid.to_string(), "its process group");
+    assert_eq!(fields[3], tty_pid.to_string(), "its session");
+    assert_ne!(fields[4], "0", "it has a controlling terminal");
+    assert_eq!(
+        descriptors(tty_pid),
+        ["0", "1", "2"],
+        "the terminal task's descriptors"
+    );
+    call(&client, "task_kill", json!({"task_id": tty_id})).await;
     drop(client);
     host.stop();
-    assert!(!alive(pid));
+    assert!(!alive(pid) && !alive(tty_pid));
 }
 
 /// Proves: each live task holds two descriptors in the host (its stdout and stderr pipes) and none

@@ -265,9 +265,15 @@ impl SocketHost {
     /// A host on `socket`, started through `sh` so the umask is `umask`; its private directory under
     /// `dir`. Returns once the socket accepts connections.
     pub(crate) fn start_with(dir: &Path, socket: &Path, umask: &str, extra: &[&str]) -> Self {
+        Self::start_after(dir, socket, &format!("umask {umask}"), extra)
+    }
+
+    /// A host on `socket`, exec'd by `sh` after the shell commands `setup`; its private directory
+    /// under `dir`. Returns once the socket accepts connections.
+    pub(crate) fn start_after(dir: &Path, socket: &Path, setup: &str, extra: &[&str]) -> Self {
         let child = std::process::Command::new("sh")
             .arg("-c")
-            .arg(format!("umask {umask}; exec \"$0\" \"$@\""))
+            .arg(format!("{setup}; exec \"$0\" \"$@\""))
             .arg(binary())
             .args(["serve", "--listen"])
             .arg(format!("unix:{}", socket.display()))

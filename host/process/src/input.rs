@@ -38,10 +38,10 @@ pub enum InputError {
 /// The master side of a process's terminal, for writing. Writes from several callers are
 /// serialized, so one caller's bytes are never interleaved with another's.
 #[derive(Clone)]
-pub(crate) struct Input(Arc<tokio::sync::Mutex<pty_process::OwnedWritePty>>);
+pub(crate) struct Input(Arc<tokio::sync::Mutex<tokio::net::unix::pipe::Sender>>);
 
 impl Input {
-    pub(crate) fn new(pty: pty_process::OwnedWritePty) -> Self {
+    pub(crate) fn new(pty: tokio::net::unix::pipe::Sender) -> Self {
         Self(Arc::new(tokio::sync::Mutex::new(pty)))
     }
 

@@ -18,6 +18,7 @@ pub mod env;
 mod escaped;
 mod input;
 pub mod keeper;
+mod master;
 pub mod private_dir;
 mod render;
 mod spills;
@@ -232,22 +233,39 @@ fn command(launch: &keeper::Launch) -> tokio::process::Command {
     cmd
 }
 
-/// Spawns `cmd` as the leader of a new session whose controlling terminal is a fresh
-/// pseudo-terminal of `size` (so its process group is its own, as a piped child's is): the terminal
-/// is its stdin, stdout and stderr, its output is pumped from the master and its input written there.
-fn spawn_on_terminal(cmd: tokio::process::Command, size: TtySize) -> std::io::Result<Spawned> {
-    let to_io = |e: pty_process::Error| match e {
+/// A pseudo-terminal error as the I/O error it is (or carries).
+pub(crate) fn pty_error(e: pty_process::Error) -> std::io::Error {
+    match e {
         pty_process::Error::Io(e) => e,
         other => std::io::Error::other(other.to_string()),
-    };
-    let (pty, pts) = pty_process::open().map_err(to_io)?;
+    }
+}
+
+/// Spawns `cmd` as the leader of a new session whose controlling terminal is a fresh
+/// pseudo-terminal of `size` (so its process group is its own, as a piped child's is), a child of
+/// the host: the keeper's way when there is no keeper.
+fn spawn_on_terminal(cmd: tokio::process::Command, size: TtySize) -> std::io::Result<Spawned> {
+    let (pty, pts) = pty_process::open().map_err(pty_error)?;
     pty.resize(pty_process::Size::new(size.rows, size.cols))
-        .map_err(to_io)?;
-    let child = pty_process::Command::from(cmd).spawn(pts).map_err(to_io)?;
-    let (read, write) = pty.into_split();
+        .map_err(pty_error)?;
+    let child = pty_process::Command::from(cmd)
+        .spawn(pts)
+        .map_err(pty_error)?;
+    let pgid = child.id().map(|p| p as i32);
+    on_terminal(pgid, supervise::Waiter::Child(child), OwnedFd::from(pty))
+}
+
+/// A process on a terminal whose master is `master`: the terminal is its stdin, stdout and stderr,
+/// its output is pumped from the master and its input written there.
+fn on_terminal(
+    pgid: Option<i32>,
+    waiter: supervise::Waiter,
+    master: OwnedFd,
+) -> std::io::Result<Spawned> {
+    let (read, write) = master::split(master)?;
     Ok(Spawned {
-        pgid: child.id().map(|p| p as i32),
-        waiter: supervise::Waiter::Child(child),
+        pgid,
+        waiter,
         outputs: supervise::Outputs::Terminal(read),
         talk: None,
         input: Some(input::Input::new(write)),
@@ -389,7 +407,7 @@ impl ProcessService {
         let spawning = self.escaped.spawning();
         let spawned = match spec.tty {
             None => self.spawn_with_pipes(&launch, piped),
-            Some(size) => spawn_on_terminal(command(&launch), size),
+            Some(size) => self.spawn_with_terminal(&launch, size),
         };
         let Spawned {
             pgid,
@@ -406,10 +424,6 @@ impl ProcessService {
         };
         let process = Process::new(pgid, streams, exit, spec.grace, &self.runtime, input);
         if let Some(g) = pgid {
-            // The keeper knows the groups it spawned; the others it is told of.
-            if let (Some(k), supervise::Waiter::Child(_)) = (&self.keeper, &waiter) {
-                k.group_started(g);
-            }
             self.live.lock().insert(n, g);
             // After the gate: a sweep holds the known state while it waits for the gate.
             drop(spawning);
@@ -435,7 +449,7 @@ impl ProcessService {
         let kept = self
             .keeper
             .as_deref()
-            .map(|k| k.spawn(launch, child_ends.borrowed()));
+            .map(|k| k.spawn(launch, keeper::KeptStreams::Pipes(child_ends.borrowed())));
         let (pgid, waiter) = match kept {
             Some(Ok(kept)) => (Some(kept.pid), supervise::Waiter::Kept(kept.exit)),
             Some(Err(keeper::KeeperSpawnError::Refused(cause))) => {
@@ -457,6 +471,35 @@ impl ProcessService {
             talk,
             input: None,
         })
+    }
+
+    /// Spawns a child on a fresh terminal: through the keeper while it runs, which hands the
+    /// terminal's master back, else directly.
+    fn spawn_with_terminal(
+        &self,
+        launch: &keeper::Launch,
+        size: TtySize,
+    ) -> std::io::Result<Spawned> {
+        match self
+            .keeper
+            .as_deref()
+            .map(|k| k.spawn(launch, keeper::KeptStreams::Terminal(size)))
+        {
+            Some(Ok(keeper::KeptProcess {
+                pid,
+                exit,
+                master: Some(master),
+            })) => on_terminal(Some(pid), supervise::Waiter::Kept(exit), master),
+            Some(Ok(_)) => Err(std::io::Error::other(
+                "the keeper sent no terminal for the process",
+            )),
+            Some(Err(keeper::KeeperSpawnError::Refused(cause))) => {
+                Err(std::io::Error::other(cause))
+            }
+            None | Some(Err(keeper::KeeperSpawnError::Gone)) => {
+                spawn_on_terminal(command(launch), size)
+            }
+        }
     }
 
     /// What process number `n` runs: bash (or `argv`), resolved on the child's `PATH`, with the

@@ -45,7 +45,7 @@ pub(crate) enum Outputs {
         stderr: Option<tokio::net::unix::pipe::Receiver>,
     },
     /// The master side of its terminal: everything it writes, on one stream.
-    Terminal(pty_process::OwnedReadPty),
+    Terminal(tokio::net::unix::pipe::Receiver),
 }
 
 /// What the supervision of process number `n` needs of its service.

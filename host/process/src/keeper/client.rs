@@ -18,8 +18,8 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 use tokio::sync::oneshot;
 
-use super::wire::{self, Launch, Report, Request, Slot};
-use crate::Exit;
+use super::wire::{self, Launch, Report, Request, Slot, Streams};
+use crate::{Exit, TtySize};
 
 /// How long a spawn waits for the keeper's answer before it gives up on it.
 const ANSWER_WAIT: Duration = Duration::from_secs(10);
@@ -35,18 +35,28 @@ pub enum KeeperSpawnError {
     Refused(String),
 }
 
-/// A process the keeper started: its pid (the leader of its own group) and its exit, reported
-/// once it has been reaped.
+/// What a process the keeper starts gets as its standard streams.
+pub enum KeptStreams<'a> {
+    /// Stdin, stdout and stderr (`None` is `/dev/null`); the caller closes its copies afterwards.
+    Pipes([Option<BorrowedFd<'a>>; 3]),
+    /// A fresh pseudo-terminal of this size, whose master comes back in [`KeptProcess::master`].
+    Terminal(TtySize),
+}
+
+/// A process the keeper started: its pid (the leader of its own group), its exit, reported once it
+/// has been reaped, and its terminal's master when it runs on one.
 pub struct KeptProcess {
     /// The process id, which is also its process group's.
     pub pid: i32,
     /// Resolves with the exit once the keeper has reaped the process (or, should the keeper die,
     /// once the host has).
     pub exit: oneshot::Receiver<Exit>,
+    /// The master side of its terminal: always there for [`KeptStreams::Terminal`], never else.
+    pub master: Option<OwnedFd>,
 }
 
 enum Answer {
-    Spawned(i32),
+    Spawned(i32, Option<OwnedFd>),
     Refused(String),
 }
 
@@ -112,9 +122,8 @@ impl Keeper {
         self.child.lock().as_ref().map(Child::id)
     }
 
-    /// Has the keeper start `launch` in a process group of its own, with `stdio` (stdin, stdout,
-    /// stderr; `None` is `/dev/null`) as its streams (the caller closes its copies afterwards).
-    /// Blocks until the keeper answered (at most 10 s).
+    /// Has the keeper start `launch` in a process group of its own with `streams`. Blocks until the
+    /// keeper answered (at most 10 s).
     ///
     /// # Errors
     /// [`KeeperSpawnError::Gone`] when the keeper could not be asked; [`KeeperSpawnError::Refused`]
@@ -122,7 +131,7 @@ impl Keeper {
     pub fn spawn(
         &self,
         launch: &Launch,
-        stdio: [Option<BorrowedFd<'_>>; 3],
+        streams: KeptStreams<'_>,
     ) -> Result<KeptProcess, KeeperSpawnError> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (answer_tx, answer) = sync_channel(1);
@@ -141,15 +150,21 @@ impl Keeper {
                 },
             );
         }
-        let slots = [0, 1, 2].map(|i| {
-            if stdio[i].is_some() {
-                Slot::Passed
-            } else {
-                Slot::Null
+        let (streams, fds) = match streams {
+            KeptStreams::Pipes(stdio) => {
+                let slots = stdio.map(|fd| {
+                    if fd.is_some() {
+                        Slot::Passed
+                    } else {
+                        Slot::Null
+                    }
+                });
+                (Streams::Slots(slots), stdio.into_iter().flatten().collect())
             }
-        });
-        let fds: Vec<BorrowedFd<'_>> = stdio.into_iter().flatten().collect();
-        let sent = self.write(&wire::spawn_frame(id, launch, slots), &fds);
+            KeptStreams::Terminal(size) => (Streams::Terminal(size), Vec::new()),
+        };
+        let terminal = matches!(streams, Streams::Terminal(_));
+        let sent = self.write(&wire::spawn_frame(id, launch, streams), &fds);
         let forget = || {
             let mut p = self.pending.lock();
             p.answers.remove(&id);
@@ -160,7 +175,12 @@ impl Keeper {
             return Err(KeeperSpawnError::Gone);
         }
         match answer.recv_timeout(ANSWER_WAIT) {
-            Ok(Answer::Spawned(pid)) => Ok(KeptProcess { pid, exit }),
+            Ok(Answer::Spawned(pid, master)) if master.is_some() == terminal => {
+                Ok(KeptProcess { pid, exit, master })
+            }
+            Ok(Answer::Spawned(pid, _)) => Err(KeeperSpawnError::Refused(format!(
+                "the keeper's answer for process {pid} did not match the request (terminal: {terminal})"
+            ))),
             Ok(Answer::Refused(cause)) => Err(KeeperSpawnError::Refused(cause)),
             Err(RecvTimeoutError::Disconnected) => Err(KeeperSpawnError::Refused(
                 "the keeper ended before it answered".into(),
@@ -173,11 +193,6 @@ impl Keeper {
                 )))
             }
         }
-    }
-
-    /// Registers a process group the host spawned itself, to be ended should the host die.
-    pub fn group_started(&self, pgid: i32) {
-        self.write(&Request::Watch { pgid }.encode(), &[]);
     }
 
     /// Unregisters a process group that is gone (so a later process reusing the number is safe).
@@ -228,19 +243,25 @@ impl Drop for Keeper {
 
 /// Hands each report to whoever waits for it, until the keeper's socket closes; then the processes
 /// still running, adopted by the host (a child subreaper) when the keeper died, are reaped here.
-fn read_reports(mut socket: UnixStream, pending: &Mutex<Pending>) {
-    while let Ok(Some(body)) = wire::read_frame(&mut socket) {
+fn read_reports(socket: UnixStream, pending: &Mutex<Pending>) {
+    let mut frames = wire::Receiver::new();
+    while let Ok(Some(body)) = frames.next(socket.as_fd()) {
         let Ok(report) = Report::decode(&body) else {
+            frames.discard_fds();
             continue;
         };
         let mut p = pending.lock();
         match report {
-            Report::Spawned { id, pid } => {
+            Report::Spawned { id, pid, master } => {
+                let master = match master {
+                    true => frames.take_fds(1).ok().and_then(|mut fds| fds.pop()),
+                    false => None,
+                };
                 if let Some(w) = p.exits.get_mut(&id) {
                     w.pid = Some(pid);
                 }
                 if let Some(answer) = p.answers.remove(&id) {
-                    let _ = answer.try_send(Answer::Spawned(pid));
+                    let _ = answer.try_send(Answer::Spawned(pid, master));
                 }
             }
             Report::Refused { id, cause } => {

@@ -7,8 +7,7 @@
 
 use parking_lot::{Condvar, Mutex};
 use std::collections::{HashMap, HashSet};
-use std::io::Write;
-use std::os::fd::{BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
@@ -20,7 +19,7 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::Pid;
 
-use super::wire::{Launch, Receiver, Report, Request, Slot};
+use super::wire::{self, Launch, Receiver, Report, Request, Slot, Streams};
 use crate::Exit;
 use crate::escaped::MARKER;
 
@@ -46,7 +45,11 @@ struct State {
 
 impl State {
     fn report(&mut self, report: &Report) {
-        if !self.host_gone && self.out.write_all(&report.encode()).is_err() {
+        self.report_with(report, &[]);
+    }
+
+    fn report_with(&mut self, report: &Report, fds: &[BorrowedFd<'_>]) {
+        if !self.host_gone && wire::send(self.out.as_fd(), &report.encode(), fds).is_err() {
             self.host_gone = true;
         }
     }
@@ -59,6 +62,7 @@ pub fn serve(socket: BorrowedFd<'_>, marker_prefix: &str) -> usize {
     // The spawn requests carry the children's environments: no other process of the user may read
     // them from this one's memory or `/proc` entries.
     let _ = nix::sys::prctl::set_dumpable(false);
+    close_inherited();
     let out = match socket.try_clone_to_owned() {
         Ok(fd) => UnixStream::from(fd),
         Err(_) => return end_everything(&HashSet::new(), marker_prefix, Duration::from_secs(1)),
@@ -80,31 +84,41 @@ pub fn serve(socket: BorrowedFd<'_>, marker_prefix: &str) -> usize {
     let mut frames = Receiver::new();
     while let Ok(Some(body)) = frames.next(socket) {
         match Request::decode(&body) {
-            Ok(Request::Spawn { id, launch, stdio }) => {
-                let wanted = stdio.iter().filter(|s| **s == Slot::Passed).count();
-                let fds = frames.take_fds(wanted);
+            Ok(Request::Spawn {
+                id,
+                launch,
+                streams,
+            }) => {
+                let fds = match streams {
+                    Streams::Slots(slots) => {
+                        frames.take_fds(slots.iter().filter(|s| **s == Slot::Passed).count())
+                    }
+                    Streams::Terminal(_) => Ok(Vec::new()),
+                };
                 let mut st = shared.state.lock();
                 let spawned = fds
                     .map_err(|e| e.to_string())
-                    .and_then(|fds| spawn(&launch, stdio, fds).map_err(|e| e.to_string()));
+                    .and_then(|fds| spawn(&launch, streams, fds).map_err(|e| e.to_string()));
                 match spawned {
-                    Ok(pid) => {
+                    Ok((pid, master)) => {
                         groups.insert(pid);
                         st.ids.insert(pid, id);
                         st.count += 1;
                         shared.spawned.notify_one();
-                        st.report(&Report::Spawned { id, pid });
+                        let report = Report::Spawned {
+                            id,
+                            pid,
+                            master: master.is_some(),
+                        };
+                        let fds: Vec<BorrowedFd<'_>> = master.iter().map(AsFd::as_fd).collect();
+                        st.report_with(&report, &fds);
                     }
                     Err(cause) => st.report(&Report::Refused { id, cause }),
                 }
             }
-            Ok(Request::Watch { pgid }) if pgid > 1 => {
-                groups.insert(pgid);
-            }
             Ok(Request::Forget { pgid }) => {
                 groups.remove(&pgid);
             }
-            Ok(Request::Watch { .. }) => {}
             // Out of step with the host: descriptors received so far belong to no request it knows.
             Err(_) => frames.discard_fds(),
         }
@@ -112,27 +126,65 @@ pub fn serve(socket: BorrowedFd<'_>, marker_prefix: &str) -> usize {
     end_everything(&groups, marker_prefix, Duration::from_secs(1))
 }
 
-/// Spawns `launch` as the leader of a new process group; returns its pid.
-fn spawn(launch: &Launch, stdio: [Slot; 3], fds: Vec<OwnedFd>) -> std::io::Result<i32> {
+/// Closes every descriptor but the standard three that the keeper was started with: whatever its
+/// host inherited without close-on-exec (a client's pipe, a terminal's descriptor) would otherwise
+/// reach every task, which could then hold that client's pipe open for as long as it runs. Called
+/// first, while the keeper is one thread and has opened nothing of its own.
+fn close_inherited() {
+    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
+        return;
+    };
+    let inherited: Vec<i32> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .filter(|&fd| fd > 2)
+        .collect();
+    // The directory's own descriptor is among them, closed already: closing it again is EBADF.
+    for fd in inherited {
+        let _ = nix::unistd::close(fd);
+    }
+}
+
+/// Spawns `launch` as the leader of a new process group (a new session, for a terminal); returns
+/// its pid and, for a terminal, the master.
+fn spawn(
+    launch: &Launch,
+    streams: Streams,
+    fds: Vec<OwnedFd>,
+) -> std::io::Result<(i32, Option<OwnedFd>)> {
+    let mut cmd = Command::new(&launch.program);
+    cmd.args(&launch.args)
+        .env_clear()
+        .envs(launch.env.iter().map(|(k, v)| (k, v)));
+    if let Some(dir) = &launch.cwd {
+        cmd.current_dir(dir);
+    }
+    let slots = match streams {
+        Streams::Slots(slots) => slots,
+        Streams::Terminal(size) => {
+            // pty-process makes the child a session leader with the terminal as its controlling
+            // one (in a `pre_exec`: the keeper's fork copies a small process).
+            let (pty, pts) = pty_process::blocking::open().map_err(crate::pty_error)?;
+            pty.resize(pty_process::Size::new(size.rows, size.cols))
+                .map_err(crate::pty_error)?;
+            let child = pty_process::blocking::Command::from(cmd)
+                .spawn(pts)
+                .map_err(crate::pty_error)?;
+            return Ok((child.id() as i32, Some(OwnedFd::from(pty))));
+        }
+    };
     let mut fds = fds.into_iter();
     let mut slot = |s: Slot| match s {
         Slot::Passed => fds.next().map_or_else(Stdio::null, Stdio::from),
         Slot::Null => Stdio::null(),
     };
-    let mut cmd = Command::new(&launch.program);
-    cmd.args(&launch.args)
-        .env_clear()
-        .envs(launch.env.iter().map(|(k, v)| (k, v)))
-        .stdin(slot(stdio[0]))
-        .stdout(slot(stdio[1]))
-        .stderr(slot(stdio[2]))
+    cmd.stdin(slot(slots[0]))
+        .stdout(slot(slots[1]))
+        .stderr(slot(slots[2]))
         .process_group(0);
-    if let Some(dir) = &launch.cwd {
-        cmd.current_dir(dir);
-    }
     // The child's ends are closed here with `cmd`: only the child holds them.
     let child = cmd.spawn()?;
-    Ok(child.id() as i32)
+    Ok((child.id() as i32, None))
 }
 
 /// Reaps every child as it exits and reports it to the host. It waits for an exit without reaping

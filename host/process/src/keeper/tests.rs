@@ -7,7 +7,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use super::server::end_everything;
-use super::wire::{self, Launch, Receiver, Report, Request, Slot, WireError};
+use super::wire::{self, Launch, Receiver, Report, Request, Slot, Streams, WireError};
 use crate::Exit;
 use crate::escaped::MARKER;
 
@@ -26,7 +26,7 @@ fn every_request_and_report_decodes_to_itself() {
         Request::Spawn {
             id: 7,
             launch: launch(),
-            stdio: [Slot::Null, Slot::Passed, Slot::Passed],
+            streams: Streams::Slots([Slot::Null, Slot::Passed, Slot::Passed]),
         },
         Request::Spawn {
             id: u64::MAX,
@@ -36,9 +36,16 @@ fn every_request_and_report_decodes_to_itself() {
                 env: Vec::new(),
                 ..launch()
             },
-            stdio: [Slot::Passed; 3],
+            streams: Streams::Slots([Slot::Passed; 3]),
         },
-        Request::Watch { pgid: 42 },
+        Request::Spawn {
+            id: 8,
+            launch: launch(),
+            streams: Streams::Terminal(crate::TtySize {
+                cols: 120,
+                rows: 40,
+            }),
+        },
         Request::Forget { pgid: 42 },
     ];
     for r in requests {
@@ -46,7 +53,16 @@ fn every_request_and_report_decodes_to_itself() {
         assert_eq!(Request::decode(&frame[4..]), Ok(r));
     }
     let reports = [
-        Report::Spawned { id: 1, pid: 99 },
+        Report::Spawned {
+            id: 1,
+            pid: 99,
+            master: false,
+        },
+        Report::Spawned {
+            id: 1,
+            pid: 99,
+            master: true,
+        },
         Report::Refused {
             id: 2,
             cause: "No such file or directory (os error 2)".into(),
@@ -75,7 +91,7 @@ fn a_short_or_unknown_frame_is_an_error_never_a_panic() {
     let frame = Request::Spawn {
         id: 7,
         launch: launch(),
-        stdio: [Slot::Null; 3],
+        streams: Streams::Slots([Slot::Null; 3]),
     }
     .encode();
     for end in 4..frame.len() {
@@ -105,12 +121,12 @@ fn descriptors_arrive_with_their_frame_in_order() {
     let first = Request::Spawn {
         id: 1,
         launch: launch(),
-        stdio: [Slot::Null, Slot::Passed, Slot::Passed],
+        streams: Streams::Slots([Slot::Null, Slot::Passed, Slot::Passed]),
     };
     let second = Request::Spawn {
         id: 2,
         launch: launch(),
-        stdio: [Slot::Passed, Slot::Null, Slot::Null],
+        streams: Streams::Slots([Slot::Passed, Slot::Null, Slot::Null]),
     };
     wire::send(
         a.as_fd(),
@@ -118,7 +134,7 @@ fn descriptors_arrive_with_their_frame_in_order() {
         &[files[0].as_fd(), files[1].as_fd()],
     )
     .expect("send");
-    wire::send(a.as_fd(), &Request::Watch { pgid: 5 }.encode(), &[]).expect("send");
+    wire::send(a.as_fd(), &Request::Forget { pgid: 5 }.encode(), &[]).expect("send");
     wire::send(a.as_fd(), &second.encode(), &[files[2].as_fd()]).expect("send");
     drop(a);
     let mut rx = Receiver::new();
@@ -135,7 +151,7 @@ fn descriptors_arrive_with_their_frame_in_order() {
     assert_eq!(target(&fds[0]), PathBuf::from("/dev/null"));
     assert_eq!(target(&fds[1]), PathBuf::from("/dev/zero"));
     let body = rx.next(b.as_fd()).expect("read").expect("frame");
-    assert_eq!(Request::decode(&body), Ok(Request::Watch { pgid: 5 }));
+    assert_eq!(Request::decode(&body), Ok(Request::Forget { pgid: 5 }));
     let body = rx.next(b.as_fd()).expect("read").expect("frame");
     assert_eq!(Request::decode(&body), Ok(second));
     let fds = rx.take_fds(1).expect("fds");

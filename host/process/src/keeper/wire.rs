@@ -3,20 +3,21 @@
 //!
 //! A frame is a little-endian `u32` length and that many bytes: a tag, then the fields. Strings are
 //! a `u32` length and their bytes; lists a `u32` count and their items. Decoding never panics: a
-//! short or malformed frame is a [`WireError`]. The descriptors of a request travel as `SCM_RIGHTS`
-//! with the frame's first byte; the frame says how many it carries, and the receiver takes them in
-//! order from the descriptors it has received (the kernel never merges two descriptor-carrying
-//! sends into one read, so they arrive in the order of the frames).
+//! short or malformed frame is a [`WireError`]. Descriptors (a request's streams, a terminal's
+//! master in the answer) travel as `SCM_RIGHTS` with the frame's first byte; the frame says how many
+//! it carries, and the receiver takes them in order from the descriptors it has received (the kernel
+//! never merges two descriptor-carrying sends into one read, so they arrive in the order of the
+//! frames).
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
-use std::io::{IoSlice, IoSliceMut, Read};
+use std::io::{IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 
-use crate::Exit;
+use crate::{Exit, TtySize};
 
 /// Largest frame either side accepts (a spawn request carries a command and an environment, which
 /// the kernel caps far below this).
@@ -48,6 +49,16 @@ pub(crate) enum Slot {
     Passed,
 }
 
+/// What a child's standard streams are.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub(crate) enum Streams {
+    /// Stdin, stdout and stderr as the slots say; the child leads a process group of its own.
+    Slots([Slot; 3]),
+    /// A fresh pseudo-terminal of this size (columns, rows), whose master the keeper hands back;
+    /// the child leads a session of its own with that terminal as its controlling one.
+    Terminal(TtySize),
+}
+
 /// What to run: a resolved program, its arguments, its whole environment and its directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Launch {
@@ -64,14 +75,12 @@ pub struct Launch {
 /// From the host to the keeper.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Request {
-    /// Spawn `launch` in a process group of its own with stdin, stdout and stderr as the slots say.
+    /// Spawn `launch` with its streams.
     Spawn {
         id: u64,
         launch: Launch,
-        stdio: [Slot; 3],
+        streams: Streams,
     },
-    /// A process group the host spawned itself: end it if the host dies.
-    Watch { pgid: i32 },
     /// A process group that is gone: never signal that number again.
     Forget { pgid: i32 },
 }
@@ -79,8 +88,9 @@ pub(crate) enum Request {
 /// From the keeper to the host.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Report {
-    /// Request `id` runs as process `pid` (the leader of group `pid`).
-    Spawned { id: u64, pid: i32 },
+    /// Request `id` runs as process `pid` (the leader of group `pid`); with `master`, the
+    /// terminal's master descriptor goes beside the frame.
+    Spawned { id: u64, pid: i32, master: bool },
     /// Request `id` could not be started; the OS's cause.
     Refused { id: u64, cause: String },
     /// The process of request `id` has exited and been reaped.
@@ -88,7 +98,6 @@ pub(crate) enum Report {
 }
 
 const SPAWN: u8 = 1;
-const WATCH: u8 = 2;
 const FORGET: u8 = 3;
 const SPAWNED: u8 = 4;
 const REFUSED: u8 = 5;
@@ -106,6 +115,10 @@ impl Frame {
     }
     fn u8(&mut self, v: u8) -> &mut Self {
         self.0.push(v);
+        self
+    }
+    fn u16(&mut self, v: u16) -> &mut Self {
+        self.0.extend_from_slice(&v.to_le_bytes());
         self
     }
     fn u32(&mut self, v: u32) -> &mut Self {
@@ -152,6 +165,9 @@ impl<'a> Fields<'a> {
     fn u8(&mut self) -> Result<u8, WireError> {
         Ok(self.array::<1>()?[0])
     }
+    fn u16(&mut self) -> Result<u16, WireError> {
+        Ok(u16::from_le_bytes(self.array()?))
+    }
     fn u32(&mut self) -> Result<u32, WireError> {
         Ok(u32::from_le_bytes(self.array()?))
     }
@@ -183,8 +199,11 @@ impl Request {
     /// The frame (a spawn's descriptors, one per [`Slot::Passed`], go beside it).
     pub(crate) fn encode(&self) -> Vec<u8> {
         match self {
-            Request::Spawn { id, launch, stdio } => spawn_frame(*id, launch, *stdio),
-            Request::Watch { pgid } => Frame::new(WATCH).i32(*pgid).finish(),
+            Request::Spawn {
+                id,
+                launch,
+                streams,
+            } => spawn_frame(*id, launch, *streams),
             Request::Forget { pgid } => Frame::new(FORGET).i32(*pgid).finish(),
         }
     }
@@ -206,12 +225,21 @@ impl Request {
                         f.take(n as usize)?.to_vec(),
                     ))),
                 };
-                let mut stdio = [Slot::Null; 3];
-                for s in &mut stdio {
-                    if f.u8()? != 0 {
-                        *s = Slot::Passed;
+                let streams = match f.u8()? {
+                    0 => {
+                        let mut slots = [Slot::Null; 3];
+                        for s in &mut slots {
+                            if f.u8()? != 0 {
+                                *s = Slot::Passed;
+                            }
+                        }
+                        Streams::Slots(slots)
                     }
-                }
+                    _ => Streams::Terminal(TtySize {
+                        cols: f.u16()?,
+                        rows: f.u16()?,
+                    }),
+                };
                 Ok(Request::Spawn {
                     id,
                     launch: Launch {
@@ -220,10 +248,9 @@ impl Request {
                         env,
                         cwd,
                     },
-                    stdio,
+                    streams,
                 })
             }
-            WATCH => Ok(Request::Watch { pgid: f.i32()? }),
             FORGET => Ok(Request::Forget { pgid: f.i32()? }),
             tag => Err(WireError::UnknownTag(tag)),
         }
@@ -234,7 +261,11 @@ impl Report {
     /// The frame.
     pub(crate) fn encode(&self) -> Vec<u8> {
         match self {
-            Report::Spawned { id, pid } => Frame::new(SPAWNED).u64(*id).i32(*pid).finish(),
+            Report::Spawned { id, pid, master } => Frame::new(SPAWNED)
+                .u64(*id)
+                .i32(*pid)
+                .u8(u8::from(*master))
+                .finish(),
             Report::Refused { id, cause } => Frame::new(REFUSED)
                 .u64(*id)
                 .bytes(cause.as_bytes())
@@ -257,6 +288,7 @@ impl Report {
             SPAWNED => Ok(Report::Spawned {
                 id: f.u64()?,
                 pid: f.i32()?,
+                master: f.u8()? != 0,
             }),
             REFUSED => Ok(Report::Refused {
                 id: f.u64()?,
@@ -277,7 +309,7 @@ impl Report {
 }
 
 /// The frame of a [`Request::Spawn`], from a borrowed launch.
-pub(crate) fn spawn_frame(id: u64, launch: &Launch, stdio: [Slot; 3]) -> Vec<u8> {
+pub(crate) fn spawn_frame(id: u64, launch: &Launch, streams: Streams) -> Vec<u8> {
     let mut f = Frame::new(SPAWN);
     f.u64(id).bytes(launch.program.as_os_str().as_bytes());
     f.u32(launch.args.len() as u32);
@@ -292,8 +324,16 @@ pub(crate) fn spawn_frame(id: u64, launch: &Launch, stdio: [Slot; 3]) -> Vec<u8>
         Some(dir) => f.bytes(dir.as_os_str().as_bytes()),
         None => f.u32(u32::MAX),
     };
-    for s in stdio {
-        f.u8(u8::from(s == Slot::Passed));
+    match streams {
+        Streams::Slots(slots) => {
+            f.u8(0);
+            for s in slots {
+                f.u8(u8::from(s == Slot::Passed));
+            }
+        }
+        Streams::Terminal(size) => {
+            f.u8(1).u16(size.cols).u16(size.rows);
+        }
     }
     f.finish()
 }
@@ -414,22 +454,4 @@ impl Receiver {
         self.buf.drain(..4 + len);
         Ok(Some(body))
     }
-}
-
-/// Reads one frame's body from a plain byte stream (the host's side, which receives no
-/// descriptors); `None` at the end of the stream.
-pub(crate) fn read_frame(input: &mut impl Read) -> std::io::Result<Option<Vec<u8>>> {
-    let mut len = [0u8; 4];
-    match input.read_exact(&mut len) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
-        Err(e) => return Err(e),
-    }
-    let len = u32::from_le_bytes(len) as usize;
-    if len > MAX_FRAME {
-        return Err(std::io::Error::other(WireError::TooLong(len)));
-    }
-    let mut body = vec![0u8; len];
-    input.read_exact(&mut body)?;
-    Ok(Some(body))
 }
