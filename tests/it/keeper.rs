@@ -213,3 +213,33 @@ fn failed_executions_among_exiting_children_leave_the_keeper_serving() {
     assert_eq!(echo.read(), "still serving\n");
     processes.remove_spills("s");
 }
+
+/// Proves: a start too large for the keeper's frames (a 70 MB environment) is refused before it is
+/// sent, naming its size, and the keeper and its other processes go on (a frame it could not read
+/// would end it, and every task with it).
+#[test]
+fn a_start_too_large_for_the_keeper_is_refused_and_the_keeper_serves_on() {
+    use taskhost::process::{Exit, ProcessSpec};
+    let f = Fixture::new("keeper-too-large");
+    let processes = f.host.processes();
+    let keeper = processes.keeper_pid().expect("the fixture runs a keeper");
+    let running = processes
+        .spawn(&ProcessSpec::new("sleep 1; exit 5"), "s")
+        .expect("spawn");
+    let mut huge = ProcessSpec::new("true");
+    huge.extra_env = vec![("HUGE".into(), "x".repeat(70 << 20))];
+    let err = processes.spawn(&huge, "s").err().expect("refused");
+    assert!(
+        err.0.contains("more than a start may carry"),
+        "{}",
+        &err.0[..err.0.len().min(300)]
+    );
+    assert_eq!(processes.keeper_pid(), Some(keeper));
+    assert_eq!(f.rt.block_on(running.wait()), Exit::Code(5));
+    let echo = processes
+        .spawn(&ProcessSpec::new("echo after"), "s")
+        .expect("spawn");
+    assert_eq!(f.rt.block_on(echo.wait()), Exit::Code(0));
+    assert_eq!(echo.read(), "after\n");
+    processes.remove_spills("s");
+}

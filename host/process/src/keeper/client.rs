@@ -164,13 +164,22 @@ impl Keeper {
             KeptStreams::Terminal(size) => (Streams::Terminal(size), Vec::new()),
         };
         let terminal = matches!(streams, Streams::Terminal(_));
-        let sent = self.write(&wire::spawn_frame(id, launch, streams), &fds);
+        let frame = wire::spawn_frame(id, launch, streams);
         let forget = || {
             let mut p = self.pending.lock();
             p.answers.remove(&id);
             p.exits.remove(&id);
         };
-        if !sent {
+        if frame.len() > wire::MAX_FRAME {
+            // The keeper would take it for a broken stream; no kernel would run it anyway.
+            forget();
+            return Err(KeeperSpawnError::Refused(format!(
+                "the command, its arguments and its environment take {} bytes, more than a start may carry ({} MiB)",
+                frame.len(),
+                wire::MAX_FRAME >> 20
+            )));
+        }
+        if !self.write(&frame, &fds) {
             forget();
             return Err(KeeperSpawnError::Gone);
         }

@@ -201,3 +201,12 @@ fn the_keeper_ends_registered_groups_and_marked_processes() {
     let _ = spared.kill();
     let _ = spared.wait();
 }
+
+#[test]
+fn a_frame_longer_than_the_maximum_is_an_error_before_it_is_read() {
+    let (a, b) = UnixStream::pair().expect("pair");
+    let len = (wire::MAX_FRAME as u32 + 1).to_le_bytes();
+    wire::send(a.as_fd(), &len, &[]).expect("send");
+    let err = Receiver::new().next(b.as_fd()).expect_err("too long");
+    assert!(err.to_string().contains("too long"), "{err}");
+}
