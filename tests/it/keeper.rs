@@ -243,3 +243,43 @@ fn a_start_too_large_for_the_keeper_is_refused_and_the_keeper_serves_on() {
     assert_eq!(echo.read(), "after\n");
     processes.remove_spills("s");
 }
+
+/// Proves: a host without a keeper (an embedding, the testkit) spawns piped and terminal processes
+/// itself, with the same streams, exits and terminal as through the keeper.
+#[test]
+fn without_a_keeper_the_host_spawns_piped_and_terminal_processes_itself() {
+    use taskhost::process::{Exit, ProcessSpec, TtySize};
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let dir = scratch("no-keeper");
+    let host = taskhost::Taskhost::new(
+        taskhost_registry::RegistryConfig::new(),
+        rt.handle().clone(),
+        taskhost::LoadOptions::new(dir.join("gen")),
+    );
+    let processes = host.processes();
+    assert_eq!(processes.keeper_pid(), None);
+    let piped = processes
+        .spawn(&ProcessSpec::new("echo out; echo err >&2; exit 3"), "s")
+        .expect("spawn");
+    assert_eq!(rt.block_on(piped.wait()), Exit::Code(3));
+    assert_eq!(piped.read(), "out\n[stderr]\nerr\n");
+    let mut on_tty = ProcessSpec::new("tty >/dev/null && echo on a terminal; stty size");
+    on_tty.tty = Some(TtySize {
+        cols: 100,
+        rows: 30,
+    });
+    let tty = processes.spawn(&on_tty, "s").expect("spawn");
+    assert!(tty.takes_input());
+    assert_eq!(rt.block_on(tty.wait()), Exit::Code(0));
+    let text = tty.read();
+    assert!(
+        text.contains("on a terminal") && text.contains("30 100"),
+        "{text}"
+    );
+    processes.remove_spills("s");
+    rt.block_on(host.shutdown());
+}
