@@ -19,6 +19,10 @@ fn descriptors(pid: i32) -> Vec<String> {
 
 /// The keeper: the host's child whose command line names it.
 fn keeper_of(host: i32) -> i32 {
+    find_keeper(host).expect("the host runs a keeper")
+}
+
+fn find_keeper(host: i32) -> Option<i32> {
     let children: Vec<i32> = std::fs::read_dir(format!("/proc/{host}/task"))
         .expect("tasks")
         .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("children")).ok())
@@ -28,13 +32,10 @@ fn keeper_of(host: i32) -> i32 {
                 .collect::<Vec<i32>>()
         })
         .collect();
-    children
-        .into_iter()
-        .find(|c| {
-            std::fs::read(format!("/proc/{c}/cmdline"))
-                .is_ok_and(|cmd| cmd.split(|b| *b == 0).any(|arg| arg == b"keeper"))
-        })
-        .expect("the host runs a keeper")
+    children.into_iter().find(|c| {
+        std::fs::read(format!("/proc/{c}/cmdline"))
+            .is_ok_and(|cmd| cmd.split(|b| *b == 0).any(|arg| arg == b"keeper"))
+    })
 }
 
 /// The pid a task printed on its first line.
@@ -150,7 +151,7 @@ async fn live_tasks_hold_two_descriptors_each_in_the_host_and_none_in_the_keeper
 }
 
 /// Proves: when the keeper dies, the tasks it started run on and settle with their own exit codes
-/// (the host adopts and reaps them), and later starts still work (the host spawns them itself).
+/// (the host adopts and reaps them), and later starts still work.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_outlives_a_killed_keeper_and_settles_with_its_exit_code() {
     let dir = scratch("keeper-killed");
@@ -175,6 +176,60 @@ async fn a_task_outlives_a_killed_keeper_and_settles_with_its_exit_code() {
     drop(client);
     host.stop();
     assert!(!alive(pid));
+}
+
+/// Proves: a keeper killed by a task of the same user is replaced: the new one spawns the later
+/// tasks, is told of the earlier ones' groups (their processes adopted by the host), and when the
+/// host is SIGKILLed it ends them all within a second, the earlier one by its group alone (it
+/// cleared its environment, so no marker names it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_keeper_is_replaced_and_the_new_one_ends_every_task_when_the_host_dies() {
+    let dir = scratch("keeper-replaced");
+    let mut host = SocketHost::start(&dir, &["--no-watch"]);
+    let host_pid = host.child.id() as i32;
+    let client = mcp::socket_client(&host.socket, Watcher::default()).await;
+    let first = mcp::start(&client, "echo $$; exec env -i sleep 1000").await;
+    let first_pid = printed_pid(&client, &first).await;
+    let keeper = keeper_of(host_pid);
+    // Another task kills its own keeper, as any process of the user could.
+    call(
+        &client,
+        "bash",
+        json!({"command": format!("kill -KILL {keeper}")}),
+    )
+    .await;
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            find_keeper(host_pid).is_some_and(|k| k != keeper)
+        }),
+        "a new keeper runs"
+    );
+    let second_keeper = keeper_of(host_pid);
+    assert_eq!(
+        parent_of(first_pid),
+        host_pid,
+        "the host adopted the first task"
+    );
+    let second = mcp::start(&client, "echo $$; exec sleep 1000").await;
+    let second_pid = printed_pid(&client, &second).await;
+    assert_eq!(
+        parent_of(second_pid),
+        second_keeper,
+        "the new keeper spawned the second"
+    );
+
+    host.child.kill().expect("SIGKILL the host");
+    host.child.wait().expect("reap the host");
+    std::thread::sleep(Duration::from_secs(1));
+    let survivors: Vec<i32> = [first_pid, second_pid]
+        .into_iter()
+        .filter(|&p| alive(p))
+        .collect();
+    assert!(
+        survivors.is_empty(),
+        "alive a second after the host died: {survivors:?}"
+    );
+    drop(client);
 }
 
 /// Proves: programs that cannot be executed, started again and again while other children of the

@@ -279,8 +279,9 @@ pub struct ProcessService {
     spill_dir: Option<PathBuf>,
     /// The environment policy applied to the host's environment, once: every child starts from it.
     base_env: Vec<env::Var>,
-    /// Ends every task process if the host dies (`None`: no keeper was asked for, or it failed).
-    keeper: Option<Arc<keeper::Keeper>>,
+    /// Spawns the task processes and ends them all if the host dies (`None`: no keeper was asked
+    /// for).
+    keeper: Option<keeper::Keepers>,
     next: AtomicU64,
     spills: Arc<Spills>,
     /// Live process groups by process number, ended at shutdown.
@@ -312,15 +313,8 @@ impl ProcessService {
         };
         let live = escaped::Live::default();
         let escaped = Arc::new(escaped::Escaped::new(live.clone()));
-        let keeper = keeper.and_then(|program| {
-            match keeper::Keeper::start(program, &escaped.marker_prefix()) {
-                Ok(k) => Some(Arc::new(k)),
-                Err(e) => {
-                    tracing::error!(program = %program.display(), error = %e, "cannot start the keeper: task processes may outlive a crash of the host");
-                    None
-                }
-            }
-        });
+        let keeper = keeper
+            .map(|program| keeper::Keepers::start(program, &escaped.marker_prefix(), live.clone()));
         Self {
             runtime,
             base_env: policy.apply(std::env::vars_os()),
@@ -448,7 +442,7 @@ impl ProcessService {
         let (child_ends, host_ends) = pipes(piped)?;
         let kept = self
             .keeper
-            .as_deref()
+            .as_ref()
             .map(|k| k.spawn(launch, keeper::KeptStreams::Pipes(child_ends.borrowed())));
         let (pgid, waiter) = match kept {
             Some(Ok(kept)) => (Some(kept.pid), supervise::Waiter::Kept(kept.exit)),
@@ -482,7 +476,7 @@ impl ProcessService {
     ) -> std::io::Result<Spawned> {
         match self
             .keeper
-            .as_deref()
+            .as_ref()
             .map(|k| k.spawn(launch, keeper::KeptStreams::Terminal(size)))
         {
             Some(Ok(keeper::KeptProcess {
@@ -563,7 +557,7 @@ impl ProcessService {
 
     /// The keeper's pid, while one runs (a child of the host that is no task's).
     pub fn keeper_pid(&self) -> Option<u32> {
-        self.keeper.as_ref().and_then(|k| k.pid())
+        self.keeper.as_ref().and_then(keeper::Keepers::pid)
     }
 
     /// Spill files recorded for removal, across sessions: only files that were created.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
 
-use super::keeper::Keeper;
+use super::keeper::Keepers;
 use super::spills::Spills;
 use super::{Exit, Process, escaped, signal_group};
 
@@ -56,7 +56,7 @@ pub(crate) struct Supervised {
     pub(crate) escaped: Arc<escaped::Escaped>,
     pub(crate) spills: Arc<Spills>,
     pub(crate) session: String,
-    pub(crate) keeper: Option<Arc<Keeper>>,
+    pub(crate) keeper: Option<Keepers>,
 }
 
 impl Supervised {

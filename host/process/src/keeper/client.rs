@@ -72,6 +72,8 @@ struct Pending {
     exits: HashMap<u64, Awaited>,
     /// The keeper's socket has closed: nothing more will be answered.
     gone: bool,
+    /// The host closed its side on purpose: the keeper's end is no death.
+    stopped: bool,
 }
 
 /// The host's end of the keeper.
@@ -87,11 +89,16 @@ pub struct Keeper {
 
 impl Keeper {
     /// Starts `program keeper --marker <marker_prefix>` (the `taskhost` binary's keeper command) on
-    /// a socket of its own, and a thread that reads its reports.
+    /// a socket of its own, and a thread that reads its reports and calls `on_death` should the
+    /// keeper end before [`Keeper::stop`].
     ///
     /// # Errors
     /// When the program, the socket or the thread cannot be had.
-    pub fn start(program: &Path, marker_prefix: &str) -> std::io::Result<Self> {
+    pub fn start(
+        program: &Path,
+        marker_prefix: &str,
+        on_death: impl FnOnce() + Send + 'static,
+    ) -> std::io::Result<Self> {
         use std::os::unix::process::CommandExt;
         let (socket, keepers_end) = UnixStream::pair()?;
         let child = Command::new(program)
@@ -107,7 +114,7 @@ impl Keeper {
         let reader = pending.clone();
         std::thread::Builder::new()
             .name("taskhost-keeper".into())
-            .spawn(move || read_reports(reports, &reader))?;
+            .spawn(move || read_reports(reports, &reader, on_death))?;
         Ok(Self {
             socket,
             open: Mutex::new(true),
@@ -204,6 +211,11 @@ impl Keeper {
         }
     }
 
+    /// Registers a process group the keeper did not spawn, to be ended should the host die.
+    pub fn watch(&self, pgid: i32) {
+        self.write(&Request::Watch { pgid }.encode(), &[]);
+    }
+
     /// Unregisters a process group that is gone (so a later process reusing the number is safe).
     pub fn group_ended(&self, pgid: i32) {
         self.write(&Request::Forget { pgid }.encode(), &[]);
@@ -228,6 +240,7 @@ impl Keeper {
         {
             let mut open = self.open.lock();
             *open = false;
+            self.pending.lock().stopped = true;
             let _ = self.socket.shutdown(Shutdown::Write);
         }
         let child = self.child.lock().take();
@@ -250,9 +263,10 @@ impl Drop for Keeper {
     }
 }
 
-/// Hands each report to whoever waits for it, until the keeper's socket closes; then the processes
-/// still running, adopted by the host (a child subreaper) when the keeper died, are reaped here.
-fn read_reports(socket: UnixStream, pending: &Mutex<Pending>) {
+/// Hands each report to whoever waits for it, until the keeper's socket closes; then, unless the host
+/// stopped it, `on_death` is called and the processes still running, adopted by the host (a child
+/// subreaper) when the keeper died, are reaped here.
+fn read_reports(socket: UnixStream, pending: &Mutex<Pending>, on_death: impl FnOnce()) {
     let mut frames = wire::Receiver::new();
     while let Ok(Some(body)) = frames.next(socket.as_fd()) {
         let Ok(report) = Report::decode(&body) else {
@@ -286,22 +300,25 @@ fn read_reports(socket: UnixStream, pending: &Mutex<Pending>) {
             }
         }
     }
-    let orphans: Vec<(i32, oneshot::Sender<Exit>)> = {
+    let (orphans, stopped): (Vec<(i32, oneshot::Sender<Exit>)>, bool) = {
         let mut p = pending.lock();
         p.gone = true;
         p.answers.clear();
-        p.exits
+        let orphans = p
+            .exits
             .drain()
             .filter_map(|(_, w)| Some((w.pid?, w.exit)))
-            .collect()
+            .collect();
+        (orphans, p.stopped)
     };
-    if !orphans.is_empty() {
+    if !stopped {
         tracing::error!(
             processes = orphans.len(),
-            "the keeper is gone: its processes are reaped by the host, and may outlive a crash of it"
+            "the keeper died: its processes are the host's to reap now"
         );
-        reap_orphans(orphans);
+        on_death();
     }
+    reap_orphans(orphans);
 }
 
 /// Waits for the processes the dead keeper left (the host's children now) and reports their exits.

@@ -20,17 +20,20 @@
 //!
 //! It runs in its own process group with no terminal signals, its stdout and stderr closed, so
 //! neither a terminal's Ctrl-C nor a client waiting for the host's output ever waits for it. Should
-//! the keeper itself die, its processes are adopted by the host (a child subreaper), which reaps them
-//! and starts later processes itself, with nothing left to end them should the host die too. A
+//! the keeper itself die (a task of the same user can kill it), its processes are adopted by the host
+//! (a child subreaper), which reaps them, and a new keeper is started and told of every live group
+//! ([`Keepers`]; at most five times, then the host spawns its processes itself). A
 //! process that both cleared its environment and left its group is not recognised (a cgroup per task
 //! would be needed); while the host lives, the binary ends such processes at exit.
 
 mod client;
 mod server;
+mod slot;
 mod wire;
 
 pub use client::{Keeper, KeeperSpawnError, KeptProcess, KeptStreams};
 pub use server::serve;
+pub use slot::Keepers;
 pub use wire::{Launch, WireError};
 
 #[cfg(test)]

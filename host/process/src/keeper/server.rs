@@ -116,6 +116,11 @@ pub fn serve(socket: BorrowedFd<'_>, marker_prefix: &str) -> usize {
                     Err(cause) => st.report(&Report::Refused { id, cause }),
                 }
             }
+            Ok(Request::Watch { pgid }) => {
+                if pgid > 1 {
+                    groups.insert(pgid);
+                }
+            }
             Ok(Request::Forget { pgid }) => {
                 groups.remove(&pgid);
             }

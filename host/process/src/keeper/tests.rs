@@ -46,6 +46,7 @@ fn every_request_and_report_decodes_to_itself() {
                 rows: 40,
             }),
         },
+        Request::Watch { pgid: 42 },
         Request::Forget { pgid: 42 },
     ];
     for r in requests {

@@ -81,6 +81,8 @@ pub(crate) enum Request {
         launch: Launch,
         streams: Streams,
     },
+    /// A process group the keeper did not spawn (a dead keeper's): end it if the host dies.
+    Watch { pgid: i32 },
     /// A process group that is gone: never signal that number again.
     Forget { pgid: i32 },
 }
@@ -98,6 +100,7 @@ pub(crate) enum Report {
 }
 
 const SPAWN: u8 = 1;
+const WATCH: u8 = 2;
 const FORGET: u8 = 3;
 const SPAWNED: u8 = 4;
 const REFUSED: u8 = 5;
@@ -204,6 +207,7 @@ impl Request {
                 launch,
                 streams,
             } => spawn_frame(*id, launch, *streams),
+            Request::Watch { pgid } => Frame::new(WATCH).i32(*pgid).finish(),
             Request::Forget { pgid } => Frame::new(FORGET).i32(*pgid).finish(),
         }
     }
@@ -251,6 +255,7 @@ impl Request {
                     streams,
                 })
             }
+            WATCH => Ok(Request::Watch { pgid: f.i32()? }),
             FORGET => Ok(Request::Forget { pgid: f.i32()? }),
             tag => Err(WireError::UnknownTag(tag)),
         }
