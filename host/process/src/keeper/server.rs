@@ -77,9 +77,14 @@ pub fn serve(socket: BorrowedFd<'_>, marker_prefix: &str) -> usize {
         spawned: Condvar::new(),
     });
     let reaper = shared.clone();
-    let _ = std::thread::Builder::new()
+    if std::thread::Builder::new()
         .name("reaper".into())
-        .spawn(move || reap_forever(&reaper));
+        .spawn(move || reap_forever(&reaper))
+        .is_err()
+    {
+        // A keeper that cannot reap must not spawn: exiting makes the host start another.
+        return end_everything(&HashSet::new(), marker_prefix, Duration::from_secs(1));
+    }
     let mut groups = HashSet::new();
     let mut frames = Receiver::new();
     while let Ok(Some(body)) = frames.next(socket) {

@@ -98,26 +98,34 @@ impl Keepers {
 /// group can end unnoticed: the live map is held, so a group that ends after it was told of is
 /// forgotten by the new keeper, not the dead one.
 fn replace(inner: &Arc<Inner>, dead: Option<&Weak<Keeper>>) {
+    // Dropped here, after the locks: dropping a keeper waits for its process to exit.
+    let retired = replace_locked(inner, dead);
+    drop(retired);
+}
+
+/// [`replace`] under the locks; returns the dead keeper taken out of service.
+fn replace_locked(inner: &Arc<Inner>, dead: Option<&Weak<Keeper>>) -> Option<Arc<Keeper>> {
     let live = inner.live.lock();
     let mut st = inner.state.lock();
     if st.stopped {
-        return;
+        return None;
     }
+    let mut retired = None;
     if let Some(dead) = dead {
         let still_current = match (&st.current, dead.upgrade()) {
             (Some(current), Some(dead)) => Arc::ptr_eq(current, &dead),
             _ => false,
         };
         if !still_current {
-            return;
+            return None;
         }
-        st.current = None;
+        retired = st.current.take();
         if st.restarts >= MAX_RESTARTS {
             tracing::error!(
                 restarts = st.restarts,
                 "the keeper keeps dying: task processes may outlive a crash of the host"
             );
-            return;
+            return retired;
         }
         st.restarts += 1;
     }
@@ -141,4 +149,5 @@ fn replace(inner: &Arc<Inner>, dead: Option<&Weak<Keeper>>) {
             tracing::error!(program = %inner.program.display(), error = %e, "cannot start the keeper: task processes may outlive a crash of the host");
         }
     }
+    retired
 }
