@@ -14,7 +14,7 @@ use std::sync::mpsc::{RecvTimeoutError, SyncSender, sync_channel};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
-use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::sys::wait::{WaitPidFlag, waitpid};
 use nix::unistd::Pid;
 use tokio::sync::oneshot;
 
@@ -344,8 +344,7 @@ fn reap_orphans(mut orphans: Vec<(i32, oneshot::Sender<Exit>)>) {
 fn orphan_exit(pid: i32) -> Option<Exit> {
     let pid = Pid::from_raw(pid);
     match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
-        Ok(WaitStatus::Exited(_, code)) => Some(Exit::Code(code)),
-        Ok(WaitStatus::Signaled(_, signal, _)) => Some(Exit::Signal(signal as i32)),
+        Ok(status) => super::reaped(status).map(|(_, exit)| exit),
         // Not the host's child (it is no subreaper): the status is lost once the process is gone.
         Err(Errno::ECHILD) if nix::sys::signal::kill(pid, None).is_err() => Some(Exit::Unknown),
         _ => None,

@@ -36,5 +36,17 @@ pub use server::serve;
 pub use slot::Keepers;
 pub use wire::{Launch, WireError};
 
+/// The process a wait reaped and how it ended, for a status that is an end (an exit or a signal).
+fn reaped(status: nix::sys::wait::WaitStatus) -> Option<(i32, crate::Exit)> {
+    use nix::sys::wait::WaitStatus;
+    match status {
+        WaitStatus::Exited(pid, code) => Some((pid.as_raw(), crate::Exit::Code(code))),
+        WaitStatus::Signaled(pid, signal, _) => {
+            Some((pid.as_raw(), crate::Exit::Signal(signal as i32)))
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -16,11 +16,10 @@ use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill, killpg};
-use nix::sys::wait::{WaitStatus, waitpid};
+use nix::sys::wait::waitpid;
 use nix::unistd::Pid;
 
 use super::wire::{self, Launch, Receiver, Report, Request, Slot, Streams};
-use crate::Exit;
 use crate::escaped::MARKER;
 
 /// What the spawning thread and the reaping thread share.
@@ -218,13 +217,15 @@ fn reap_forever(shared: &Shared) {
         let mut st = shared.state.lock();
         loop {
             let (pid, exit) = match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
-                Ok(WaitStatus::Exited(pid, code)) => (pid, Exit::Code(code)),
-                Ok(WaitStatus::Signaled(pid, signal, _)) => (pid, Exit::Signal(signal as i32)),
                 Err(Errno::EINTR) => continue,
+                Ok(status) => match super::reaped(status) {
+                    Some(reaped) => reaped,
+                    None => break,
+                },
                 // Nothing more has exited (or a spawn's failed child was already reaped by it).
-                _ => break,
+                Err(_) => break,
             };
-            if let Some(id) = st.ids.remove(&pid.as_raw()) {
+            if let Some(id) = st.ids.remove(&pid) {
                 st.report(&Report::Exited { id, exit });
             }
         }
