@@ -232,6 +232,51 @@ async fn a_killed_keeper_is_replaced_and_the_new_one_ends_every_task_when_the_ho
     drop(client);
 }
 
+/// Proves: a keeper that stops answering (here stopped with SIGSTOP by a task) fails the start it
+/// was asked for after 10 s, naming why, and is replaced: the next start works through a new keeper,
+/// and a task the old one started runs on and is ended by a kill.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keeper_that_stops_answering_is_ended_and_replaced() {
+    let dir = scratch("keeper-stopped");
+    let mut host = SocketHost::start(&dir, &["--no-watch"]);
+    let host_pid = host.child.id() as i32;
+    let client = mcp::socket_client(&host.socket, Watcher::default()).await;
+    let first = mcp::start(&client, "echo $$; exec sleep 1000").await;
+    let first_pid = printed_pid(&client, &first).await;
+    let keeper = keeper_of(host_pid);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(keeper),
+        nix::sys::signal::Signal::SIGSTOP,
+    )
+    .expect("stop the keeper");
+    let refused = call(
+        &client,
+        "bash",
+        json!({"command": "echo never", "run_in_background": true}),
+    )
+    .await;
+    assert!(
+        refused.contains("the keeper did not answer within 10 s; it was ended and another started"),
+        "{refused}"
+    );
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            find_keeper(host_pid).is_some_and(|k| k != keeper)
+        }),
+        "a new keeper runs"
+    );
+    let second = mcp::start(&client, "echo $$; exec sleep 1000").await;
+    let second_pid = printed_pid(&client, &second).await;
+    assert_eq!(parent_of(second_pid), keeper_of(host_pid));
+    assert!(alive(first_pid), "the first task runs on");
+    call(&client, "task_kill", json!({"task_id": first})).await;
+    let text = read_waiting(&client, &first, 10_000).await;
+    assert!(text.contains("[status: killed"), "{text}");
+    drop(client);
+    host.stop();
+    assert!(!alive(first_pid) && !alive(second_pid));
+}
+
 /// Proves: programs that cannot be executed, started again and again while other children of the
 /// keeper exit around them, are each refused naming the OS's cause, and the keeper serves on (the
 /// spawn that reports the failure reaps its child, never the keeper's reaper).

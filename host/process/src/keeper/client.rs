@@ -203,8 +203,14 @@ impl Keeper {
             )),
             Err(RecvTimeoutError::Timeout) => {
                 forget();
+                // Stopped, or stuck in an `exec`: a keeper that does not answer serves nobody. Its
+                // end is its death (another takes its place); this start is not tried again, since
+                // the keeper may have started it.
+                if let Some(child) = self.child.lock().as_mut() {
+                    let _ = child.kill();
+                }
                 Err(KeeperSpawnError::Refused(format!(
-                    "the keeper did not answer within {} s",
+                    "the keeper did not answer within {} s; it was ended and another started",
                     ANSWER_WAIT.as_secs()
                 )))
             }
