@@ -232,7 +232,7 @@ async fn a_killed_keeper_is_replaced_and_the_new_one_ends_every_task_when_the_ho
     drop(client);
 }
 
-/// Proves: a keeper that stops answering (here stopped with SIGSTOP by a task) fails the start it
+/// Proves: a keeper that stops answering (here stopped with SIGSTOP) fails the start it
 /// was asked for after 10 s, naming why, and is replaced: the next start works through a new keeper,
 /// and a task the old one started runs on and is ended by a kill.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
