@@ -34,7 +34,7 @@ mod wire;
 pub use client::{Keeper, KeeperSpawnError, KeptProcess, KeptStreams};
 pub use server::serve;
 pub use slot::Keepers;
-pub use wire::{Launch, WireError};
+pub(crate) use wire::Launch;
 
 /// The process a wait reaped and how it ended, for a status that is an end (an exit or a signal).
 fn reaped(status: nix::sys::wait::WaitStatus) -> Option<(i32, crate::Exit)> {
