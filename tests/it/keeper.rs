@@ -1,12 +1,12 @@
 //! The keeper spawns the host's task processes, with the real binary: a start never copies the host's
 //! descriptor table (two pipes per live task), and a keeper that dies takes no task with it.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 
 use crate::fixtures::*;
-use crate::mcp::{self, SocketHost, Watcher, alive, call, read_waiting};
+use crate::mcp::{self, SocketHost, Watcher, alive, call, printed_pids, read_waiting};
 
 fn descriptors(pid: i32) -> Vec<String> {
     let mut fds: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
@@ -38,19 +38,6 @@ fn find_keeper(host: i32) -> Option<i32> {
     })
 }
 
-/// The pid a task printed on its first line.
-async fn printed_pid(client: &mcp::Client, id: &str) -> i32 {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let text = call(client, "task_output", json!({"task_id": id})).await;
-        if let Some(pid) = text.lines().find_map(|l| l.trim().parse().ok()) {
-            return pid;
-        }
-        assert!(Instant::now() < deadline, "task {id} printed no pid");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 /// Proves: a task's process, piped or on a terminal, is a child of the keeper, not of the host, and
 /// holds only its three standard streams: nothing the host or the keeper opened reaches it, nor what
 /// the host inherited from whoever started it (the test gives the host a descriptor without
@@ -67,7 +54,7 @@ async fn a_task_process_is_the_keepers_child_and_holds_only_its_standard_streams
     );
     let client = mcp::socket_client(&host.socket, Watcher::default()).await;
     let id = mcp::start(&client, "echo $$; exec sleep 1000").await;
-    let pid = printed_pid(&client, &id).await;
+    let pid = printed_pids(&client, &id, 1).await[0];
     let keeper = keeper_of(host.child.id() as i32);
     assert_eq!(parent_of(pid), keeper, "the task's parent");
     assert_eq!(descriptors(pid), ["0", "1", "2"], "the task's descriptors");
@@ -84,7 +71,7 @@ async fn a_task_process_is_the_keepers_child_and_holds_only_its_standard_streams
         .strip_prefix("started background task ")
         .expect("started")
         .to_owned();
-    let tty_pid = printed_pid(&client, &tty_id).await;
+    let tty_pid = printed_pids(&client, &tty_id, 1).await[0];
     assert_eq!(parent_of(tty_pid), keeper, "the terminal task's parent");
     let stat = std::fs::read_to_string(format!("/proc/{tty_pid}/stat")).expect("stat");
     let fields: Vec<&str> = stat
@@ -158,7 +145,7 @@ async fn a_task_outlives_a_killed_keeper_and_settles_with_its_exit_code() {
     let mut host = SocketHost::start(&dir, &["--no-watch"]);
     let client = mcp::socket_client(&host.socket, Watcher::default()).await;
     let id = mcp::start(&client, "echo $$; sleep 1; echo done; exit 3").await;
-    let pid = printed_pid(&client, &id).await;
+    let pid = printed_pids(&client, &id, 1).await[0];
     let keeper = keeper_of(host.child.id() as i32);
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(keeper),
@@ -189,7 +176,7 @@ async fn a_killed_keeper_is_replaced_and_the_new_one_ends_every_task_when_the_ho
     let host_pid = host.child.id() as i32;
     let client = mcp::socket_client(&host.socket, Watcher::default()).await;
     let first = mcp::start(&client, "echo $$; exec env -i sleep 1000").await;
-    let first_pid = printed_pid(&client, &first).await;
+    let first_pid = printed_pids(&client, &first, 1).await[0];
     let keeper = keeper_of(host_pid);
     // Another task kills its own keeper, as any process of the user could.
     call(
@@ -211,7 +198,7 @@ async fn a_killed_keeper_is_replaced_and_the_new_one_ends_every_task_when_the_ho
         "the host adopted the first task"
     );
     let second = mcp::start(&client, "echo $$; exec sleep 1000").await;
-    let second_pid = printed_pid(&client, &second).await;
+    let second_pid = printed_pids(&client, &second, 1).await[0];
     assert_eq!(
         parent_of(second_pid),
         second_keeper,
@@ -242,7 +229,7 @@ async fn a_keeper_that_stops_answering_is_ended_and_replaced() {
     let host_pid = host.child.id() as i32;
     let client = mcp::socket_client(&host.socket, Watcher::default()).await;
     let first = mcp::start(&client, "echo $$; exec sleep 1000").await;
-    let first_pid = printed_pid(&client, &first).await;
+    let first_pid = printed_pids(&client, &first, 1).await[0];
     let keeper = keeper_of(host_pid);
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(keeper),
@@ -266,7 +253,7 @@ async fn a_keeper_that_stops_answering_is_ended_and_replaced() {
         "a new keeper runs"
     );
     let second = mcp::start(&client, "echo $$; exec sleep 1000").await;
-    let second_pid = printed_pid(&client, &second).await;
+    let second_pid = printed_pids(&client, &second, 1).await[0];
     assert_eq!(parent_of(second_pid), keeper_of(host_pid));
     assert!(alive(first_pid), "the first task runs on");
     call(&client, "task_kill", json!({"task_id": first})).await;
@@ -275,6 +262,19 @@ async fn a_keeper_that_stops_answering_is_ended_and_replaced() {
     drop(client);
     host.stop();
     assert!(!alive(first_pid) && !alive(second_pid));
+}
+
+/// The keeper `keeper` still runs and answers: a new process starts through it, prints `text` and
+/// exits 0.
+fn assert_keeper_serves(f: &Fixture, keeper: u32, text: &str) {
+    use taskhost::process::{Exit, ProcessSpec};
+    let processes = f.host.processes();
+    assert_eq!(processes.keeper_pid(), Some(keeper));
+    let echo = processes
+        .spawn(&ProcessSpec::new(format!("echo {text}")), "s")
+        .expect("spawn");
+    assert_eq!(f.rt.block_on(echo.wait()), Exit::Code(0));
+    assert_eq!(echo.read(), format!("{text}\n"));
 }
 
 /// Proves: programs that cannot be executed, started again and again while other children of the
@@ -305,12 +305,7 @@ fn failed_executions_among_exiting_children_leave_the_keeper_serving() {
     for p in quick {
         assert_eq!(f.rt.block_on(p.wait()), Exit::Code(7));
     }
-    assert_eq!(processes.keeper_pid(), Some(keeper));
-    let echo = processes
-        .spawn(&ProcessSpec::new("echo still serving"), "s")
-        .expect("spawn");
-    assert_eq!(f.rt.block_on(echo.wait()), Exit::Code(0));
-    assert_eq!(echo.read(), "still serving\n");
+    assert_keeper_serves(&f, keeper, "still serving");
     processes.remove_spills("s");
 }
 
@@ -334,13 +329,8 @@ fn a_start_too_large_for_the_keeper_is_refused_and_the_keeper_serves_on() {
         "{}",
         &err.0[..err.0.len().min(300)]
     );
-    assert_eq!(processes.keeper_pid(), Some(keeper));
     assert_eq!(f.rt.block_on(running.wait()), Exit::Code(5));
-    let echo = processes
-        .spawn(&ProcessSpec::new("echo after"), "s")
-        .expect("spawn");
-    assert_eq!(f.rt.block_on(echo.wait()), Exit::Code(0));
-    assert_eq!(echo.read(), "after\n");
+    assert_keeper_serves(&f, keeper, "after");
     processes.remove_spills("s");
 }
 

@@ -7,20 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::fixtures::*;
-use crate::mcp::{self, SocketHost, Watcher, alive, binary, call, host_dir};
-
-/// The pids a task prints, one per line, once it has printed `n` of them.
-async fn printed_pids(client: &mcp::Client, id: &str, n: usize) -> Vec<i32> {
-    let mut pids = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while pids.len() < n && Instant::now() < deadline {
-        let text = call(client, "task_output", json!({"task_id": id})).await;
-        pids.extend(text.lines().filter_map(|l| l.trim().parse::<i32>().ok()));
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(pids.len(), n, "the task printed its pids: {pids:?}");
-    pids
-}
+use crate::mcp::{self, SocketHost, Watcher, alive, binary, call, host_dir, printed_pids};
 
 /// Proves: SIGKILL of a host with running tasks of three kinds (a plain command, a child with a
 /// grandchild, a `setsid` daemon still running) leaves no process of theirs alive a second later, and

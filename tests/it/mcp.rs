@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, LoggingMessageNotificationParam, ReadResourceRequestParams,
@@ -130,6 +130,19 @@ pub(crate) async fn start(client: &Client, command: &str) -> String {
         .strip_prefix("started background task ")
         .unwrap_or_else(|| panic!("not started: {text}"))
         .to_owned()
+}
+
+/// The pids a task prints, one per line, once it has printed `n` of them.
+pub(crate) async fn printed_pids(client: &Client, id: &str, n: usize) -> Vec<i32> {
+    let mut pids = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pids.len() < n && Instant::now() < deadline {
+        let text = call(client, "task_output", json!({"task_id": id})).await;
+        pids.extend(text.lines().filter_map(|l| l.trim().parse::<i32>().ok()));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(pids.len(), n, "the task printed its pids: {pids:?}");
+    pids
 }
 
 async fn plugins_resource(client: &Client) -> Value {
