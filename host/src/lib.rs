@@ -9,6 +9,7 @@
 pub mod acp;
 pub mod check;
 pub mod config;
+pub mod dial;
 mod external;
 pub mod listen;
 pub mod mcp;

@@ -54,12 +54,16 @@ enum Command {
     Connect {
         /// `unix:PATH` of the host.
         socket: String,
+        #[command(flatten)]
+        server: ServerTrust,
     },
     /// Prints the plugin table of a running host.
     Plugins {
         /// `unix:PATH` of the host.
         #[arg(long)]
         connect: String,
+        #[command(flatten)]
+        server: ServerTrust,
     },
     /// Internal: the keeper a host starts, which spawns the host's task processes and ends them when
     /// the host dies (serves the host on the socket that is its stdin until it closes).
@@ -103,7 +107,18 @@ enum Command {
         /// Its arguments, a JSON object.
         #[arg(default_value = "{}")]
         arguments: String,
+        #[command(flatten)]
+        server: ServerTrust,
     },
+}
+
+/// Which servers a client command talks to: its own user's and root's, and those allowed here.
+#[derive(clap::Args)]
+struct ServerTrust {
+    /// Also talk to a host whose server runs as this uid (repeatable). A host of this user or of
+    /// root is always accepted; anyone else's is refused before anything is sent.
+    #[arg(long = "allow-server-uid", value_name = "UID")]
+    allow_server_uids: Vec<u32>,
 }
 
 /// `taskhost new-plugin`: writes the crate and says where.
@@ -212,8 +227,8 @@ fn main() -> ExitCode {
         )
         .map(|()| ExitCode::SUCCESS)
         .map_err(|e| (e.code, e.message)),
-        Command::Plugins { connect } => runtime.block_on(plugins(&connect)),
-        Command::Connect { socket } => runtime.block_on(bridge(&socket)),
+        Command::Plugins { connect, server } => runtime.block_on(plugins(&connect, &server)),
+        Command::Connect { socket, server } => runtime.block_on(bridge(&socket, &server)),
         Command::Keeper { .. } => Ok(ExitCode::SUCCESS),
         Command::Check {
             plugin,
@@ -226,7 +241,8 @@ fn main() -> ExitCode {
             connect,
             tool,
             arguments,
-        } => runtime.block_on(call(&connect, &tool, &arguments)),
+            server,
+        } => runtime.block_on(call(&connect, &tool, &arguments, &server)),
     };
     // A stdin reader may still block in its thread (the client has not closed stdin): do not wait
     // for it.
@@ -242,13 +258,23 @@ fn main() -> ExitCode {
 
 type Outcome = Result<ExitCode, (u8, String)>;
 
+/// The host's socket at `spec`, once its server is trusted.
+async fn dial(
+    spec: &str,
+    server: &ServerTrust,
+) -> Result<(PathBuf, tokio::net::UnixStream), (u8, String)> {
+    let path = unix_path(spec).map_err(|e| (2, e))?;
+    let stream = taskhost::dial::dial(&path, &server.allow_server_uids)
+        .await
+        .map_err(|e| (1, e.to_string()))?;
+    Ok((path, stream))
+}
+
 async fn connect(
     spec: &str,
+    server: &ServerTrust,
 ) -> Result<rmcp::service::RunningService<rmcp::RoleClient, ()>, (u8, String)> {
-    let path = unix_path(spec).map_err(|e| (2, e))?;
-    let stream = tokio::net::UnixStream::connect(&path)
-        .await
-        .map_err(|e| (1, format!("cannot connect to {}: {e}", path.display())))?;
+    let (path, stream) = dial(spec, server).await?;
     ().serve(stream).await.map_err(|e| {
         (
             1,
@@ -258,12 +284,9 @@ async fn connect(
 }
 
 /// The stdio-to-socket bridge of `taskhost connect`.
-async fn bridge(spec: &str) -> Outcome {
+async fn bridge(spec: &str, server: &ServerTrust) -> Outcome {
     use tokio::io::AsyncWriteExt;
-    let path = unix_path(spec).map_err(|e| (2, e))?;
-    let stream = tokio::net::UnixStream::connect(&path)
-        .await
-        .map_err(|e| (1, format!("cannot connect to {}: {e}", path.display())))?;
+    let (path, stream) = dial(spec, server).await?;
     let (mut from_host, mut to_host) = stream.into_split();
     let (mut stdin, mut stdout) = (tokio::io::stdin(), tokio::io::stdout());
     let up = async {
@@ -283,8 +306,8 @@ async fn bridge(spec: &str) -> Outcome {
     }
 }
 
-async fn plugins(spec: &str) -> Outcome {
-    let client = connect(spec).await?;
+async fn plugins(spec: &str, server: &ServerTrust) -> Outcome {
+    let client = connect(spec, server).await?;
     let read = client
         .peer()
         .read_resource(ReadResourceRequestParams::new(PLUGINS_URI))
@@ -342,13 +365,13 @@ fn align(rows: &[[String; 5]]) -> String {
     out
 }
 
-async fn call(spec: &str, tool: &str, arguments: &str) -> Outcome {
+async fn call(spec: &str, tool: &str, arguments: &str, server: &ServerTrust) -> Outcome {
     let args: serde_json::Value =
         serde_json::from_str(arguments).map_err(|e| (2, format!("arguments are not JSON: {e}")))?;
     let serde_json::Value::Object(args) = args else {
         return Err((2, "arguments must be a JSON object".to_owned()));
     };
-    let client = connect(spec).await?;
+    let client = connect(spec, server).await?;
     let result = client
         .peer()
         .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))

@@ -434,3 +434,163 @@ async fn a_child_cannot_read_the_hosts_environment_from_proc() {
     );
     assert_eq!(out.matches("Permission denied").count(), 2, "{out}");
 }
+
+/// Runs `script` with `sh` as `nobody` until the returned guard is dropped (then it is killed).
+fn as_nobody(script: &str) -> KilledOnDrop {
+    KilledOnDrop(
+        std::process::Command::new("sh")
+            .args(["-c", script])
+            .uid(NOBODY)
+            .gid(NOBODY)
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .expect("run as nobody"),
+    )
+}
+
+struct KilledOnDrop(std::process::Child);
+
+impl Drop for KilledOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Proves: the symlink race that loaded another user's library into a root host fails. The plugin
+/// path runs through a directory of `nobody`'s, where a link flips between a root-owned directory
+/// (the real plugin) and `nobody`'s own (another library); over 200 loads none loads anything, each
+/// refused naming the directory. A link in a directory only root can write loads as before.
+#[test]
+fn a_symlink_flipped_by_another_user_never_loads_their_library() {
+    if skip_unless_root("a_symlink_flipped_by_another_user_never_loads_their_library") {
+        return;
+    }
+    let f = Fixture::new("symlink-flip");
+    set_mode(&f.dir, 0o755);
+    let good = f.dir.join("good");
+    std::fs::create_dir(&good).unwrap();
+    std::fs::copy(built("taskhost_test_probe"), good.join("lib.so")).unwrap();
+    let theirs = f.dir.join("theirs");
+    let evil = theirs.join("evil");
+    std::fs::create_dir_all(&evil).unwrap();
+    std::fs::copy(built("taskhost_test_surface"), evil.join("lib.so")).unwrap();
+    for p in [&theirs, &evil, &evil.join("lib.so")] {
+        chown_nobody(p);
+    }
+    set_mode(&theirs, 0o755);
+    let flipper = as_nobody(&format!(
+        "cd {}; while :; do ln -sfn {} link.new && mv -T link.new link; ln -sfn evil link.new && mv -T link.new link; done",
+        theirs.display(),
+        good.display()
+    ));
+    let plugin = theirs.join("link/lib.so");
+    assert!(
+        eventually(Duration::from_secs(10), || plugin.exists()),
+        "the link is in place"
+    );
+    for _ in 0..200 {
+        let err = f.load_error(&plugin, None);
+        assert!(
+            err.contains(&format!("{} is owned by another user", theirs.display())),
+            "{err}"
+        );
+    }
+    drop(flipper);
+    assert!(f.host.plugins().info().is_empty(), "nothing was loaded");
+    let trusted_link = f.dir.join("link");
+    std::os::unix::fs::symlink(&good, &trusted_link).unwrap();
+    f.host
+        .plugins()
+        .load(&trusted_link.join("lib.so"), None, false)
+        .expect("a link only root could have made loads");
+}
+
+/// `taskhost ARGS...` run as `uid`.
+fn taskhost_as(uid: u32, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(binary())
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .uid(uid)
+        .gid(uid)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run taskhost")
+}
+
+/// Proves: root's `taskhost call`, `plugins` and `connect` refuse a socket served by another user
+/// (here a host run by `nobody` in its own directory, as an attacker would serve one in `/tmp`), naming
+/// both users, before anything is sent; `--allow-server-uid` opts in.
+#[test]
+fn clients_refuse_a_server_run_by_another_user() {
+    if skip_unless_root("clients_refuse_a_server_run_by_another_user") {
+        return;
+    }
+    let dir = scratch("server-uid");
+    set_mode(&dir, 0o711);
+    let home = dir.join("nobody");
+    std::fs::create_dir(&home).unwrap();
+    chown_nobody(&home);
+    let socket = home.join("taskhost.sock");
+    let mut server = std::process::Command::new(binary());
+    server
+        .args([
+            "serve",
+            "--no-watch",
+            "--allow-untrusted-plugins",
+            "--listen",
+        ])
+        .arg(format!("unix:{}", socket.display()))
+        .env_remove("XDG_RUNTIME_DIR")
+        .env("TMPDIR", &home)
+        .env("RUST_LOG", "warn")
+        .current_dir(&home)
+        .uid(NOBODY)
+        .gid(NOBODY)
+        .stdin(std::process::Stdio::null());
+    let _server = KilledOnDrop(server.spawn().expect("start nobody's host"));
+    assert!(
+        eventually(Duration::from_secs(20), || {
+            std::os::unix::net::UnixStream::connect(&socket).is_ok()
+        }),
+        "nobody's host listens"
+    );
+    let spec = format!("unix:{}", socket.display());
+    let marker = home.join("ran");
+    let command = json!({"command": format!("touch {}", marker.display())}).to_string();
+    for args in [
+        vec!["call", "--connect", &spec, "bash", &command],
+        vec!["plugins", "--connect", &spec],
+        vec!["connect", &spec],
+    ] {
+        let out = taskhost_as(0, &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "refusing {}: its server runs as nobody (uid 65534), not as you (root (uid 0)) or root; pass --allow-server-uid 65534",
+                socket.display()
+            )),
+            "{args:?}: {stderr}"
+        );
+    }
+    assert!(!marker.exists(), "the refused call reached the host");
+    let out = taskhost_as(
+        0,
+        &[
+            "call",
+            "--connect",
+            &spec,
+            "--allow-server-uid",
+            "65534",
+            "bash",
+            &command,
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(marker.exists(), "an allowed server is used");
+}

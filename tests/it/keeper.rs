@@ -207,15 +207,73 @@ async fn a_killed_keeper_is_replaced_and_the_new_one_ends_every_task_when_the_ho
 
     host.child.kill().expect("SIGKILL the host");
     host.child.wait().expect("reap the host");
-    std::thread::sleep(Duration::from_secs(1));
-    let survivors: Vec<i32> = [first_pid, second_pid]
-        .into_iter()
-        .filter(|&p| alive(p))
-        .collect();
-    assert!(
-        survivors.is_empty(),
-        "alive a second after the host died: {survivors:?}"
+    assert_all_end(&[first_pid, second_pid]);
+    drop(client);
+}
+
+/// Every one of `pids` ends once the host is gone (the keeper's rounds take up to a second; the
+/// deadline leaves room for a busy machine).
+fn assert_all_end(pids: &[i32]) {
+    let ended = eventually(Duration::from_secs(10), || !pids.iter().any(|&p| alive(p)));
+    let survivors: Vec<i32> = pids.iter().copied().filter(|&p| alive(p)).collect();
+    assert!(ended, "alive after the host died: {survivors:?}");
+}
+
+/// Proves: the attack that switched the crash promise off fails. Six background commands each kill
+/// the keeper that started them (`kill -9 $PPID`), one more than the old lifetime budget of
+/// restarts; every time another keeper takes over (never the host: no task is its child), and a
+/// SIGKILL of the host afterwards leaves no task alive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn six_keeper_kills_then_a_host_kill_leave_no_task_alive() {
+    let dir = scratch("keeper-six-kills");
+    let mut host = SocketHost::start(&dir, &["--no-watch"]);
+    let host_pid = host.child.id() as i32;
+    let client = mcp::socket_client(&host.socket, Watcher::default()).await;
+    let sleeper = mcp::start(&client, "echo $$; exec sleep 1010").await;
+    let sleeper_pid = printed_pids(&client, &sleeper, 1).await[0];
+    for round in 0..6 {
+        let keeper = keeper_of(host_pid);
+        let text = call(
+            &client,
+            "bash",
+            json!({"command": "echo $PPID; kill -9 $PPID", "run_in_background": true}),
+        )
+        .await;
+        // The killer may end its keeper before the keeper answered its start: then that start
+        // fails (the process may have run), which is said.
+        if let Some(killer) = text
+            .split("\n---\n")
+            .next()
+            .and_then(|t| t.strip_prefix("started background task "))
+        {
+            let parent = printed_pids(&client, killer, 1).await[0];
+            assert_eq!(
+                parent, keeper,
+                "round {round}: the keeper started the killer"
+            );
+        } else {
+            assert!(
+                text.contains("the keeper ended before it answered"),
+                "round {round}: {text}"
+            );
+        }
+        assert!(
+            eventually(Duration::from_secs(20), || {
+                find_keeper(host_pid).is_some_and(|k| k != keeper)
+            }),
+            "round {round}: another keeper runs"
+        );
+    }
+    let last = mcp::start(&client, "echo $$; echo $PPID; exec sleep 1010").await;
+    let pids = printed_pids(&client, &last, 2).await;
+    assert_eq!(
+        pids[1],
+        keeper_of(host_pid),
+        "a keeper, not the host, started it"
     );
+    host.child.kill().expect("SIGKILL the host");
+    host.child.wait().expect("reap the host");
+    assert_all_end(&[sleeper_pid, pids[0]]);
     drop(client);
 }
 

@@ -25,6 +25,7 @@ mod spills;
 mod stream;
 mod supervise;
 mod terminal;
+pub mod trusted_path;
 
 use std::collections::HashSet;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -296,7 +297,7 @@ impl ProcessService {
     /// else spills are refused and reads say the full output is unavailable). Makes the host process a
     /// child subreaper, so descendants that escape their process group are adopted and ended with
     /// their task. With `keeper` (the `taskhost` binary), starts a [`keeper::Keeper`] so that no task
-    /// process outlives the host however it dies; a keeper that cannot start is logged.
+    /// process outlives the host however it dies; while no keeper runs, starts are refused.
     pub fn new(
         runtime: Handle,
         spill_dir: PathBuf,
@@ -436,8 +437,9 @@ impl ProcessService {
         Ok((process, talk))
     }
 
-    /// Spawns a piped child: through the keeper while it runs (its small descriptor table makes the
-    /// spawn's cost independent of the host's), else directly.
+    /// Spawns a piped child: through the keeper when the service has one (its small descriptor
+    /// table makes the spawn's cost independent of the host's; while none runs the start fails),
+    /// else directly.
     fn spawn_with_pipes(&self, launch: &keeper::Launch, piped: bool) -> std::io::Result<Spawned> {
         let (child_ends, host_ends) = pipes(piped)?;
         let kept = self
@@ -446,10 +448,8 @@ impl ProcessService {
             .map(|k| k.spawn(launch, keeper::KeptStreams::Pipes(child_ends.borrowed())));
         let (pgid, waiter) = match kept {
             Some(Ok(kept)) => (Some(kept.pid), supervise::Waiter::Kept(kept.exit)),
-            Some(Err(keeper::KeeperSpawnError::Refused(cause))) => {
-                return Err(std::io::Error::other(cause));
-            }
-            None | Some(Err(keeper::KeeperSpawnError::Gone)) => {
+            Some(Err(e)) => return Err(std::io::Error::other(e.to_string())),
+            None => {
                 let child = child_ends.spawn(command(launch))?;
                 (
                     child.id().map(|p| p as i32),
@@ -467,8 +467,8 @@ impl ProcessService {
         })
     }
 
-    /// Spawns a child on a fresh terminal: through the keeper while it runs, which hands the
-    /// terminal's master back, else directly.
+    /// Spawns a child on a fresh terminal: through the keeper when the service has one, which hands
+    /// the terminal's master back, else directly.
     fn spawn_with_terminal(
         &self,
         launch: &keeper::Launch,
@@ -487,12 +487,8 @@ impl ProcessService {
             Some(Ok(_)) => Err(std::io::Error::other(
                 "the keeper sent no terminal for the process",
             )),
-            Some(Err(keeper::KeeperSpawnError::Refused(cause))) => {
-                Err(std::io::Error::other(cause))
-            }
-            None | Some(Err(keeper::KeeperSpawnError::Gone)) => {
-                spawn_on_terminal(command(launch), size)
-            }
+            Some(Err(e)) => Err(std::io::Error::other(e.to_string())),
+            None => spawn_on_terminal(command(launch), size),
         }
     }
 

@@ -2,7 +2,6 @@
 //! would SIGBUS inside `dlopen`), and its GNU build id.
 
 use std::fs;
-use std::path::Path;
 
 /// Checks that `bytes` is a whole 64-bit little-endian ELF shared object: every program segment and the
 /// section table lie inside the file. `dlopen` of a truncated library maps segments past the end of
@@ -52,13 +51,8 @@ pub(crate) fn check_elf(bytes: &[u8], file_len: u64) -> Result<(), String> {
     Ok(())
 }
 
-/// The GNU build id of the ELF file at `path` (the linker's hash of its output), when its notes lie in
-/// the first 4 KiB, where linkers put them. `None` for a file without one (or unreadable).
-pub(crate) fn build_id(path: &Path) -> Option<Vec<u8>> {
-    build_id_of(&fs::File::open(path).ok()?)
-}
-
-/// [`build_id`] of an open file.
+/// The GNU build id of an open ELF file (the linker's hash of its output), when its notes lie in the
+/// first 4 KiB, where linkers put them. `None` for a file without one (or unreadable).
 pub(crate) fn build_id_of(file: &fs::File) -> Option<Vec<u8>> {
     let (head, _) = read_head(file, 4096).ok()?;
     let u16_at = |o: usize| Some(u16::from_le_bytes(head.get(o..o + 2)?.try_into().ok()?) as usize);
@@ -104,13 +98,15 @@ pub(crate) fn read_head(file: &fs::File, max: usize) -> std::io::Result<(Vec<u8>
 
 #[cfg(test)]
 mod tests {
-    use super::build_id;
+    use super::build_id_of;
+    use std::fs;
 
     #[test]
     fn the_build_id_is_read_from_the_notes_and_changes_only_with_them() {
         // This test binary is an ELF file linked like a plugin, with a GNU build id note.
         let exe = std::env::current_exe().expect("test binary");
-        let id = build_id(&exe).expect("the test binary has a build id");
+        let id =
+            build_id_of(&fs::File::open(&exe).unwrap()).expect("the test binary has a build id");
         assert!(id.len() >= 16, "{id:?}");
         let mut bytes = std::fs::read(&exe).expect("read");
         let at = bytes
@@ -123,7 +119,7 @@ mod tests {
         let write = |name: &str, bytes: &[u8]| {
             let p = dir.join(name);
             std::fs::write(&p, bytes).expect("write");
-            build_id(&p)
+            build_id_of(&fs::File::open(&p).unwrap())
         };
         let len = bytes.len();
         bytes[len - 1] ^= 1;

@@ -6,7 +6,7 @@
 //! [`Generation`](super::Generation) owns the libraries and every value that could point into them.
 
 use std::fs;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use abi_stable::StableAbi;
@@ -96,38 +96,38 @@ pub(crate) struct Libraries {
     _validated: libloading::os::unix::Library,
 }
 
-/// Refuses files (and directories) that others could have written.
-pub(crate) fn check_trust(path: &Path) -> Result<(), LoadError> {
-    let euid = crate::rundir::euid();
-    let check = |p: &Path, what: &str| -> Result<(), LoadError> {
-        let meta = fs::metadata(p).map_err(|source| LoadError::Io {
-            path: path.to_owned(),
-            source,
-        })?;
-        if meta.uid() != euid {
-            return Err(LoadError::Untrusted {
+/// Opens a plugin file once, for everything the load reads from it (its signature, its build id,
+/// the private copy): with the trust check, through [`open_trusted_file`] (every directory from the
+/// root down, every link on the way and the file itself belong to root or this user and only they
+/// can write them); with `allow_untrusted`, as it is, but still only a regular file.
+///
+/// [`open_trusted_file`]: taskhost_process::trusted_path::open_trusted_file
+pub(crate) fn open_source(path: &Path, allow_untrusted: bool) -> Result<fs::File, LoadError> {
+    use taskhost_process::trusted_path::{TrustError, open_trusted_file};
+    if !allow_untrusted {
+        return open_trusted_file(path).map_err(|e| match e {
+            TrustError::Untrusted { why, .. } => LoadError::Untrusted {
                 path: path.to_owned(),
-                why: format!(
-                    "{what} {} is owned by uid {}, not {euid}",
-                    p.display(),
-                    meta.uid()
-                ),
-            });
-        }
-        if meta.permissions().mode() & 0o022 != 0 {
-            return Err(LoadError::Untrusted {
+                why,
+            },
+            TrustError::Io { source, .. } => LoadError::Io {
                 path: path.to_owned(),
-                why: format!("{what} {} is writable by group or others", p.display()),
-            });
-        }
-        Ok(())
+                source,
+            },
+        });
+    }
+    let io = |source| LoadError::Io {
+        path: path.to_owned(),
+        source,
     };
-    check(path, "file")?;
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    check(dir, "directory")
+    let file = fs::File::open(path).map_err(io)?;
+    if !file.metadata().map_err(io)?.is_file() {
+        return Err(LoadError::NotALibrary {
+            path: path.to_owned(),
+            cause: "not a regular file".into(),
+        });
+    }
+    Ok(file)
 }
 
 /// A generation's own file: created by the host in its private generation directory, and held open
@@ -138,7 +138,8 @@ pub(crate) struct PrivateFile {
 }
 
 /// Gives the generation its own file, `<dir>/<stem>.g<N>.so` (`<stem>.g<N>-<k>.so` when another
-/// plugin of the same stem took that name): a copy of the bytes of the source as it was opened, in an
+/// plugin of the same stem took that name): a copy of the bytes of `original` (the source, opened
+/// once by [`open_source`]), in an
 /// inode of its own. Never a hard link: a link shares the inode, so a plugin file overwritten in place
 /// (`cp new.so plugin.so` truncates and rewrites it) would truncate the code of the generation mapped
 /// from it, and the host would die of SIGSEGV or SIGBUS (measured: a test that rewrote a loaded
@@ -151,16 +152,18 @@ pub(crate) struct PrivateFile {
 /// `O_NOFOLLOW` and checked to be the inode just made.
 pub(crate) fn private_copy(
     source: &Path,
+    original: &fs::File,
     dir: &Path,
     number: u64,
 ) -> Result<PrivateFile, LoadError> {
-    use std::io::ErrorKind;
+    use std::io::{ErrorKind, Seek};
     let io = |source_err| LoadError::Io {
         path: source.to_owned(),
         source: source_err,
     };
     crate::rundir::ensure_private(dir).map_err(|e| LoadError::GenerationDir(e.to_string()))?;
-    let mut original = fs::File::open(source).map_err(io)?;
+    let mut original = original;
+    original.rewind().map_err(io)?;
     let stem = source
         .file_stem()
         .map_or_else(|| "plugin".into(), |s| s.to_string_lossy().into_owned());

@@ -169,19 +169,17 @@ impl Plugins {
         let _serial = self.load_lock.lock();
         // Absolute, so the watcher's event paths match it.
         let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-        if !self.options.allow_untrusted {
-            loader::check_trust(&path)?;
-        }
-        let mut signature = signature(&path).map_err(|source| LoadError::Io {
+        let source = loader::open_source(&path, self.options.allow_untrusted)?;
+        let mut signature = signature(&source).map_err(|source| LoadError::Io {
             path: path.clone(),
             source,
         })?;
         let Some((number, config_json)) =
-            self.reserve_generation(&path, &signature, config_json, only_if_changed)
+            self.reserve_generation(&path, &source, &signature, config_json, only_if_changed)
         else {
             return Ok(None);
         };
-        let file = loader::private_copy(&path, &self.options.generation_dir, number)?;
+        let file = loader::private_copy(&path, &source, &self.options.generation_dir, number)?;
         let opened = loader::open(&path, &file);
         signature.build_id = elf::build_id_of(&file.file);
         // The mapping stays valid after the name is gone: the file is removed once fingerprinted.
@@ -210,6 +208,7 @@ impl Plugins {
     fn reserve_generation(
         &self,
         path: &Path,
+        source: &std::fs::File,
         signature: &FileSignature,
         config_json: Option<String>,
         only_if_changed: bool,
@@ -227,7 +226,7 @@ impl Plugins {
             && slot
                 .last
                 .as_ref()
-                .is_some_and(|l| l.same_content(signature, path))
+                .is_some_and(|l| l.same_content(signature, source))
         {
             return None;
         }

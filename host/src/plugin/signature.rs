@@ -1,7 +1,6 @@
 //! What identifies a plugin file's content cheaply, so a watched rebuild with the same bytes is not
 //! reloaded: inode and metadata, the GNU build id, and a streamed fingerprint.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use super::loader;
@@ -18,9 +17,10 @@ pub(crate) struct FileSignature {
     pub(crate) fingerprint: Arc<std::sync::OnceLock<Option<u64>>>,
 }
 
-pub(crate) fn signature(path: &Path) -> std::io::Result<FileSignature> {
+/// The signature of the open plugin file `file` (the descriptor the load reads).
+pub(crate) fn signature(file: &std::fs::File) -> std::io::Result<FileSignature> {
     use std::os::unix::fs::MetadataExt;
-    let m = std::fs::metadata(path)?;
+    let m = file.metadata()?;
     Ok(FileSignature {
         id: (m.dev(), m.ino()),
         len: m.len(),
@@ -31,25 +31,25 @@ pub(crate) fn signature(path: &Path) -> std::io::Result<FileSignature> {
 }
 
 impl FileSignature {
-    /// True when the file at `path`, whose signature is `now`, holds the build this signature was
+    /// True when the open file `file`, whose signature is `now`, holds the build this signature was
     /// taken of. Same inode, size and mtime: unchanged. Another size: changed. Same size: the same
     /// build id (the linker's hash of its output) when both have one, which costs one 4 KiB read;
     /// otherwise compared by fingerprint (the whole file is read only in that case: ~1.3 ms for a
     /// 7 MB plugin, on the reload's critical path).
-    pub(crate) fn same_content(&self, now: &FileSignature, path: &Path) -> bool {
+    pub(crate) fn same_content(&self, now: &FileSignature, file: &std::fs::File) -> bool {
         if self.len != now.len {
             return false;
         }
         if self.id == now.id && self.modified == now.modified {
             return true;
         }
-        if let (Some(old), Some(new)) = (&self.build_id, super::elf::build_id(path)) {
+        if let (Some(old), Some(new)) = (&self.build_id, super::elf::build_id_of(file)) {
             return *old == new;
         }
         let Some(old) = *self.fingerprint.wait() else {
             return false;
         };
-        fingerprint(path).is_ok_and(|f| f == old)
+        fingerprint_of(file).is_ok_and(|f| f == old)
     }
 }
 
@@ -73,16 +73,11 @@ pub(crate) fn fingerprint_then_remove(
     }
 }
 
-/// A fast content fingerprint of the file at `path` (word-wise multiply-rotate over its bytes, then
-/// its length), so a rebuild with identical bytes does not reload. Read in 64 KiB pieces: a load never
-/// holds a whole library in memory (a multi-megabyte buffer freed on a fresh thread stays cached in
-/// that thread's malloc arena, which the soak test measured as RSS growing with every load). Change
-/// detection only: not a cryptographic hash.
-fn fingerprint(path: &Path) -> std::io::Result<u64> {
-    fingerprint_of(&std::fs::File::open(path)?)
-}
-
-/// [`fingerprint`] of an open file, read from its start (its offset is not used).
+/// A fast content fingerprint of an open file, read from its start (its offset is not used):
+/// word-wise multiply-rotate over its bytes, then its length, so a rebuild with identical bytes does
+/// not reload. Read in 64 KiB pieces: a load never holds a whole library in memory (a multi-megabyte
+/// buffer freed on a fresh thread stays cached in that thread's malloc arena, which the soak test
+/// measured as RSS growing with every load). Change detection only: not a cryptographic hash.
 fn fingerprint_of(file: &std::fs::File) -> std::io::Result<u64> {
     use std::os::unix::fs::FileExt;
     const K: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -128,7 +123,7 @@ fn fingerprint_of(file: &std::fs::File) -> std::io::Result<u64> {
 
 #[cfg(test)]
 mod tests {
-    use super::fingerprint;
+    use super::fingerprint_of;
 
     #[test]
     fn the_fingerprint_tells_files_apart_by_any_byte_and_by_length() {
@@ -137,7 +132,7 @@ mod tests {
         let write = |name: &str, bytes: &[u8]| {
             let p = dir.join(name);
             std::fs::write(&p, bytes).expect("write");
-            fingerprint(&p).expect("fingerprint")
+            fingerprint_of(&std::fs::File::open(&p).expect("open")).expect("fingerprint")
         };
         // Past one 64 KiB piece, with a tail that is not a whole word.
         let mut bytes: Vec<u8> = (0..200_003u32).map(|i| (i * 7 % 251) as u8).collect();

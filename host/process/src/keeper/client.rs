@@ -36,6 +36,7 @@ pub enum KeeperSpawnError {
 }
 
 /// What a process the keeper starts gets as its standard streams.
+#[derive(Clone, Copy)]
 pub enum KeptStreams<'a> {
     /// Stdin, stdout and stderr (`None` is `/dev/null`); the caller closes its copies afterwards.
     Pipes([Option<BorrowedFd<'a>>; 3]),

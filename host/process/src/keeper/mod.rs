@@ -22,7 +22,7 @@
 //! neither a terminal's Ctrl-C nor a client waiting for the host's output ever waits for it. Should
 //! the keeper itself die (a task of the same user can kill it), its processes are adopted by the host
 //! (a child subreaper), which reaps them, and a new keeper is started and told of every live group
-//! ([`Keepers`]; at most five times, then the host spawns its processes itself). A
+//! ([`Keepers`]: at once, then with a backoff; while none runs, starts are refused). A
 //! process that both cleared its environment and left its group is not recognised (a cgroup per task
 //! would be needed); while the host lives, the binary ends such processes at exit.
 

@@ -1,17 +1,32 @@
 //! The host's keeper, started again should it die: a task of the user's can kill it, and the
 //! promise that nothing outlives the host must not go with it.
+//!
+//! There is no fallback: while no keeper runs, a start fails naming why, so that no task ever runs
+//! without a keeper to end it (and no task is ever the host's own child). A dead keeper is replaced
+//! at once the first few times in a row; after that with a backoff that doubles up to
+//! [`MAX_BACKOFF`], so a task that kills every keeper it sees cannot make the host spin. A keeper
+//! that lived [`STABLE`] refills the budget of quick restarts. A keeper that cannot be started at
+//! all is tried again on the same backoff, never given up on.
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
 
 use super::client::{Keeper, KeeperSpawnError, KeptProcess, KeptStreams};
 use super::wire::Launch;
 use crate::escaped::Live;
 
-/// How many times a dead keeper is replaced before the host gives up on keepers (a keeper that
-/// cannot stay up would otherwise be restarted forever).
-const MAX_RESTARTS: u32 = 5;
+/// Deaths in a row that are answered with an immediate restart.
+const QUICK_RESTARTS: u32 = 3;
+/// The first delay past the quick restarts; it doubles with each further death in a row.
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+/// The longest delay before a keeper is started again.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// A keeper that lived this long refills the budget of quick restarts.
+const STABLE: Duration = Duration::from_secs(30);
+/// How long a start that found its keeper dead waits for the replacement.
+const REPLACEMENT_WAIT: Duration = Duration::from_secs(2);
 
 /// The current keeper of a process service.
 #[derive(Clone)]
@@ -23,18 +38,42 @@ struct Inner {
     /// The service's live process groups: a new keeper is told of those its predecessor spawned.
     live: Live,
     state: Mutex<State>,
+    /// Signalled whenever `current` changes.
+    changed: Condvar,
 }
 
 struct State {
     current: Option<Arc<Keeper>>,
-    restarts: u32,
+    /// When the current keeper started.
+    since: Instant,
+    /// Keepers in a row that died (or could not start) before they lived [`STABLE`].
+    deaths_in_a_row: u32,
+    /// While no keeper runs: when the next one is started.
+    next_start: Option<Instant>,
     stopped: bool,
+}
+
+impl State {
+    /// Why no keeper runs, for a start that is refused.
+    fn why_none(&self) -> String {
+        let when = match self.next_start {
+            Some(at) => format!(
+                "another starts in {} ms",
+                at.saturating_duration_since(Instant::now()).as_millis()
+            ),
+            None => "none will start (the host is stopping)".to_owned(),
+        };
+        format!(
+            "no keeper runs (it ended {} time(s) in a row; {when}): the process was not started, since nothing would end it should the host die",
+            self.deaths_in_a_row
+        )
+    }
 }
 
 impl Keepers {
     /// Starts the keeper `program` for the processes whose markers start with `marker_prefix`,
-    /// whose live groups are `live`. A keeper that cannot start is logged, and the service spawns
-    /// its processes itself.
+    /// whose live groups are `live`. A keeper that cannot start is logged and tried again later;
+    /// meanwhile starts are refused.
     pub fn start(program: &Path, marker_prefix: &str, live: Live) -> Self {
         let inner = Arc::new(Inner {
             program: program.to_owned(),
@@ -42,31 +81,53 @@ impl Keepers {
             live,
             state: Mutex::new(State {
                 current: None,
-                restarts: 0,
+                since: Instant::now(),
+                deaths_in_a_row: 0,
+                next_start: None,
                 stopped: false,
             }),
+            changed: Condvar::new(),
         });
-        replace(&inner, None);
+        start_now(&inner);
         Self(inner)
     }
 
-    fn current(&self) -> Option<Arc<Keeper>> {
-        self.0.state.lock().current.clone()
-    }
-
-    /// Has the current keeper start a process; see [`Keeper::spawn`].
+    /// Has the current keeper start a process; see [`Keeper::spawn`]. A start that finds its
+    /// keeper just died waits (up to two seconds) for the replacement and asks it.
     ///
     /// # Errors
-    /// [`KeeperSpawnError::Gone`] when no keeper runs (the caller starts the process itself);
-    /// [`KeeperSpawnError::Refused`] with the OS's cause.
+    /// [`KeeperSpawnError::Refused`] with the OS's cause, or saying that no keeper runs (and when
+    /// the next one starts). Never [`KeeperSpawnError::Gone`]: there is no fallback.
     pub fn spawn(
         &self,
         launch: &Launch,
         streams: KeptStreams<'_>,
     ) -> Result<KeptProcess, KeeperSpawnError> {
-        self.current()
-            .ok_or(KeeperSpawnError::Gone)?
-            .spawn(launch, streams)
+        let deadline = Instant::now() + REPLACEMENT_WAIT;
+        loop {
+            let keeper = {
+                let st = self.0.state.lock();
+                match &st.current {
+                    Some(k) => k.clone(),
+                    None => return Err(KeeperSpawnError::Refused(st.why_none())),
+                }
+            };
+            match keeper.spawn(launch, streams) {
+                Err(KeeperSpawnError::Gone) => {
+                    let mut st = self.0.state.lock();
+                    while !st.stopped
+                        && st.current.as_ref().is_some_and(|c| Arc::ptr_eq(c, &keeper))
+                    {
+                        if self.0.changed.wait_until(&mut st, deadline).timed_out() {
+                            return Err(KeeperSpawnError::Refused(
+                                "the keeper died and no other took its place in time: the process was not started".into(),
+                            ));
+                        }
+                    }
+                }
+                other => return other,
+            }
+        }
     }
 
     /// Tells the current keeper that a process group is gone.
@@ -81,11 +142,17 @@ impl Keepers {
         self.current().and_then(|k| k.pid())
     }
 
+    fn current(&self) -> Option<Arc<Keeper>> {
+        self.0.state.lock().current.clone()
+    }
+
     /// Stops the current keeper for good (a shutdown: its end starts no other).
     pub fn stop(&self) {
         let current = {
             let mut st = self.0.state.lock();
             st.stopped = true;
+            st.next_start = None;
+            self.0.changed.notify_all();
             st.current.take()
         };
         if let Some(k) = current {
@@ -94,60 +161,118 @@ impl Keepers {
     }
 }
 
-/// Starts a keeper in place of `dead` (none at first) and tells it every live group, while no
-/// group can end unnoticed: the live map is held, so a group that ends after it was told of is
-/// forgotten by the new keeper, not the dead one.
-fn replace(inner: &Arc<Inner>, dead: Option<&Weak<Keeper>>) {
-    // Dropped here, after the locks: dropping a keeper waits for its process to exit.
-    let retired = replace_locked(inner, dead);
-    drop(retired);
+/// The delay before the next keeper after `deaths_in_a_row` quick deaths.
+fn backoff(deaths_in_a_row: u32) -> Duration {
+    match deaths_in_a_row.checked_sub(QUICK_RESTARTS + 1) {
+        None => Duration::ZERO,
+        Some(doublings) => FIRST_BACKOFF
+            .saturating_mul(1 << doublings.min(16))
+            .min(MAX_BACKOFF),
+    }
 }
 
-/// [`replace`] under the locks; returns the dead keeper taken out of service.
-fn replace_locked(inner: &Arc<Inner>, dead: Option<&Weak<Keeper>>) -> Option<Arc<Keeper>> {
-    let live = inner.live.lock();
-    let mut st = inner.state.lock();
-    if st.stopped {
-        return None;
-    }
-    let mut retired = None;
-    if let Some(dead) = dead {
+/// Takes the dead keeper out of service and starts another, at once or after the backoff.
+fn on_death(inner: &Arc<Inner>, dead: &Weak<Keeper>) {
+    let retired;
+    let delay;
+    {
+        let mut st = inner.state.lock();
         let still_current = match (&st.current, dead.upgrade()) {
             (Some(current), Some(dead)) => Arc::ptr_eq(current, &dead),
             _ => false,
         };
-        if !still_current {
-            return None;
+        if st.stopped || !still_current {
+            return;
         }
         retired = st.current.take();
-        if st.restarts >= MAX_RESTARTS {
-            tracing::error!(
-                restarts = st.restarts,
-                "the keeper keeps dying: task processes may outlive a crash of the host"
-            );
-            return retired;
+        if st.since.elapsed() >= STABLE {
+            st.deaths_in_a_row = 0;
         }
-        st.restarts += 1;
+        st.deaths_in_a_row += 1;
+        delay = backoff(st.deaths_in_a_row);
+        st.next_start = Some(Instant::now() + delay);
+        inner.changed.notify_all();
     }
-    let (tx, rx) = std::sync::mpsc::channel::<Weak<Keeper>>();
+    // Dropped after the locks: dropping a keeper waits for its process to exit.
+    drop(retired);
+    start_after(inner, delay);
+}
+
+/// Starts the next keeper once `delay` has passed (on a thread of its own when there is a delay).
+fn start_after(inner: &Arc<Inner>, delay: Duration) {
+    if delay.is_zero() {
+        start_now(inner);
+        return;
+    }
     let weak = Arc::downgrade(inner);
-    let on_death = move || {
-        if let (Some(inner), Ok(me)) = (weak.upgrade(), rx.recv()) {
-            replace(&inner, Some(&me));
+    let started = std::thread::Builder::new()
+        .name("taskhost-keeper-restart".into())
+        .spawn(move || {
+            std::thread::sleep(delay);
+            if let Some(inner) = weak.upgrade() {
+                start_now(&inner);
+            }
+        });
+    if let Err(e) = started {
+        tracing::error!(error = %e, "cannot wait to restart the keeper; starting it now");
+        start_now(inner);
+    }
+}
+
+/// Starts a keeper and tells it every live group, while no group can end unnoticed: the live map
+/// is held, so a group that ends after it was told of is forgotten by the new keeper, not the dead
+/// one. A keeper that cannot start is tried again after the backoff.
+fn start_now(inner: &Arc<Inner>) {
+    let retry = {
+        let live = inner.live.lock();
+        let mut st = inner.state.lock();
+        if st.stopped || st.current.is_some() {
+            return;
+        }
+        let (tx, rx) = std::sync::mpsc::channel::<Weak<Keeper>>();
+        let weak = Arc::downgrade(inner);
+        let died = move || {
+            if let (Some(inner), Ok(me)) = (weak.upgrade(), rx.recv()) {
+                on_death(&inner, &me);
+            }
+        };
+        match Keeper::start(&inner.program, &inner.marker_prefix, died) {
+            Ok(keeper) => {
+                let keeper = Arc::new(keeper);
+                for &g in live.values() {
+                    keeper.watch(g);
+                }
+                let _ = tx.send(Arc::downgrade(&keeper));
+                st.current = Some(keeper);
+                st.since = Instant::now();
+                st.next_start = None;
+                inner.changed.notify_all();
+                None
+            }
+            Err(e) => {
+                st.deaths_in_a_row += 1;
+                let delay = backoff(st.deaths_in_a_row).max(FIRST_BACKOFF);
+                st.next_start = Some(Instant::now() + delay);
+                tracing::error!(program = %inner.program.display(), error = %e, "cannot start the keeper; task starts are refused until one runs");
+                Some(delay)
+            }
         }
     };
-    match Keeper::start(&inner.program, &inner.marker_prefix, on_death) {
-        Ok(keeper) => {
-            let keeper = Arc::new(keeper);
-            for &g in live.values() {
-                keeper.watch(g);
-            }
-            let _ = tx.send(Arc::downgrade(&keeper));
-            st.current = Some(keeper);
-        }
-        Err(e) => {
-            tracing::error!(program = %inner.program.display(), error = %e, "cannot start the keeper: task processes may outlive a crash of the host");
-        }
+    if let Some(delay) = retry {
+        start_after(inner, delay);
     }
-    retired
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_deaths_in_a_row_are_restarted_at_once_then_with_a_doubling_bounded_backoff() {
+        assert_eq!(backoff(1), Duration::ZERO);
+        assert_eq!(backoff(QUICK_RESTARTS), Duration::ZERO);
+        assert_eq!(backoff(QUICK_RESTARTS + 1), FIRST_BACKOFF);
+        assert_eq!(backoff(QUICK_RESTARTS + 2), FIRST_BACKOFF * 2);
+        assert_eq!(backoff(QUICK_RESTARTS + 40), MAX_BACKOFF);
+    }
 }
