@@ -97,6 +97,13 @@ enum Command {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// Says which of this environment's variables `serve` would withhold from its tasks, and why
+    /// (names only, never values), under the `[env]` policy of `--config`.
+    EnvCheck {
+        /// A TOML config file whose `[env]` section is used.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
     /// Calls one tool on a running host and prints its text.
     Call {
         /// `unix:PATH` of the host.
@@ -119,6 +126,36 @@ struct ServerTrust {
     /// root is always accepted; anyone else's is refused before anything is sent.
     #[arg(long = "allow-server-uid", value_name = "UID")]
     allow_server_uids: Vec<u32>,
+}
+
+/// `taskhost env-check`: one line per variable a task would not get, with the rule that withholds
+/// it.
+fn env_check(config: Option<&std::path::Path>) -> Result<ExitCode, (u8, String)> {
+    let config = match config {
+        Some(path) => taskhost::config::Config::load(path).map_err(|e| (2, e.to_string()))?,
+        None => taskhost::config::Config::default(),
+    };
+    let policy = config.env.policy();
+    let (env, withheld) = policy.apply_reporting(std::env::vars_os());
+    for (name, why) in &withheld {
+        println!("withheld {name}: {why}");
+    }
+    let passed: std::collections::HashSet<_> = env.iter().map(|(k, _)| k.clone()).collect();
+    let mut others: Vec<String> = std::env::vars_os()
+        .map(|(k, _)| k)
+        .filter(|k| !passed.contains(k))
+        .map(|k| k.to_string_lossy().into_owned())
+        .filter(|k| !withheld.iter().any(|(w, _)| w == k))
+        .collect();
+    others.sort();
+    for name in others {
+        println!("withheld {name}: by the [env] settings (inherit, exclude or include_only)");
+    }
+    println!(
+        "{} variable(s) reach every task; `set` and the fixed ones included",
+        env.len()
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `taskhost new-plugin`: writes the crate and says where.
@@ -237,6 +274,7 @@ fn main() -> ExitCode {
             allow_untrusted_plugins,
         } => check(&runtime, plugin, reloads, &calls, allow_untrusted_plugins),
         Command::NewPlugin { name, dir } => new_plugin(&name, dir),
+        Command::EnvCheck { config } => env_check(config.as_deref()),
         Command::Call {
             connect,
             tool,

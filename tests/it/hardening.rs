@@ -321,7 +321,7 @@ fn names(env: &[String]) -> Vec<&str> {
     env.iter().filter_map(|l| l.split('=').next()).collect()
 }
 
-const SECRETS: [(&str, &str); 9] = [
+const SECRETS: [(&str, &str); 22] = [
     ("GITHUB_PAT", "ghp_canary"),
     ("DATABASE_URL", "postgres://u:canary@h/db"),
     ("PASSWD", "canary"),
@@ -331,23 +331,93 @@ const SECRETS: [(&str, &str); 9] = [
     ("MY_API_KEY", "canary"),
     ("SESSION_COOKIE", "canary"),
     ("MYSQL_PWD", "canary"),
+    // Secrets whose names say nothing: found by their values.
+    ("ERRORS_AT", "https://canary0123@o1.ingest.sentry.io/42"),
+    (
+        "NOTIFY_URL",
+        "https://hooks.slack.com/services/T0/B0/canary",
+    ),
+    ("PG", "postgres://h/db?sslmode=require&password=canary"),
+    ("BLOB", "https://acct.blob.example/c?sv=1&sig=canary"),
+    ("ADO", "Server=db;User Id=sa;Password=canary;"),
+    (
+        "CERT",
+        "-----BEGIN PRIVATE KEY-----\ncanary\n-----END PRIVATE KEY-----",
+    ),
+    ("BEARER", "eyJhbGciOiJIUzI1NiJ9.eyJjYW5hcnkiOjF9.canary"),
+    // And names that do.
+    ("X_PW", "canary"),
+    ("SENTRY_DSN", "canary"),
+    ("TEAM_WEBHOOK", "canary"),
+    ("SESSIONID", "canary"),
+    ("JWT", "canary"),
+    ("MY_JWT_FILE", "canary"),
 ];
 
-/// Proves: every default-excluded kind of secret is absent from a real child's environment, while
-/// `PATH`, `HOME`, `LANG` and the working directory reach it.
+/// Ordinary values that look a little like the secrets above and must still reach a child.
+const ORDINARY: [(&str, &str); 4] = [
+    ("HOMEPAGE", "https://example.com/"),
+    ("SEARCH", "https://example.com/q?page=2&sort=name"),
+    ("LANG", "C.UTF-8"),
+    ("HARMLESS", "kept"),
+];
+
+/// Proves: every default-excluded kind of secret, by name or by the shape of its value, is absent
+/// from a real child's environment, a `bash` task's and a subagent's, while `PATH`, `HOME`, the
+/// working directory and ordinary URLs reach both.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_default_policy_keeps_every_kind_of_secret_from_a_child() {
     let dir = scratch("env-default");
-    let mut vars = SECRETS.to_vec();
-    vars.extend([("LANG", "C.UTF-8"), ("HOME", "/root"), ("HARMLESS", "kept")]);
-    let env = child_env(&dir, &vars, None).await;
-    assert!(
-        env.iter().all(|l| !l.contains("canary")),
-        "a secret reached the child: {env:?}"
+    set_mode(&dir, 0o755);
+    let agent_env = dir.join("agent.env");
+    let agent = artifacts().join("taskhost-test-agent");
+    let config = format!(
+        "[[plugin]]\npath = {:?}\n[[plugin]]\npath = {:?}\n[[plugin]]\npath = {:?}\n[plugin.config]\ncommand = [\"sh\", \"-c\", \"env > {}; exec {}\"]\n",
+        built("taskhost_plugin_tasks"),
+        built("taskhost_plugin_bash"),
+        built("taskhost_plugin_subagent"),
+        agent_env.display(),
+        agent.display()
     );
-    let names = names(&env);
-    for kept in ["PATH", "HOME", "LANG", "HARMLESS", "PWD"] {
-        assert!(names.contains(&kept), "{kept} missing from {names:?}");
+    let mut vars = SECRETS.to_vec();
+    vars.extend(ORDINARY);
+    vars.push(("HOME", "/root"));
+    let file = dir.join("env.toml");
+    std::fs::write(&file, config).unwrap();
+    let mut cmd = tokio::process::Command::new(binary());
+    cmd.envs(vars.iter().copied())
+        .args(["serve", "--no-watch", "--config"])
+        .arg(&file);
+    let client = mcp::command_client(cmd, Watcher::default()).await;
+    let out = call(&client, "bash", json!({"command": "env"})).await;
+    let answer = call(
+        &client,
+        "subagent",
+        json!({"description": "env", "prompt": "echo: done"}),
+    )
+    .await;
+    client.cancel().await.expect("close");
+    assert!(answer.contains("done"), "{answer}");
+    let agent_text = std::fs::read_to_string(&agent_env).expect("the agent wrote its environment");
+    for (who, text) in [("bash", out.as_str()), ("subagent", agent_text.as_str())] {
+        let env: Vec<String> = text
+            .lines()
+            .filter(|l| l.contains('='))
+            .map(str::to_owned)
+            .collect();
+        assert!(
+            !text.contains("canary"),
+            "a secret reached the {who} child: {env:?}"
+        );
+        let names = names(&env);
+        for kept in [
+            "PATH", "HOME", "LANG", "HARMLESS", "PWD", "HOMEPAGE", "SEARCH",
+        ] {
+            assert!(
+                names.contains(&kept),
+                "{kept} missing from the {who} child: {names:?}"
+            );
+        }
     }
 }
 

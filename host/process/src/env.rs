@@ -4,8 +4,10 @@
 //!
 //! The policy works like Codex's `shell_environment_policy`, in this order:
 //! 1. `inherit`: `all` of the host's variables, the `core` ones ([`CORE`]), or `none`;
-//! 2. the default excludes ([`DEFAULT_EXCLUDES`], and any value that is a URL carrying a password),
-//!    unless `ignore_default_excludes`;
+//! 2. the default excludes, unless `ignore_default_excludes`: names matching [`DEFAULT_EXCLUDES`],
+//!    and values shaped like a secret whatever their name ([`default_exclusion`]: URLs with user
+//!    info, secret query parameters or a webhook path, `Password=` connection strings, PEM blocks,
+//!    JWTs);
 //! 3. `exclude`: glob patterns (`*` and `?`), case-insensitive;
 //! 4. `include_only`: when not empty, only names matching one of its patterns are kept;
 //! 5. [`FIXED`], then `set` (explicit, so neither excludes nor `include_only` remove it).
@@ -27,8 +29,8 @@ pub const CORE: [&str; 13] = [
 ];
 
 /// Name patterns removed by default: anything that looks like a credential. `PWD` and `OLDPWD`
-/// themselves are kept (the working directory is no secret).
-pub const DEFAULT_EXCLUDES: [&str; 12] = [
+/// themselves are kept (the working directory is no secret), and so are the [`SESSION_KEPT`] names.
+pub const DEFAULT_EXCLUDES: [&str; 18] = [
     "*KEY*",
     "*SECRET*",
     "*TOKEN*",
@@ -41,7 +43,61 @@ pub const DEFAULT_EXCLUDES: [&str; 12] = [
     "*COOKIE*",
     "*PRIVATE*",
     "*_PAT",
+    "*_PW",
+    "*_PW_*",
+    "*DSN*",
+    "*WEBHOOK*",
+    "*SESSION*",
+    "*JWT*",
 ];
+
+/// Names kept although a default pattern matches them: the working directory, and the desktop
+/// session's addresses, which name a socket or a kind of session, not a secret.
+pub const SESSION_KEPT: [&str; 5] = [
+    "PWD",
+    "OLDPWD",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "SESSION_MANAGER",
+    "XDG_SESSION_*",
+];
+
+/// Why the default policy withholds a variable from every child.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Withheld {
+    /// Its name matches this pattern of [`DEFAULT_EXCLUDES`].
+    Name(&'static str),
+    /// Its value holds a URL with user info (`scheme://user@host`, `scheme://user:pass@host`).
+    UrlUserInfo,
+    /// Its value holds a URL with a query parameter named like a secret (`password`, `token`,
+    /// `secret`, `sig`, `key`, ...).
+    UrlSecretParameter,
+    /// Its value holds a webhook URL (Slack, Discord, Office 365), whose path is the secret.
+    WebhookUrl,
+    /// Its value holds a connection string with `Password=` or `Pwd=`.
+    ConnectionStringPassword,
+    /// Its value holds a PEM block (`-----BEGIN ...`).
+    PemBlock,
+    /// Its value holds a JSON Web Token.
+    Jwt,
+}
+
+impl std::fmt::Display for Withheld {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Name(p) => write!(f, "its name matches {p}"),
+            Self::UrlUserInfo => f.write_str("its value is a URL with user info"),
+            Self::UrlSecretParameter => {
+                f.write_str("its value is a URL with a secret query parameter")
+            }
+            Self::WebhookUrl => f.write_str("its value is a webhook URL"),
+            Self::ConnectionStringPassword => {
+                f.write_str("its value is a connection string with a password")
+            }
+            Self::PemBlock => f.write_str("its value holds a PEM block"),
+            Self::Jwt => f.write_str("its value holds a JSON Web Token"),
+        }
+    }
+}
 
 /// Which of the host's variables a child starts from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -77,13 +133,30 @@ impl EnvPolicy {
     /// The environment a child starts from, given the host's (`parent`): every step of the policy.
     /// The result is the same for every child, so the host computes it once.
     pub fn apply(&self, parent: impl IntoIterator<Item = Var>) -> Vec<Var> {
+        self.apply_reporting(parent).0
+    }
+
+    /// [`EnvPolicy::apply`], and the names the default excludes withheld with the rule that did
+    /// (never their values), for the host to say at start.
+    pub fn apply_reporting(
+        &self,
+        parent: impl IntoIterator<Item = Var>,
+    ) -> (Vec<Var>, Vec<(String, Withheld)>) {
+        let mut withheld = Vec::new();
         let mut env: Vec<Var> = parent
             .into_iter()
             .filter(|(k, v)| {
                 let name = k.to_string_lossy();
-                self.inherits(&name)
-                    && (self.ignore_default_excludes || !is_default_excluded(&name, v))
-                    && !self.exclude.iter().any(|p| glob_match(p, &name))
+                if !self.inherits(&name) {
+                    return false;
+                }
+                if !self.ignore_default_excludes
+                    && let Some(why) = default_exclusion(&name, v)
+                {
+                    withheld.push((name.into_owned(), why));
+                    return false;
+                }
+                !self.exclude.iter().any(|p| glob_match(p, &name))
                     && (self.include_only.is_empty()
                         || self.include_only.iter().any(|p| glob_match(p, &name)))
             })
@@ -92,7 +165,7 @@ impl EnvPolicy {
         for (k, v) in fixed.chain(self.set.iter().cloned()) {
             override_var(&mut env, k.into(), v.into());
         }
-        env
+        (env, withheld)
     }
 
     fn inherits(&self, name: &str) -> bool {
@@ -110,29 +183,99 @@ pub fn override_var(env: &mut Vec<Var>, name: OsString, value: OsString) {
     env.push((name, value));
 }
 
-/// True when a variable is removed by [`DEFAULT_EXCLUDES`] or because its value is a URL carrying a
-/// password.
-pub fn is_default_excluded(name: &str, value: &OsStr) -> bool {
-    if name == "PWD" || name == "OLDPWD" {
-        return false;
+/// Why the default excludes withhold a variable, if they do: its name ([`DEFAULT_EXCLUDES`], less
+/// [`SESSION_KEPT`]), then its value, whatever the name.
+pub fn default_exclusion(name: &str, value: &OsStr) -> Option<Withheld> {
+    let kept = SESSION_KEPT.iter().any(|p| glob_match(p, name));
+    if let Some(p) = DEFAULT_EXCLUDES.iter().find(|p| glob_match(p, name))
+        && !kept
+    {
+        return Some(Withheld::Name(p));
     }
-    DEFAULT_EXCLUDES.iter().any(|p| glob_match(p, name))
-        || url_with_password(&value.to_string_lossy())
+    secret_value(&value.to_string_lossy())
 }
 
-/// True when `value` holds a URL whose user part carries a password (`scheme://user:pass@host`).
-pub fn url_with_password(value: &str) -> bool {
-    value.match_indices("://").any(|(at, _)| {
-        let rest = &value[at + 3..];
-        let authority = rest
-            .split(|c: char| matches!(c, '/' | '?' | '#') || c.is_whitespace())
-            .next()
-            .unwrap_or_default();
-        authority
-            .rsplit_once('@')
-            .and_then(|(userinfo, _)| userinfo.split_once(':'))
-            .is_some_and(|(_, password)| !password.is_empty())
+/// Why a value looks like a secret, if it does.
+pub fn secret_value(value: &str) -> Option<Withheld> {
+    if value.contains("-----BEGIN ") {
+        return Some(Withheld::PemBlock);
+    }
+    if let Some(why) = value
+        .match_indices("://")
+        .find_map(|(at, _)| secret_url(&value[at + 3..]))
+    {
+        return Some(why);
+    }
+    if connection_string_password(value) {
+        return Some(Withheld::ConnectionStringPassword);
+    }
+    if value
+        .split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ',' | ';' | '='))
+        .any(is_jwt)
+    {
+        return Some(Withheld::Jwt);
+    }
+    None
+}
+
+/// What makes the URL whose text starts at `rest` (just past `://`) secret, if anything.
+fn secret_url(rest: &str) -> Option<Withheld> {
+    let url = rest.split(char::is_whitespace).next().unwrap_or_default();
+    let end_of_authority = url.find(['/', '?', '#']).unwrap_or(url.len());
+    if url[..end_of_authority].contains('@') {
+        return Some(Withheld::UrlUserInfo);
+    }
+    let lower = url.to_ascii_lowercase();
+    const WEBHOOKS: [&str; 4] = [
+        "hooks.slack.com/",
+        "discord.com/api/webhooks/",
+        "discordapp.com/api/webhooks/",
+        ".webhook.office.com/",
+    ];
+    if WEBHOOKS.iter().any(|w| lower.contains(w)) {
+        return Some(Withheld::WebhookUrl);
+    }
+    let query = lower
+        .split_once('?')
+        .map(|(_, q)| q.split('#').next().unwrap_or_default());
+    let secret_parameter = query.into_iter().flat_map(|q| q.split('&')).any(|pair| {
+        let key = pair.split('=').next().unwrap_or_default();
+        ["password", "passwd", "pwd", "token", "secret", "key"]
+            .iter()
+            .any(|w| key.contains(w))
+            || key.ends_with("sig")
+            || key.ends_with("signature")
+    });
+    secret_parameter.then_some(Withheld::UrlSecretParameter)
+}
+
+/// True when `value` holds `Password=` or `Pwd=` as a key of a `key=value;` connection string.
+fn connection_string_password(value: &str) -> bool {
+    let lower = value.to_ascii_lowercase();
+    ["password=", "pwd="].iter().any(|key| {
+        lower.match_indices(key).any(|(at, _)| {
+            lower[..at]
+                .chars()
+                .next_back()
+                .is_none_or(|c| matches!(c, ';' | ' ' | '\t'))
+        })
     })
+}
+
+/// True for a JSON Web Token: three base64url parts, the first a JSON object (`eyJ`).
+fn is_jwt(word: &str) -> bool {
+    let b64 = |p: &str| {
+        !p.is_empty()
+            && p.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    };
+    let parts: Vec<&str> = word.split('.').collect();
+    parts.len() == 3
+        && parts[0].starts_with("eyJ")
+        && parts[0].len() >= 10
+        && b64(parts[0])
+        && b64(parts[1])
+        && (parts[2].is_empty() || b64(parts[2]))
 }
 
 /// A shell-style glob: `*` matches any run of characters, `?` one; ASCII case is ignored.
@@ -287,15 +430,100 @@ mod tests {
     }
 
     #[test]
-    fn urls_are_excluded_only_when_they_carry_a_password() {
-        assert!(url_with_password("postgres://u:pass@h/db"));
-        assert!(url_with_password(
-            "a list: https://x.org, redis://:pw@cache:6379"
-        ));
-        assert!(!url_with_password("https://u@h/x"));
-        assert!(!url_with_password("https://h/x?u=a:b@c"));
-        assert!(!url_with_password("http://h:8080/"));
-        assert!(!url_with_password("no url here"));
+    fn values_shaped_like_secrets_are_withheld_whatever_their_name() {
+        let secret = |v: &str| secret_value(v);
+        assert_eq!(
+            secret("postgres://u:pass@h/db"),
+            Some(Withheld::UrlUserInfo)
+        );
+        assert_eq!(
+            secret("a list: https://x.org, redis://:pw@cache:6379"),
+            Some(Withheld::UrlUserInfo)
+        );
+        assert_eq!(
+            secret("https://0123abcd@o1.ingest.sentry.io/42"),
+            Some(Withheld::UrlUserInfo)
+        );
+        assert_eq!(
+            secret("https://hooks.slack.com/services/T0/B0/XXXX"),
+            Some(Withheld::WebhookUrl)
+        );
+        assert_eq!(
+            secret("postgres://h/db?sslmode=require&password=x"),
+            Some(Withheld::UrlSecretParameter)
+        );
+        assert_eq!(
+            secret("https://blob.example/x?sv=1&sig=abc"),
+            Some(Withheld::UrlSecretParameter)
+        );
+        assert_eq!(
+            secret("Server=db;Database=app;User Id=sa;Password=x;"),
+            Some(Withheld::ConnectionStringPassword)
+        );
+        assert_eq!(
+            secret("Data Source=h; Pwd=x"),
+            Some(Withheld::ConnectionStringPassword)
+        );
+        assert_eq!(
+            secret("-----BEGIN OPENSSH PRIVATE KEY-----\nabc"),
+            Some(Withheld::PemBlock)
+        );
+        assert_eq!(
+            secret("Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig_nature-1"),
+            Some(Withheld::Jwt)
+        );
+        for ordinary in [
+            "https://example.com/",
+            "https://h/x?u=a:b@c",
+            "http://h:8080/path?page=2&sort=name",
+            "no url here",
+            "/usr/bin:/bin",
+            "a.b.c",
+            "key=value",
+            "--no-password-prompt",
+        ] {
+            assert_eq!(secret(ordinary), None, "{ordinary}");
+        }
+    }
+
+    #[test]
+    fn names_of_secrets_are_withheld_but_desktop_session_addresses_are_kept() {
+        let why = |n: &str| default_exclusion(n, OsStr::new("v"));
+        for name in [
+            "X_PW",
+            "SENTRY_DSN",
+            "SLACK_WEBHOOK_URL",
+            "SESSIONID",
+            "MY_JWT",
+        ] {
+            assert!(why(name).is_some(), "{name}");
+        }
+        for name in [
+            "PWD",
+            "DBUS_SESSION_BUS_ADDRESS",
+            "XDG_SESSION_TYPE",
+            "HOMEPAGE",
+        ] {
+            assert_eq!(why(name), None, "{name}");
+        }
+        assert_eq!(why("GITHUB_PAT"), Some(Withheld::Name("*_PAT")));
+    }
+
+    #[test]
+    fn the_report_names_each_withheld_variable_and_its_rule() {
+        let (env, withheld) = EnvPolicy::default().apply_reporting(vars(&[
+            ("HOME", "/h"),
+            ("SENTRY", "https://k@h/1"),
+            ("X_PW", "p"),
+        ]));
+        assert!(names(&env).contains(&"HOME".to_owned()));
+        assert_eq!(
+            withheld,
+            [
+                ("SENTRY".to_owned(), Withheld::UrlUserInfo),
+                ("X_PW".to_owned(), Withheld::Name("*_PW"))
+            ]
+        );
     }
 
     #[test]

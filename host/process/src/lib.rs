@@ -316,9 +316,20 @@ impl ProcessService {
         let escaped = Arc::new(escaped::Escaped::new(live.clone()));
         let keeper = keeper
             .map(|program| keeper::Keepers::start(program, &escaped.marker_prefix(), live.clone()));
+        let (base_env, withheld) = policy.apply_reporting(std::env::vars_os());
+        if !withheld.is_empty() {
+            let names: Vec<String> = withheld
+                .iter()
+                .map(|(name, why)| format!("{name} ({why})"))
+                .collect();
+            tracing::info!(
+                "withheld from every task by the default excludes: {}",
+                names.join(", ")
+            );
+        }
         Self {
             runtime,
-            base_env: policy.apply(std::env::vars_os()),
+            base_env,
             keeper,
             spill_dir,
             next: AtomicU64::new(0),
