@@ -116,7 +116,8 @@ impl Follow {
         let mut fresh = Vec::new();
         if let Ok(n) = file.by_ref().take(8 << 20).read_to_end(&mut fresh) {
             self.offset += n as u64;
-            self.unread.push_str(&String::from_utf8_lossy(&fresh));
+            self.unread
+                .push_str(&crate::process::render_terminal(&fresh));
         }
         if self.unread.len() > UNREAD_MAX {
             let mut cut = self.unread.len() - UNREAD_MAX;

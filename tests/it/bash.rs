@@ -424,3 +424,39 @@ fn reloading_bash_and_tasks_while_tasks_stream_loses_no_byte() {
         assert_eq!(outputs[i], expected, "output of {id}");
     }
 }
+
+/// What the attacker's tasks printed: clear screen, a window title, an OSC 8 link, an OSC 52
+/// clipboard write, DCS and APC strings, C0 and C1 controls, and a raw 8-bit CSI.
+const HOSTILE: &str = r"printf '\033[2J\033[Hone\033]0;title\007 \033]8;;http://x\033\\link\033]8;;\033\\ \033]52;c;ZXZpbA==\007two\033Pq#0\033\\ \033_apc\033\\three\001\002\033\n\302\233\061mfour \23331mfive\233m\n'";
+
+/// Asserts `text` holds the hostile output cleaned: its words, no escape and no control but
+/// newline and tab.
+fn assert_clean(text: &str) {
+    assert!(text.contains("one link two three\nfour five\n"), "{text:?}");
+    assert!(
+        !text
+            .chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t'),
+        "{text:?}"
+    );
+    assert!(!text.contains('\u{fffd}'), "{text:?}");
+}
+
+/// Proves: escape sequences and controls in a task's output never reach the model, in a foreground
+/// result, a background read, or a read of a task on a terminal.
+#[test]
+fn escapes_and_controls_never_reach_the_model() {
+    let f = host("escapes", "{}");
+    assert_clean(&f.call("bash", "s", json!({"command": HOSTILE})));
+    let id = start(&f, "s", HOSTILE);
+    assert_clean(&wait(&f, "s", &id));
+    let tty = f.call(
+        "bash",
+        "s",
+        json!({"command": HOSTILE, "run_in_background": true, "tty": true}),
+    );
+    let id = tty
+        .strip_prefix("started background task ")
+        .unwrap_or_else(|| panic!("not started: {tty}"));
+    assert_clean(&wait(&f, "s", id));
+}

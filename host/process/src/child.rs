@@ -11,6 +11,7 @@ use tokio::sync::watch;
 use crate::input::{Input, InputError};
 use crate::render::{SpillRef, render_read};
 use crate::stream::{StreamBuf, StreamRead};
+use crate::terminal::render_terminal;
 use taskhost_registry::{TaskOutcome, TerminalStatus};
 
 /// How a process ended.
@@ -130,10 +131,7 @@ impl Process {
     pub fn read_streams(&self) -> (String, String) {
         let mut s = self.streams.lock();
         let (out, err) = (s.out.read(), s.err.read());
-        (
-            String::from_utf8_lossy(&out.bytes).into_owned(),
-            String::from_utf8_lossy(&err.bytes).into_owned(),
-        )
+        (render_terminal(&out.bytes), render_terminal(&err.bytes))
     }
 
     /// What [`Process::read`] would return now, left unread.
@@ -152,13 +150,7 @@ impl Process {
                 head_and_tail: f.head_and_tail,
             })
             .collect();
-        render_read(
-            &out.bytes,
-            &err.bytes,
-            out.lossy || err.lossy,
-            &spills,
-            self.takes_input(),
-        )
+        render_read(&out.bytes, &err.bytes, out.lossy || err.lossy, &spills)
     }
 
     /// How far the process has got, without consuming anything: the bytes it wrote so far (both
@@ -166,7 +158,7 @@ impl Process {
     pub fn progress(&self) -> (u64, String) {
         let s = self.streams.lock();
         let last_line = |b: &StreamBuf| {
-            String::from_utf8_lossy(&b.peek_tail(512))
+            render_terminal(&b.peek_tail(512))
                 .lines()
                 .rev()
                 .map(str::trim)
@@ -179,7 +171,7 @@ impl Process {
 
     /// The last `max` bytes of stderr (lossy UTF-8), without consuming them: for diagnostics.
     pub fn stderr_tail(&self, max: usize) -> String {
-        String::from_utf8_lossy(&self.streams.lock().err.peek_tail(max))
+        render_terminal(&self.streams.lock().err.peek_tail(max))
             .trim()
             .to_owned()
     }

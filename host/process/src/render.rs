@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use crate::terminal::render_terminal;
+
 /// A spill file a read names: its path, and whether it holds only the head and the latest output of
 /// a stream that outgrew the spill cap.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -14,14 +16,11 @@ pub struct SpillRef {
 
 /// Renders a read: stdout, then (if any) `[stderr]` and stderr on a line of its own; and when output
 /// was dropped from memory, a notice naming the spill files (and saying when one holds only the head
-/// and the tail of its stream). A terminal's output (`tty`) is shown as the terminal draws it.
-pub fn render_read(out: &[u8], err: &[u8], lossy: bool, spills: &[SpillRef], tty: bool) -> String {
-    let mut text = if tty {
-        crate::terminal::render_terminal(out)
-    } else {
-        String::from_utf8_lossy(out).into_owned()
-    };
-    let err = String::from_utf8_lossy(err);
+/// and the tail of its stream). Both streams are shown as a terminal draws them, escape sequences
+/// and controls removed ([`render_terminal`]), whether or not the process ran on one.
+pub fn render_read(out: &[u8], err: &[u8], lossy: bool, spills: &[SpillRef]) -> String {
+    let mut text = render_terminal(out);
+    let err = render_terminal(err);
     if !err.is_empty() {
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
@@ -65,18 +64,15 @@ mod tests {
     #[test]
     fn stdout_and_stderr_render_with_a_separator_only_when_needed() {
         assert_eq!(
-            render_read(b"out\n", b"err\n", false, &[], false),
+            render_read(b"out\n", b"err\n", false, &[]),
             "out\n[stderr]\nerr\n"
         );
+        assert_eq!(render_read(b"", b"err\n", false, &[]), "[stderr]\nerr\n");
         assert_eq!(
-            render_read(b"", b"err\n", false, &[], false),
-            "[stderr]\nerr\n"
-        );
-        assert_eq!(
-            render_read(b"out", b"err\n", false, &[], false),
+            render_read(b"out", b"err\n", false, &[]),
             "out\n[stderr]\nerr\n"
         );
-        assert_eq!(render_read(b"out", b"", false, &[], false), "out");
+        assert_eq!(render_read(b"out", b"", false, &[]), "out");
     }
 
     #[test]
@@ -87,15 +83,15 @@ mod tests {
         };
         let p = [spill("/a", false), spill("/b", false)];
         assert_eq!(
-            render_read(b"x", b"", true, &p, false),
+            render_read(b"x", b"", true, &p),
             "x\n[some output was dropped from memory; full output: /a, /b]"
         );
         assert_eq!(
-            render_read(b"x", b"", true, &[spill("/a", true)], false),
+            render_read(b"x", b"", true, &[spill("/a", true)]),
             "x\n[some output was dropped from memory; full output: /a (its head and its latest output; the middle was skipped)]"
         );
         assert_eq!(
-            render_read(b"", b"", true, &[], false),
+            render_read(b"", b"", true, &[]),
             "[some output was dropped from memory; full output: (unavailable)]"
         );
     }

@@ -1,25 +1,17 @@
-//! What a terminal shows, as plain text: the output of a task run under a pseudo-terminal, for the
-//! model. Escape sequences (colours, cursor movement, mode switches, titles) are dropped, a carriage
-//! return moves back to the start of the line so later text overwrites earlier text (a progress bar
-//! collapses to its last state), a backspace moves back one column, and `\r\n` is a line end.
+//! What the model reads of a process's output: plain text as a terminal would show it, for every
+//! task, on a terminal or not (the spill files keep the raw bytes).
+//!
+//! The bytes go through `vte` (Alacritty's parser), so every escape sequence a terminal knows is
+//! recognised as one and dropped whole: CSI (colours, cursor movement, modes), OSC (window titles,
+//! OSC 8 links, OSC 52 clipboard writes), DCS, SOS, PM and APC strings. Of the C0 and C1 controls
+//! only newline and tab remain: a carriage return moves back to the start of the line so later text
+//! overwrites earlier text (a progress bar collapses to its last state), a backspace moves back one
+//! column, `\r\n` is a line end, vertical tab, form feed and NEL start a new line, and every other
+//! control is dropped. A C1 control sent as a raw 8-bit byte (`0x9b` for `ESC [`), which is not
+//! UTF-8, is read as its 7-bit form, so its sequence is dropped too; other bytes that are not UTF-8
+//! show as U+FFFD.
 //!
 //! Each call renders the bytes it is given: a line overwritten across two reads shows in both.
-
-/// The escape-sequence state between bytes.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Escape {
-    None,
-    /// After ESC.
-    Start,
-    /// Inside a CSI sequence (`ESC [` ... final byte).
-    Csi,
-    /// Inside an OSC, DCS, SOS, PM or APC string (ended by BEL or `ESC \`).
-    Text,
-    /// ESC seen inside such a string.
-    TextEsc,
-    /// After an ESC that takes one more byte (`ESC ( B`, `ESC # 8`).
-    OneMore,
-}
 
 /// One line being drawn: its characters and the cursor's column.
 #[derive(Default)]
@@ -44,53 +36,86 @@ impl Line {
     }
 }
 
-/// The text a terminal would show for `bytes` (lossy UTF-8), escape sequences removed and
-/// carriage-return overwrites collapsed.
-pub fn render_terminal(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    let mut out = String::with_capacity(text.len());
-    let mut line = Line::default();
-    let mut esc = Escape::None;
-    for c in text.chars() {
-        esc = match (esc, c) {
-            (Escape::None, '\x1b') => Escape::Start,
-            (Escape::None, '\n') => {
-                line.flush_into(&mut out);
-                out.push('\n');
-                Escape::None
-            }
-            (Escape::None, '\r') => {
-                line.col = 0;
-                Escape::None
-            }
-            (Escape::None, '\x08') => {
-                line.col = line.col.saturating_sub(1);
-                Escape::None
-            }
-            (Escape::None, '\t') => {
-                line.put('\t');
-                Escape::None
-            }
-            (Escape::None, c) if c.is_control() => Escape::None,
-            (Escape::None, c) => {
-                line.put(c);
-                Escape::None
-            }
-            (Escape::Start, '[') => Escape::Csi,
-            (Escape::Start, ']' | 'P' | 'X' | '^' | '_') => Escape::Text,
-            (Escape::Start, '(' | ')' | '*' | '+' | '#' | '%') => Escape::OneMore,
-            (Escape::Start, _) | (Escape::OneMore, _) => Escape::None,
-            (Escape::Csi, '\x40'..='\x7e') => Escape::None,
-            (Escape::Csi, _) => Escape::Csi,
-            (Escape::Text, '\x07') => Escape::None,
-            (Escape::Text, '\x1b') => Escape::TextEsc,
-            (Escape::Text, _) => Escape::Text,
-            (Escape::TextEsc, '\\') => Escape::None,
-            (Escape::TextEsc, _) => Escape::Text,
-        };
+/// The text drawn so far.
+struct Screen {
+    out: String,
+    line: Line,
+}
+
+impl Screen {
+    fn new_line(&mut self) {
+        self.line.flush_into(&mut self.out);
+        self.out.push('\n');
     }
-    line.flush_into(&mut out);
-    out
+}
+
+impl vte::Perform for Screen {
+    fn print(&mut self, c: char) {
+        if !c.is_control() {
+            self.line.put(c);
+        }
+    }
+
+    fn execute(&mut self, byte: u8) {
+        match byte {
+            b'\n' | 0x0b | 0x0c => self.new_line(),
+            b'\r' => self.line.col = 0,
+            0x08 => self.line.col = self.line.col.saturating_sub(1),
+            b'\t' => self.line.put('\t'),
+            _ => {}
+        }
+    }
+
+    fn esc_dispatch(&mut self, intermediates: &[u8], _ignore: bool, byte: u8) {
+        // NEL (`ESC E`, or 0x85 read as it) starts a new line; every other escape is dropped.
+        if intermediates.is_empty() && byte == b'E' {
+            self.new_line();
+        }
+    }
+}
+
+/// The text a terminal would show for `bytes`, escape sequences and controls removed (newline and
+/// tab kept) and carriage-return overwrites collapsed.
+pub fn render_terminal(bytes: &[u8]) -> String {
+    let mut screen = Screen {
+        out: String::with_capacity(bytes.len()),
+        line: Line::default(),
+    };
+    let mut parser = vte::Parser::new();
+    parser.advance(&mut screen, &seven_bit_controls(bytes));
+    screen.line.flush_into(&mut screen.out);
+    screen.out
+}
+
+/// `bytes` with each C1 control (a raw byte `0x80..=0x9f` that is no part of a UTF-8 character, or
+/// the character U+0080..U+009F) written in its 7-bit form, `ESC` and the byte less `0x40`, which the
+/// parser takes as the sequence it starts; other bytes that are not UTF-8 become U+FFFD.
+fn seven_bit_controls(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    let has_c1 = |s: &str| s.chars().any(|c| ('\u{80}'..='\u{9f}').contains(&c));
+    if let Ok(text) = std::str::from_utf8(bytes)
+        && !has_c1(text)
+    {
+        return bytes.into();
+    }
+    let mut out = Vec::with_capacity(bytes.len() + 16);
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if ('\u{80}'..='\u{9f}').contains(&c) {
+                out.extend([0x1b, c as u8 - 0x40]);
+            } else {
+                let mut utf8 = [0; 4];
+                out.extend_from_slice(c.encode_utf8(&mut utf8).as_bytes());
+            }
+        }
+        for &b in chunk.invalid() {
+            if (0x80..=0x9f).contains(&b) {
+                out.extend([0x1b, b - 0x40]);
+            } else {
+                out.extend_from_slice("\u{fffd}".as_bytes());
+            }
+        }
+    }
+    out.into()
 }
 
 #[cfg(test)]
@@ -110,6 +135,30 @@ mod tests {
             "prompt$ link"
         );
         assert_eq!(render_terminal(b"\x1b(Bplain\x1b=\x1b>"), "plain");
+    }
+
+    #[test]
+    fn strings_a_terminal_would_act_on_are_dropped_whole() {
+        // Clear screen, a title, an OSC 52 clipboard write, DCS, APC, PM and SOS strings.
+        assert_eq!(
+            render_terminal(
+                b"\x1b[2J\x1b[H\x1b]2;title\x1b\\a\x1b]52;c;ZXZpbA==\x07b\x1bPq#0;2;0;0;0\x1b\\c\x1b_apc\x1b\\d\x1b^pm\x1b\\e\x1bXsos\x1b\\f"
+            ),
+            "abcdef"
+        );
+    }
+
+    #[test]
+    fn c0_and_c1_controls_are_dropped_and_raw_c1_sequences_are_read_as_sequences() {
+        assert_eq!(render_terminal(b"a\x00b\x07c\x7fd\x1be"), "abcd");
+        // 0x9b is CSI as one raw byte: the sequence goes, not just the byte.
+        assert_eq!(render_terminal(b"\x9b31mred\x9b0m"), "red");
+        assert_eq!(render_terminal("\u{9b}1mbold".as_bytes()), "bold");
+        assert_eq!(render_terminal(b"\x9d0;title\x9cx\x90dcs\x9cy"), "xy");
+        assert_eq!(render_terminal(b"one\x85two"), "one\ntwo");
+        assert_eq!(render_terminal(b"bad\xff!"), "bad\u{fffd}!");
+        let text = render_terminal(b"\x9b31m\x1b[0m\x9e\x9f\x8d");
+        assert!(!text.chars().any(char::is_control), "{text:?}");
     }
 
     #[test]
