@@ -70,3 +70,70 @@ pub fn positive_config(
         }),
     }
 }
+
+/// Opens for reading a file that this user owns, never through a symlink: for the output files a
+/// producer's external work writes (a batch job's), whose directory others may share. The name is
+/// looked at without following a link (a regular file owned by this process's effective user), then
+/// opened, and the descriptor is checked to be that same file, so a name swapped in between is
+/// refused.
+///
+/// # Errors
+/// The OS error; `NotFound` when nothing is there yet; `PermissionDenied` naming what was wrong
+/// (a link, not a regular file, another owner, replaced while opened).
+pub fn open_own_file(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::io::{Error, ErrorKind};
+    use std::os::unix::fs::MetadataExt;
+    let refuse = |why: &str| {
+        Err(Error::new(
+            ErrorKind::PermissionDenied,
+            format!("refusing {}: {why}", path.display()),
+        ))
+    };
+    let named = std::fs::symlink_metadata(path)?;
+    if named.file_type().is_symlink() {
+        return refuse("it is a symbolic link");
+    }
+    if !named.is_file() {
+        return refuse("it is not a regular file");
+    }
+    let me = own_uid()?;
+    if named.uid() != me {
+        return refuse(&format!("it is owned by uid {}, not {me}", named.uid()));
+    }
+    let file = std::fs::File::open(path)?;
+    let opened = file.metadata()?;
+    if (opened.dev(), opened.ino()) != (named.dev(), named.ino()) {
+        return refuse("it was replaced while it was opened");
+    }
+    Ok(file)
+}
+
+/// This process's effective uid (std has no call for it; `/proc/self` is owned by it, and the SDK
+/// takes no libc dependency).
+fn own_uid() -> std::io::Result<u32> {
+    use std::os::unix::fs::MetadataExt;
+    Ok(std::fs::metadata("/proc/self")?.uid())
+}
+
+#[cfg(test)]
+mod own_file_tests {
+    use super::open_own_file;
+
+    #[test]
+    fn an_own_file_opens_and_a_link_to_it_is_refused() {
+        let dir = std::env::temp_dir().join(format!("abi-own-file-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("job.out");
+        std::fs::write(&file, "out").unwrap();
+        assert!(open_own_file(&file).is_ok());
+        let link = dir.join("link.out");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let err = open_own_file(&link).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert_eq!(
+            open_own_file(&dir.join("missing")).unwrap_err().kind(),
+            std::io::ErrorKind::NotFound
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -102,13 +102,24 @@ struct Follow {
     offset: u64,
     unread: String,
     dropped: bool,
+    /// The file was refused (a link, another user's): said once in the output.
+    refused: bool,
 }
 
 impl Follow {
     /// Appends what the file gained since the last look.
     fn catch_up(&mut self) {
-        let Ok(mut file) = std::fs::File::open(&self.path) else {
-            return; // not written yet
+        let mut file = match taskhost_abi::sdk::open_own_file(&self.path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return, // not written yet
+            Err(e) => {
+                if !self.refused {
+                    self.refused = true;
+                    tracing::warn!(error = %e, "not following an output file");
+                    self.unread.push_str(&format!("[output not read: {e}]\n"));
+                }
+                return;
+            }
         };
         if file.seek(SeekFrom::Start(self.offset)).is_err() {
             return;
@@ -176,6 +187,7 @@ pub(crate) fn start(
         offset: 0,
         unread: String::new(),
         dropped: false,
+        refused: false,
     }));
     let (processes_done, session_done) = (processes.clone(), session.to_owned());
     let every = external.poll_every.max(Duration::from_millis(50));

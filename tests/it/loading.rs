@@ -118,7 +118,10 @@ fn a_world_writable_plugin_file_or_directory_is_refused_unless_allowed() {
     set_mode(&f.dir, 0o777);
     let err = f.load_error(&path, None);
     assert!(
-        err.contains("directory") && err.contains("writable by group or others"),
+        err.contains(&format!(
+            "{} is writable by group or others (and not sticky)",
+            f.dir.display()
+        )),
         "{err}"
     );
     set_mode(&f.dir, 0o700);

@@ -335,3 +335,36 @@ fn bad_submissions_are_clear_errors_and_register_nothing() {
     assert!(refused.starts_with("Error: sbatch: "), "{refused}");
     assert_eq!(g.call("task_list", "s", json!({})), "(no background tasks)");
 }
+
+/// Proves: a command cannot rewrite its own job. Its `#SBATCH` lines (another partition, another
+/// output file) are not read: the job runs in the partition the deployment chose (the cluster's
+/// default here, since the config names none) and writes where the host reads. The output
+/// directory the plugin makes is 0700.
+#[test]
+fn a_commands_own_sbatch_lines_do_not_change_its_job() {
+    let Some(conf) = cluster("a_commands_own_sbatch_lines_do_not_change_its_job") else {
+        return;
+    };
+    let fresh = std::env::temp_dir().join(format!("slurm-fresh-{}", std::process::id()));
+    let f = host(
+        "slurm-rewrite",
+        &conf,
+        json!({"output_dir": fresh.display().to_string()}),
+    );
+    let elsewhere = f.dir.join("elsewhere.out");
+    let text = f.call(
+        "slurm",
+        "s",
+        json!({"command": format!(
+            "#SBATCH --partition=other\n#SBATCH --output={}\necho partition=$SLURM_JOB_PARTITION",
+            elsewhere.display()
+        )}),
+    );
+    assert!(text.contains("partition=debug"), "{text}");
+    assert!(text.ends_with("[exit code: 0]"), "{text}");
+    assert!(!elsewhere.exists(), "the job wrote where its command said");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&fresh).unwrap().permissions().mode();
+    std::fs::remove_dir_all(&fresh).unwrap();
+    assert_eq!(mode & 0o777, 0o700, "the output directory's mode");
+}

@@ -138,15 +138,47 @@ fn job_id(stdout: &str) -> Option<String> {
         .then(|| id.to_owned())
 }
 
-/// Writes the job's batch script into the output directory; returns its path.
-fn write_script(config: &Config, command: &str) -> Result<std::path::PathBuf, String> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::create_dir_all(&config.output_dir).map_err(|e| {
+/// Makes the output directory (mode 0700) if it is missing; an existing one must not be open to
+/// others' writes, since job scripts and output files are made in it.
+fn output_dir(config: &Config) -> Result<(), String> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let dir = &config.output_dir;
+    let made = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir);
+    made.map_err(|e| {
         format!(
             "slurm: cannot make the output directory {}: {e}",
-            config.output_dir.display()
+            dir.display()
         )
     })?;
+    let meta = std::fs::symlink_metadata(dir).map_err(|e| {
+        format!(
+            "slurm: cannot inspect the output directory {}: {e}",
+            dir.display()
+        )
+    })?;
+    if !meta.is_dir() || meta.mode() & 0o022 != 0 {
+        return Err(format!(
+            "slurm: refusing the output directory {}: it is not a directory closed to others' writes",
+            dir.display()
+        ));
+    }
+    Ok(())
+}
+
+/// Writes the job's batch script into the output directory; returns its path. The script is ours
+/// before the command: the `#SBATCH` block, then a line that is not a comment, so `sbatch` reads no
+/// `#SBATCH` line of the command (it stops at the first command line) and the command cannot change
+/// its own partition, time limit or output file.
+fn write_script(
+    config: &Config,
+    header: &str,
+    command: &str,
+) -> Result<std::path::PathBuf, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    output_dir(config)?;
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
@@ -159,7 +191,8 @@ fn write_script(config: &Config, command: &str) -> Result<std::path::PathBuf, St
         .mode(0o700)
         .open(&path)
         .map_err(|e| format!("slurm: cannot write the job script {}: {e}", path.display()))?;
-    std::io::Write::write_all(&mut file, format!("#!/bin/bash\n{command}\n").as_bytes())
+    let script = format!("#!/bin/bash\n{header}: taskhost\n{command}\n");
+    std::io::Write::write_all(&mut file, script.as_bytes())
         .map_err(|e| format!("slurm: cannot write the job script {}: {e}", path.display()))?;
     Ok(path)
 }
@@ -174,17 +207,15 @@ fn call(host: &Host, config: &Config, call: &ToolCall, args: SlurmArgs) -> ToolR
         .clone()
         .filter(|d| !d.trim().is_empty())
         .unwrap_or_else(|| args.command.clone());
-    let script = match write_script(config, &args.command) {
+    let (header, submit) = match sbatch_command(config, &args) {
+        Ok(s) => s,
+        Err(e) => return ToolResult::error(e),
+    };
+    let script = match write_script(config, &header, &args.command) {
         Ok(p) => p,
         Err(e) => return ToolResult::error(e),
     };
-    let submit = match sbatch_command(config, &args, &script) {
-        Ok(s) => s,
-        Err(e) => {
-            let _ = std::fs::remove_file(&script);
-            return ToolResult::error(e);
-        }
-    };
+    let submit = format!("{submit} {}", quote(&script.display().to_string()));
     let output = config.output_dir.join("{id}.out").display().to_string();
     let session = call.session();
     if background {
@@ -259,7 +290,15 @@ fn foreground(host: &Host, config: &Config, session: &str, submit: &str) -> Tool
             .to_owned();
         let (word, detail) = line.split_once(' ').unwrap_or((line.as_str(), ""));
         if matches!(word, "completed" | "killed" | "failed") {
-            let text = std::fs::read_to_string(&out_path).unwrap_or_default();
+            let text = match taskhost_abi::sdk::open_own_file(&out_path) {
+                Ok(mut file) => {
+                    let mut bytes = Vec::new();
+                    let _ = std::io::Read::read_to_end(&mut file, &mut bytes);
+                    String::from_utf8_lossy(&bytes).into_owned()
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+                Err(e) => format!("[output not read: {e}]\n"),
+            };
             let sep = if text.is_empty() || text.ends_with('\n') {
                 ""
             } else {

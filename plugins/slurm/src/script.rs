@@ -58,26 +58,21 @@ fn positive(key: &str, n: Option<u32>) -> Result<Option<u32>, String> {
     }
 }
 
-/// The `sbatch --parsable` command submitting `script`, its output to `<output_dir>/<job id>.out`.
+/// The job's options as the script's `#SBATCH` block, and the `sbatch --parsable` command carrying
+/// them (the script's path goes last): its output to `<output_dir>/<job id>.out`.
 ///
 /// # Errors
 /// A bad argument, named; nothing is submitted then.
 pub(crate) fn sbatch_command(
     config: &Config,
     args: &SlurmArgs,
-    script: &std::path::Path,
-) -> Result<String, String> {
-    let mut words = vec![
-        "sbatch".to_owned(),
-        "--parsable".to_owned(),
+) -> Result<(String, String), String> {
+    let mut options = vec![
         "--job-name=taskhost".to_owned(),
-        format!(
-            "--output={}",
-            quote(&config.output_dir.join("%j.out").display().to_string())
-        ),
+        format!("--output={}", config.output_dir.join("%j.out").display()),
     ];
     if let Some(p) = args.partition.as_ref().or(config.partition.as_ref()) {
-        words.push(format!("--partition={}", quote(p)));
+        options.push(format!("--partition={p}"));
     }
     if let Some(t) = args
         .time_limit
@@ -85,27 +80,42 @@ pub(crate) fn sbatch_command(
         .or(config.default_time_limit.as_ref())
     {
         check_time_limit(t)?;
-        words.push(format!("--time={}", quote(t)));
+        options.push(format!("--time={t}"));
     }
     if let Some(n) = positive("cpus", args.cpus)? {
-        words.push(format!("--cpus-per-task={n}"));
+        options.push(format!("--cpus-per-task={n}"));
     }
     if let Some(n) = positive("gpus", args.gpus)? {
-        words.push(format!("--gres=gpu:{n}"));
+        options.push(format!("--gres=gpu:{n}"));
     }
     if let Some(n) = positive("nodes", args.nodes)? {
-        words.push(format!("--nodes={n}"));
+        options.push(format!("--nodes={n}"));
     }
     if let Some(m) = &args.memory {
         check_memory(m)?;
-        words.push(format!("--mem={}", quote(m)));
+        options.push(format!("--mem={m}"));
     }
     if let Some(w) = args.workdir.as_ref().filter(|w| !w.is_empty()) {
-        words.push(format!("--chdir={}", quote(w)));
+        options.push(format!("--chdir={w}"));
     }
+    // Every option is given twice: on the command line, which takes precedence over any `#SBATCH`
+    // line, and in the script's own block, which documents the job where its output is.
+    let mut header = String::new();
+    for o in &options {
+        if o.contains(['\n', '\r']) {
+            return Err(format!(
+                "slurm: an option may not hold a line break: {}",
+                quote(o)
+            ));
+        }
+        header.push_str("#SBATCH ");
+        header.push_str(o);
+        header.push('\n');
+    }
+    let mut words = vec!["sbatch".to_owned(), "--parsable".to_owned()];
+    words.extend(options.iter().map(|o| quote(o)));
     words.extend(config.extra_args.iter().map(|a| quote(a)));
-    words.push(quote(&script.display().to_string()));
-    Ok(words.join(" "))
+    Ok((header, words.join(" ")))
 }
 
 /// A bash script that prints job `id`'s state as the host's poll reads it: `running`, or
