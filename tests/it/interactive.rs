@@ -73,13 +73,34 @@ fn a_prompt_is_answered_through_task_input() {
     assert!(end.ends_with("[status: completed, exit code: 0]"), "{end}");
 }
 
+/// The pid of `parent`'s child running `name` (its program, after `exec`), once there is one.
+fn child_named(parent: i32, name: &str) -> Option<i32> {
+    let children =
+        std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children")).ok()?;
+    children
+        .split_whitespace()
+        .filter_map(|c| c.parse::<i32>().ok())
+        .find(|c| {
+            std::fs::read_to_string(format!("/proc/{c}/comm")).is_ok_and(|comm| comm.trim() == name)
+        })
+}
+
 /// Proves: `\u0003` typed into a terminal interrupts `sleep 100` (the shell stops there: nothing
 /// after the sleep runs), and the task settles within seconds; `eof` after a line ends `cat`.
+///
+/// The Ctrl-C is typed once `sleep` runs: typed while bash is between its fork and the `exec` of
+/// `sleep`, it reaches the child while it still has bash's handler, and bash, seeing its child
+/// go on, goes on too (bash's own way with SIGINT; a person typing at that instant sees the same).
 #[test]
 fn ctrl_c_interrupts_a_command_under_a_terminal_and_eof_ends_its_input() {
     let f = host("tty-ctrl-c", "{}");
-    let id = start_tty(&f, "sleep 100; echo after the sleep");
-    std::thread::sleep(Duration::from_millis(300));
+    let id = start_tty(&f, "echo $$; sleep 100; echo after the sleep");
+    let shell = crate::bash::first_line_pid(&f, &id);
+    assert!(
+        eventually(Duration::from_secs(20), || child_named(shell, "sleep")
+            .is_some()),
+        "sleep runs"
+    );
     input(&f, &id, json!({"text": "\u{3}"}));
     let started = Instant::now();
     let end = wait(&f, "s", &id);
@@ -403,4 +424,19 @@ fn input_to_a_program_that_never_reads_fails_instead_of_blocking() {
             .starts_with("requested")
     );
     assert!(wait(&f, "s", &id).contains("[status: killed"));
+}
+
+/// Proves: a Ctrl-C typed the moment the start is answered is not lost. The start is answered only
+/// once the process runs under its terminal (the keeper's spawn returns after the `exec`, and the
+/// terminal is made the controlling one before it), so the terminal's line discipline signals the
+/// process's group at once.
+#[test]
+fn ctrl_c_typed_right_after_the_start_interrupts_the_command() {
+    let f = host("tty-ctrl-c-at-once", "{}");
+    for _ in 0..20 {
+        let id = start_tty(&f, "cat");
+        input(&f, &id, json!({"text": "\u{3}"}));
+        let end = wait(&f, "s", &id);
+        assert!(end.contains("[status: killed, signal: SIGINT]"), "{end}");
+    }
 }
