@@ -150,11 +150,19 @@ fn task_kill_ends_a_command_by_sigterm_and_a_self_signal_reads_the_same() {
 fn a_term_trapping_command_dies_by_sigkill_after_the_grace() {
     let f = host("trap", r#"{"grace_ms": 300}"#);
     let id = start(&f, "s", "trap '' TERM; echo ready; sleep 30");
-    std::thread::sleep(Duration::from_millis(200));
+    // The trap is set once `ready` is printed.
+    assert_eq!(
+        f.call(
+            "task_output",
+            "s",
+            json!({"task_id": id, "wait_for": "ready", "timeout_ms": 20000}),
+        ),
+        "ready\n[status: running]"
+    );
     f.call("task_kill", "s", json!({"task_id": id}));
     assert_eq!(
         wait(&f, "s", &id),
-        "ready\n[status: killed, signal: SIGKILL]"
+        "(no new output)\n[status: killed, signal: SIGKILL]"
     );
 }
 
