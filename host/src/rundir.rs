@@ -2,25 +2,30 @@
 //!
 //! One directory per host, never an existing one: `$XDG_RUNTIME_DIR/taskhost/host-<pid>.XXXXXX` when
 //! `XDG_RUNTIME_DIR` is set and safe (an absolute directory owned by this user that nobody else can
-//! enter), else `<temp dir>/taskhost-<pid>.XXXXXX`, both made the way `mkdtemp` makes them
-//! (unpredictable name, created exclusively, mode 0700) and checked after creation without following
-//! a symlink. Nothing another local user can write is on the way to a file in it, so no name the host
-//! opens there can be planted. The host holds an exclusive `flock` on `<dir>/lock` for its whole life:
+//! enter), else `<temp dir>/taskhost-<pid>.XXXXXX` when no other user can rename entries anywhere on
+//! the temp dir's way from the root (else under `/tmp`), both made the way `mkdtemp` makes them
+//! (unpredictable name, created exclusively, mode 0700) relative to the base's descriptor, and held
+//! open: `gen/`, `spill/` and the lock are made relative to the held descriptor, never by a path
+//! looked up again. Nothing another local user can write is on the way to a file in it, so no name
+//! the host opens there can be planted. The host holds an exclusive `flock` on `<dir>/lock` for its whole life:
 //! the lock is what tells a live host's directory from one a dead host left behind.
 
 use std::fs::File;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use nix::fcntl::{Flock, FlockArg};
 pub use taskhost_process::private_dir::{
-    PrivateDirError, check_private, ensure_private, euid, make_fresh,
+    HeldDir, PrivateDirError, check_private, ensure_private, euid, make_fresh,
 };
+use taskhost_process::trusted_path::open_trusted_dir;
 
 /// One host's private directory, removed with everything in it when dropped.
 #[derive(Debug)]
 pub struct RunDir {
-    path: PathBuf,
+    dir: HeldDir,
+    generations: HeldDir,
+    spills: HeldDir,
     /// Held for the host's life; released by the kernel however the host ends.
     _lock: Flock<File>,
 }
@@ -41,7 +46,10 @@ impl RunDir {
         Self::create_in(&base, &prefix)
     }
 
-    /// Where hosts of this user keep their directories, and the prefix of their names.
+    /// Where hosts of this user keep their directories, and the prefix of their names: a private
+    /// `$XDG_RUNTIME_DIR/taskhost`, else the temp dir when no other user can rename entries on its
+    /// way (every directory from the root down root's or ours, and not writable by others unless
+    /// sticky), else `/tmp` (a `TMPDIR` another user controls is said and not used).
     pub fn base() -> (PathBuf, String) {
         let pid = std::process::id();
         if let Some(runtime) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from)
@@ -53,55 +61,69 @@ impl RunDir {
                 return (base, format!("host-{pid}."));
             }
         }
-        (std::env::temp_dir(), format!("taskhost-{pid}."))
+        let temp = std::env::temp_dir();
+        let base = match open_trusted_dir(&temp) {
+            Ok(_) => temp,
+            Err(e) => {
+                tracing::warn!(error = %e, "not using the temp dir for the host's files; using /tmp");
+                PathBuf::from("/tmp")
+            }
+        };
+        (base, format!("taskhost-{pid}."))
     }
 
-    /// Creates a host directory `<base>/<prefix>XXXXXX`.
+    /// Creates a host directory `<base>/<prefix>XXXXXX`; everything in it is created relative to
+    /// the held directory.
     ///
     /// # Errors
-    /// When it cannot be created, checked or locked.
+    /// When the base is not trusted, or the directory cannot be created, checked or locked.
     pub fn create_in(base: &Path, prefix: &str) -> Result<Self, PrivateDirError> {
-        let path = make_fresh(base, prefix)?;
-        let io = |source| PrivateDirError::Io {
-            path: path.clone(),
-            source,
-        };
+        let dir = make_fresh(base, prefix)?;
+        let path = dir.path().to_owned();
         let made = (|| {
-            for sub in ["gen", "spill"] {
-                std::fs::DirBuilder::new()
-                    .mode(0o700)
-                    .create(path.join(sub))?;
-            }
-            let file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(path.join("lock"))?;
-            Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, e)| e.into())
+            let generations = dir.make_dir("gen")?;
+            let spills = dir.make_dir("spill")?;
+            let file = dir
+                .create_new("lock", 0o600)
+                .map_err(|source| PrivateDirError::Io {
+                    path: path.join("lock"),
+                    source,
+                })?;
+            let lock = Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, e)| {
+                PrivateDirError::Io {
+                    path: path.join("lock"),
+                    source: e.into(),
+                }
+            })?;
+            Ok((generations, spills, lock))
         })();
         match made {
-            Ok(lock) => Ok(Self { path, _lock: lock }),
+            Ok((generations, spills, lock)) => Ok(Self {
+                dir,
+                generations,
+                spills,
+                _lock: lock,
+            }),
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&path);
-                Err(io(e))
+                Err(e)
             }
         }
     }
 
     /// The directory.
     pub fn path(&self) -> &Path {
-        &self.path
+        self.dir.path()
     }
 
     /// Where generation copies go.
     pub fn generations(&self) -> PathBuf {
-        self.path.join("gen")
+        self.generations.path().to_owned()
     }
 
     /// Where spill files go (unless configured elsewhere).
     pub fn spills(&self) -> PathBuf {
-        self.path.join("spill")
+        self.spills.path().to_owned()
     }
 }
 
@@ -139,7 +161,7 @@ pub fn remove_dead(base: &Path, kind: &str) -> usize {
 
 impl Drop for RunDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
+        let _ = std::fs::remove_dir_all(self.dir.path());
     }
 }
 

@@ -664,3 +664,51 @@ fn clients_refuse_a_server_run_by_another_user() {
     );
     assert!(marker.exists(), "an allowed server is used");
 }
+
+/// Proves: a `TMPDIR` another user can rename entries in is not used. The attack: `TMPDIR` is a
+/// directory of the host's user inside one `nobody` owns and anyone can write, so `nobody` could move
+/// the host's directory aside and put an open one in its place; the host puts its directory under
+/// `/tmp` instead (root's, sticky), nothing lands in the attacker's directory, and the host's
+/// directory is removed at exit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tmpdir_another_user_controls_is_not_used() {
+    if skip_unless_root("a_tmpdir_another_user_controls_is_not_used") {
+        return;
+    }
+    let dir = scratch("hostile-tmpdir");
+    let theirs = dir.join("theirs");
+    attacker_dir(&theirs);
+    let mine = theirs.join("mine");
+    std::fs::create_dir(&mine).unwrap();
+    set_mode(&mine, 0o700);
+    let mut cmd = tokio::process::Command::new(binary());
+    cmd.args(["serve", "--no-watch"])
+        .env_remove("XDG_RUNTIME_DIR")
+        .env("TMPDIR", &mine);
+    let client = mcp::command_client(cmd, Watcher::default()).await;
+    let id = mcp::start(&client, "head -c 200000 /dev/zero | tr '\\0' x; echo end").await;
+    let read = mcp::read_waiting(&client, &id, 10_000).await;
+    let spill = read
+        .split("full output: ")
+        .nth(1)
+        .and_then(|rest| rest.split([',', ' ', ']']).next())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| panic!("the output spilled: {read:.300}"));
+    assert!(
+        spill.to_string_lossy().starts_with("/tmp/taskhost-"),
+        "{}",
+        spill.display()
+    );
+    assert!(
+        files_below(&theirs).is_empty(),
+        "{:?}",
+        files_below(&theirs)
+    );
+    client.cancel().await.expect("close");
+    let host_dir = spill.parent().and_then(Path::parent).unwrap().to_owned();
+    assert!(
+        eventually(Duration::from_secs(10), || !host_dir.exists()),
+        "the host removed {} at exit",
+        host_dir.display()
+    );
+}

@@ -277,7 +277,8 @@ fn on_terminal(
 pub struct ProcessService {
     runtime: Handle,
     /// `None` when the configured directory is not private: output past the tail is then not kept.
-    spill_dir: Option<PathBuf>,
+    /// The held spill directory (`None`: it was refused, and no spill is kept).
+    spill_dir: Option<Arc<private_dir::HeldDir>>,
     /// The environment policy applied to the host's environment, once: every child starts from it.
     base_env: Vec<env::Var>,
     /// Spawns the task processes and ends them all if the host dies (`None`: no keeper was asked
@@ -305,8 +306,8 @@ impl ProcessService {
         keeper: Option<&std::path::Path>,
     ) -> Self {
         escaped::become_subreaper();
-        let spill_dir = match private_dir::ensure_private(&spill_dir) {
-            Ok(()) => Some(spill_dir),
+        let spill_dir = match private_dir::HeldDir::ensure(&spill_dir) {
+            Ok(held) => Some(Arc::new(held)),
             Err(e) => {
                 tracing::error!("{e}; output past the in-memory tail will not be kept");
                 None
@@ -352,7 +353,9 @@ impl ProcessService {
             std::process::id()
         );
         Some(SpillPlan {
-            path: dir.join(name),
+            path: dir.path().join(&name),
+            dir: dir.clone(),
+            name,
             cap,
         })
     }

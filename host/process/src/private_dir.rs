@@ -1,8 +1,13 @@
 //! Private directories: ours, closed to other users, never reached through a symlink. What the spill
 //! files and the host's runtime directory are created in.
 
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::fcntl::OFlag;
+use nix::sys::stat::Mode;
 
 /// Why a private directory could not be had. Each names the directory.
 #[derive(Debug, thiserror::Error)]
@@ -83,17 +88,178 @@ pub fn ensure_private(path: &Path) -> Result<(), PrivateDirError> {
     check_private(path)
 }
 
-/// Creates a fresh directory `<base>/<prefix>XXXXXX` (random suffix, created exclusively, mode 0700)
-/// and checks it after creation.
+/// A private directory held open: what the host creates in it is created relative to its
+/// descriptor, so a directory put in its place at its path afterwards never receives anything.
+#[derive(Debug)]
+pub struct HeldDir {
+    path: PathBuf,
+    fd: OwnedFd,
+}
+
+impl HeldDir {
+    /// Opens `path` without following a symlink and checks, on the descriptor, that it is a
+    /// directory of ours closed to others.
+    ///
+    /// # Errors
+    /// As [`check_private`].
+    pub fn open(path: &Path) -> Result<Self, PrivateDirError> {
+        let fd = nix::fcntl::open(
+            path,
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| match e {
+            Errno::ELOOP | Errno::ENOTDIR => PrivateDirError::NotPrivate {
+                path: path.to_owned(),
+                why: "it is a symbolic link or not a directory".to_owned(),
+            },
+            e => PrivateDirError::Io {
+                path: path.to_owned(),
+                source: e.into(),
+            },
+        })?;
+        let held = Self {
+            path: path.to_owned(),
+            fd,
+        };
+        held.check()?;
+        Ok(held)
+    }
+
+    /// Makes `path` private ([`ensure_private`]) and holds it.
+    ///
+    /// # Errors
+    /// As [`ensure_private`].
+    pub fn ensure(path: &Path) -> Result<Self, PrivateDirError> {
+        ensure_private(path)?;
+        Self::open(path)
+    }
+
+    fn check(&self) -> Result<(), PrivateDirError> {
+        let st = nix::sys::stat::fstat(&self.fd).map_err(|e| PrivateDirError::Io {
+            path: self.path.clone(),
+            source: e.into(),
+        })?;
+        let refuse = |why: String| {
+            Err(PrivateDirError::NotPrivate {
+                path: self.path.clone(),
+                why,
+            })
+        };
+        if st.st_uid != euid() {
+            return refuse(format!("it is owned by uid {}, not {}", st.st_uid, euid()));
+        }
+        if st.st_mode & 0o077 != 0 {
+            return refuse(format!(
+                "its mode is {:o}, open to other users",
+                st.st_mode & 0o7777
+            ));
+        }
+        Ok(())
+    }
+
+    /// The path the directory was opened at (for naming its files to people and to `dlopen`).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Creates the file `name` in the held directory exclusively (`O_CREAT|O_EXCL|O_NOFOLLOW`:
+    /// whatever already has the name, a planted symlink included, makes it fail), open for reading
+    /// and writing with `mode`.
+    ///
+    /// # Errors
+    /// The OS's; `AlreadyExists` when the name is taken.
+    pub fn create_new(&self, name: &str, mode: u32) -> std::io::Result<std::fs::File> {
+        nix::fcntl::openat(
+            &self.fd,
+            name,
+            OFlag::O_RDWR | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::from_bits_truncate(mode),
+        )
+        .map(std::fs::File::from)
+        .map_err(Into::into)
+    }
+
+    /// Creates the directory `name` (mode 0700) in the held directory and holds it.
+    ///
+    /// # Errors
+    /// The OS's, or [`PrivateDirError::NotPrivate`] should what was opened not be what was made.
+    pub fn make_dir(&self, name: &str) -> Result<Self, PrivateDirError> {
+        let path = self.path.join(name);
+        let io = |e: Errno| PrivateDirError::Io {
+            path: path.clone(),
+            source: e.into(),
+        };
+        nix::sys::stat::mkdirat(&self.fd, name, Mode::from_bits_truncate(0o700)).map_err(io)?;
+        let fd = nix::fcntl::openat(
+            &self.fd,
+            name,
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(io)?;
+        let held = Self { path, fd };
+        held.check()?;
+        Ok(held)
+    }
+}
+
+/// Creates a fresh directory `<base>/<prefix>XXXXXX` (random suffix, created exclusively relative to
+/// the base's descriptor, mode 0700) and holds it. The base must be one no other user can rename
+/// entries in: every directory from the root down is checked ([`open_trusted_dir`]), so a `TMPDIR`
+/// inside another user's directory is refused.
+///
+/// [`open_trusted_dir`]: crate::trusted_path::open_trusted_dir
 ///
 /// # Errors
-/// When it cannot be created, or what was created is not a private directory of ours.
-pub fn make_fresh(base: &Path, prefix: &str) -> Result<PathBuf, PrivateDirError> {
-    let template = base.join(format!("{prefix}XXXXXX"));
-    let path = nix::unistd::mkdtemp(&template).map_err(|e| PrivateDirError::Io {
-        path: template.clone(),
-        source: e.into(),
+/// When the base is not trusted, or the directory cannot be created or is not what was made.
+pub fn make_fresh(base: &Path, prefix: &str) -> Result<HeldDir, PrivateDirError> {
+    use crate::trusted_path::{TrustError, open_trusted_dir};
+    let base_fd = open_trusted_dir(base).map_err(|e| match e {
+        TrustError::Untrusted { why, .. } => PrivateDirError::NotPrivate {
+            path: base.to_owned(),
+            why,
+        },
+        TrustError::Io { source, .. } => PrivateDirError::Io {
+            path: base.to_owned(),
+            source,
+        },
     })?;
-    check_private(&path)?;
-    Ok(path)
+    let base_dir = HeldDir {
+        path: base.to_owned(),
+        fd: base_fd,
+    };
+    for _ in 0..100 {
+        let name = format!("{prefix}{}", random_suffix());
+        match base_dir.make_dir(&name) {
+            Err(PrivateDirError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::AlreadyExists => {}
+            other => return other,
+        }
+    }
+    Err(PrivateDirError::Io {
+        path: base.to_owned(),
+        source: std::io::ErrorKind::AlreadyExists.into(),
+    })
+}
+
+/// Six unpredictable characters (from the kernel's random source) for a fresh name.
+fn random_suffix() -> String {
+    use std::io::Read;
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    let mut bytes = [0u8; 6];
+    let filled = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
+    if filled.is_err() {
+        // No /dev/urandom: the clock and the pid, still never an existing directory (created
+        // exclusively).
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()) as u64
+            ^ u64::from(std::process::id()).rotate_left(32);
+        bytes.copy_from_slice(&t.to_le_bytes()[..6]);
+    }
+    bytes
+        .iter()
+        .map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char)
+        .collect()
 }

@@ -20,7 +20,11 @@ pub(crate) struct SpillFile<'a> {
 
 /// Where a stream's spill file goes and how it is named.
 pub(crate) struct SpillPlan {
+    /// The file's path, for reads to name (`dir`'s path and `name`).
     pub(crate) path: PathBuf,
+    /// The held directory it is created in, relative to its descriptor.
+    pub(crate) dir: std::sync::Arc<crate::private_dir::HeldDir>,
+    pub(crate) name: String,
     pub(crate) cap: u64,
 }
 
@@ -167,7 +171,7 @@ impl StreamBuf {
                 self.spill_lost = true;
                 return;
             }
-            match create_private(&plan.path) {
+            match plan.dir.create_new(&plan.name, 0o600) {
                 Ok(mut f) => {
                     let (a, b) = self.tail.as_slices();
                     if f.write_all(a).and_then(|()| f.write_all(b)).is_err() {
@@ -324,19 +328,6 @@ impl StreamBuf {
             let _ = f.flush();
         }
     }
-}
-
-/// Creates a spill file exclusively (`O_CREAT|O_EXCL|O_NOFOLLOW`, mode 0600): whatever already has
-/// its name, a planted symlink included, makes the creation fail instead of being followed or reused.
-fn create_private(path: &std::path::Path) -> std::io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@ use super::*;
 fn plan(dir: &std::path::Path, cap: u64) -> Option<SpillPlan> {
     Some(SpillPlan {
         path: dir.join("s.log"),
+        dir: std::sync::Arc::new(crate::private_dir::HeldDir::ensure(dir).unwrap()),
+        name: "s.log".into(),
         cap,
     })
 }
@@ -27,6 +29,7 @@ fn dir(name: &str) -> Dir {
     let d = std::env::temp_dir().join(format!("taskhost-stream-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
+    std::fs::set_permissions(&d, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
     Dir(d)
 }
 

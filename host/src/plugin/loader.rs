@@ -6,7 +6,7 @@
 //! [`Generation`](super::Generation) owns the libraries and every value that could point into them.
 
 use std::fs;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use abi_stable::StableAbi;
@@ -146,14 +146,14 @@ pub(crate) struct PrivateFile {
 /// plugin in place crashed the host while the loader linked). A copy also gives each generation an
 /// inode glibc has not seen, so `dlopen` never hands back an older mapping.
 ///
-/// `dir` must be a private directory of ours (created 0700 if missing; anything else is refused). The
-/// name is created exclusively (`O_CREAT|O_EXCL|O_NOFOLLOW` neither follows nor replaces whatever is
-/// there, so a planted symlink is skipped, never followed), and the file is reopened with
-/// `O_NOFOLLOW` and checked to be the inode just made.
+/// `dir` is the held private generation directory: the name is created exclusively relative to its
+/// descriptor (`O_CREAT|O_EXCL|O_NOFOLLOW` neither follows nor replaces whatever is there, so a
+/// planted symlink is skipped, never followed), and the path `dlopen` will be given is checked to
+/// name the inode just made.
 pub(crate) fn private_copy(
     source: &Path,
     original: &fs::File,
-    dir: &Path,
+    dir: &crate::rundir::HeldDir,
     number: u64,
 ) -> Result<PrivateFile, LoadError> {
     use std::io::{ErrorKind, Seek};
@@ -161,7 +161,6 @@ pub(crate) fn private_copy(
         path: source.to_owned(),
         source: source_err,
     };
-    crate::rundir::ensure_private(dir).map_err(|e| LoadError::GenerationDir(e.to_string()))?;
     let mut original = original;
     original.rewind().map_err(io)?;
     let stem = source
@@ -172,35 +171,26 @@ pub(crate) fn private_copy(
             0 => format!("{stem}.g{number}.so"),
             k => format!("{stem}.g{number}-{k}.so"),
         };
-        let target = dir.join(name);
-        let created = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o500)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&target);
-        let mut copy = match created {
+        let mut copy = match dir.create_new(&name, 0o500) {
             Ok(f) => f,
             Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(io(e)),
         };
         // An in-kernel copy (copy_file_range) of the bytes opened above.
         std::io::copy(&mut original, &mut copy).map_err(io)?;
+        let target = dir.path().join(&name);
+        // `dlopen` takes a path: it must name the file just made in the held directory.
         let expected = file_id(&copy.metadata().map_err(io)?);
-        let file = fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&target)
-            .map_err(io)?;
-        if file_id(&file.metadata().map_err(io)?) != expected {
-            // Our private directory's entry is not the file just written: refuse it.
-            let _ = fs::remove_file(&target);
+        if fs::symlink_metadata(&target).map(|m| file_id(&m)).ok() != Some(expected) {
             return Err(LoadError::GenerationDir(format!(
-                "{} was replaced while it was written",
+                "{} is not the file the host just made there",
                 target.display()
             )));
         }
-        return Ok(PrivateFile { path: target, file });
+        return Ok(PrivateFile {
+            path: target,
+            file: copy,
+        });
     }
     Err(io(ErrorKind::AlreadyExists.into()))
 }

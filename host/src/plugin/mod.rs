@@ -63,6 +63,9 @@ pub struct Plugins {
     slots: Mutex<BTreeMap<PathBuf, Slot>>,
     /// Serializes loads: one swap at a time.
     load_lock: Mutex<()>,
+    /// The generation directory, held open from the first load on (files are created relative to
+    /// it).
+    generation_dir: Mutex<Option<Arc<crate::rundir::HeldDir>>>,
     _fan_out: Registration,
 }
 
@@ -97,6 +100,7 @@ impl Plugins {
             options,
             slots: Mutex::new(BTreeMap::new()),
             load_lock: Mutex::new(()),
+            generation_dir: Mutex::new(None),
             _fan_out: fan_out,
         }
     }
@@ -179,7 +183,8 @@ impl Plugins {
         else {
             return Ok(None);
         };
-        let file = loader::private_copy(&path, &source, &self.options.generation_dir, number)?;
+        let generation_dir = self.generation_dir()?;
+        let file = loader::private_copy(&path, &source, &generation_dir, number)?;
         let opened = loader::open(&path, &file);
         signature.build_id = elf::build_id_of(&file.file);
         // The mapping stays valid after the name is gone: the file is removed once fingerprinted.
@@ -201,6 +206,17 @@ impl Plugins {
         self.commit(&path, &generation, signature, name);
         tracing::info!(plugin = %generation.plugin, generation = generation.number, path = %path.display(), "plugin generation serving");
         Ok(Some(generation))
+    }
+
+    /// The held generation directory: made private (0700, ours) and opened at the first load.
+    fn generation_dir(&self) -> Result<Arc<crate::rundir::HeldDir>, LoadError> {
+        let mut held = self.generation_dir.lock();
+        if let Some(dir) = held.as_ref() {
+            return Ok(dir.clone());
+        }
+        let dir = crate::rundir::HeldDir::ensure(&self.options.generation_dir)
+            .map_err(|e| LoadError::GenerationDir(e.to_string()))?;
+        Ok(held.insert(Arc::new(dir)).clone())
     }
 
     /// Takes the next generation number of the plugin at `path` (its slot made on first use) and its
