@@ -96,6 +96,16 @@ pub trait HostApi: Send + Sync {
         id: RStr<'_>,
         timeout_ms: f64,
     ) -> RResult<FfiSnapshot, RString>;
+    /// Blocks the calling thread until a stream task's output matches the regular expression
+    /// `pattern`, the task settles, or `timeout_ms` passes; nothing is consumed. The host looks only
+    /// at output that arrived since its previous look and wakes when more arrives.
+    fn wait_output(
+        &self,
+        caller: RStr<'_>,
+        id: RStr<'_>,
+        pattern: RStr<'_>,
+        timeout_ms: f64,
+    ) -> RResult<FfiSnapshot, RString>;
     /// Registers a completion listener; returns a key for [`HostApi::remove_listener`]. The host
     /// removes the generation's listeners when it is retired.
     fn on_task_done(&self, listener: ListenerBox) -> u64;

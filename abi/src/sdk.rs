@@ -270,6 +270,26 @@ impl Host {
             .map_err(String::from)
     }
 
+    /// Blocks until a stream task's output matches the regular expression `pattern`, the task
+    /// settles, or `timeout_ms` passes; nothing is consumed (a read afterwards returns it all). The
+    /// host matches only what arrived since its previous look and wakes when more arrives.
+    ///
+    /// # Errors
+    /// As [`Host::wait_task`]; a pattern that is not a regular expression; a final-output task; too
+    /// many waits of the caller's at once.
+    pub fn wait_output(
+        &self,
+        caller: &str,
+        id: &str,
+        pattern: &str,
+        timeout_ms: f64,
+    ) -> Result<FfiSnapshot, String> {
+        self.0
+            .wait_output(caller.into(), id.into(), pattern.into(), timeout_ms)
+            .into_result()
+            .map_err(String::from)
+    }
+
     /// Registers a completion listener; returns its key.
     pub fn on_task_done(&self, listener: impl Fn(FfiSnapshot) + Send + Sync + 'static) -> u64 {
         self.0

@@ -73,6 +73,9 @@ pub enum RegistryError {
     /// A stream task whose producer cannot show unread output without consuming it.
     #[error("task {0}'s output cannot be watched without reading it")]
     NotWatchable(TaskId),
+    /// The caller already has as many waits on output as it may.
+    #[error("too many waits on task output at once (at most {0} per session): wait for one to end")]
+    TooManyOutputWaits(usize),
     /// The registry has been disposed.
     #[error("tasks service disposed")]
     Disposed,

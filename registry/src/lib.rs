@@ -24,6 +24,7 @@ mod hook_scope;
 mod ids;
 mod input;
 mod listeners;
+mod output_wait;
 mod producer;
 mod registry;
 mod start;
@@ -42,6 +43,7 @@ pub use error::{ConfigError, MAX_INPUT_BYTES, MAX_SAFE_INTEGER, RegistryError, e
 pub use hook_scope::{HookScope, ScopeGuard};
 pub use ids::{AgentId, SessionId, TaskId};
 pub use listeners::{Registration, TaskDoneListener, TasksChangedListener};
+pub use output_wait::{MAX_OUTPUT_WAITS, OutputWatch, PEEK_EVERY};
 pub use producer::{DoneFuture, ProducerError, TaskHooks, TaskStart};
 pub use registry::{KillOutcome, Registry, RegistryStats};
 pub use status::{TaskOutcome, TaskRead, TaskSnapshot, TaskStatus, TerminalStatus};

@@ -43,6 +43,7 @@ pub struct TaskHooks {
     pub(crate) reader: Option<ReaderFn>,
     pub(crate) peeker: Option<ReaderFn>,
     pub(crate) writer: Option<WriterFn>,
+    pub(crate) watch: Option<crate::output_wait::WatchFactory>,
 }
 
 impl TaskHooks {
@@ -62,6 +63,7 @@ impl TaskHooks {
             reader: None,
             peeker: None,
             writer: None,
+            watch: None,
         }
     }
 
@@ -77,6 +79,17 @@ impl TaskHooks {
     /// output cannot be watched ([`crate::RegistryError::NotWatchable`]).
     pub fn with_peeker(mut self, peeker: impl FnMut() -> String + Send + 'static) -> Self {
         self.peeker = Some(Box::new(peeker));
+        self
+    }
+
+    /// Lets waits on the task's output look only at what is new and sleep until more arrives:
+    /// `watch` makes an [`OutputWatch`](crate::OutputWatch) for each wait. Without one, a wait on
+    /// output peeks at the whole unread output every few milliseconds.
+    pub fn with_output_watch(
+        mut self,
+        watch: impl Fn() -> Box<dyn crate::OutputWatch> + Send + Sync + 'static,
+    ) -> Self {
+        self.watch = Some(std::sync::Arc::new(watch));
         self
     }
 

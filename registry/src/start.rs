@@ -67,6 +67,7 @@ impl Registry {
             reader,
             peeker,
             writer,
+            watch,
         } = hooks;
         let stream = reader.is_some();
         let ops: SharedOps = Arc::new(Mutex::new(Ops {
@@ -75,6 +76,7 @@ impl Registry {
                 reader,
                 peeker,
                 writer,
+                watch,
             }),
             remainder: String::new(),
             watcher: None,

@@ -40,6 +40,8 @@ pub(crate) struct State {
     /// Waiters on live tasks, all records together: changed only with a record's own count, by
     /// [`State::add_waiter`], [`State::remove_waiter`] and [`State::release_waiters`].
     pub(crate) pending_waiters: Waiters,
+    /// Each owner's waits on output under way ([`crate::Registry::wait_for_output`]).
+    pub(crate) output_waits: HashMap<OwnerKey, usize>,
 }
 
 /// A count of waiters. Only [`State`]'s waiter methods change one, so a record's count and the
@@ -66,6 +68,7 @@ impl State {
             buckets: HashMap::new(),
             agents: HashMap::new(),
             pending_waiters: Waiters::default(),
+            output_waits: HashMap::new(),
         }
     }
 
@@ -203,6 +206,7 @@ pub(crate) struct LiveHooks {
     pub(crate) reader: Option<ReaderFn>,
     pub(crate) peeker: Option<ReaderFn>,
     pub(crate) writer: Option<WriterFn>,
+    pub(crate) watch: Option<crate::output_wait::WatchFactory>,
 }
 
 /// What producer calls for one task need; guarded by the task's own lock, which serializes cancel,

@@ -41,6 +41,8 @@ pub struct Process {
     pub(crate) runtime: Handle,
     /// The terminal's input, for a process run under one (`None`: stdin is closed or a protocol pipe).
     pub(crate) input: Option<Input>,
+    /// Bumped each time output arrives, for waits on output.
+    pub(crate) arrived: watch::Sender<u64>,
 }
 
 /// Sends `signal` to a whole process group; false if none of it is left.
@@ -71,6 +73,7 @@ impl Process {
             grace,
             runtime: runtime.clone(),
             input,
+            arrived: watch::Sender::new(0),
         })
     }
 
@@ -132,6 +135,19 @@ impl Process {
         let mut s = self.streams.lock();
         let (out, err) = (s.out.read(), s.err.read());
         (render_terminal(&out.bytes), render_terminal(&err.bytes))
+    }
+
+    /// A watch of the output as it grows, from what is unread now, for a wait on output.
+    pub fn output_watch(self: &Arc<Self>) -> ProcessWatch {
+        let s = self.streams.lock();
+        ProcessWatch {
+            arrived: self.arrived.subscribe(),
+            process: self.clone(),
+            streams: [
+                WatchedStream::new(s.out.cursor()),
+                WatchedStream::new(s.err.cursor()),
+            ],
+        }
     }
 
     /// What [`Process::read`] would return now, left unread.
@@ -201,5 +217,70 @@ impl Process {
             }
             _ => TaskOutcome::new(TerminalStatus::Killed).with_detail("killed before exit"),
         }
+    }
+}
+
+/// The longest unfinished line a watch carries into its next look.
+const CARRY_MAX: usize = 64 * 1024;
+
+/// Where a watch stands in one stream.
+struct WatchedStream {
+    position: u64,
+    /// The unfinished last line of the previous look, raw.
+    carry: Vec<u8>,
+}
+
+impl WatchedStream {
+    fn new(position: u64) -> Self {
+        Self {
+            position,
+            carry: Vec::new(),
+        }
+    }
+
+    /// The unfinished line and what arrived since, as a read shows it; keeps the new unfinished line.
+    fn fresh(&mut self, buf: &StreamBuf) -> Option<String> {
+        let (new, end) = buf.since(self.position);
+        self.position = end;
+        if new.is_empty() {
+            return None;
+        }
+        let mut bytes = std::mem::take(&mut self.carry);
+        bytes.extend_from_slice(&new);
+        let text = render_terminal(&bytes);
+        let line_start = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let keep = line_start.max(bytes.len().saturating_sub(CARRY_MAX));
+        self.carry = bytes.split_off(keep);
+        Some(text)
+    }
+}
+
+/// A process's output as it grows ([`taskhost_registry::OutputWatch`]): each look renders only what
+/// arrived since the previous one (with each stream's unfinished last line), and waiting is woken by
+/// the output pump.
+pub struct ProcessWatch {
+    process: Arc<Process>,
+    arrived: watch::Receiver<u64>,
+    streams: [WatchedStream; 2],
+}
+
+impl taskhost_registry::OutputWatch for ProcessWatch {
+    fn fresh(&mut self) -> Vec<String> {
+        self.arrived.mark_unchanged();
+        let s = self.process.streams.lock();
+        let [out, err] = &mut self.streams;
+        [out.fresh(&s.out), err.fresh(&s.err)]
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+
+    fn changed(&mut self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
+        Box::pin(async move {
+            if self.arrived.changed().await.is_err() {
+                // The process is gone with its pumps: nothing more arrives.
+                std::future::pending::<()>().await;
+            }
+        })
     }
 }

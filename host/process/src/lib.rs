@@ -39,7 +39,7 @@ use tokio::net::unix::pipe;
 use tokio::runtime::Handle;
 use tokio::sync::watch;
 
-pub use child::{Exit, Process, signal_name};
+pub use child::{Exit, Process, ProcessWatch, signal_name};
 use child::{Streams, signal_group};
 pub use escaped::end_all_children;
 pub use input::InputError;

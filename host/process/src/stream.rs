@@ -311,6 +311,22 @@ impl StreamBuf {
         }
     }
 
+    /// Where the next read starts (in bytes ever written).
+    pub(crate) fn cursor(&self) -> u64 {
+        self.cursor
+    }
+
+    /// The bytes still in memory from position `from` (in bytes ever written) on, and the position
+    /// after them; from the oldest kept byte when `from` fell out of memory.
+    pub(crate) fn since(&self, from: u64) -> (Vec<u8>, u64) {
+        let tail_start = self.total - self.tail.len() as u64;
+        let skip = from.max(tail_start) - tail_start;
+        let skip = usize::try_from(skip)
+            .unwrap_or(usize::MAX)
+            .min(self.tail.len());
+        (self.tail.range(skip..).copied().collect(), self.total)
+    }
+
     /// Bytes ever written to the stream.
     pub(crate) fn total(&self) -> u64 {
         self.total

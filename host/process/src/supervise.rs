@@ -145,6 +145,7 @@ async fn pump<P: tokio::io::AsyncRead + Unpin>(
                         s.err.push(&buf[..n])
                     }
                 }
+                process.arrived.send_modify(|n| *n = n.wrapping_add(1));
                 if n == buf.len() && buf.len() < PIPE_BYTES {
                     widen(&pipe);
                     buf.resize(PIPE_BYTES, 0);

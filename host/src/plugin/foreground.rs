@@ -21,7 +21,8 @@ enum Ended {
 /// The registry hooks of a process task: the host's own, so the task never keeps a plugin loaded.
 /// A process on a terminal also takes input.
 pub(crate) fn process_hooks(process: Arc<crate::process::Process>) -> TaskHooks {
-    let (waited, killed, read, peeked) = (
+    let (waited, killed, read, peeked, watched) = (
+        process.clone(),
         process.clone(),
         process.clone(),
         process.clone(),
@@ -37,7 +38,8 @@ pub(crate) fn process_hooks(process: Arc<crate::process::Process>) -> TaskHooks 
     };
     let hooks = TaskHooks::new(done, cancel)
         .with_reader(move || read.read())
-        .with_peeker(move || peeked.peek());
+        .with_peeker(move || peeked.peek())
+        .with_output_watch(move || Box::new(watched.output_watch()));
     if !process.takes_input() {
         return hooks;
     }

@@ -366,6 +366,39 @@ impl HostApi for GenHost {
         }
     }
 
+    fn wait_output(
+        &self,
+        caller: RStr<'_>,
+        id: RStr<'_>,
+        pattern: RStr<'_>,
+        timeout_ms: f64,
+    ) -> RResult<FfiSnapshot, RString> {
+        let pattern = match regex::Regex::new(pattern.as_str()) {
+            Ok(p) => p,
+            Err(e) => {
+                return RErr(RString::from(format!(
+                    "invalid wait_for: {} is not a regular expression: {e}",
+                    taskhost_abi::sdk::shown(&serde_json::Value::String(pattern.as_str().into()))
+                )));
+            }
+        };
+        let caller = self.caller(caller);
+        let registry = self.shared.registry.clone();
+        let id = id.as_str().to_owned();
+        // Plugin code runs on generation threads, never on the runtime's, so blocking here is sound.
+        let waited = self.shared.runtime.block_on(async move {
+            registry
+                .wait_for_output(&id, timeout_ms, caller.as_ref(), None, |text| {
+                    pattern.is_match(text)
+                })
+                .await
+        });
+        match waited {
+            Ok(s) => ROk(convert::snapshot(&s)),
+            Err(e) => RErr(err(e)),
+        }
+    }
+
     fn on_task_done(&self, listener: ListenerBox) -> u64 {
         let Ok(generation) = self.generation() else {
             return 0;

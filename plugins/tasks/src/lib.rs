@@ -2,8 +2,6 @@
 //! `task_kill`, `task_input`, the completion notice, and the prompt section that teaches the
 //! background-task habit. Attaching on load opens the registry's fence.
 
-use std::time::{Duration, Instant};
-
 use regex::Regex;
 use taskhost_abi::prelude::*;
 
@@ -117,42 +115,15 @@ fn render_output(body: &str, snapshot: &TaskSnapshot) -> String {
     format!("{body}{sep}{}", snapshot.status_line())
 }
 
-/// How often a wait for a pattern looks at the task's unread output (it also wakes when the task
-/// settles).
-const MATCH_POLL: Duration = Duration::from_millis(25);
-
-/// The `wait_for` argument compiled.
-fn pattern(wait_for: Option<&str>) -> Result<Option<Regex>, ToolResult> {
+/// The `wait_for` argument checked (the host compiles it again where it matches).
+fn pattern(wait_for: Option<&str>) -> Result<Option<String>, ToolResult> {
     let Some(p) = wait_for else { return Ok(None) };
-    Regex::new(p).map(Some).map_err(|e| {
+    Regex::new(p).map(|_| Some(p.to_owned())).map_err(|e| {
         ToolResult::error(format!(
             "invalid wait_for: {} is not a regular expression: {e}",
             taskhost_abi::sdk::shown(&Value::String(p.to_owned()))
         ))
     })
-}
-
-/// Waits until the task's unread output matches `pattern`, the task settles, or `timeout_ms` passes.
-/// Nothing is consumed: the read that follows returns all of it.
-fn wait_for_match(
-    host: &Host,
-    caller: &str,
-    id: &str,
-    pattern: &Regex,
-    timeout_ms: f64,
-) -> Result<(), String> {
-    let deadline = Instant::now() + Duration::from_secs_f64(timeout_ms / 1000.0);
-    loop {
-        let unread = host.peek_task(caller, id)?;
-        if unread.snapshot.status.is_terminal() || pattern.is_match(unread.text.as_str()) {
-            return Ok(());
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Ok(());
-        }
-        host.wait_task(caller, id, left.min(MATCH_POLL).as_secs_f64() * 1000.0)?;
-    }
 }
 
 fn task_output(host: &Host, config: Config, call: &ToolCall, a: OutputArgs) -> ToolResult {
@@ -195,7 +166,7 @@ fn task_output(host: &Host, config: Config, call: &ToolCall, a: OutputArgs) -> T
         let waited = match &pattern {
             // An invalid timeout is the registry's error, as for a plain wait.
             Some(p) if timeout > 0.0 && timeout.is_finite() => {
-                wait_for_match(host, caller, &id, p, timeout)
+                host.wait_output(caller, &id, p, timeout).map(|_| ())
             }
             _ => host.wait_task(caller, &id, timeout).map(|_| ()),
         };

@@ -4,6 +4,7 @@
 mod concurrency;
 mod input;
 mod listeners;
+mod output_wait;
 mod owners;
 mod read_kill;
 mod start;
