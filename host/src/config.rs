@@ -132,6 +132,10 @@ pub struct TasksSection {
     /// Where process output beyond the in-memory tail is spilled (default: beside the generation
     /// files, under `$XDG_RUNTIME_DIR` or the temp dir); relative to the config file's directory.
     pub spill_dir: Option<PathBuf>,
+    /// Bytes all spill files of the host may hold together (default 4 GiB): past it the oldest
+    /// settled tasks' files are trimmed to their head and end, then running tasks stop growing theirs
+    /// (they keep their head and roll their latest output).
+    pub spill_budget: Option<u64>,
 }
 
 /// One `[[plugin]]`.

@@ -53,6 +53,7 @@ impl Taskhost {
         let processes = Arc::new(process::ProcessService::new(
             runtime.clone(),
             spill_dir,
+            options.spill_budget,
             &options.env,
             options.keeper.as_deref(),
         ));

@@ -185,6 +185,10 @@ fn start_host(
         generation_dir: run_dir.generations(),
         allow_untrusted: args.allow_untrusted,
         spill_dir: config.tasks.spill_dir.clone(),
+        spill_budget: config
+            .tasks
+            .spill_budget
+            .unwrap_or(crate::process::DEFAULT_SPILL_BUDGET),
         env: config.env.policy(),
         keeper: std::env::current_exe().ok(),
         max_foreground_per_owner: config.max_foreground_per_owner(),

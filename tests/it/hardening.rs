@@ -712,3 +712,69 @@ async fn a_tmpdir_another_user_controls_is_not_used() {
         host_dir.display()
     );
 }
+
+/// The spill files a read names.
+fn spill_paths(read: &str) -> Vec<PathBuf> {
+    read.split("full output: ")
+        .skip(1)
+        .flat_map(|rest| rest.split(", "))
+        .filter_map(|p| p.split([' ', ']']).next())
+        .filter(|p| p.starts_with('/'))
+        .map(PathBuf::from)
+        .collect()
+}
+
+/// Proves: the host's kept output has a budget across tasks. With `spill_budget` at 4 MiB, a task
+/// that wrote 3 MiB and ended, then one that writes 20 MiB: the old file is trimmed to its head and
+/// end with a line saying what went, the new one stops growing and keeps its head and latest
+/// output (its read says so), and the spill files hold about the budget, not 23 MiB.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kept_output_stays_within_the_hosts_budget() {
+    let dir = scratch("spill-budget");
+    let config = dir.join("budget.toml");
+    std::fs::write(&config, format!("[tasks]\nspill_budget = {}\n", 4 << 20)).unwrap();
+    let mut cmd = tokio::process::Command::new(binary());
+    cmd.args(["serve", "--no-watch", "--config"]).arg(&config);
+    let client = mcp::command_client(cmd, Watcher::default()).await;
+    let write = |mib: u32, last: &str| {
+        format!(
+            "head -c {} /dev/zero | tr '\\0' x; echo; echo {last}",
+            mib << 20
+        )
+    };
+    let old = mcp::start(&client, &write(3, "the old end")).await;
+    let old_read = mcp::read_waiting(&client, &old, 30_000).await;
+    let old_file = spill_paths(&old_read)[0].clone();
+    assert!(
+        old_read.contains("[status: completed, exit code: 0]"),
+        "{old_read:.300}"
+    );
+    let new = mcp::start(&client, &write(20, "the new end")).await;
+    let new_read = mcp::read_waiting(&client, &new, 30_000).await;
+    assert!(
+        new_read.contains("(its head and its latest output; the middle was skipped)"),
+        "{new_read:.300}"
+    );
+    let old_text = std::fs::read_to_string(&old_file).unwrap();
+    assert!(
+        old_text.contains(
+            "bytes removed here to keep the host's kept output within its budget of 4194304 bytes"
+        ),
+        "{:.200}",
+        &old_text[old_text.len().saturating_sub(200)..]
+    );
+    assert!(old_text.trim_end().ends_with("the old end"));
+    let new_file = spill_paths(&new_read)[0].clone();
+    let new_text = std::fs::read_to_string(&new_file).unwrap();
+    assert!(new_text.trim_end().ends_with("the new end"));
+    let spill_dir = new_file.parent().unwrap();
+    let total: u64 = files_below(spill_dir)
+        .iter()
+        .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
+        .sum();
+    assert!(
+        total <= (4 << 20) + (1 << 20),
+        "spill files hold {total} bytes"
+    );
+    client.cancel().await.expect("close");
+}

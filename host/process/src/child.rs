@@ -150,6 +150,15 @@ impl Process {
         }
     }
 
+    /// The spill files the process's streams made (that still exist as far as they know).
+    pub(crate) fn spill_paths(&self) -> Vec<std::path::PathBuf> {
+        let s = self.streams.lock();
+        [&s.out, &s.err]
+            .into_iter()
+            .filter_map(|b| b.spill_file().map(|f| f.path.clone()))
+            .collect()
+    }
+
     /// What [`Process::read`] would return now, left unread.
     pub fn peek(&self) -> String {
         let s = self.streams.lock();

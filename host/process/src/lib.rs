@@ -13,6 +13,7 @@
 
 #![forbid(unsafe_code)]
 
+mod budget;
 mod child;
 pub mod env;
 mod escaped;
@@ -39,6 +40,7 @@ use tokio::net::unix::pipe;
 use tokio::runtime::Handle;
 use tokio::sync::watch;
 
+pub use budget::{DEFAULT_SPILL_BUDGET, SpillBudget};
 pub use child::{Exit, Process, ProcessWatch, signal_name};
 use child::{Streams, signal_group};
 pub use escaped::end_all_children;
@@ -286,6 +288,8 @@ pub struct ProcessService {
     keeper: Option<keeper::Keepers>,
     next: AtomicU64,
     spills: Arc<Spills>,
+    /// What all spill files may hold together.
+    budget: Arc<budget::SpillBudget>,
     /// Live process groups by process number, ended at shutdown.
     live: escaped::Live,
     /// Descendants that left their group, ended when their process settles.
@@ -302,6 +306,7 @@ impl ProcessService {
     pub fn new(
         runtime: Handle,
         spill_dir: PathBuf,
+        spill_budget: u64,
         policy: &env::EnvPolicy,
         keeper: Option<&std::path::Path>,
     ) -> Self {
@@ -335,6 +340,7 @@ impl ProcessService {
             spill_dir,
             next: AtomicU64::new(0),
             spills: Arc::default(),
+            budget: Arc::new(budget::SpillBudget::new(spill_budget)),
             escaped,
             live,
         }
@@ -357,6 +363,7 @@ impl ProcessService {
             dir: dir.clone(),
             name,
             cap,
+            budget: Some(self.budget.clone()),
         })
     }
 
@@ -444,6 +451,7 @@ impl ProcessService {
             live: self.live.clone(),
             escaped: self.escaped.clone(),
             spills: self.spills.clone(),
+            budget: self.budget.clone(),
             session: owner_session.to_owned(),
             keeper: self.keeper.clone(),
         };
@@ -544,8 +552,17 @@ impl ProcessService {
     pub fn remove_spills(&self, session: &str) {
         let paths = self.spills.0.lock().remove(session).unwrap_or_default();
         for p in paths {
-            let _ = std::fs::remove_file(p);
+            if let Ok(meta) = std::fs::symlink_metadata(&p)
+                && std::fs::remove_file(&p).is_ok()
+            {
+                self.budget.shrank(meta.len());
+            }
         }
+    }
+
+    /// The host-wide budget of the spill files, and what they hold now.
+    pub fn spill_budget(&self) -> &budget::SpillBudget {
+        &self.budget
     }
 
     /// Ends every live process group at once (SIGKILL) and removes every spill file: the last step of

@@ -26,6 +26,8 @@ pub(crate) struct SpillPlan {
     pub(crate) dir: std::sync::Arc<crate::private_dir::HeldDir>,
     pub(crate) name: String,
     pub(crate) cap: u64,
+    /// The host-wide budget every spill file counts against.
+    pub(crate) budget: Option<std::sync::Arc<crate::budget::SpillBudget>>,
 }
 
 /// A stream's retained output.
@@ -44,6 +46,9 @@ pub(crate) struct StreamBuf {
     rolling: Option<Rolling>,
     /// The spill file was dropped (a write failed, or the cap is too small to roll).
     spill_lost: bool,
+    /// The cap in force once it is fixed: when the file started rolling, or when the host-wide
+    /// budget stopped its growth (then smaller than the plan's).
+    cap_now: Option<u64>,
 }
 
 /// A spill file past its cap: `[head][marker][window]`, the window holding the latest output.
@@ -119,6 +124,7 @@ impl StreamBuf {
             spilled: 0,
             rolling: None,
             spill_lost: false,
+            cap_now: None,
         }
     }
 
@@ -179,6 +185,9 @@ impl StreamBuf {
                         return;
                     }
                     self.spilled = self.tail.len() as u64;
+                    if let Some(budget) = &plan.budget {
+                        budget.grew(self.spilled);
+                    }
                     self.spill = Some(f);
                 }
                 Err(e) => {
@@ -188,8 +197,22 @@ impl StreamBuf {
                 }
             }
         }
-        let cap = plan.cap;
+        let before = self.spilled;
+        let mut cap = self.cap_now.unwrap_or(plan.cap);
+        if self.cap_now.is_none()
+            && let Some(budget) = &plan.budget
+        {
+            let growth = (data.len() as u64).min(cap.saturating_sub(self.spilled));
+            if growth > 0 && !budget.make_room(growth) {
+                // The budget is spent: keep the head and roll the latest output in what the file
+                // holds now.
+                cap = self.spilled.max(crate::budget::MIN_ROLL_CAP).min(cap);
+                self.cap_now = Some(cap);
+            }
+        }
+        let budget = plan.budget.clone();
         let written = if self.rolling.is_some() || self.spilled + data.len() as u64 > cap {
+            self.cap_now = Some(cap);
             self.roll(data, cap)
         } else {
             match self.spill.as_mut() {
@@ -203,6 +226,14 @@ impl StreamBuf {
             let path = self.plan.as_ref().map(|p| p.path.display().to_string());
             tracing::warn!(path, error = %e, "a spill write failed; the spill file is dropped");
             self.lose_spill();
+        }
+        if let Some(budget) = &budget {
+            let after = if self.spill_lost { 0 } else { self.spilled };
+            match after.cmp(&before) {
+                std::cmp::Ordering::Greater => budget.grew(after - before),
+                std::cmp::Ordering::Less => budget.shrank(before - after),
+                std::cmp::Ordering::Equal => {}
+            }
         }
     }
 

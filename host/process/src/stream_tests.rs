@@ -8,6 +8,7 @@ fn plan(dir: &std::path::Path, cap: u64) -> Option<SpillPlan> {
         dir: std::sync::Arc::new(crate::private_dir::HeldDir::ensure(dir).unwrap()),
         name: "s.log".into(),
         cap,
+        budget: None,
     })
 }
 

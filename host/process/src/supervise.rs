@@ -55,6 +55,7 @@ pub(crate) struct Supervised {
     pub(crate) live: escaped::Live,
     pub(crate) escaped: Arc<escaped::Escaped>,
     pub(crate) spills: Arc<Spills>,
+    pub(crate) budget: Arc<crate::budget::SpillBudget>,
     pub(crate) session: String,
     pub(crate) keeper: Option<Keepers>,
 }
@@ -118,6 +119,7 @@ impl Supervised {
             s.err.finish();
         }
         self.spills.forget_unused(&self.session, &p);
+        self.budget.settled(p.spill_paths());
         p.exit.send_replace(Some(exit));
     }
 }

@@ -13,6 +13,8 @@ pub struct LoadOptions {
     /// Where spill files of process output go; `None` puts them in `spill` beside `generation_dir`.
     /// Must be private like `generation_dir`, or spills are refused.
     pub spill_dir: Option<PathBuf>,
+    /// What all spill files may hold together (`[tasks] spill_budget`).
+    pub spill_budget: u64,
     /// The environment policy of every child process.
     pub env: crate::process::env::EnvPolicy,
     /// The `taskhost` binary, whose `keeper` command ends every task process if the host dies
@@ -31,6 +33,7 @@ impl LoadOptions {
             generation_dir,
             allow_untrusted: false,
             spill_dir: None,
+            spill_budget: crate::process::DEFAULT_SPILL_BUDGET,
             env: Default::default(),
             keeper: None,
             max_foreground_per_owner: crate::sessions::DEFAULT_MAX_FOREGROUND,
