@@ -2,7 +2,8 @@
 //! serves them over MCP.
 //!
 //! Architecture invariant: this is the only crate that loads libraries; `unsafe` lives in
-//! `plugin::loader` alone (the crate denies it, the loader module alone allows it).
+//! `plugin::loader` and in `memory`'s one allocator call alone (the crate denies it, those two
+//! modules allow it).
 
 #![deny(unsafe_code)]
 
@@ -13,6 +14,7 @@ pub mod dial;
 mod external;
 pub mod listen;
 pub mod mcp;
+pub mod memory;
 pub mod new_plugin;
 pub mod plugin;
 pub mod rundir;

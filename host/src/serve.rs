@@ -85,6 +85,7 @@ pub fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Result<(), S
         mut socket,
     } = prepared;
     let host = start_host(runtime, &config, &run_dir, &args)?;
+    crate::memory::trim_periodically(runtime.handle());
     let peers = Peers::default();
     {
         let (peers, handle) = (peers.clone(), runtime.handle().clone());

@@ -161,9 +161,15 @@ impl StreamBuf {
         if !self.spill_lost && (self.spill.is_some() || self.total > self.tail_max as u64) {
             self.spill_write(data, before == self.tail.len() as u64);
         }
-        self.tail.extend(data);
+        // Only what the tail keeps is copied into it, so it never grows past its size for a large
+        // write, and a tail grown beyond twice its size is given back.
+        self.tail
+            .extend(&data[data.len().saturating_sub(self.tail_max)..]);
         let excess = self.tail.len().saturating_sub(self.tail_max);
         self.tail.drain(..excess);
+        if self.tail.capacity() > 2 * self.tail_max {
+            self.tail.shrink_to(self.tail_max);
+        }
     }
 
     fn spill_write(&mut self, data: &[u8], tail_is_whole: bool) {
