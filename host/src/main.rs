@@ -72,6 +72,9 @@ enum Command {
         /// What the host's task processes' markers start with.
         #[arg(long)]
         marker: String,
+        /// The host's cgroup, which the keeper joins and ends when the host is gone.
+        #[arg(long)]
+        cgroup: Option<PathBuf>,
     },
     /// The reload regression check for a plugin file: loads it into a fresh host, runs the calls
     /// between N reloads, then unloads it and reports what was left (exit 0 only when nothing was).
@@ -212,8 +215,12 @@ fn check(
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Command::Keeper { marker } = &cli.command {
-        taskhost::process::keeper::serve(std::os::fd::AsFd::as_fd(&std::io::stdin()), marker);
+    if let Command::Keeper { marker, cgroup } = &cli.command {
+        taskhost::process::keeper::serve(
+            std::os::fd::AsFd::as_fd(&std::io::stdin()),
+            marker,
+            cgroup.as_deref(),
+        );
         return ExitCode::SUCCESS;
     }
     // The server logs its lifecycle; the one-shot commands only say what went wrong.

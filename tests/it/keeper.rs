@@ -431,3 +431,95 @@ fn without_a_keeper_the_host_spawns_piped_and_terminal_processes_itself() {
     processes.remove_spills("s");
     rt.block_on(host.shutdown());
 }
+
+/// The host's cgroup, when it runs its tasks in one (root here; a delegated subtree elsewhere).
+fn host_cgroup(host: i32) -> Option<std::path::PathBuf> {
+    let keeper = find_keeper(host)?;
+    let cgroups = std::fs::read_to_string(format!("/proc/{keeper}/cgroup")).ok()?;
+    let own = cgroups.lines().find_map(|l| l.strip_prefix("0::"))?;
+    own.contains("taskhost-").then(|| own.into())
+}
+
+/// Proves: where the host may make a cgroup, a task's descendant that left its group and session
+/// and cleared its environment (nothing else names it as the host's) is still ended when the host
+/// is SIGKILLed, and the cgroup is removed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_descendant_that_hid_from_group_and_marker_ends_with_the_host_in_its_cgroup() {
+    let dir = scratch("keeper-cgroup");
+    let mut host = SocketHost::start(&dir, &["--no-watch"]);
+    let host_pid = host.child.id() as i32;
+    if host_cgroup(host_pid).is_none() {
+        eprintln!(
+            "a_descendant_that_hid_from_group_and_marker_ends_with_the_host_in_its_cgroup: skipped: no cgroup v2 this user may write"
+        );
+        return;
+    }
+    let client = mcp::socket_client(&host.socket, Watcher::default()).await;
+    let id = mcp::start(
+        &client,
+        "setsid env -i sh -c 'echo $$; exec sleep 1000' & wait",
+    )
+    .await;
+    let hidden = printed_pids(&client, &id, 1).await[0];
+    assert!(alive(hidden));
+    host.child.kill().expect("SIGKILL the host");
+    host.child.wait().expect("reap the host");
+    assert_all_end(&[hidden]);
+    drop(client);
+}
+
+/// Proves: where the host may make a cgroup, tasks left behind when both the keeper and the host
+/// were killed (the keeper first, the host before another keeper started) are ended by the next host
+/// started on the machine, which finds the dead host's cgroup.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_host_ends_what_a_dead_host_and_its_keeper_left() {
+    let dir = scratch("keeper-both-killed");
+    let mut host = SocketHost::start(&dir, &["--no-watch"]);
+    let host_pid = host.child.id() as i32;
+    let Some(cgroup) = host_cgroup(host_pid) else {
+        eprintln!(
+            "the_next_host_ends_what_a_dead_host_and_its_keeper_left: skipped: no cgroup v2 this user may write"
+        );
+        return;
+    };
+    let client = mcp::socket_client(&host.socket, Watcher::default()).await;
+    let id = mcp::start(&client, "echo $$; exec sleep 1000").await;
+    let task = printed_pids(&client, &id, 1).await[0];
+    // Both stopped first, then killed: no keeper can be restarted in between.
+    let keeper = keeper_of(host_pid);
+    for pid in [host_pid, keeper] {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGSTOP,
+        )
+        .expect("stop");
+    }
+    for pid in [keeper, host_pid] {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .expect("kill");
+    }
+    host.child.wait().expect("reap the host");
+    drop(client);
+    assert!(
+        alive(task),
+        "the task outlived both, as nothing was left to end it"
+    );
+    let next = SocketHost::start_with(&dir, &dir.join("next.sock"), "077", &["--no-watch"]);
+    assert_all_end(&[task]);
+    let name = cgroup.file_name().unwrap().to_owned();
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            !std::fs::read_dir("/sys/fs/cgroup")
+                .into_iter()
+                .chain(std::fs::read_dir("/sys/fs/cgroup/unified"))
+                .flatten()
+                .flatten()
+                .any(|e| e.file_name() == name)
+        }),
+        "the dead host's cgroup is removed"
+    );
+    drop(next);
+}

@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 mod budget;
+mod cgroup;
 mod child;
 pub mod env;
 mod escaped;
@@ -320,8 +321,14 @@ impl ProcessService {
         };
         let live = escaped::Live::default();
         let escaped = Arc::new(escaped::Escaped::new(live.clone()));
-        let keeper = keeper
-            .map(|program| keeper::Keepers::start(program, &escaped.marker_prefix(), live.clone()));
+        let keeper = keeper.map(|program| {
+            keeper::Keepers::start(
+                program,
+                &escaped.marker_prefix(),
+                cgroup::create(),
+                live.clone(),
+            )
+        });
         let (base_env, withheld) = policy.apply_reporting(std::env::vars_os());
         if !withheld.is_empty() {
             let names: Vec<String> = withheld

@@ -89,7 +89,8 @@ pub struct Keeper {
 }
 
 impl Keeper {
-    /// Starts `program keeper --marker <marker_prefix>` (the `taskhost` binary's keeper command) on
+    /// Starts `program keeper --marker <marker_prefix> [--cgroup <cgroup>]` (the `taskhost` binary's
+    /// keeper command) on
     /// a socket of its own, and a thread that reads its reports and calls `on_death` should the
     /// keeper end before [`Keeper::stop`].
     ///
@@ -98,12 +99,17 @@ impl Keeper {
     pub fn start(
         program: &Path,
         marker_prefix: &str,
+        cgroup: Option<&Path>,
         on_death: impl FnOnce() + Send + 'static,
     ) -> std::io::Result<Self> {
         use std::os::unix::process::CommandExt;
         let (socket, keepers_end) = UnixStream::pair()?;
-        let child = Command::new(program)
-            .args(["keeper", "--marker", marker_prefix])
+        let mut command = Command::new(program);
+        command.args(["keeper", "--marker", marker_prefix]);
+        if let Some(cgroup) = cgroup {
+            command.arg("--cgroup").arg(cgroup);
+        }
+        let child = command
             .env_clear()
             .stdin(Stdio::from(OwnedFd::from(keepers_end)))
             .stdout(Stdio::null())

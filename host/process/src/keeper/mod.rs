@@ -23,8 +23,9 @@
 //! the keeper itself die (a task of the same user can kill it), its processes are adopted by the host
 //! (a child subreaper), which reaps them, and a new keeper is started and told of every live group
 //! ([`Keepers`]: at once, then with a backoff; while none runs, starts are refused). A
-//! process that both cleared its environment and left its group is not recognised (a cgroup per task
-//! would be needed); while the host lives, the binary ends such processes at exit.
+//! process that both cleared its environment and left its group is recognised only where the host
+//! has a cgroup (`crate::cgroup`: every keeper joins it, its children are born in it, and the keeper
+//! ends it last); while the host lives, the binary ends such processes at exit.
 
 mod client;
 mod server;

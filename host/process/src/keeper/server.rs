@@ -10,6 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -55,13 +56,25 @@ impl State {
 }
 
 /// Serves the host on `socket` (the keeper's stdin) until it closes, then ends every group the host
-/// registered or the keeper spawned and every process whose marker starts with `marker_prefix`.
-/// Returns how many signals that took.
-pub fn serve(socket: BorrowedFd<'_>, marker_prefix: &str) -> usize {
+/// registered or the keeper spawned and every process whose marker starts with `marker_prefix`,
+/// and last everything in `cgroup` (the host's, which the keeper joins first so that every child is
+/// born in it), which it removes. Returns how many signals the rounds took.
+pub fn serve(socket: BorrowedFd<'_>, marker_prefix: &str, cgroup: Option<&Path>) -> usize {
     // The spawn requests carry the children's environments: no other process of the user may read
     // them from this one's memory or `/proc` entries.
     let _ = nix::sys::prctl::set_dumpable(false);
     close_inherited();
+    // Every child is born in the host's cgroup, whatever it later does to its group or environment.
+    let cgroup = cgroup.filter(|c| crate::cgroup::join(c).is_ok());
+    let ended = serve_host(socket, marker_prefix);
+    if let Some(c) = cgroup {
+        crate::cgroup::kill_and_remove(c);
+    }
+    ended
+}
+
+/// [`serve`] less the cgroup: spawns until the host's socket closes, then ends what is left.
+fn serve_host(socket: BorrowedFd<'_>, marker_prefix: &str) -> usize {
     let out = match socket.try_clone_to_owned() {
         Ok(fd) => UnixStream::from(fd),
         Err(_) => return end_everything(&HashSet::new(), marker_prefix, Duration::from_secs(1)),

@@ -35,6 +35,8 @@ pub struct Keepers(Arc<Inner>);
 struct Inner {
     program: PathBuf,
     marker_prefix: String,
+    /// The host's cgroup every keeper joins, where there is one.
+    cgroup: Option<PathBuf>,
     /// The service's live process groups: a new keeper is told of those its predecessor spawned.
     live: Live,
     state: Mutex<State>,
@@ -72,12 +74,14 @@ impl State {
 
 impl Keepers {
     /// Starts the keeper `program` for the processes whose markers start with `marker_prefix`,
-    /// whose live groups are `live`. A keeper that cannot start is logged and tried again later;
+    /// whose live groups are `live`; each keeper joins `cgroup` (the host's, where it has one) and
+    /// spawns into it. A keeper that cannot start is logged and tried again later;
     /// meanwhile starts are refused.
-    pub fn start(program: &Path, marker_prefix: &str, live: Live) -> Self {
+    pub fn start(program: &Path, marker_prefix: &str, cgroup: Option<PathBuf>, live: Live) -> Self {
         let inner = Arc::new(Inner {
             program: program.to_owned(),
             marker_prefix: marker_prefix.to_owned(),
+            cgroup,
             live,
             state: Mutex::new(State {
                 current: None,
@@ -236,7 +240,12 @@ fn start_now(inner: &Arc<Inner>) {
                 on_death(&inner, &me);
             }
         };
-        match Keeper::start(&inner.program, &inner.marker_prefix, died) {
+        match Keeper::start(
+            &inner.program,
+            &inner.marker_prefix,
+            inner.cgroup.as_deref(),
+            died,
+        ) {
             Ok(keeper) => {
                 let keeper = Arc::new(keeper);
                 for &g in live.values() {

@@ -1,0 +1,112 @@
+//! A cgroup v2 of the host's task processes, where the kernel lets this user make one (root, or a
+//! delegated subtree): every process the keeper spawns, and everything they start, stays in it
+//! whatever it does to its group, session or environment, and `cgroup.kill` ends them all at once.
+//!
+//! The keeper joins the cgroup before it spawns anything (its children are born in it) and, when
+//! its host is gone, kills the cgroup after its own rounds and removes it. Should the keeper and the
+//! host both be killed, the next host started by a user who may write there ends what a dead host's
+//! cgroup still holds: the cgroup is named after its host's pid and start time, so a dead host's is
+//! told from a live one's without a guess.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The prefix of every host's cgroup name.
+const PREFIX: &str = "taskhost-";
+
+/// The cgroup v2 directory this process belongs to: the unified hierarchy's mount point joined with
+/// the `0::` line of `/proc/self/cgroup`.
+fn own_cgroup() -> Option<PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mount = mounts.lines().find_map(|line| {
+        let (fields, fs) = line.split_once(" - ")?;
+        (fs.split_whitespace().next()? == "cgroup2").then(|| fields.split_whitespace().nth(4))?
+    })?;
+    let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let own = cgroups.lines().find_map(|l| l.strip_prefix("0::"))?;
+    Some(Path::new(mount).join(own.trim_start_matches('/')))
+}
+
+/// A process's start time (clock ticks since boot), which tells it from a later one with its pid.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: the fields follow the last `)`.
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Makes this host's cgroup next to the cgroups of other hosts, after ending what the cgroups of
+/// dead hosts still hold. `None` where there is no cgroup v2 or this user may not make one there.
+pub(crate) fn create() -> Option<PathBuf> {
+    let parent = own_cgroup()?;
+    sweep_dead(&parent);
+    let me = std::process::id();
+    let path = parent.join(format!("{PREFIX}{me}-{}", start_time(me)?));
+    match std::fs::create_dir(&path) {
+        Ok(()) => Some(path),
+        Err(e) => {
+            tracing::debug!(path = %path.display(), error = %e, "no cgroup for the task processes");
+            None
+        }
+    }
+}
+
+/// Ends and removes the cgroups of hosts that are gone.
+fn sweep_dead(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some((pid, started)) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(PREFIX))
+            .and_then(|n| n.split_once('-'))
+            .and_then(|(p, s)| Some((p.parse::<u32>().ok()?, s.parse::<u64>().ok()?)))
+        else {
+            continue;
+        };
+        if start_time(pid) != Some(started) {
+            let ended = kill_and_remove(&entry.path());
+            tracing::info!(cgroup = %entry.path().display(), ended, "ended what a dead host's cgroup held");
+        }
+    }
+}
+
+/// Moves the calling process into `cgroup`, so every process it starts from now on is born there.
+pub(crate) fn join(cgroup: &Path) -> std::io::Result<()> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(cgroup.join("cgroup.procs"))?
+        .write_all(b"0")
+}
+
+/// Ends every process in `cgroup` (`cgroup.kill`), waits up to a second for it to empty, and removes
+/// it. The calling process first moves out to the parent, if it is a member. True when it is gone.
+pub(crate) fn kill_and_remove(cgroup: &Path) -> bool {
+    if let Some(parent) = cgroup.parent() {
+        let me = std::process::id().to_string();
+        let member = std::fs::read_to_string(cgroup.join("cgroup.procs"))
+            .is_ok_and(|procs| procs.lines().any(|l| l == me));
+        if member {
+            let _ = std::fs::OpenOptions::new()
+                .write(true)
+                .open(parent.join("cgroup.procs"))
+                .and_then(|mut f| f.write_all(me.as_bytes()));
+        }
+    }
+    let _ = std::fs::OpenOptions::new()
+        .write(true)
+        .open(cgroup.join("cgroup.kill"))
+        .and_then(|mut f| f.write_all(b"1"));
+    let deadline = Instant::now() + Duration::from_secs(1);
+    loop {
+        match std::fs::remove_dir(cgroup) {
+            Ok(()) => return true,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return true,
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            Err(_) => return false,
+        }
+    }
+}
