@@ -523,3 +523,53 @@ async fn the_next_host_ends_what_a_dead_host_and_its_keeper_left() {
     );
     drop(next);
 }
+
+/// Proves: a Ctrl-C typed into a task's terminal interrupts it even when the host was started with
+/// SIGINT and SIGQUIT ignored, as a shell without job control starts `taskhost serve &` (ignored
+/// signals stay ignored across `exec`; the keeper gives its tasks the default actions).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_reaches_a_task_of_a_host_started_with_sigint_ignored() {
+    let dir = scratch("keeper-sigint");
+    let socket = dir.join("taskhost.sock");
+    let mut host = SocketHost::start_after(&dir, &socket, "trap '' INT QUIT", &["--no-watch"]);
+    let client = mcp::socket_client(&host.socket, Watcher::default()).await;
+    let started = call(
+        &client,
+        "bash",
+        json!({"command": "grep SigIgn /proc/self/status; exec cat", "run_in_background": true, "tty": true}),
+    )
+    .await;
+    let id = started
+        .split('\n')
+        .next()
+        .and_then(|l| l.strip_prefix("started background task "))
+        .unwrap_or_else(|| panic!("not started: {started}"))
+        .to_owned();
+    let ignored = call(
+        &client,
+        "task_output",
+        json!({"task_id": id, "wait_for": "SigIgn", "timeout_ms": 20000}),
+    )
+    .await;
+    let mask = ignored
+        .split_whitespace()
+        .skip_while(|w| *w != "SigIgn:")
+        .nth(1)
+        .and_then(|m| u64::from_str_radix(m, 16).ok())
+        .unwrap_or_else(|| panic!("no mask: {ignored}"));
+    assert_eq!(
+        mask & 0b110,
+        0,
+        "SIGINT or SIGQUIT ignored in the task: {ignored}"
+    );
+    call(
+        &client,
+        "task_input",
+        json!({"task_id": id, "text": "\u{3}"}),
+    )
+    .await;
+    let end = read_waiting(&client, &id, 20_000).await;
+    assert!(end.contains("[status: killed, signal: SIGINT]"), "{end}");
+    drop(client);
+    host.stop();
+}

@@ -64,6 +64,7 @@ pub fn serve(socket: BorrowedFd<'_>, marker_prefix: &str, cgroup: Option<&Path>)
     // them from this one's memory or `/proc` entries.
     let _ = nix::sys::prctl::set_dumpable(false);
     close_inherited();
+    default_terminal_signals();
     // Every child is born in the host's cgroup, whatever it later does to its group or environment.
     let cgroup = cgroup.filter(|c| crate::cgroup::join(c).is_ok());
     let ended = serve_host(socket, marker_prefix);
@@ -146,6 +147,20 @@ fn serve_host(socket: BorrowedFd<'_>, marker_prefix: &str) -> usize {
         }
     }
     end_everything(&groups, marker_prefix, Duration::from_secs(1))
+}
+
+/// Gives the tasks the default actions of SIGINT and SIGQUIT whatever the host inherited. A shell
+/// without job control starts its background commands (`cmd &`) with both ignored, and an ignored
+/// signal stays ignored across `exec`: a host started that way handed it on to every task, and a
+/// Ctrl-C typed into a task's terminal was echoed and did nothing. A caught signal is reset to its
+/// default at `exec`, so the keeper catches both (and does nothing with them: it is in a process
+/// group of its own, and only its host's end ends it).
+fn default_terminal_signals() {
+    use signal_hook::consts::{SIGINT, SIGQUIT};
+    let noticed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for signal in [SIGINT, SIGQUIT] {
+        let _ = signal_hook::flag::register(signal, noticed.clone());
+    }
 }
 
 /// Closes every descriptor but the standard three that the keeper was started with: whatever its
