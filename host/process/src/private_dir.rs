@@ -57,13 +57,19 @@ pub fn check_private(path: &Path) -> Result<(), PrivateDirError> {
     if !meta.is_dir() {
         return refuse("it is not a directory".to_owned());
     }
-    if meta.uid() != euid() {
-        return refuse(format!("it is owned by uid {}, not {}", meta.uid(), euid()));
+    ours_and_closed(meta.uid(), meta.permissions().mode()).or_else(refuse)
+}
+
+/// Why a directory of owner `uid` and `mode` is not private: another owner, or any group or other
+/// permission bit.
+fn ours_and_closed(uid: u32, mode: u32) -> Result<(), String> {
+    if uid != euid() {
+        return Err(format!("it is owned by uid {uid}, not {}", euid()));
     }
-    if meta.permissions().mode() & 0o077 != 0 {
-        return refuse(format!(
+    if mode & 0o077 != 0 {
+        return Err(format!(
             "its mode is {:o}, open to other users",
-            meta.permissions().mode() & 0o7777
+            mode & 0o7777
         ));
     }
     Ok(())
@@ -140,22 +146,10 @@ impl HeldDir {
             path: self.path.clone(),
             source: e.into(),
         })?;
-        let refuse = |why: String| {
-            Err(PrivateDirError::NotPrivate {
-                path: self.path.clone(),
-                why,
-            })
-        };
-        if st.st_uid != euid() {
-            return refuse(format!("it is owned by uid {}, not {}", st.st_uid, euid()));
-        }
-        if st.st_mode & 0o077 != 0 {
-            return refuse(format!(
-                "its mode is {:o}, open to other users",
-                st.st_mode & 0o7777
-            ));
-        }
-        Ok(())
+        ours_and_closed(st.st_uid, st.st_mode).map_err(|why| PrivateDirError::NotPrivate {
+            path: self.path.clone(),
+            why,
+        })
     }
 
     /// The path the directory was opened at (for naming its files to people and to `dlopen`).
