@@ -127,13 +127,15 @@ impl Transcript {
         }
     }
 
-    /// The last non-empty message.
+    /// The last non-empty message, as the model may read it: escape sequences and control
+    /// characters removed (newline and tab kept), as for every task's output.
     fn final_message(&self) -> String {
-        if self.current.is_empty() {
-            self.last.clone()
+        let message = if self.current.is_empty() {
+            &self.last
         } else {
-            self.current.clone()
-        }
+            &self.current
+        };
+        crate::process::render_terminal(message.as_bytes())
     }
 }
 

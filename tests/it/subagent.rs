@@ -294,3 +294,15 @@ fn pass_env_gives_the_agent_a_variable_the_policy_removes() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Proves: a subagent's answer reaches the model without escape sequences or control characters,
+/// as every task's output does.
+#[test]
+fn a_subagents_answer_reaches_the_model_clean() {
+    let f = scripted("clean");
+    let id = start(
+        &f,
+        "echo: \u{1b}[31mred\u{1b}[0m \u{1b}]52;c;ZXZpbA==\u{7}done\u{9b}1m!",
+    );
+    assert_eq!(wait(&f, &id), "red done!\n[status: completed]");
+}
