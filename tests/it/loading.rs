@@ -173,7 +173,12 @@ fn a_tool_call_that_blocks_does_not_hold_up_other_calls_or_a_reload() {
             )
             .map(|o| o.text)
     });
-    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert!(
+        eventually(std::time::Duration::from_secs(10), || {
+            f.call("probe_blocking", "", json!({})) == "1"
+        }),
+        "the blocking call started"
+    );
     let t = std::time::Instant::now();
     assert_eq!(f.call("probe_calls", "", json!({})), "0");
     f.host

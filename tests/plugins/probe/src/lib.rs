@@ -12,6 +12,8 @@ use taskhost_abi::{FfiOutcome, FfiStatus, Host, Plugin, ToolCall, ToolResult, ex
 
 /// Calls served by this generation's code (statics start at zero in every generation).
 static CALLS: AtomicU64 = AtomicU64::new(0);
+/// `probe_block` calls under way, so a test can see one has started.
+static BLOCKING: AtomicU64 = AtomicU64::new(0);
 
 struct Probe;
 
@@ -210,9 +212,17 @@ fn init(host: Host) -> Result<Probe, String> {
         schema.clone(),
         |call: &ToolCall| {
             let ms = args(call)["ms"].as_u64().unwrap_or(1000);
+            BLOCKING.fetch_add(1, Ordering::SeqCst);
             std::thread::sleep(Duration::from_millis(ms));
+            BLOCKING.fetch_sub(1, Ordering::SeqCst);
             ToolResult::ok("unblocked")
         },
+    )?;
+    host.register_tool(
+        "probe_blocking",
+        "How many probe_block calls of this generation are under way.",
+        schema.clone(),
+        |_: &ToolCall| ToolResult::ok(BLOCKING.load(Ordering::SeqCst).to_string()),
     )?;
     let h = host.clone();
     host.register_tool(
