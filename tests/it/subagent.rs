@@ -108,11 +108,38 @@ fn stop_reasons_map_to_failed_outcomes() {
     );
 }
 
+/// The file a scripted agent marks where it is (`TASKHOST_TEST_AGENT_MARK`), and its command.
+fn marked_agent(f_dir: &std::path::Path, extra: &[&str]) -> (std::path::PathBuf, Value) {
+    let marks = f_dir.join("agent.marks");
+    let mut command = vec![
+        "env".to_owned(),
+        format!("TASKHOST_TEST_AGENT_MARK={}", marks.display()),
+    ];
+    command.extend(extra.iter().map(|s| (*s).to_owned()));
+    command.push(agent_bin());
+    (marks, json!(command))
+}
+
+/// Waits until the scripted agent marked `line`.
+fn reached(marks: &std::path::Path, line: &str) {
+    assert!(
+        eventually(Duration::from_secs(20), || {
+            std::fs::read_to_string(marks).is_ok_and(|t| t.lines().any(|l| l == line))
+        }),
+        "the agent never marked {line}"
+    );
+}
+
 #[test]
 fn a_kill_while_thinking_ends_the_child_and_its_process() {
-    let f = scripted("kill-thinking");
+    let dir = scratch("kill-thinking-marks");
+    let (marks, command) = marked_agent(&dir, &[]);
+    let f = host(
+        "kill-thinking",
+        json!({"command": command, "grace_ms": 500}),
+    );
     let id = start(&f, "wait");
-    std::thread::sleep(Duration::from_millis(300));
+    reached(&marks, "waiting");
     assert_eq!(
         f.call("task_kill", "s", json!({"task_id": id})),
         format!("requested cancellation of task {id}")
@@ -127,12 +154,14 @@ fn a_kill_while_thinking_ends_the_child_and_its_process() {
 
 #[test]
 fn a_kill_while_the_child_is_still_starting_ends_it() {
+    let dir = scratch("kill-starting-marks");
+    let (marks, command) = marked_agent(&dir, &["TASKHOST_TEST_AGENT_HANG_INIT=1"]);
     let f = host(
         "kill-starting",
-        json!({"command": ["env", "TASKHOST_TEST_AGENT_HANG_INIT=1", agent_bin()], "grace_ms": 300}),
+        json!({"command": command, "grace_ms": 300}),
     );
     let id = start(&f, "echo: never");
-    std::thread::sleep(Duration::from_millis(200));
+    reached(&marks, "started");
     f.call("task_kill", "s", json!({"task_id": id}));
     assert_eq!(wait(&f, &id), "(no new output)\n[status: killed]");
     assert!(eventually(Duration::from_secs(5), || f
@@ -240,12 +269,14 @@ fn permission_requests_are_answered_by_the_configured_policy() {
 
 #[test]
 fn a_permission_request_after_a_cancel_is_answered_cancelled_whatever_the_policy() {
+    let dir = scratch("policy-after-cancel-marks");
+    let (marks, command) = marked_agent(&dir, &[]);
     let f = host(
         "policy-after-cancel",
-        json!({"command": [agent_bin()], "permission_policy": "allow", "grace_ms": 2000}),
+        json!({"command": command, "permission_policy": "allow", "grace_ms": 2000}),
     );
     let id = start(&f, "ask-after-cancel");
-    std::thread::sleep(Duration::from_millis(300));
+    reached(&marks, "waiting");
     f.call("task_kill", "s", json!({"task_id": id}));
     assert_eq!(wait(&f, &id), "permission: cancelled\n[status: completed]");
 }

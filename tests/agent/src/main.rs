@@ -7,6 +7,9 @@
 //!   `ask-after-cancel` does so once the turn is cancelled, and ends it normally.
 //! - `crash` exits with code 3 mid-turn; `garbage` writes a line that is not JSON-RPC and exits.
 //! - with `TASKHOST_TEST_AGENT_HANG_INIT=1` it never answers `initialize`.
+//! - with `TASKHOST_TEST_AGENT_MARK=FILE` it appends where it is to FILE, a line each: `started`,
+//!   then `waiting` once a `wait` or `ask-after-cancel` turn waits for its cancel, so a test can act
+//!   at that point instead of after a pause.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -24,6 +27,18 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::{Agent, Result, Stdio};
 use tokio_util::sync::CancellationToken;
 
+/// Appends `line` to the file `TASKHOST_TEST_AGENT_MARK` names, if it names one.
+fn mark(line: &str) {
+    use std::io::Write;
+    if let Some(path) = std::env::var_os("TASKHOST_TEST_AGENT_MARK") {
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut f| writeln!(f, "{line}"));
+    }
+}
+
 fn prompt_text(r: &PromptRequest) -> String {
     r.prompt
         .iter()
@@ -37,6 +52,7 @@ fn prompt_text(r: &PromptRequest) -> String {
 
 #[tokio::main]
 async fn main() -> Result<()> {
+    mark("started");
     let hang_init = std::env::var_os("TASKHOST_TEST_AGENT_HANG_INIT").is_some();
     let cancels: Arc<Mutex<HashMap<String, CancellationToken>>> = Arc::default();
     let on_cancel = cancels.clone();
@@ -87,12 +103,14 @@ async fn main() -> Result<()> {
                         StopReason::EndTurn
                     } else if text == "wait" {
                         say("thinking")?;
+                        mark("waiting");
                         tokio::select! {
                             () = token.cancelled() => StopReason::Cancelled,
                             () = tokio::time::sleep(Duration::from_secs(60)) => StopReason::EndTurn,
                         }
                     } else if text == "ask" || text == "ask-after-cancel" {
                         if text == "ask-after-cancel" {
+                            mark("waiting");
                             tokio::select! {
                                 () = token.cancelled() => {}
                                 () = tokio::time::sleep(Duration::from_secs(60)) => {}
