@@ -71,6 +71,15 @@ pub fn positive_config(
     }
 }
 
+/// The error text for a `wait_for` pattern that is not a regular expression (the tasks plugin
+/// checks it before waiting; the host again where it matches, for any plugin that asks).
+pub fn invalid_wait_for(pattern: &str, error: &dyn std::fmt::Display) -> String {
+    format!(
+        "invalid wait_for: {} is not a regular expression: {error}",
+        shown(&serde_json::Value::String(pattern.to_owned()))
+    )
+}
+
 /// Opens for reading a file that this user owns, never through a symlink: for the output files a
 /// producer's external work writes (a batch job's), whose directory others may share. The name is
 /// looked at without following a link (a regular file owned by this process's effective user), then

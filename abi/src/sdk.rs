@@ -28,7 +28,9 @@ use crate::glue::{ListenerGlue, PluginGlue, ToolGlue, WorkerGlue};
 use crate::objects::*;
 use crate::types::*;
 
-pub use crate::args::{bool_arg, non_empty, open_own_file, positive_config, shown};
+pub use crate::args::{
+    bool_arg, invalid_wait_for, non_empty, open_own_file, positive_config, shown,
+};
 
 /// What a plugin is, once initialized. Both methods have defaults.
 pub trait Plugin: Send + Sync + 'static {

@@ -48,11 +48,6 @@ impl SpillBudget {
         self.used.load(Ordering::Relaxed)
     }
 
-    /// The budget.
-    pub fn limit(&self) -> u64 {
-        self.limit
-    }
-
     pub(crate) fn grew(&self, bytes: u64) {
         self.used.fetch_add(bytes, Ordering::Relaxed);
     }

@@ -41,7 +41,7 @@ use tokio::net::unix::pipe;
 use tokio::runtime::Handle;
 use tokio::sync::watch;
 
-pub use budget::{DEFAULT_SPILL_BUDGET, SpillBudget};
+pub use budget::DEFAULT_SPILL_BUDGET;
 pub use child::{Exit, Process, ProcessWatch, signal_name};
 use child::{Streams, signal_group};
 pub use escaped::end_all_children;
@@ -565,11 +565,6 @@ impl ProcessService {
                 self.budget.shrank(meta.len());
             }
         }
-    }
-
-    /// The host-wide budget of the spill files, and what they hold now.
-    pub fn spill_budget(&self) -> &budget::SpillBudget {
-        &self.budget
     }
 
     /// Ends every live process group at once (SIGKILL) and removes every spill file: the last step of

@@ -336,15 +336,10 @@ impl StreamBuf {
 
     /// What [`StreamBuf::read`] would return now, left unread.
     pub(crate) fn peek(&self) -> StreamRead {
-        let tail_start = self.total - self.tail.len() as u64;
-        let (from, lossy) = if self.cursor < tail_start {
-            (0, true)
-        } else {
-            ((self.cursor - tail_start) as usize, false)
-        };
+        let (bytes, _) = self.since(self.cursor);
         StreamRead {
-            bytes: self.tail.range(from..).copied().collect(),
-            lossy,
+            bytes,
+            lossy: self.cursor < self.tail_start(),
         }
     }
 
@@ -356,12 +351,17 @@ impl StreamBuf {
     /// The bytes still in memory from position `from` (in bytes ever written) on, and the position
     /// after them; from the oldest kept byte when `from` fell out of memory.
     pub(crate) fn since(&self, from: u64) -> (Vec<u8>, u64) {
-        let tail_start = self.total - self.tail.len() as u64;
+        let tail_start = self.tail_start();
         let skip = from.max(tail_start) - tail_start;
         let skip = usize::try_from(skip)
             .unwrap_or(usize::MAX)
             .min(self.tail.len());
         (self.tail.range(skip..).copied().collect(), self.total)
+    }
+
+    /// The position (in bytes ever written) of the oldest byte still in memory.
+    fn tail_start(&self) -> u64 {
+        self.total - self.tail.len() as u64
     }
 
     /// Bytes ever written to the stream.

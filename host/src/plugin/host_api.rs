@@ -353,13 +353,13 @@ impl HostApi for GenHost {
         timeout_ms: f64,
     ) -> RResult<FfiSnapshot, RString> {
         let caller = self.caller(caller);
-        let registry = self.shared.registry.clone();
-        let id = id.as_str().to_owned();
         // Plugin code runs on generation threads, never on the runtime's, so blocking here is sound.
-        let waited = self
-            .shared
-            .runtime
-            .block_on(async move { registry.wait(&id, timeout_ms, caller.as_ref(), None).await });
+        let waited = self.shared.runtime.block_on(self.shared.registry.wait(
+            id.as_str(),
+            timeout_ms,
+            caller.as_ref(),
+            None,
+        ));
         match waited {
             Ok(s) => ROk(convert::snapshot(&s)),
             Err(e) => RErr(err(e)),
@@ -376,23 +376,21 @@ impl HostApi for GenHost {
         let pattern = match regex::Regex::new(pattern.as_str()) {
             Ok(p) => p,
             Err(e) => {
-                return RErr(RString::from(format!(
-                    "invalid wait_for: {} is not a regular expression: {e}",
-                    taskhost_abi::sdk::shown(&serde_json::Value::String(pattern.as_str().into()))
-                )));
+                return RErr(taskhost_abi::sdk::invalid_wait_for(pattern.as_str(), &e).into());
             }
         };
         let caller = self.caller(caller);
-        let registry = self.shared.registry.clone();
-        let id = id.as_str().to_owned();
         // Plugin code runs on generation threads, never on the runtime's, so blocking here is sound.
-        let waited = self.shared.runtime.block_on(async move {
-            registry
-                .wait_for_output(&id, timeout_ms, caller.as_ref(), None, |text| {
-                    pattern.is_match(text)
-                })
-                .await
-        });
+        let waited = self
+            .shared
+            .runtime
+            .block_on(self.shared.registry.wait_for_output(
+                id.as_str(),
+                timeout_ms,
+                caller.as_ref(),
+                None,
+                |text| pattern.is_match(text),
+            ));
         match waited {
             Ok(s) => ROk(convert::snapshot(&s)),
             Err(e) => RErr(err(e)),

@@ -118,12 +118,9 @@ fn render_output(body: &str, snapshot: &TaskSnapshot) -> String {
 /// The `wait_for` argument checked (the host compiles it again where it matches).
 fn pattern(wait_for: Option<&str>) -> Result<Option<String>, ToolResult> {
     let Some(p) = wait_for else { return Ok(None) };
-    Regex::new(p).map(|_| Some(p.to_owned())).map_err(|e| {
-        ToolResult::error(format!(
-            "invalid wait_for: {} is not a regular expression: {e}",
-            taskhost_abi::sdk::shown(&Value::String(p.to_owned()))
-        ))
-    })
+    Regex::new(p)
+        .map(|_| Some(p.to_owned()))
+        .map_err(|e| ToolResult::error(taskhost_abi::sdk::invalid_wait_for(p, &e)))
 }
 
 fn task_output(host: &Host, config: Config, call: &ToolCall, a: OutputArgs) -> ToolResult {
