@@ -18,6 +18,10 @@
 
 mod args;
 mod glue;
+#[expect(
+    unsafe_code,
+    reason = "abi_stable's #[sabi_trait] expands its vtable calls into unsafe blocks"
+)]
 pub mod objects;
 pub mod prelude;
 pub mod root;

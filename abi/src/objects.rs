@@ -5,7 +5,11 @@
 //! Every method returns errors as text (`RString`); none may panic (a panic through an `abi_stable`
 //! trait object aborts the process). The [`crate::sdk`] wrappers uphold that for plugin code.
 
-#![allow(non_local_definitions, missing_docs)]
+#![allow(
+    non_local_definitions,
+    missing_docs,
+    reason = "abi_stable's #[sabi_trait] expands impls and items it does not document"
+)]
 
 use abi_stable::sabi_trait;
 use abi_stable::std_types::{RBox, ROption, RResult, RStr, RString, RVec};

@@ -34,6 +34,10 @@ fn active(host: &Taskhost) -> u64 {
 }
 
 /// Bare `dlopen` + `dlsym` of a fresh file each time (a new inode, so nothing is reused), in ms.
+#[expect(
+    unsafe_code,
+    reason = "the baseline is a bare dlopen, outside the loader"
+)]
 fn bare_dlopen(src: &[u8], staging: &std::path::Path) -> Vec<f64> {
     let mut bare = Vec::new();
     for n in 0..20 {

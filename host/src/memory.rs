@@ -10,8 +10,6 @@
 //! every arena; the host calls it every [`TRIM_EVERY`] on a blocking thread, where it costs well
 //! under a millisecond for a heap this size.
 
-#![allow(unsafe_code)]
-
 use std::time::Duration;
 
 /// How often free memory is handed back.

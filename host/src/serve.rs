@@ -13,7 +13,7 @@ use crate::config::Config;
 use crate::listen::{BoundSocket, PeerPolicy};
 use crate::mcp::{self, Peers};
 use crate::rundir::RunDir;
-use crate::{LoadOptions, Taskhost};
+use crate::{LoadOptions, ServiceOptions, Taskhost};
 
 /// What `serve` was asked.
 #[derive(Debug, Default)]
@@ -185,6 +185,8 @@ fn start_host(
     let options = LoadOptions {
         generation_dir: run_dir.generations(),
         allow_untrusted: args.allow_untrusted,
+    };
+    let services = ServiceOptions {
         spill_dir: config.tasks.spill_dir.clone(),
         spill_budget: config
             .tasks
@@ -194,7 +196,12 @@ fn start_host(
         keeper: std::env::current_exe().ok(),
         max_foreground_per_owner: config.max_foreground_per_owner(),
     };
-    let host = Arc::new(Taskhost::new(registry, runtime.handle().clone(), options));
+    let host = Arc::new(Taskhost::new(
+        registry,
+        runtime.handle().clone(),
+        options,
+        services,
+    ));
     let mut entries: Vec<(PathBuf, Option<String>)> = config
         .plugins
         .iter()

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use taskhost::{LoadOptions, Taskhost};
+use taskhost::{LoadOptions, ServiceOptions, Taskhost};
 use taskhost_registry::RegistryConfig;
 pub use taskhost_tests::Scratch;
 
@@ -101,12 +101,17 @@ impl Fixture {
             .build()
             .expect("runtime");
         let dir = scratch(name);
-        let options = LoadOptions {
+        let services = ServiceOptions {
             // The keeper runs in every fixture, so every test exercises it.
             keeper: Some(artifacts().join("taskhost")),
-            ..LoadOptions::new(dir.join("gen"))
+            ..ServiceOptions::default()
         };
-        let host = Arc::new(Taskhost::new(config, rt.handle().clone(), options));
+        let host = Arc::new(Taskhost::new(
+            config,
+            rt.handle().clone(),
+            LoadOptions::new(dir.join("gen")),
+            services,
+        ));
         Self { rt, host, dir }
     }
 

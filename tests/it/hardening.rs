@@ -128,7 +128,12 @@ fn a_generation_directory_others_can_write_is_refused() {
     std::os::unix::fs::symlink(&open, &link).unwrap();
     for dir in [&open, &link] {
         let options = taskhost::LoadOptions::new(dir.clone());
-        let host = taskhost::Taskhost::new(Default::default(), f.rt.handle().clone(), options);
+        let host = taskhost::Taskhost::new(
+            Default::default(),
+            f.rt.handle().clone(),
+            options,
+            Default::default(),
+        );
         let err = host
             .plugins()
             .load(&plugin, None, false)

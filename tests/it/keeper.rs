@@ -407,6 +407,7 @@ fn without_a_keeper_the_host_spawns_piped_and_terminal_processes_itself() {
         taskhost_registry::RegistryConfig::new(),
         rt.handle().clone(),
         taskhost::LoadOptions::new(dir.join("gen")),
+        taskhost::ServiceOptions::default(),
     );
     let processes = host.processes();
     assert_eq!(processes.keeper_pid(), None);

@@ -10,13 +10,23 @@ pub fn scratch(name: &str) -> Scratch {
     Scratch::new("taskhost-bench", name)
 }
 
-/// Load options for a bench host whose files go under `dir`, without a keeper unless `keeper`.
-pub fn options(dir: &std::path::Path, keeper: bool) -> taskhost::LoadOptions {
-    taskhost::LoadOptions {
+/// A bench host on `rt` with no plugin loaded, its files under `dir`, without a keeper unless
+/// `keeper`.
+pub fn host(
+    rt: &tokio::runtime::Runtime,
+    config: taskhost_registry::RegistryConfig,
+    dir: &std::path::Path,
+    keeper: bool,
+) -> taskhost::Taskhost {
+    let options = taskhost::LoadOptions {
         allow_untrusted: true,
-        keeper: keeper.then(|| profile_dir().join("taskhost")),
         ..taskhost::LoadOptions::new(dir.join("gen"))
-    }
+    };
+    let services = taskhost::ServiceOptions {
+        keeper: keeper.then(|| profile_dir().join("taskhost")),
+        ..taskhost::ServiceOptions::default()
+    };
+    taskhost::Taskhost::new(config, rt.handle().clone(), options, services)
 }
 
 /// A runtime and a host on it with no plugin loaded and no keeper, its files under `dir`.
@@ -25,11 +35,7 @@ pub fn bare_host(dir: &std::path::Path) -> (tokio::runtime::Runtime, taskhost::T
         .enable_all()
         .build()
         .expect("runtime");
-    let host = taskhost::Taskhost::new(
-        taskhost_registry::RegistryConfig::new(),
-        rt.handle().clone(),
-        options(dir, false),
-    );
+    let host = host(&rt, taskhost_registry::RegistryConfig::new(), dir, false);
     (rt, host)
 }
 
@@ -44,7 +50,7 @@ pub fn bash_host(
     let config = taskhost_registry::RegistryConfig::new()
         .with_max_tasks_per_owner(max_tasks)
         .expect("config");
-    let host = taskhost::Taskhost::new(config, rt.handle().clone(), options(dir, true));
+    let host = host(rt, config, dir, true);
     for p in ["bash", "tasks"] {
         host.plugins()
             .load(

@@ -20,7 +20,7 @@ use taskhost_registry::{RegistryConfig, SurfaceScope};
 
 use crate::plugin::mapped::mapped_generations;
 use crate::rundir::RunDir;
-use crate::{LoadOptions, Taskhost};
+use crate::{LoadOptions, ServiceOptions, Taskhost};
 
 /// What to check.
 #[derive(Debug, Clone)]
@@ -80,8 +80,11 @@ pub fn run(runtime: &tokio::runtime::Runtime, args: &CheckArgs) -> Result<Report
         runtime.handle().clone(),
         LoadOptions {
             allow_untrusted: args.allow_untrusted,
-            spill_dir: Some(run_dir.spills()),
             ..LoadOptions::new(run_dir.generations())
+        },
+        ServiceOptions {
+            spill_dir: Some(run_dir.spills()),
+            ..ServiceOptions::default()
         },
     );
     let surface = host

@@ -108,7 +108,7 @@ impl McpSession {
     }
 
     /// Reports a foreground command's progress to the caller, when its call carries a token.
-    fn progress(context: &RequestContext<RoleServer>) -> Option<crate::plugin::Progress> {
+    fn progress(context: &RequestContext<RoleServer>) -> Option<crate::services::Progress> {
         let token = context.meta.get_progress_token()?;
         let peer = context.peer.clone();
         let runtime = tokio::runtime::Handle::current();

@@ -3,20 +3,8 @@
 //! when it asked for it.
 
 use std::cell::RefCell;
-use std::sync::Arc;
 
-use taskhost_registry::CancellationToken;
-
-/// Reports a running call's progress: a number that grows (bytes of output so far) and a message
-/// (the latest line).
-pub type Progress = Arc<dyn Fn(f64, String) + Send + Sync>;
-
-/// What a plugin thread knows of the call it runs.
-#[derive(Clone, Default)]
-pub(crate) struct CallContext {
-    pub(crate) cancel: CancellationToken,
-    pub(crate) progress: Option<Progress>,
-}
+use crate::services::CallContext;
 
 thread_local! {
     static CURRENT: RefCell<Option<CallContext>> = const { RefCell::new(None) };

@@ -1,8 +1,11 @@
-//! Registry values to their FFI mirrors, and back.
+//! Registry and service values to their FFI mirrors, and back.
 
-use taskhost_abi::abi_stable::std_types::{ROption, RString};
-use taskhost_abi::{FfiOutcome, FfiRead, FfiSnapshot, FfiStatus};
+use taskhost_abi::abi_stable::std_types::{RNone, ROption, RSome, RString};
+use taskhost_abi::{FfiOutcome, FfiRead, FfiSnapshot, FfiStatus, ProcessResult};
 use taskhost_registry::{TaskOutcome, TaskRead, TaskSnapshot, TaskStatus, TerminalStatus};
+
+use crate::process::{Exit, signal_name};
+use crate::services::foreground::Foreground;
 
 pub(crate) fn status(s: TaskStatus) -> FfiStatus {
     match s {
@@ -76,4 +79,36 @@ pub(crate) fn outcome_to_ffi(o: &TaskOutcome) -> FfiOutcome {
         TerminalStatus::Failed => FfiStatus::Failed,
     };
     FfiOutcome::new(status, o.detail.as_deref(), o.output.as_deref())
+}
+
+/// A foreground run's end, or why it did not start, as the plugin side sees it.
+pub(crate) fn foreground(run: Result<Foreground, String>) -> ProcessResult {
+    let run = match run {
+        Ok(run) => run,
+        Err(error) => {
+            return ProcessResult {
+                output: RString::new(),
+                exit_code: RNone,
+                signal: RNone,
+                timed_out: false,
+                error: RSome(error.into()),
+                cancelled: false,
+                promoted_task: RNone,
+            };
+        }
+    };
+    let (exit_code, signal) = match run.exit {
+        Exit::Code(c) => (Some(c), None),
+        Exit::Signal(s) => (None, Some(RString::from(signal_name(s)))),
+        Exit::Unknown => (None, None),
+    };
+    ProcessResult {
+        output: run.output.into(),
+        exit_code: exit_code.into(),
+        signal: signal.into(),
+        timed_out: run.timed_out,
+        error: RNone,
+        cancelled: run.cancelled,
+        promoted_task: run.promoted_task.map(RString::from).into(),
+    }
 }

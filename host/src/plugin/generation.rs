@@ -1,11 +1,13 @@
-//! A generation: one load of one plugin file, and everything that keeps its code alive.
+//! A generation: one load of one plugin file, and everything that keeps its code alive: the
+//! [`GenBox`]es holding the plugin's objects, among them its tools ([`ToolEntry`]) and completion
+//! listeners, each of which keeps the generation loaded while it lives.
 
 use parking_lot::{Mutex, MutexGuard};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use taskhost_abi::{PluginBox, PluginModRef};
+use taskhost_abi::{ListenerBox, PluginBox, PluginModRef, ToolHandlerBox};
 use taskhost_registry::Registration;
 
 use super::executor::Executor;
@@ -32,14 +34,14 @@ pub struct Generation {
 pub(crate) struct GenState {
     pub(crate) instance: Option<PluginBox>,
     /// Tools registered during init, waiting for the swap.
-    pub(crate) staged: Vec<super::tools::ToolEntry>,
+    pub(crate) staged: Vec<ToolEntry>,
     pub(crate) swapped_in: bool,
     pub(crate) surfaces: Vec<(u64, Registration)>,
     /// Keys of every completion listener this generation registered (staged or in force).
     pub(crate) listeners: Vec<u64>,
     /// Completion listeners registered during init, put in force by the swap in the same step that
     /// takes the previous generation's out: a settlement reaches exactly one generation's listener.
-    pub(crate) staged_listeners: Vec<(u64, super::ListenerEntry)>,
+    pub(crate) staged_listeners: Vec<(u64, ListenerEntry)>,
 }
 
 impl Generation {
@@ -191,3 +193,18 @@ impl<T: Send + 'static> Drop for GenBox<T> {
         });
     }
 }
+
+/// A tool as the host serves it.
+#[derive(Clone)]
+pub struct ToolEntry {
+    /// The tool's name.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// Its JSON schema.
+    pub input_schema: serde_json::Value,
+    pub(crate) handler: Arc<GenBox<ToolHandlerBox>>,
+}
+
+/// A plugin's completion listener, holding its generation.
+pub(crate) type ListenerEntry = Arc<GenBox<ListenerBox>>;

@@ -1,5 +1,7 @@
 //! The host handle each generation receives: the plugin's only way to reach the registry, the tool
-//! table, sessions and logs.
+//! table, the services and logs. A pure adapter: each method converts the plugin's values
+//! (`requests`), makes one call of a service or of the loader's tables, and converts the answer back
+//! (`convert`).
 
 use parking_lot::Mutex;
 use std::sync::{Arc, Weak};
@@ -13,16 +15,14 @@ use taskhost_abi::{
 use taskhost_abi::{
     ExternalRequest, ExternalStarted, ProcessRequest, ProcessResult, SubagentRequest,
 };
-use taskhost_registry::{Agent, KillOutcome, ProducerError, SurfaceScope, TaskHooks, TaskStart};
+use taskhost_registry::{Agent, KillOutcome, ProducerError, SurfaceScope, TaskOutcome};
 
-use super::Shared;
 use super::call_scope::CallScope;
-use super::convert;
-use super::foreground::process_hooks;
-use super::generation::{GenBox, Generation};
-use super::requests::{owner_session, process_spec, subagent_run};
+use super::generation::{GenBox, Generation, ToolEntry};
+use super::table::Shared;
 use super::task_bridge::{HostCompletion, registry_hooks};
-use super::tools::ToolEntry;
+use super::{convert, requests};
+use crate::services::Services;
 
 /// The host side of one generation's handle. Holds its generation weakly (the plugin keeps the handle,
 /// and the generation keeps the plugin).
@@ -35,7 +35,19 @@ fn err(e: impl ToString) -> RString {
     RString::from(e.to_string())
 }
 
+/// A service's answer as it crosses to the plugin.
+fn answer<T, S: Into<T>>(result: Result<S, String>) -> RResult<T, RString> {
+    match result {
+        Ok(v) => ROk(v.into()),
+        Err(e) => RErr(e.into()),
+    }
+}
+
 impl GenHost {
+    fn services(&self) -> &Services {
+        &self.shared.services
+    }
+
     fn generation(&self) -> Result<Arc<Generation>, RString> {
         self.generation
             .upgrade()
@@ -50,39 +62,11 @@ impl GenHost {
             return None;
         }
         Some(
-            self.shared
+            self.services()
                 .sessions
                 .agent(id)
                 .unwrap_or_else(|| Agent::new(id, id)),
         )
-    }
-}
-
-impl GenHost {
-    /// Resolves the declaration's owner and registers the task with the registry.
-    pub(crate) fn register(
-        &self,
-        decl: &TaskDecl,
-        run: impl FnOnce() -> Result<TaskHooks, ProducerError> + Send + 'static,
-    ) -> RResult<RString, RString> {
-        let owner = match decl.owner_session.as_ref().into_option() {
-            None => None,
-            Some(s) => match self.shared.sessions.agent(s.as_str()) {
-                Some(agent) => Some(agent),
-                None => return RErr(err(format!("unknown session {s}"))),
-            },
-        };
-        let mut spec = TaskStart::new(decl.kind.as_str(), decl.label.as_str(), run);
-        if let Some(limit) = decl.output_limit_bytes.into_option() {
-            spec = spec.output_limit_bytes(limit);
-        }
-        if let Some(owner) = owner {
-            spec = spec.owner(owner);
-        }
-        match self.shared.registry.start(spec) {
-            Ok(id) => ROk(id.as_str().into()),
-            Err(e) => RErr(err(e)),
-        }
     }
 }
 
@@ -138,7 +122,7 @@ impl HostApi for GenHost {
                 Err(e) => Err(ProducerError(e.as_str().to_owned())),
             }
         };
-        self.register(&decl, run)
+        answer(self.services().declare(&requests::declaration(&decl), run))
     }
 
     fn start_process_task(
@@ -146,17 +130,11 @@ impl HostApi for GenHost {
         decl: TaskDecl,
         request: ProcessRequest,
     ) -> RResult<RString, RString> {
-        let spec = process_spec(&request);
-        let session = owner_session(&decl);
-        let processes = self.shared.processes.clone();
-        let run = move || {
-            // A process that cannot start fails the start: no task is registered, no id issued.
-            let process = processes
-                .spawn(&spec, &session)
-                .map_err(|e| ProducerError(e.to_string()))?;
-            Ok(process_hooks(process))
-        };
-        self.register(&decl, run)
+        let started = self.services().start_process(
+            &requests::declaration(&decl),
+            requests::process_spec(&request),
+        );
+        answer(started)
     }
 
     fn start_subagent_task(
@@ -164,30 +142,11 @@ impl HostApi for GenHost {
         decl: TaskDecl,
         request: SubagentRequest,
     ) -> RResult<RString, RString> {
-        let run_spec = match subagent_run(&request) {
-            Ok(r) => r,
-            Err(e) => return RErr(err(e)),
-        };
-        let session = owner_session(&decl);
-        let (processes, runtime) = (self.shared.processes.clone(), self.shared.runtime.clone());
-        let run = move || {
-            let cancel = taskhost_registry::CancellationToken::new();
-            let token = cancel.clone();
-            let driver = runtime.spawn(async move {
-                crate::acp::run(&processes, &session, run_spec, token, None).await
-            });
-            let done = async move {
-                driver
-                    .await
-                    .map_err(|e| ProducerError(format!("subagent driver failed: {e}")))
-            };
-            let cancel = move |_reason: Option<&str>| {
-                cancel.cancel();
-                Ok(())
-            };
-            Ok(TaskHooks::new(done, cancel))
-        };
-        self.register(&decl, run)
+        let started = requests::subagent_run(&request).and_then(|run| {
+            self.services()
+                .start_subagent(&requests::declaration(&decl), run)
+        });
+        answer(started)
     }
 
     fn start_external_task(
@@ -195,47 +154,23 @@ impl HostApi for GenHost {
         decl: TaskDecl,
         request: ExternalRequest,
     ) -> RResult<ExternalStarted, RString> {
-        let external = crate::external::External {
-            start: request.start_command.as_str().to_owned(),
-            poll: request.poll_command.as_str().to_owned(),
-            cancel: request.cancel_command.as_str().to_owned(),
-            output: request.output_path.as_str().to_owned(),
-            poll_every: std::time::Duration::from_millis(request.poll_ms),
-        };
-        let session = owner_session(&decl);
-        let (processes, runtime) = (self.shared.processes.clone(), self.shared.runtime.clone());
-        let work_id = Arc::new(Mutex::new(String::new()));
-        let started_id = work_id.clone();
-        let run = move || {
-            let (id, hooks) = crate::external::start(&processes, &runtime, &session, external)?;
-            *started_id.lock() = id;
-            Ok(hooks)
-        };
-        match self.register(&decl, run).into_result() {
-            Ok(task_id) => ROk(ExternalStarted {
-                task_id,
-                external_id: work_id.lock().as_str().into(),
-            }),
-            Err(e) => RErr(e),
-        }
+        let started = self
+            .services()
+            .start_external(&requests::declaration(&decl), requests::external(&request))
+            .map(|(task_id, external_id)| ExternalStarted {
+                task_id: task_id.into(),
+                external_id: external_id.into(),
+            });
+        answer(started)
     }
 
     fn run_subagent(&self, session: RStr<'_>, request: SubagentRequest) -> FfiOutcome {
-        let call = CallScope::current();
-        let outcome = match (
-            subagent_run(&request),
-            self.shared.sessions.begin_foreground(session.as_str()),
-        ) {
-            (Err(e), _) => taskhost_registry::TaskOutcome::failed(e),
-            (_, Err(e)) => taskhost_registry::TaskOutcome::failed(e.to_string()),
-            (Ok(run), Ok(_slot)) => {
-                let processes = self.shared.processes.clone();
-                let session = session.as_str().to_owned();
-                // Plugin code runs on generation threads, never on the runtime's, so blocking here is sound.
-                self.shared.runtime.block_on(async move {
-                    crate::acp::run(&processes, &session, run, call.cancel, call.progress).await
-                })
-            }
+        // Plugin code runs on generation threads, never on the runtime's, so blocking is sound.
+        let outcome = match requests::subagent_run(&request) {
+            Err(e) => TaskOutcome::failed(e),
+            Ok(run) => self
+                .services()
+                .run_subagent(session.as_str(), run, CallScope::current()),
         };
         convert::outcome_to_ffi(&outcome)
     }
@@ -246,7 +181,19 @@ impl HostApi for GenHost {
         request: ProcessRequest,
         timeout_ms: u64,
     ) -> ProcessResult {
-        self.run_foreground(session.as_str(), &request, timeout_ms)
+        let promote = request
+            .promote_on_timeout
+            .as_ref()
+            .into_option()
+            .map(requests::declaration);
+        // Plugin code runs on generation threads, never on the runtime's, so blocking is sound.
+        convert::foreground(self.services().run_foreground(
+            session.as_str(),
+            &requests::process_spec(&request),
+            std::time::Duration::from_millis(timeout_ms.max(1)),
+            promote.as_ref(),
+            &CallScope::current(),
+        ))
     }
 
     fn attach_surface(&self, name: RStr<'_>) -> u64 {
@@ -254,7 +201,7 @@ impl HostApi for GenHost {
             return 0;
         };
         let registration = self
-            .shared
+            .services()
             .registry
             .attach_surface(name.as_str(), SurfaceScope::Global);
         let key = self.shared.next_key();
@@ -270,7 +217,7 @@ impl HostApi for GenHost {
 
     fn get_task(&self, caller: RStr<'_>, id: RStr<'_>) -> RResult<FfiSnapshot, RString> {
         let caller = self.caller(caller);
-        match self.shared.registry.get(id.as_str(), caller.as_ref()) {
+        match self.services().registry.get(id.as_str(), caller.as_ref()) {
             Ok(s) => ROk(convert::snapshot(&s)),
             Err(e) => RErr(err(e)),
         }
@@ -278,7 +225,7 @@ impl HostApi for GenHost {
 
     fn list_tasks(&self, caller: RStr<'_>) -> RVec<FfiSnapshot> {
         let caller = self.caller(caller);
-        self.shared
+        self.services()
             .registry
             .list(caller.as_ref())
             .iter()
@@ -288,7 +235,7 @@ impl HostApi for GenHost {
 
     fn read_task(&self, caller: RStr<'_>, id: RStr<'_>) -> RResult<FfiRead, RString> {
         let caller = self.caller(caller);
-        match self.shared.registry.read(id.as_str(), caller.as_ref()) {
+        match self.services().registry.read(id.as_str(), caller.as_ref()) {
             Ok(r) => ROk(convert::read(r)),
             Err(e) => RErr(err(e)),
         }
@@ -296,7 +243,7 @@ impl HostApi for GenHost {
 
     fn peek_task(&self, caller: RStr<'_>, id: RStr<'_>) -> RResult<FfiRead, RString> {
         let caller = self.caller(caller);
-        match self.shared.registry.peek(id.as_str(), caller.as_ref()) {
+        match self.services().registry.peek(id.as_str(), caller.as_ref()) {
             Ok(r) => ROk(convert::read(r)),
             Err(e) => RErr(err(e)),
         }
@@ -310,7 +257,7 @@ impl HostApi for GenHost {
         eof: bool,
     ) -> RResult<(), RString> {
         let caller = self.caller(caller);
-        match self.shared.registry.write(
+        match self.services().registry.write(
             id.as_str(),
             caller.as_ref(),
             input.as_str().as_bytes(),
@@ -330,7 +277,7 @@ impl HostApi for GenHost {
         let caller = self.caller(caller);
         let reason = reason.into_option().map(|r| r.as_str().to_owned());
         match self
-            .shared
+            .services()
             .registry
             .kill(id.as_str(), caller.as_ref(), reason.as_deref())
         {
@@ -354,12 +301,15 @@ impl HostApi for GenHost {
     ) -> RResult<FfiSnapshot, RString> {
         let caller = self.caller(caller);
         // Plugin code runs on generation threads, never on the runtime's, so blocking here is sound.
-        let waited = self.shared.runtime.block_on(self.shared.registry.wait(
-            id.as_str(),
-            timeout_ms,
-            caller.as_ref(),
-            None,
-        ));
+        let waited = self
+            .services()
+            .runtime
+            .block_on(self.services().registry.wait(
+                id.as_str(),
+                timeout_ms,
+                caller.as_ref(),
+                None,
+            ));
         match waited {
             Ok(s) => ROk(convert::snapshot(&s)),
             Err(e) => RErr(err(e)),
@@ -382,9 +332,9 @@ impl HostApi for GenHost {
         let caller = self.caller(caller);
         // Plugin code runs on generation threads, never on the runtime's, so blocking here is sound.
         let waited = self
-            .shared
+            .services()
             .runtime
-            .block_on(self.shared.registry.wait_for_output(
+            .block_on(self.services().registry.wait_for_output(
                 id.as_str(),
                 timeout_ms,
                 caller.as_ref(),
@@ -413,7 +363,7 @@ impl HostApi for GenHost {
 
     fn notify(&self, session: RStr<'_>, task: RStr<'_>, text: RStr<'_>) {
         let task = (!task.is_empty()).then(|| task.as_str());
-        self.shared
+        self.services()
             .sessions
             .notify(session.as_str(), task, text.as_str());
     }

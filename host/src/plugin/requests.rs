@@ -1,31 +1,40 @@
-//! A plugin's requests copied into host types and checked: processes, agents, task declarations; and
-//! the progress a foreground process reports.
+//! A plugin's requests copied into the services' host types and checked: task declarations,
+//! processes, agents, external work.
 
-use taskhost_abi::TaskDecl;
-use taskhost_abi::{ProcessRequest, SubagentRequest};
+use taskhost_abi::{ExternalRequest, ProcessRequest, SubagentRequest, TaskDecl};
 
-/// The declaration's owning session, "" for an unowned task (the process service's key for spill files).
-pub(crate) fn owner_session(decl: &TaskDecl) -> String {
-    decl.owner_session
-        .as_ref()
-        .into_option()
-        .map_or_else(String::new, |s| s.as_str().to_owned())
+use crate::process::{ProcessSpec, TtySize};
+use crate::services::TaskDeclaration;
+use crate::services::acp::{PermissionPolicy, SubagentRun};
+use crate::services::external::External;
+
+/// A plugin's task declaration.
+pub(crate) fn declaration(decl: &TaskDecl) -> TaskDeclaration {
+    TaskDeclaration {
+        kind: decl.kind.as_str().to_owned(),
+        label: decl.label.as_str().to_owned(),
+        output_limit_bytes: decl.output_limit_bytes.into_option(),
+        owner_session: decl
+            .owner_session
+            .as_ref()
+            .into_option()
+            .map(|s| s.as_str().to_owned()),
+    }
 }
 
-/// A plugin's agent request, copied into host types and checked.
-pub(crate) fn subagent_run(r: &SubagentRequest) -> Result<crate::acp::SubagentRun, String> {
+/// A plugin's agent request, checked.
+pub(crate) fn subagent_run(r: &SubagentRequest) -> Result<SubagentRun, String> {
     let command: Vec<String> = r.command.iter().map(|c| c.as_str().to_owned()).collect();
     if command.first().is_none_or(String::is_empty) {
         return Err("subagent: the agent command is empty".to_owned());
     }
-    let policy =
-        crate::acp::PermissionPolicy::parse(r.permission_policy.as_str()).ok_or_else(|| {
-            format!(
-                "subagent: unknown permission_policy {:?} (expected reject or allow)",
-                r.permission_policy.as_str()
-            )
-        })?;
-    Ok(crate::acp::SubagentRun {
+    let policy = PermissionPolicy::parse(r.permission_policy.as_str()).ok_or_else(|| {
+        format!(
+            "subagent: unknown permission_policy {:?} (expected reject or allow)",
+            r.permission_policy.as_str()
+        )
+    })?;
+    Ok(SubagentRun {
         command,
         cwd: r
             .cwd
@@ -40,30 +49,9 @@ pub(crate) fn subagent_run(r: &SubagentRequest) -> Result<crate::acp::SubagentRu
     })
 }
 
-/// Tells `progress` (when the caller asked for it) how `process` is doing, at most ten times a second
-/// and only when its output grew. Never ends: the caller drops it when the process settles.
-pub(crate) async fn report_progress(
-    process: &crate::process::Process,
-    progress: Option<&super::call_scope::Progress>,
-) -> std::convert::Infallible {
-    let Some(progress) = progress else {
-        return std::future::pending().await;
-    };
-    let mut reported = 0;
-    let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
-    loop {
-        tick.tick().await;
-        let (bytes, line) = process.progress();
-        if bytes > reported {
-            reported = bytes;
-            progress(bytes as f64, line);
-        }
-    }
-}
-
-/// A plugin's process request, copied into host types.
-pub(crate) fn process_spec(r: &ProcessRequest) -> crate::process::ProcessSpec {
-    let mut spec = crate::process::ProcessSpec::new(r.command.as_str());
+/// A plugin's process request.
+pub(crate) fn process_spec(r: &ProcessRequest) -> ProcessSpec {
+    let mut spec = ProcessSpec::new(r.command.as_str());
     spec.workdir = r
         .workdir
         .as_ref()
@@ -77,9 +65,20 @@ pub(crate) fn process_spec(r: &ProcessRequest) -> crate::process::ProcessSpec {
     spec.grace = std::time::Duration::from_millis(r.grace_ms);
     spec.tail_bytes = usize::try_from(r.tail_bytes).unwrap_or(usize::MAX);
     spec.spill_cap = r.spill_cap_bytes;
-    spec.tty = r.tty.then(|| crate::process::TtySize {
+    spec.tty = r.tty.then(|| TtySize {
         cols: r.cols.max(1),
         rows: r.rows.max(1),
     });
     spec
+}
+
+/// A plugin's external work.
+pub(crate) fn external(r: &ExternalRequest) -> External {
+    External {
+        start: r.start_command.as_str().to_owned(),
+        poll: r.poll_command.as_str().to_owned(),
+        cancel: r.cancel_command.as_str().to_owned(),
+        output: r.output_path.as_str().to_owned(),
+        poll_every: std::time::Duration::from_millis(r.poll_ms),
+    }
 }

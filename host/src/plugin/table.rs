@@ -1,24 +1,19 @@
-//! The state every generation's host handle reaches: the registry and services, the live tool table
-//! and the completion listeners, each changed for one generation at a time.
+//! The state every generation's host handle reaches: the host's services, and the loader's own
+//! tables (the live tools and the completion listeners), each changed for one generation at a time.
 
 use parking_lot::{Mutex, RwLock};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use taskhost_registry::Registry;
-use tokio::runtime::Handle;
-
-use super::generation::{GenState, Generation};
-use super::{ListenerEntry, ToolEntry, convert, tools};
-use crate::sessions::Sessions;
+use super::convert;
+use super::generation::{GenState, Generation, ListenerEntry, ToolEntry};
+use super::tools;
+use crate::services::Services;
 
 /// State every generation's host handle reaches.
 pub(crate) struct Shared {
-    pub(crate) registry: Registry,
-    pub(crate) processes: Arc<crate::process::ProcessService>,
-    pub(crate) sessions: Arc<Sessions>,
-    pub(crate) runtime: Handle,
+    pub(crate) services: Services,
     pub(crate) tools: RwLock<tools::Table>,
     pub(crate) listeners: Mutex<BTreeMap<u64, ListenerEntry>>,
     pub(crate) keys: AtomicU64,

@@ -1,23 +1,13 @@
-//! The live tool table: the union of what the active generations registered.
+//! The live tool table (the union of what the active generations registered) and a call of one of
+//! its tools on its generation's threads.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-use taskhost_abi::{ToolCall, ToolHandlerBox};
+use taskhost_abi::ToolCall;
 
-use super::generation::GenBox;
-
-/// A tool as the host serves it.
-#[derive(Clone)]
-pub struct ToolEntry {
-    /// The tool's name.
-    pub name: String,
-    /// Its description.
-    pub description: String,
-    /// Its JSON schema.
-    pub input_schema: serde_json::Value,
-    pub(crate) handler: Arc<GenBox<ToolHandlerBox>>,
-}
+use super::call_scope::CallScope;
+use super::generation::ToolEntry;
+use crate::services::CallContext;
 
 impl ToolEntry {
     /// The plugin serving the tool.
@@ -67,7 +57,7 @@ impl ToolEntry {
         &self,
         session: &str,
         arguments: &serde_json::Value,
-        context: super::call_scope::CallContext,
+        context: CallContext,
     ) -> Result<CallOutput, CallError> {
         if !arguments.is_object() {
             return Err(CallError::BadArguments {
@@ -83,7 +73,7 @@ impl ToolEntry {
         let rx = generation
             .executor
             .call_async(move || {
-                let _scope = super::call_scope::CallScope::enter(context);
+                let _scope = CallScope::enter(context);
                 let result = handler.get().call(call);
                 CallOutput {
                     text: result.text.as_str().to_owned(),

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use serde_json::Value;
-use taskhost::{LoadOptions, Taskhost};
+use taskhost::{LoadOptions, ServiceOptions, Taskhost};
 use taskhost_registry::{Agent, Registration, RegistryConfig, SurfaceScope};
 
 pub use taskhost_registry::{TaskSnapshot, TaskStatus};
@@ -112,6 +112,7 @@ impl TestHost {
             RegistryConfig::new(),
             rt.handle().clone(),
             options,
+            ServiceOptions::default(),
         ));
         let surface = host
             .registry()

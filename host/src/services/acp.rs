@@ -112,7 +112,7 @@ impl Transcript {
     }
 
     /// Tells `progress` the message so far, unless it was told less than 100 ms ago.
-    fn report(&mut self, progress: &crate::plugin::Progress) {
+    fn report(&mut self, progress: &super::call::Progress) {
         let now = std::time::Instant::now();
         if self
             .reported_at
@@ -159,7 +159,7 @@ pub async fn run(
     session: &str,
     run: SubagentRun,
     cancel: CancellationToken,
-    progress: Option<crate::plugin::Progress>,
+    progress: Option<super::call::Progress>,
 ) -> TaskOutcome {
     let (process, (stdin, stdout)) = match processes.spawn_piped(&agent_spec(&run), session) {
         Ok(spawned) => spawned,

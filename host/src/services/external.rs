@@ -11,6 +11,8 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use taskhost_registry::{ProducerError, TaskHooks, TaskOutcome};
 
+use super::declare::TaskDeclaration;
+use super::handles::Services;
 use crate::process::{ProcessService, ProcessSpec};
 
 /// How long one start, poll or cancel command may run.
@@ -21,12 +23,17 @@ const UNREAD_MAX: usize = 1 << 20;
 
 /// An external task's commands, its id substituted.
 #[derive(Clone, Debug)]
-pub(crate) struct External {
-    pub(crate) start: String,
-    pub(crate) poll: String,
-    pub(crate) cancel: String,
-    pub(crate) output: String,
-    pub(crate) poll_every: Duration,
+pub struct External {
+    /// Starts the work; its last line of output is the work's id.
+    pub start: String,
+    /// Prints the work's state (`{id}` substituted).
+    pub poll: String,
+    /// Stops the work (`{id}` substituted).
+    pub cancel: String,
+    /// The work's output file (`{id}` substituted).
+    pub output: String,
+    /// How often the state is polled.
+    pub poll_every: Duration,
 }
 
 /// Runs `command` (bash) for `session` to its end; its stdout, or why it failed.
@@ -165,12 +172,38 @@ impl Follow {
     }
 }
 
+impl Services {
+    /// Starts the external work `external` describes as the task `decl` declares; returns the task's
+    /// id and the work's own id (the start command's answer). Must not be called on the runtime's
+    /// threads (the start command runs to its end first).
+    ///
+    /// # Errors
+    /// As [`Services::declare`], or the start command failed or printed no usable id.
+    pub fn start_external(
+        &self,
+        decl: &TaskDeclaration,
+        external: External,
+    ) -> Result<(String, String), String> {
+        let session = decl.session_key();
+        let (processes, runtime) = (self.processes.clone(), self.runtime.clone());
+        let work_id = Arc::new(Mutex::new(String::new()));
+        let started_id = work_id.clone();
+        let task_id = self.declare(decl, move || {
+            let (id, hooks) = start(&processes, &runtime, &session, external)?;
+            *started_id.lock() = id;
+            Ok(hooks)
+        })?;
+        let work_id = work_id.lock().clone();
+        Ok((task_id, work_id))
+    }
+}
+
 /// Starts the work (runs its start command, blocking the calling thread, never one of the runtime's)
 /// and returns its id and the registry hooks that follow it.
 ///
 /// # Errors
 /// The start command's failure or unusable output.
-pub(crate) fn start(
+fn start(
     processes: &Arc<ProcessService>,
     runtime: &tokio::runtime::Handle,
     session: &str,

@@ -1,0 +1,42 @@
+//! What a running tool call carries into the services it uses: a cancellation (the call's end ends
+//! what it started in the foreground) and, when the caller asked, a progress report.
+
+use std::sync::Arc;
+
+use taskhost_registry::CancellationToken;
+
+use crate::process::Process;
+
+/// Reports a running call's progress: a number that grows (bytes of output so far) and a message
+/// (the latest line).
+pub type Progress = Arc<dyn Fn(f64, String) + Send + Sync>;
+
+/// A running call, as the services see it.
+#[derive(Clone, Default)]
+pub struct CallContext {
+    /// Cancelled when the call ends early (the client cancelled, the session closed).
+    pub cancel: CancellationToken,
+    /// Where progress goes, if the caller asked for it.
+    pub progress: Option<Progress>,
+}
+
+/// Tells `progress` (when the caller asked for it) how `process` is doing, at most ten times a second
+/// and only when its output grew. Never ends: the caller drops it when the process settles.
+pub(crate) async fn report_progress(
+    process: &Process,
+    progress: Option<&Progress>,
+) -> std::convert::Infallible {
+    let Some(progress) = progress else {
+        return std::future::pending().await;
+    };
+    let mut reported = 0;
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
+    loop {
+        tick.tick().await;
+        let (bytes, line) = process.progress();
+        if bytes > reported {
+            reported = bytes;
+            progress(bytes as f64, line);
+        }
+    }
+}

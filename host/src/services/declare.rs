@@ -1,0 +1,59 @@
+//! Registering a task a producer declared: its owner looked up among the open sessions, its output
+//! limit set, then the registry's fence and admission checks.
+
+use taskhost_registry::{ProducerError, TaskHooks, TaskStart};
+
+use super::handles::Services;
+
+/// A task as its producer declares it, in host types.
+#[derive(Clone, Debug, Default)]
+pub struct TaskDeclaration {
+    /// The task kind (`bash`, `subagent`, ...), the prefix of its id.
+    pub kind: String,
+    /// What the task does, as `task_list` shows it.
+    pub label: String,
+    /// The output limit, if the producer sets one.
+    pub output_limit_bytes: Option<u64>,
+    /// The owning session; `None` for an unowned task.
+    pub owner_session: Option<String>,
+}
+
+impl TaskDeclaration {
+    /// The owning session, `""` for an unowned task (the process service's key for spill files).
+    pub fn session_key(&self) -> String {
+        self.owner_session.clone().unwrap_or_default()
+    }
+}
+
+impl Services {
+    /// Registers the task `decl` declares, started by `run` (called once, synchronously, if the
+    /// registry admits the task). Returns the task id.
+    ///
+    /// # Errors
+    /// The owner's session is not open, the registry refused the task, or `run` failed; the text
+    /// says which.
+    pub fn declare(
+        &self,
+        decl: &TaskDeclaration,
+        run: impl FnOnce() -> Result<TaskHooks, ProducerError> + Send + 'static,
+    ) -> Result<String, String> {
+        let owner = match &decl.owner_session {
+            None => None,
+            Some(s) => match self.sessions.agent(s) {
+                Some(agent) => Some(agent),
+                None => return Err(format!("unknown session {s}")),
+            },
+        };
+        let mut spec = TaskStart::new(decl.kind.as_str(), decl.label.as_str(), run);
+        if let Some(limit) = decl.output_limit_bytes {
+            spec = spec.output_limit_bytes(limit);
+        }
+        if let Some(owner) = owner {
+            spec = spec.owner(owner);
+        }
+        self.registry
+            .start(spec)
+            .map(|id| id.as_str().to_owned())
+            .map_err(|e| e.to_string())
+    }
+}

@@ -1,0 +1,90 @@
+//! A call's foreground process: run until it ends, the call is cancelled, or the timeout passes; then
+//! promoted to a background task when the caller allows it and the registry admits it, else killed.
+
+use std::time::Duration;
+
+use super::call::{CallContext, report_progress};
+use super::declare::TaskDeclaration;
+use super::handles::Services;
+use crate::process::{Exit, ProcessSpec};
+
+/// How a foreground process ended, with its output.
+#[derive(Debug)]
+pub struct Foreground {
+    /// Its output, merged, as the model reads it.
+    pub output: String,
+    /// Its exit; [`Exit::Unknown`] when it was promoted and still runs.
+    pub exit: Exit,
+    /// The timeout passed.
+    pub timed_out: bool,
+    /// The call was cancelled and the process ended for it.
+    pub cancelled: bool,
+    /// The background task it became at the timeout, if it was promoted.
+    pub promoted_task: Option<String>,
+}
+
+/// How a foreground process's wait ended.
+enum Ended {
+    Exited(Exit),
+    TimedOut,
+    Cancelled,
+}
+
+impl Services {
+    /// Runs `spec` for `session` in the foreground of `call`. At `timeout` the process becomes the
+    /// background task `promote` declares (if given and admitted) or is killed. Must not be called on
+    /// the runtime's threads (it blocks on the runtime).
+    ///
+    /// # Errors
+    /// The session already runs its limit of foreground calls, or the process could not start.
+    pub fn run_foreground(
+        &self,
+        session: &str,
+        spec: &ProcessSpec,
+        timeout: Duration,
+        promote: Option<&TaskDeclaration>,
+        call: &CallContext,
+    ) -> Result<Foreground, String> {
+        let _slot = self
+            .sessions
+            .begin_foreground(session)
+            .map_err(|e| e.to_string())?;
+        let process = self
+            .processes
+            .spawn(spec, session)
+            .map_err(|e| e.to_string())?;
+        let ended = self.runtime.block_on(async {
+            let reporting = report_progress(&process, call.progress.as_ref());
+            tokio::select! {
+                exit = tokio::time::timeout(timeout, process.wait()) => match exit {
+                    Ok(exit) => Ended::Exited(exit),
+                    Err(_) => Ended::TimedOut,
+                },
+                () = call.cancel.cancelled() => Ended::Cancelled,
+                never = reporting => match never {},
+            }
+        });
+        let end = |process: &std::sync::Arc<crate::process::Process>| {
+            process.kill();
+            self.runtime.block_on(process.wait())
+        };
+        let (exit, timed_out, cancelled, promoted_task) = match ended {
+            Ended::Exited(exit) => (exit, false, false, None),
+            Ended::TimedOut => {
+                match promote.and_then(|d| self.adopt_process(d, process.clone()).ok()) {
+                    // Still running: no exit to report, the rest of its output is the task's.
+                    Some(id) => (Exit::Unknown, true, false, Some(id)),
+                    None => (end(&process), true, false, None),
+                }
+            }
+            Ended::Cancelled => (end(&process), false, true, None),
+        };
+        Ok(Foreground {
+            output: process.read(),
+            exit,
+            timed_out,
+            cancelled,
+            promoted_task,
+        })
+    }
+}

@@ -1,0 +1,23 @@
+//! The bundle of service handles: cheap to clone, shared by every generation's host handle.
+
+use std::sync::Arc;
+
+use taskhost_registry::Registry;
+use tokio::runtime::Handle;
+
+use crate::process::ProcessService;
+use crate::sessions::Sessions;
+
+/// The host's services as one value: the registry, the process service, the sessions and the
+/// runtime that drives them. Plugins reach them only through their host handles.
+#[derive(Clone)]
+pub struct Services {
+    /// The task registry.
+    pub registry: Registry,
+    /// Every child process of every producer.
+    pub processes: Arc<ProcessService>,
+    /// The sessions: owners, notices, foreground slots.
+    pub sessions: Arc<Sessions>,
+    /// The runtime the services' futures run on.
+    pub runtime: Handle,
+}

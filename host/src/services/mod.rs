@@ -1,0 +1,26 @@
+//! The host's services: what a task runs on, independent of plugins and of the ABI. Each file is one
+//! service, reached through [`Services`], the bundle of handles every plugin's host handle holds:
+//!
+//! - [`declare`]: registering a task a producer declared (its owner looked up, its limits set);
+//! - [`process_tasks`]: background processes as registry tasks;
+//! - [`foreground`]: a call's foreground process, promoted or killed at its timeout;
+//! - [`external`]: work that runs elsewhere (a cluster job), followed by the host;
+//! - [`subagent`] and [`acp`]: ACP agents as tasks or foreground runs;
+//! - [`call`]: what a running call carries (its cancellation, its progress reports).
+//!
+//! Nothing here knows `abi_stable`: `crate::plugin` converts the plugin's requests into these types.
+
+pub mod acp;
+pub mod call;
+pub mod declare;
+pub mod external;
+pub mod foreground;
+mod handles;
+pub mod options;
+pub mod process_tasks;
+pub mod subagent;
+
+pub use call::{CallContext, Progress};
+pub use declare::TaskDeclaration;
+pub use handles::Services;
+pub use options::ServiceOptions;

@@ -1,0 +1,34 @@
+//! Settings of the services, apart from how plugins are loaded.
+
+use std::path::PathBuf;
+
+/// How the host's services run their tasks' processes and sessions' calls.
+#[derive(Clone, Debug)]
+pub struct ServiceOptions {
+    /// Where spill files of process output go; `None` puts them in `spill` beside the generation
+    /// directory. Must be private, or spills are refused.
+    pub spill_dir: Option<PathBuf>,
+    /// What all spill files may hold together (`[tasks] spill_budget`).
+    pub spill_budget: u64,
+    /// The environment policy of every child process.
+    pub env: crate::process::env::EnvPolicy,
+    /// The `taskhost` binary, whose `keeper` command ends every task process if the host dies
+    /// (see [`crate::process::keeper`]); `None` runs without one.
+    pub keeper: Option<PathBuf>,
+    /// Foreground commands one session may run at once (`[tasks] max_foreground_per_owner`).
+    pub max_foreground_per_owner: usize,
+}
+
+impl Default for ServiceOptions {
+    /// Spill files beside the generations, the default budget and environment policy, no keeper, the
+    /// default foreground limit.
+    fn default() -> Self {
+        Self {
+            spill_dir: None,
+            spill_budget: crate::process::DEFAULT_SPILL_BUDGET,
+            env: Default::default(),
+            keeper: None,
+            max_foreground_per_owner: crate::sessions::DEFAULT_MAX_FOREGROUND,
+        }
+    }
+}

@@ -1,0 +1,76 @@
+//! Background processes as registry tasks, with hooks the host owns (a process task never keeps a
+//! plugin loaded).
+
+use std::sync::Arc;
+
+use taskhost_registry::{ProducerError, TaskHooks};
+
+use super::declare::TaskDeclaration;
+use super::handles::Services;
+use crate::process::{Process, ProcessSpec};
+
+/// The registry hooks of a process task. A process on a terminal also takes input.
+pub(crate) fn process_hooks(process: Arc<Process>) -> TaskHooks {
+    let (waited, killed, read, peeked, watched) = (
+        process.clone(),
+        process.clone(),
+        process.clone(),
+        process.clone(),
+        process.clone(),
+    );
+    let done = async move {
+        let exit = waited.wait().await;
+        Ok(waited.outcome(&exit))
+    };
+    let cancel = move |_reason: Option<&str>| {
+        killed.kill();
+        Ok(())
+    };
+    let hooks = TaskHooks::new(done, cancel)
+        .with_reader(move || read.read())
+        .with_peeker(move || peeked.peek())
+        .with_output_watch(move || Box::new(watched.output_watch()));
+    if !process.takes_input() {
+        return hooks;
+    }
+    hooks.with_writer(move |input: &[u8], eof: bool| {
+        process
+            .write_input(input, eof)
+            .map_err(|e| ProducerError(e.to_string()))
+    })
+}
+
+impl Services {
+    /// Starts `spec` as the background task `decl` declares. A process that cannot start fails the
+    /// start: no task is registered, no id issued.
+    ///
+    /// # Errors
+    /// As [`Services::declare`], or the process could not be spawned.
+    pub fn start_process(
+        &self,
+        decl: &TaskDeclaration,
+        spec: ProcessSpec,
+    ) -> Result<String, String> {
+        let session = decl.session_key();
+        let processes = self.processes.clone();
+        self.declare(decl, move || {
+            let process = processes
+                .spawn(&spec, &session)
+                .map_err(|e| ProducerError(e.to_string()))?;
+            Ok(process_hooks(process))
+        })
+    }
+
+    /// Adopts a running process as the background task `decl` declares: the registry's fence and
+    /// admission checks run first, exactly as for a start; refused, the process is the caller's again.
+    ///
+    /// # Errors
+    /// As [`Services::declare`].
+    pub fn adopt_process(
+        &self,
+        decl: &TaskDeclaration,
+        process: Arc<Process>,
+    ) -> Result<String, String> {
+        self.declare(decl, move || Ok(process_hooks(process)))
+    }
+}
