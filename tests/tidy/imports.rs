@@ -195,7 +195,7 @@ fn split(path: &str) -> Vec<String> {
 /// `(a::c, d)`.
 fn expand_named(tree: &str) -> Vec<(Vec<String>, String)> {
     let aliases: Vec<(String, String)> = tree
-        .split(|c| c == '{' || c == '}' || c == ',')
+        .split(['{', '}', ','])
         .filter_map(|part| {
             let (path, alias) = part.split_once(" as ")?;
             let original = path.rsplit("::").next()?.trim().to_string();
