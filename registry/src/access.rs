@@ -4,10 +4,10 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::agent::Agent;
 use crate::error::RegistryError;
-use crate::hook_scope;
+use crate::hook_scope::{self, call_reader};
 use crate::ids::TaskId;
 use crate::listeners::panic_text;
-use crate::producer::{ProducerError, ReaderFn};
+use crate::error::ProducerError;
 use crate::state::{LiveHooks, Record, SharedOps, State};
 use crate::status::{TaskRead, TaskSnapshot};
 
@@ -191,9 +191,4 @@ pub(crate) fn call_cancel(
             panic_text(&*p)
         ))),
     }
-}
-
-/// Runs task `id`'s reader, marked as its hook, with a panic caught.
-pub(crate) fn call_reader(id: &TaskId, reader: &mut ReaderFn) -> std::thread::Result<String> {
-    hook_scope::run_hook(id, || catch_unwind(AssertUnwindSafe(reader)))
 }

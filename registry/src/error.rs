@@ -1,7 +1,6 @@
 //! The registry's errors. Their texts are model-facing: the control surface shows them as `Error: <text>`.
 
 use crate::ids::{AgentId, TaskId};
-use crate::producer::ProducerError;
 
 /// Largest integer a JSON number carries exactly; limits above it are refused.
 pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
@@ -107,4 +106,22 @@ pub enum ConfigError {
     /// The teardown grace must be positive.
     #[error("teardown_grace_ms must be a positive number of milliseconds")]
     TeardownGrace,
+}
+
+/// An error a producer reports: from its starter, its cancel, or a completion that broke its contract.
+/// The text is shown to the model as is.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ProducerError(pub String);
+
+impl From<String> for ProducerError {
+    fn from(s: String) -> Self {
+        Self(s)
+    }
+}
+
+impl From<&str> for ProducerError {
+    fn from(s: &str) -> Self {
+        Self(s.to_owned())
+    }
 }

@@ -9,7 +9,10 @@
 use std::cell::RefCell;
 use std::marker::PhantomData;
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
 use crate::error::RegistryError;
+use crate::producer::ReaderFn;
 use crate::ids::TaskId;
 
 thread_local! {
@@ -75,4 +78,9 @@ pub(crate) fn refuse_own(id: &str) -> Result<(), RegistryError> {
         return Err(RegistryError::OwnHook(id.to_owned()));
     }
     Ok(())
+}
+
+/// Runs task `id`'s reader, marked as its hook, with a panic caught.
+pub(crate) fn call_reader(id: &TaskId, reader: &mut ReaderFn) -> std::thread::Result<String> {
+    run_hook(id, || catch_unwind(AssertUnwindSafe(reader)))
 }

@@ -7,7 +7,7 @@ use crate::agent::Agent;
 use crate::error::{MAX_INPUT_BYTES, RegistryError};
 use crate::hook_scope;
 use crate::listeners::panic_text;
-use crate::producer::ProducerError;
+use crate::error::ProducerError;
 use crate::registry::Registry;
 use crate::status::TaskRead;
 

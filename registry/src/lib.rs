@@ -39,12 +39,12 @@ mod tests;
 
 pub use agent::Agent;
 pub use config::RegistryConfig;
-pub use error::{ConfigError, MAX_INPUT_BYTES, MAX_SAFE_INTEGER, RegistryError, excerpt};
+pub use error::{ConfigError, ProducerError, MAX_INPUT_BYTES, MAX_SAFE_INTEGER, RegistryError, excerpt};
 pub use hook_scope::{HookScope, ScopeGuard};
 pub use ids::{AgentId, SessionId, TaskId};
 pub use listeners::{Registration, TaskDoneListener, TasksChangedListener};
-pub use output_wait::{MAX_OUTPUT_WAITS, OutputWatch, PEEK_EVERY};
-pub use producer::{DoneFuture, ProducerError, TaskHooks, TaskStart};
+pub use output_wait::{MAX_OUTPUT_WAITS, PEEK_EVERY};
+pub use producer::{DoneFuture, OutputWatch, TaskHooks, TaskStart};
 pub use registry::{KillOutcome, Registry, RegistryStats};
 pub use status::{TaskOutcome, TaskRead, TaskSnapshot, TaskStatus, TerminalStatus};
 pub use surface::SurfaceScope;

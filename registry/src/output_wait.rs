@@ -8,9 +8,6 @@
 //! peeker every [`PEEK_EVERY`], the whole unread output each time. Each owner has at most
 //! [`MAX_OUTPUT_WAITS`] such waits at once.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
@@ -26,20 +23,6 @@ pub const PEEK_EVERY: Duration = Duration::from_millis(25);
 
 /// The waits on output one owner may have at once (the unowned share one allowance).
 pub const MAX_OUTPUT_WAITS: usize = 16;
-
-/// A stream task's output as it grows, for one wait.
-pub trait OutputWatch: Send {
-    /// What arrived since the previous call (the first call: everything unread), as texts a read
-    /// would show, one per stream; each is preceded by its stream's unfinished last line of the
-    /// previous call, so a line that arrived in pieces is matched whole.
-    fn fresh(&mut self) -> Vec<String>;
-
-    /// Resolves once output may have arrived since the previous [`OutputWatch::fresh`].
-    fn changed(&mut self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
-}
-
-/// Makes an [`OutputWatch`] for each wait.
-pub(crate) type WatchFactory = Arc<dyn Fn() -> Box<dyn OutputWatch> + Send + Sync>;
 
 impl Registry {
     /// Waits until `matches` accepts some of a stream task's new output, the task settles,

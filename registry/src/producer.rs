@@ -3,27 +3,11 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use crate::agent::Agent;
+use crate::error::ProducerError;
 use crate::status::TaskOutcome;
-
-/// An error a producer reports: from its starter, its cancel, or a completion that broke its contract.
-/// The text is shown to the model as is.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ProducerError(pub String);
-
-impl From<String> for ProducerError {
-    fn from(s: String) -> Self {
-        Self(s)
-    }
-}
-
-impl From<&str> for ProducerError {
-    fn from(s: &str) -> Self {
-        Self(s.to_owned())
-    }
-}
 
 /// The boxed completion future a producer hands over.
 pub type DoneFuture = Pin<Box<dyn Future<Output = Result<TaskOutcome, ProducerError>> + Send>>;
@@ -43,7 +27,7 @@ pub struct TaskHooks {
     pub(crate) reader: Option<ReaderFn>,
     pub(crate) peeker: Option<ReaderFn>,
     pub(crate) writer: Option<WriterFn>,
-    pub(crate) watch: Option<crate::output_wait::WatchFactory>,
+    pub(crate) watch: Option<WatchFactory>,
 }
 
 impl TaskHooks {
@@ -87,7 +71,7 @@ impl TaskHooks {
     /// output peeks at the whole unread output every few milliseconds.
     pub fn with_output_watch(
         mut self,
-        watch: impl Fn() -> Box<dyn crate::OutputWatch> + Send + Sync + 'static,
+        watch: impl Fn() -> Box<dyn OutputWatch> + Send + Sync + 'static,
     ) -> Self {
         self.watch = Some(std::sync::Arc::new(watch));
         self
@@ -173,3 +157,17 @@ impl fmt::Debug for TaskStart {
             .finish_non_exhaustive()
     }
 }
+
+/// A stream task's output as it grows, for one wait.
+pub trait OutputWatch: Send {
+    /// What arrived since the previous call (the first call: everything unread), as texts a read
+    /// would show, one per stream; each is preceded by its stream's unfinished last line of the
+    /// previous call, so a line that arrived in pieces is matched whole.
+    fn fresh(&mut self) -> Vec<String>;
+
+    /// Resolves once output may have arrived since the previous [`OutputWatch::fresh`].
+    fn changed(&mut self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
+}
+
+/// Makes an [`OutputWatch`] for each wait.
+pub(crate) type WatchFactory = Arc<dyn Fn() -> Box<dyn OutputWatch> + Send + Sync>;

@@ -8,7 +8,7 @@ use std::sync::{Arc, Weak};
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
 
-use crate::access::call_reader;
+use crate::hook_scope::call_reader;
 use crate::agent::Agent;
 use crate::config::RegistryConfig;
 use crate::ids::TaskId;

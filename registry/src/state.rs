@@ -206,7 +206,7 @@ pub(crate) struct LiveHooks {
     pub(crate) reader: Option<ReaderFn>,
     pub(crate) peeker: Option<ReaderFn>,
     pub(crate) writer: Option<WriterFn>,
-    pub(crate) watch: Option<crate::output_wait::WatchFactory>,
+    pub(crate) watch: Option<crate::producer::WatchFactory>,
 }
 
 /// What producer calls for one task need; guarded by the task's own lock, which serializes cancel,
