@@ -1,7 +1,8 @@
 //! What a plugin needs, without the boundary's `abi_stable` types: `use taskhost_abi::prelude::*;`.
+//! Every name is the one it has in its own module; nothing is renamed.
 //!
-//! Typed tool arguments derive `Deserialize` and `JsonSchema` through this crate's re-exports, so a
-//! plugin depends on `taskhost-abi` alone:
+//! Typed tool arguments and configs derive `Deserialize` and `JsonSchema` through this crate's
+//! re-exports, so a plugin depends on `taskhost-abi` alone:
 //!
 //! ```ignore
 //! #[derive(Deserialize, JsonSchema)]
@@ -11,18 +12,15 @@
 //! ```
 
 pub use crate::export_plugin;
-pub use crate::sdk::{Host, Plugin, TaskControl, TaskHandle};
-pub use crate::types::{
-    ExternalRequest, ProcessRequest, ProcessResult, SubagentRequest, ToolCall, ToolResult,
+pub use crate::ffi::{
+    ExternalRequest, ExternalResult, FfiOutcome, FfiSnapshot, FfiStatus, PermissionPolicy,
+    ProcessRequest, ProcessResult, SubagentRequest, ToolCall, ToolResult,
 };
-pub use crate::types::{
-    FfiOutcome as Outcome, FfiSnapshot as TaskSnapshot, FfiStatus as TaskStatus,
+pub use crate::sdk::{
+    Declaration, Handler, Host, NoArgs, NoState, NonEmpty, Output, Plugin, Positive, PositiveMs,
+    TaskControl, TaskHandle, Tool,
 };
+pub use crate::wording;
 pub use schemars::JsonSchema;
 pub use serde::Deserialize;
 pub use serde_json::{Value, json};
-
-/// A plugin with no state of its own and no prompt section.
-pub struct NoState;
-
-impl Plugin for NoState {}

@@ -55,6 +55,11 @@ impl Taskhost {
         Self { services, plugins }
     }
 
+    /// The services plugins reach through their host handles.
+    pub fn services(&self) -> &Services {
+        &self.services
+    }
+
     /// The task registry.
     pub fn registry(&self) -> &Registry {
         &self.services.registry

@@ -3,11 +3,11 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::agent::Agent;
+use crate::error::ProducerError;
 use crate::error::RegistryError;
 use crate::hook_scope::{self, call_reader};
 use crate::ids::TaskId;
 use crate::listeners::panic_text;
-use crate::error::ProducerError;
 use crate::state::{LiveHooks, Record, SharedOps, State};
 use crate::status::{TaskRead, TaskSnapshot};
 

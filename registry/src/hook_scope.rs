@@ -12,8 +12,8 @@ use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::error::RegistryError;
-use crate::producer::ReaderFn;
 use crate::ids::TaskId;
+use crate::producer::ReaderFn;
 
 thread_local! {
     static INSIDE: RefCell<Vec<TaskId>> = const { RefCell::new(Vec::new()) };

@@ -4,10 +4,10 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::agent::Agent;
+use crate::error::ProducerError;
 use crate::error::{MAX_INPUT_BYTES, RegistryError};
 use crate::hook_scope;
 use crate::listeners::panic_text;
-use crate::error::ProducerError;
 use crate::registry::Registry;
 use crate::status::TaskRead;
 

@@ -39,7 +39,9 @@ mod tests;
 
 pub use agent::Agent;
 pub use config::RegistryConfig;
-pub use error::{ConfigError, ProducerError, MAX_INPUT_BYTES, MAX_SAFE_INTEGER, RegistryError, excerpt};
+pub use error::{
+    ConfigError, MAX_INPUT_BYTES, MAX_SAFE_INTEGER, ProducerError, RegistryError, excerpt,
+};
 pub use hook_scope::{HookScope, ScopeGuard};
 pub use ids::{AgentId, SessionId, TaskId};
 pub use listeners::{Registration, TaskDoneListener, TasksChangedListener};

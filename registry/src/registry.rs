@@ -8,9 +8,9 @@ use std::sync::{Arc, Weak};
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
 
-use crate::hook_scope::call_reader;
 use crate::agent::Agent;
 use crate::config::RegistryConfig;
+use crate::hook_scope::call_reader;
 use crate::ids::TaskId;
 use crate::listeners::{
     Detach, ListenerSet, Registration, TaskDoneListener, TasksChangedListener, panic_text,

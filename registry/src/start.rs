@@ -8,10 +8,10 @@ use futures::FutureExt;
 use tokio::sync::watch;
 
 use crate::agent::Agent;
+use crate::error::ProducerError;
 use crate::error::{MAX_SAFE_INTEGER, RegistryError};
 use crate::ids::TaskId;
 use crate::listeners::panic_text;
-use crate::error::ProducerError;
 use crate::producer::{TaskHooks, TaskStart};
 use crate::state::{Bucket, LiveHooks, Ops, OwnerKey, Phase, Record, SharedOps, now_ms, owner_key};
 use crate::status::TaskOutcome;

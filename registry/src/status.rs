@@ -148,14 +148,6 @@ pub struct TaskSnapshot {
 }
 
 impl TaskSnapshot {
-    /// `[status: <status>]`, or `[status: <status>, <detail>]` when there is a detail.
-    pub fn status_line(&self) -> String {
-        match &self.detail {
-            Some(d) => format!("[status: {}, {d}]", self.status),
-            None => format!("[status: {}]", self.status),
-        }
-    }
-
     /// Checks that the snapshot is coherent: a well-formed id whose prefix is the kind, and a finish
     /// time present exactly when terminal and not before the start.
     ///

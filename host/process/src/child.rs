@@ -12,6 +12,7 @@ use crate::input::{Input, InputError};
 use crate::render::{SpillRef, render_read};
 use crate::stream::{StreamBuf, StreamRead};
 use crate::terminal::render_terminal;
+use taskhost_abi::wording;
 use taskhost_registry::{TaskOutcome, TerminalStatus};
 
 /// How a process ended.
@@ -219,10 +220,10 @@ impl Process {
         let killed = self.kill_requested.load(Ordering::SeqCst);
         match exit {
             Exit::Code(c) if !killed => {
-                TaskOutcome::completed().with_detail(format!("exit code: {c}"))
+                TaskOutcome::completed().with_detail(wording::exit_detail(*c))
             }
             Exit::Signal(s) => {
-                TaskOutcome::killed().with_detail(format!("signal: {}", signal_name(*s)))
+                TaskOutcome::killed().with_detail(wording::signal_detail(&signal_name(*s)))
             }
             _ => TaskOutcome::new(TerminalStatus::Killed).with_detail("killed before exit"),
         }

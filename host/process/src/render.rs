@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use taskhost_abi::wording::{STDERR_HEADER, dropped_output, line_break};
+
 use crate::terminal::render_terminal;
 
 /// A spill file a read names: its path, and whether it holds only the head and the latest output of
@@ -22,16 +24,12 @@ pub fn render_read(out: &[u8], err: &[u8], lossy: bool, spills: &[SpillRef]) -> 
     let mut text = render_terminal(out);
     let err = render_terminal(err);
     if !err.is_empty() {
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
-        }
-        text.push_str("[stderr]\n");
+        text.push_str(line_break(&text));
+        text.push_str(STDERR_HEADER);
         text.push_str(&err);
     }
     if lossy {
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
-        }
+        text.push_str(line_break(&text));
         let paths = if spills.is_empty() {
             "(unavailable)".to_owned()
         } else {
@@ -50,9 +48,7 @@ pub fn render_read(out: &[u8], err: &[u8], lossy: bool, spills: &[SpillRef]) -> 
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        text.push_str(&format!(
-            "[some output was dropped from memory; full output: {paths}]"
-        ));
+        text.push_str(&dropped_output(&paths));
     }
     text
 }

@@ -1,10 +1,11 @@
 //! Registry and service values to their FFI mirrors, and back.
 
 use taskhost_abi::abi_stable::std_types::{RNone, ROption, RSome, RString};
-use taskhost_abi::{FfiOutcome, FfiRead, FfiSnapshot, FfiStatus, ProcessResult};
+use taskhost_abi::{ExternalResult, FfiOutcome, FfiRead, FfiSnapshot, FfiStatus, ProcessResult};
 use taskhost_registry::{TaskOutcome, TaskRead, TaskSnapshot, TaskStatus, TerminalStatus};
 
 use crate::process::{Exit, signal_name};
+use crate::services::external::ExternalRun;
 use crate::services::foreground::Foreground;
 
 pub(crate) fn status(s: TaskStatus) -> FfiStatus {
@@ -110,5 +111,23 @@ pub(crate) fn foreground(run: Result<Foreground, String>) -> ProcessResult {
         error: RNone,
         cancelled: run.cancelled,
         promoted_task: run.promoted_task.map(RString::from).into(),
+    }
+}
+
+/// A foreground external run's end, or why it did not start, as the plugin side sees it.
+pub(crate) fn external(run: Result<ExternalRun, String>) -> ExternalResult {
+    match run {
+        Ok(run) => ExternalResult {
+            error: RNone,
+            external_id: run.id.into(),
+            output: run.output.into(),
+            outcome: run.outcome.as_ref().map(outcome_to_ffi).into(),
+        },
+        Err(error) => ExternalResult {
+            error: RSome(error.into()),
+            external_id: RString::new(),
+            output: RString::new(),
+            outcome: RNone,
+        },
     }
 }

@@ -50,7 +50,7 @@ impl Generation {
         number: u64,
         source: PathBuf,
         module: PluginModRef,
-        libraries: Libraries,
+        libraries: Option<Libraries>,
         config_json: String,
     ) -> Self {
         Self {
@@ -63,7 +63,7 @@ impl Generation {
             live_tasks: AtomicUsize::new(0),
             retired: AtomicBool::new(false),
             state: Mutex::new(GenState::default()),
-            libraries: Mutex::new(Some(libraries)),
+            libraries: Mutex::new(libraries),
         }
     }
 

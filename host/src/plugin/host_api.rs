@@ -13,7 +13,8 @@ use taskhost_abi::{
     TaskDecl, ToolHandlerBox, ToolSpec, WorkerBox, level,
 };
 use taskhost_abi::{
-    ExternalRequest, ExternalStarted, ProcessRequest, ProcessResult, SubagentRequest,
+    ExternalRequest, ExternalResult, ExternalStarted, ProcessRequest, ProcessResult,
+    SubagentRequest,
 };
 use taskhost_registry::{Agent, KillOutcome, ProducerError, SurfaceScope, TaskOutcome};
 
@@ -173,6 +174,15 @@ impl HostApi for GenHost {
                 .run_subagent(session.as_str(), run, CallScope::current()),
         };
         convert::outcome_to_ffi(&outcome)
+    }
+
+    fn run_external(&self, session: RStr<'_>, request: ExternalRequest) -> ExternalResult {
+        // Plugin code runs on generation threads, never on the runtime's, so blocking is sound.
+        convert::external(self.services().run_external(
+            session.as_str(),
+            requests::external(&request),
+            &CallScope::current(),
+        ))
     }
 
     fn run_process(

@@ -136,8 +136,10 @@ impl Plugins {
             path: path.clone(),
             source,
         })?;
-        let Some((number, config_json)) =
-            self.reserve_generation(&path, &source, &signature, config_json, only_if_changed)
+        let unchanged = |last: Option<&FileSignature>| {
+            only_if_changed && last.is_some_and(|l| l.same_content(&signature, &source))
+        };
+        let Some((number, config_json)) = self.reserve_generation(&path, config_json, unchanged)
         else {
             return Ok(None);
         };
@@ -156,14 +158,56 @@ impl Plugins {
             number,
             path.clone(),
             module,
-            libraries,
+            Some(libraries),
             config_json,
         ));
-        self.init(&generation, &path)?;
-        self.swap(&generation, &path)?;
-        self.commit(&path, &generation, signature, name);
-        tracing::info!(plugin = %generation.plugin, generation = generation.number, path = %path.display(), "plugin generation serving");
+        self.install(&generation, &path, Some(signature), name)?;
         Ok(Some(generation))
+    }
+
+    /// Loads a plugin linked into this program (its `__taskhost_root_module()`, which
+    /// [`taskhost_abi::export_plugin!`] writes) as a new generation, without a library file: what a
+    /// plugin's own unit tests use to run its tools on the real host in-process. The slot's path is
+    /// `(linked)/<name>`; loading the same module again makes a new generation, as a reload does.
+    ///
+    /// # Errors
+    /// [`LoadError::Init`] or [`LoadError::ToolClash`]; the previous generation keeps serving.
+    pub fn load_linked(
+        &self,
+        module: taskhost_abi::PluginModRef,
+        config_json: Option<String>,
+    ) -> Result<Arc<Generation>, LoadError> {
+        let _serial = self.load_lock.lock();
+        let name = (module.name())().as_str().to_owned();
+        let path = PathBuf::from(format!("(linked)/{name}"));
+        let (number, config_json) = self
+            .reserve_generation(&path, config_json, |_| false)
+            .unwrap_or_default();
+        let generation = Arc::new(Generation::new(
+            name.clone(),
+            number,
+            path.clone(),
+            module,
+            None,
+            config_json,
+        ));
+        self.install(&generation, &path, None, name)?;
+        Ok(generation)
+    }
+
+    /// Runs a new generation's init, swaps it in and commits it as its plugin's active one.
+    fn install(
+        &self,
+        generation: &Arc<Generation>,
+        path: &Path,
+        signature: Option<FileSignature>,
+        name: String,
+    ) -> Result<(), LoadError> {
+        self.init(generation, path)?;
+        self.swap(generation, path)?;
+        self.commit(path, generation, signature, name);
+        tracing::info!(plugin = %generation.plugin, generation = generation.number, path = %path.display(), "plugin generation serving");
+        Ok(())
     }
 
     /// The held generation directory: made private (0700, ours) and opened at the first load.
@@ -178,14 +222,12 @@ impl Plugins {
     }
 
     /// Takes the next generation number of the plugin at `path` (its slot made on first use) and its
-    /// config; `None` when `only_if_changed` and the file holds the build loaded last.
+    /// config; `None` when `unchanged` says the file holds the build loaded last.
     fn reserve_generation(
         &self,
         path: &Path,
-        source: &std::fs::File,
-        signature: &FileSignature,
         config_json: Option<String>,
-        only_if_changed: bool,
+        unchanged: impl FnOnce(Option<&FileSignature>) -> bool,
     ) -> Option<(u64, String)> {
         let mut slots = self.slots.lock();
         let slot = slots.entry(path.to_owned()).or_insert_with(|| Slot {
@@ -196,12 +238,7 @@ impl Plugins {
             retiring: Vec::new(),
             last: None,
         });
-        if only_if_changed
-            && slot
-                .last
-                .as_ref()
-                .is_some_and(|l| l.same_content(signature, source))
-        {
+        if unchanged(slot.last.as_ref()) {
             return None;
         }
         if let Some(c) = config_json {
@@ -218,12 +255,12 @@ impl Plugins {
         &self,
         path: &Path,
         generation: &Arc<Generation>,
-        signature: FileSignature,
+        signature: Option<FileSignature>,
         name: String,
     ) {
         let mut slots = self.slots.lock();
         let old = slots.get_mut(path).and_then(|slot| {
-            slot.last = Some(signature);
+            slot.last = signature;
             slot.name = Some(name);
             let old = slot.active.replace(generation.clone());
             if let Some(old) = &old {

@@ -28,12 +28,10 @@ pub(crate) fn subagent_run(r: &SubagentRequest) -> Result<SubagentRun, String> {
     if command.first().is_none_or(String::is_empty) {
         return Err("subagent: the agent command is empty".to_owned());
     }
-    let policy = PermissionPolicy::parse(r.permission_policy.as_str()).ok_or_else(|| {
-        format!(
-            "subagent: unknown permission_policy {:?} (expected reject or allow)",
-            r.permission_policy.as_str()
-        )
-    })?;
+    let policy = match r.permission_policy {
+        taskhost_abi::PermissionPolicy::Reject => PermissionPolicy::Reject,
+        taskhost_abi::PermissionPolicy::Allow => PermissionPolicy::Allow,
+    };
     Ok(SubagentRun {
         command,
         cwd: r

@@ -31,15 +31,6 @@ pub enum PermissionPolicy {
 }
 
 impl PermissionPolicy {
-    /// Parses `reject` or `allow`.
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "reject" => Some(Self::Reject),
-            "allow" => Some(Self::Allow),
-            _ => None,
-        }
-    }
-
     fn answer(self, request: &RequestPermissionRequest) -> RequestPermissionResponse {
         let kinds: &[PermissionOptionKind] = match self {
             Self::Allow => &[

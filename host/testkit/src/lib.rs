@@ -23,6 +23,19 @@
 //! }
 //! ```
 //!
+//! A plugin crate's unit tests need no cdylib: [`TestHost::load_linked`] runs the crate's own
+//! linked code on the same host (nushell's `nu-plugin-test-support` is the model):
+//!
+//! ```ignore
+//! #[test]
+//! fn greet_answers() {
+//!     let host = taskhost_testkit::TestHost::new().unwrap();
+//!     host.load_linked(crate::__taskhost_root_module()).unwrap();
+//!     host.open_session("s");
+//!     assert_eq!(host.call("s", "greet", json!({"name": "Ada"})).unwrap(), "hello, Ada");
+//! }
+//! ```
+//!
 //! A control surface is attached by the test host itself, so background starts work without the
 //! tasks plugin; load it too to test through `task_output`.
 
@@ -35,6 +48,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use serde_json::Value;
 use taskhost::{LoadOptions, ServiceOptions, Taskhost};
+use taskhost_abi::PluginModRef;
 use taskhost_registry::{Agent, Registration, RegistryConfig, SurfaceScope};
 
 pub use taskhost_registry::{TaskSnapshot, TaskStatus};
@@ -69,11 +83,20 @@ pub enum TestkitError {
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
+/// Where the plugin under test comes from.
+#[derive(Clone)]
+enum Source {
+    /// A built cdylib.
+    File(PathBuf),
+    /// Linked into the test binary itself.
+    Linked(PluginModRef),
+}
+
 /// One in-process host, its own runtime and private directory (removed when it is dropped).
 pub struct TestHost {
     host: Arc<Taskhost>,
     dir: PathBuf,
-    plugin: Mutex<Option<(PathBuf, Option<String>)>>,
+    plugin: Mutex<Option<(Source, Option<String>)>>,
     settlements: Arc<Mutex<HashMap<String, usize>>>,
     _surface: Registration,
     _listener: Registration,
@@ -228,8 +251,41 @@ impl TestHost {
 
     fn load_with(&self, path: &Path, config: Option<String>) -> Result<u64, TestkitError> {
         let generation = self.host.plugins().load(path, config.clone(), false)?;
-        *self.plugin.lock() = Some((path.to_path_buf(), config));
+        *self.plugin.lock() = Some((Source::File(path.to_path_buf()), config));
         Ok(generation.map_or(0, |g| g.number()))
+    }
+
+    /// Loads a plugin linked into the test binary: a plugin crate's own unit tests pass
+    /// `crate::__taskhost_root_module()` (written by `export_plugin!`), and its tools run on this
+    /// real host in-process without a cdylib being built. [`TestHost::reload`] loads it again as a
+    /// new generation. Returns the generation's number.
+    ///
+    /// # Errors
+    /// [`TestkitError::Load`] when its init fails or a tool clashes.
+    pub fn load_linked(&self, module: PluginModRef) -> Result<u64, TestkitError> {
+        self.load_linked_with(module, None)
+    }
+
+    /// [`TestHost::load_linked`] with `config` as the plugin's `[plugin.config]` table.
+    ///
+    /// # Errors
+    /// As [`TestHost::load_linked`].
+    pub fn load_linked_with_config(
+        &self,
+        module: PluginModRef,
+        config: &Value,
+    ) -> Result<u64, TestkitError> {
+        self.load_linked_with(module, Some(config.to_string()))
+    }
+
+    fn load_linked_with(
+        &self,
+        module: PluginModRef,
+        config: Option<String>,
+    ) -> Result<u64, TestkitError> {
+        let generation = self.host.plugins().load_linked(module, config.clone())?;
+        *self.plugin.lock() = Some((Source::Linked(module), config));
+        Ok(generation.number())
     }
 
     /// Loads the last loaded plugin file again, as a new generation swapped in for the serving one
@@ -238,12 +294,15 @@ impl TestHost {
     /// # Errors
     /// [`TestkitError::NothingLoaded`], or as [`TestHost::load`].
     pub fn reload(&self) -> Result<u64, TestkitError> {
-        let (path, config) = self
+        let (source, config) = self
             .plugin
             .lock()
             .clone()
             .ok_or(TestkitError::NothingLoaded)?;
-        self.load_with(&path, config)
+        match source {
+            Source::File(path) => self.load_with(&path, config),
+            Source::Linked(module) => self.load_linked_with(module, config),
+        }
     }
 
     /// Opens a session (an MCP client's), the owner of the tasks its calls start.
@@ -307,6 +366,43 @@ impl TestHost {
                 tool: tool.to_owned(),
                 text,
             })
+    }
+
+    /// Starts `command` (bash) as a background process task of kind `kind` owned by `session`, as
+    /// the bash plugin would: for testing a plugin that reads, waits on or kills tasks.
+    ///
+    /// # Errors
+    /// The registry's refusal or the spawn's failure, as text.
+    pub fn start_process(
+        &self,
+        session: &str,
+        kind: &str,
+        command: &str,
+    ) -> Result<String, String> {
+        let decl = taskhost::services::TaskDeclaration {
+            kind: kind.to_owned(),
+            label: command.to_owned(),
+            output_limit_bytes: None,
+            owner_session: Some(session.to_owned()),
+        };
+        self.host
+            .services()
+            .start_process(&decl, taskhost::process::ProcessSpec::new(command))
+    }
+
+    /// The notices waiting for `session` (a plugin's `Host::notify`), taken.
+    pub fn notices(&self, session: &str) -> Vec<String> {
+        self.host.sessions().take_notices(session)
+    }
+
+    /// The input schema of tool `name`, if it is served.
+    pub fn schema(&self, name: &str) -> Option<Value> {
+        self.host
+            .plugins()
+            .tools()
+            .into_iter()
+            .find(|t| t.name == name)
+            .map(|t| t.input_schema)
     }
 
     /// The session's tasks and the unowned ones.

@@ -6,37 +6,45 @@
 //! touches a running command.
 
 use taskhost_abi::prelude::*;
-use taskhost_abi::sdk::{non_empty, positive_config};
+use taskhost_abi::sdk::non_empty;
+use taskhost_abi::wording::{self, ForegroundEnd};
 
 /// The plugin's settings (its `[plugin.config]` table).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Deserialize)]
+#[serde(crate = "taskhost_abi::serde", default)]
 struct Config {
     enable_run_in_background: bool,
     /// A foreground command still running at its timeout continues as a background task.
     promote_on_timeout: bool,
-    timeout_ms: u64,
-    max_timeout_ms: u64,
-    max_output_bytes: u64,
-    max_spill_bytes: u64,
-    grace_ms: u64,
+    timeout_ms: Positive,
+    max_timeout_ms: Positive,
+    max_output_bytes: Positive,
+    max_spill_bytes: Positive,
+    grace_ms: Positive,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            enable_run_in_background: true,
+            promote_on_timeout: true,
+            timeout_ms: Positive(120_000),
+            max_timeout_ms: Positive(600_000),
+            max_output_bytes: Positive(64_000),
+            max_spill_bytes: Positive(64 << 20),
+            grace_ms: Positive(3_000),
+        }
+    }
 }
 
 impl Config {
-    fn from_json(v: &Value) -> Result<Self, String> {
-        let num = |key: &str, default: u64| positive_config(v, "bash", key, default);
-        let c = Self {
-            enable_run_in_background: v["enable_run_in_background"].as_bool().unwrap_or(true),
-            promote_on_timeout: v["promote_on_timeout"].as_bool().unwrap_or(true),
-            timeout_ms: num("timeout_ms", 120_000)?,
-            max_timeout_ms: num("max_timeout_ms", 600_000)?,
-            max_output_bytes: num("max_output_bytes", 64_000)?,
-            max_spill_bytes: num("max_spill_bytes", 64 << 20)?,
-            grace_ms: num("grace_ms", 3_000)?,
-        };
+    /// The plugin's config table, checked.
+    fn read(host: &Host) -> Result<Self, String> {
+        let c: Self = host.config()?;
         if c.timeout_ms > c.max_timeout_ms {
             return Err(format!(
                 "bash: timeout_ms ({}) exceeds max_timeout_ms ({})",
-                c.timeout_ms, c.max_timeout_ms
+                c.timeout_ms.0, c.max_timeout_ms.0
             ));
         }
         Ok(c)
@@ -58,8 +66,11 @@ impl Plugin for Bash {
 struct BashArgs {
     /// The command to run with bash -c.
     command: String,
-    /// What the command does, in a few words.
-    #[allow(dead_code)]
+    /// What the command does, in a few words (for the model's own record; not used).
+    #[allow(
+        dead_code,
+        reason = "offered in the schema so the model can say what it runs"
+    )]
     description: Option<String>,
     /// Foreground timeout in milliseconds.
     timeout_ms: Option<u64>,
@@ -78,15 +89,6 @@ struct BashArgs {
     rows: Option<u16>,
 }
 
-/// The arguments' schema; without background execution, `run_in_background` is not offered.
-fn schema(background: bool) -> Value {
-    let mut schema = taskhost_abi::typed::schema::<BashArgs>();
-    if !background && let Some(props) = schema["properties"].as_object_mut() {
-        props.remove("run_in_background");
-    }
-    schema
-}
-
 fn description(background: bool, promote: bool) -> String {
     let mut d = "Runs a bash command and returns its output followed by [exit code: N].".to_owned();
     if background {
@@ -100,30 +102,18 @@ fn description(background: bool, promote: bool) -> String {
     d
 }
 
-/// Renders a foreground result: the output, then its status marker on a line of its own.
+/// Renders a foreground result: the output, then what happened to it on lines of their own.
 fn render(r: &ProcessResult, timeout_ms: u64) -> String {
-    let mut text = r.output.as_str().to_owned();
-    if !text.is_empty() && !text.ends_with('\n') {
-        text.push('\n');
-    }
+    let output = r.output.as_str();
     if let Some(id) = r.promoted_task() {
-        text.push_str(&format!(
-            "[still running after {timeout_ms} ms: continues as background task {id}; read it with task_output]"
-        ));
-        return text;
+        return wording::promoted_reply(output, timeout_ms, id);
     }
-    if r.timed_out {
-        text.push_str(&format!("[timed out after {timeout_ms} ms]\n"));
-    }
-    if r.cancelled {
-        text.push_str("[cancelled]\n");
-    }
-    match (r.exit_code(), r.signal()) {
-        (Some(code), _) => text.push_str(&format!("[exit code: {code}]")),
-        (None, Some(sig)) => text.push_str(&format!("[killed: {sig}]")),
-        (None, None) => text.push_str("[killed before exit]"),
-    }
-    text
+    let end = match (r.exit_code(), r.signal()) {
+        (Some(code), _) => ForegroundEnd::Exited(code),
+        (None, Some(signal)) => ForegroundEnd::Signalled(signal),
+        (None, None) => ForegroundEnd::Ended,
+    };
+    wording::foreground_reply(output, r.timed_out.then_some(timeout_ms), r.cancelled, end)
 }
 
 /// A terminal dimension: 1 to 1000.
@@ -141,13 +131,13 @@ fn cells(key: &str, value: Option<u16>, default: u16) -> Result<u16, ToolResult>
 fn request(config: &Config, args: BashArgs) -> Result<(ProcessRequest, u64, bool), ToolResult> {
     let command = non_empty("command", args.command)?;
     let timeout_ms = match args.timeout_ms {
-        None => config.timeout_ms,
+        None => config.timeout_ms.0,
         Some(0) => {
             return Err(ToolResult::error(
                 "invalid timeout_ms: expected a positive integer, got 0",
             ));
         }
-        Some(n) => n.min(config.max_timeout_ms),
+        Some(n) => n.min(config.max_timeout_ms.0),
     };
     let mut request = ProcessRequest::new(&command);
     if let Some(w) = args.workdir {
@@ -156,58 +146,83 @@ fn request(config: &Config, args: BashArgs) -> Result<(ProcessRequest, u64, bool
     request.tty = args.tty.unwrap_or(false);
     request.cols = cells("cols", args.cols, 80)?;
     request.rows = cells("rows", args.rows, 24)?;
-    request.grace_ms = config.grace_ms;
-    request.tail_bytes = config.max_output_bytes;
-    request.spill_cap_bytes = config.max_spill_bytes;
+    request.grace_ms = config.grace_ms.0;
+    request.tail_bytes = config.max_output_bytes.0;
+    request.spill_cap_bytes = config.max_spill_bytes.0;
     Ok((request, timeout_ms, args.run_in_background.unwrap_or(false)))
 }
 
-fn call(host: &Host, config: &Config, call: &ToolCall, args: BashArgs) -> ToolResult {
-    let (mut request, timeout_ms, background) = match request(config, args) {
-        Ok(r) => r,
-        Err(e) => return e,
-    };
-    let command = request.command.to_string();
-    let session = call.session();
-    if background {
-        if !config.enable_run_in_background {
-            return ToolResult::error(
-                "run_in_background is disabled for this deployment (enable_run_in_background: false)",
-            );
+/// The `bash` tool.
+struct BashTool {
+    host: Host,
+    config: Config,
+}
+
+impl Tool for BashTool {
+    type Args = BashArgs;
+
+    fn name(&self) -> &str {
+        "bash"
+    }
+
+    fn description(&self) -> String {
+        description(
+            self.config.enable_run_in_background,
+            self.config.promote_on_timeout,
+        )
+    }
+
+    /// Without background execution, `run_in_background` is not offered.
+    fn adjust_schema(&self, schema: &mut Value) {
+        if !self.config.enable_run_in_background
+            && let Some(props) = schema["properties"].as_object_mut()
+        {
+            props.remove("run_in_background");
         }
-        let owner = (!session.is_empty()).then_some(session);
-        return match host.start_process_task("bash", &command, owner, request) {
-            Ok(id) => ToolResult::ok(format!("started background task {id}")),
-            Err(e) => ToolResult::error(e),
+    }
+
+    fn run(&self, call: &ToolCall, args: BashArgs) -> ToolResult {
+        let (mut request, timeout_ms, background) = match request(&self.config, args) {
+            Ok(r) => r,
+            Err(e) => return e,
         };
+        let config = &self.config;
+        let decl = Declaration::new("bash", request.command.as_str()).owned_by(call.session());
+        if background {
+            if !config.enable_run_in_background {
+                return ToolResult::error(
+                    "run_in_background is disabled for this deployment (enable_run_in_background: false)",
+                );
+            }
+            return match self.host.start_process_task(&decl, request) {
+                Ok(id) => ToolResult::ok(wording::started("task", &id)),
+                Err(e) => ToolResult::error(e),
+            };
+        }
+        if config.promote_on_timeout
+            && config.enable_run_in_background
+            && decl.owner_session.is_some()
+        {
+            request.promote_on_timeout_as(&decl);
+        }
+        let result = self.host.run_process(call.session(), request, timeout_ms);
+        if let Some(e) = result.error() {
+            return ToolResult::error(e);
+        }
+        ToolResult::ok(render(&result, timeout_ms))
     }
-    if config.promote_on_timeout && config.enable_run_in_background && !session.is_empty() {
-        request.promote_on_timeout_as("bash", &command, session);
-    }
-    let result = host.run_process(session, request, timeout_ms);
-    if let Some(e) = result.error() {
-        return ToolResult::error(e);
-    }
-    ToolResult::ok(render(&result, timeout_ms))
 }
 
 fn init(host: Host) -> Result<Bash, String> {
-    let config = Config::from_json(&host.config())?;
-    let h = host.clone();
-    let c = config.clone();
-    let background = config.enable_run_in_background;
-    host.register_tool(
-        "bash",
-        &description(background, config.promote_on_timeout),
-        schema(background),
-        move |tool_call: &ToolCall| match taskhost_abi::typed::parse::<BashArgs>(
-            tool_call.arguments(),
-        ) {
-            Ok(args) => call(&h, &c, tool_call, args),
-            Err(e) => ToolResult::error(e),
-        },
-    )?;
+    let config = Config::read(&host)?;
+    host.register(BashTool {
+        host: host.clone(),
+        config,
+    })?;
     Ok(Bash)
 }
 
 export_plugin!(name: "bash", init: init);
+
+#[cfg(test)]
+mod tests;

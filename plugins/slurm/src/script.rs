@@ -1,7 +1,4 @@
-//! The shell commands the plugin hands the host: the submission, the state poll. Every value from a
-//! call is checked, then single-quoted.
-
-use super::{Config, SlurmArgs};
+//! Shell words and scripts: quoting, the checks of a call's Slurm values, and the state poll.
 
 /// `value` as one single-quoted shell word.
 pub(crate) fn quote(value: &str) -> String {
@@ -36,7 +33,7 @@ pub(crate) fn check_time_limit(t: &str) -> Result<(), String> {
 }
 
 /// Checks a memory size: digits with an optional K, M, G or T.
-fn check_memory(m: &str) -> Result<(), String> {
+pub(crate) fn check_memory(m: &str) -> Result<(), String> {
     let digits = m.trim_end_matches(['K', 'M', 'G', 'T', 'k', 'm', 'g', 't']);
     if !digits.is_empty()
         && digits.chars().all(|c| c.is_ascii_digit())
@@ -51,71 +48,11 @@ fn check_memory(m: &str) -> Result<(), String> {
     }
 }
 
-fn positive(key: &str, n: Option<u32>) -> Result<Option<u32>, String> {
+pub(crate) fn positive(key: &str, n: Option<u32>) -> Result<Option<u32>, String> {
     match n {
         Some(0) => Err(format!("invalid {key}: expected a positive integer, got 0")),
         n => Ok(n),
     }
-}
-
-/// The job's options as the script's `#SBATCH` block, and the `sbatch --parsable` command carrying
-/// them (the script's path goes last): its output to `<output_dir>/<job id>.out`.
-///
-/// # Errors
-/// A bad argument, named; nothing is submitted then.
-pub(crate) fn sbatch_command(
-    config: &Config,
-    args: &SlurmArgs,
-) -> Result<(String, String), String> {
-    let mut options = vec![
-        "--job-name=taskhost".to_owned(),
-        format!("--output={}", config.output_dir.join("%j.out").display()),
-    ];
-    if let Some(p) = args.partition.as_ref().or(config.partition.as_ref()) {
-        options.push(format!("--partition={p}"));
-    }
-    if let Some(t) = args
-        .time_limit
-        .as_ref()
-        .or(config.default_time_limit.as_ref())
-    {
-        check_time_limit(t)?;
-        options.push(format!("--time={t}"));
-    }
-    if let Some(n) = positive("cpus", args.cpus)? {
-        options.push(format!("--cpus-per-task={n}"));
-    }
-    if let Some(n) = positive("gpus", args.gpus)? {
-        options.push(format!("--gres=gpu:{n}"));
-    }
-    if let Some(n) = positive("nodes", args.nodes)? {
-        options.push(format!("--nodes={n}"));
-    }
-    if let Some(m) = &args.memory {
-        check_memory(m)?;
-        options.push(format!("--mem={m}"));
-    }
-    if let Some(w) = args.workdir.as_ref().filter(|w| !w.is_empty()) {
-        options.push(format!("--chdir={w}"));
-    }
-    // Every option is given twice: on the command line, which takes precedence over any `#SBATCH`
-    // line, and in the script's own block, which documents the job where its output is.
-    let mut header = String::new();
-    for o in &options {
-        if o.contains(['\n', '\r']) {
-            return Err(format!(
-                "slurm: an option may not hold a line break: {}",
-                quote(o)
-            ));
-        }
-        header.push_str("#SBATCH ");
-        header.push_str(o);
-        header.push('\n');
-    }
-    let mut words = vec!["sbatch".to_owned(), "--parsable".to_owned()];
-    words.extend(options.iter().map(|o| quote(o)));
-    words.extend(config.extra_args.iter().map(|a| quote(a)));
-    Ok((header, words.join(" ")))
 }
 
 /// A bash script that prints job `id`'s state as the host's poll reads it: `running`, or

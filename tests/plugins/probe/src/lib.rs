@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use taskhost_abi::sdk::TaskControl;
+use taskhost_abi::sdk::{Declaration, Output, TaskControl};
 use taskhost_abi::serde_json::{Value, json};
 use taskhost_abi::{FfiOutcome, FfiStatus, Host, Plugin, ToolCall, ToolResult, export_plugin};
 
@@ -108,50 +108,52 @@ fn start(host: &Host, call: &ToolCall) -> ToolResult {
         caller: owner.clone().unwrap_or_default(),
         id: own_id.clone(),
     });
-    let started = host.start_task(
-        "probe",
-        &format!("probe {lines} lines"),
-        owner.as_deref(),
-        move |handle| {
-            let cancelled = Arc::new(AtomicBool::new(false));
-            let output = Arc::new(Mutex::new(String::new()));
-            let (flag, sink) = (cancelled.clone(), output.clone());
-            worker_host.spawn_worker(move || {
-                let mut all = String::new();
-                for i in 0..lines {
-                    if panic_after == Some(i) {
-                        panic!("probe worker panicked after {i} lines");
-                    }
-                    if flag.load(Ordering::SeqCst) {
-                        handle.complete(FfiOutcome::new(
-                            FfiStatus::Killed,
-                            Some("signal: SIGTERM"),
-                            None,
-                        ));
-                        return;
-                    }
-                    let line = format!("line {i}\n");
-                    all.push_str(&line);
-                    sink.lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .push_str(&line);
-                    std::thread::sleep(interval);
+    let decl = Declaration::new("probe", &format!("probe {lines} lines"))
+        .owned_by(owner.as_deref().unwrap_or_default());
+    let output_kind = if final_output {
+        Output::Final
+    } else {
+        Output::Stream
+    };
+    let started = host.start_task(&decl, output_kind, move |handle| {
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let output = Arc::new(Mutex::new(String::new()));
+        let (flag, sink) = (cancelled.clone(), output.clone());
+        worker_host.spawn_worker(move || {
+            let mut all = String::new();
+            for i in 0..lines {
+                if panic_after == Some(i) {
+                    panic!("probe worker panicked after {i} lines");
                 }
-                let output = final_output.then_some(all.as_str());
-                handle.complete(FfiOutcome::new(
-                    FfiStatus::Completed,
-                    Some("exit code: 0"),
-                    output,
-                ));
-            });
-            Ok(Control {
-                cancelled,
-                output: (!final_output).then_some(output),
-                mode,
-                reenter,
-            })
-        },
-    );
+                if flag.load(Ordering::SeqCst) {
+                    handle.complete(FfiOutcome::new(
+                        FfiStatus::Killed,
+                        Some("signal: SIGTERM"),
+                        None,
+                    ));
+                    return;
+                }
+                let line = format!("line {i}\n");
+                all.push_str(&line);
+                sink.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push_str(&line);
+                std::thread::sleep(interval);
+            }
+            let output = final_output.then_some(all.as_str());
+            handle.complete(FfiOutcome::new(
+                FfiStatus::Completed,
+                Some("exit code: 0"),
+                output,
+            ));
+        });
+        Ok(Control {
+            cancelled,
+            output: (!final_output).then_some(output),
+            mode,
+            reenter,
+        })
+    });
     match started {
         Ok(id) => {
             *own_id.lock().unwrap_or_else(|p| p.into_inner()) = Some(id.clone());
@@ -162,7 +164,7 @@ fn start(host: &Host, call: &ToolCall) -> ToolResult {
 }
 
 fn init(host: Host) -> Result<Probe, String> {
-    let config = host.config();
+    let config = host.config_value();
     if config["panic_in_init"].as_bool() == Some(true) {
         panic!("probe init panicked");
     }

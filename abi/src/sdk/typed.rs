@@ -3,31 +3,14 @@
 //! descriptions), and arguments that do not fit it are answered with an error naming the argument,
 //! before the handler runs.
 //!
-//! ```ignore
-//! use taskhost_abi::prelude::*;
-//!
-//! /// Greets someone.
-//! #[derive(Deserialize, JsonSchema)]
-//! #[serde(crate = "taskhost_abi::serde")]
-//! #[schemars(crate = "taskhost_abi::schemars")]
-//! struct Greet {
-//!     /// Who to greet.
-//!     name: String,
-//! }
-//!
-//! fn init(host: Host) -> Result<impl Plugin, String> {
-//!     host.register_typed("greet", "Greets someone.", |_call, args: Greet| {
-//!         ToolResult::ok(format!("hello, {}", args.name))
-//!     })?;
-//!     Ok(NoState)
-//! }
-//! ```
+//! A tool declares its arguments as [`crate::sdk::Tool::Args`]; a plugin's config table is read the
+//! same way ([`crate::sdk::Host::config`]).
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::args::shown;
+use super::args::shown;
 
 /// The JSON schema of `A` as a tool's input schema: an object schema without the `$schema` and
 /// `title` keys (MCP clients need neither).
@@ -51,14 +34,29 @@ pub fn schema<A: JsonSchema>() -> Value {
 /// a value of the wrong kind (at most 200 characters of the value), ``invalid arguments: missing
 /// field `<arg>` `` for a required one left out, `invalid arguments: <why>` otherwise.
 pub fn parse<A: DeserializeOwned>(arguments_json: &str) -> Result<A, String> {
-    let mut de = serde_json::Deserializer::from_str(arguments_json);
+    parse_named(arguments_json, "arguments", "")
+}
+
+/// A plugin's config table (JSON text) as `T`; a bad key is named as `invalid config key <path>:
+/// expected ..., got ...`.
+///
+/// # Errors
+/// As [`parse`], worded for the config.
+pub fn parse_config<T: DeserializeOwned>(config_json: &str) -> Result<T, String> {
+    parse_named(config_json, "config", "config key ")
+}
+
+/// `json` as `A`; an error with a path is worded `invalid <prefix><path>: ...`, one without
+/// `invalid <whole>: ...`.
+fn parse_named<A: DeserializeOwned>(json: &str, whole: &str, prefix: &str) -> Result<A, String> {
+    let mut de = serde_json::Deserializer::from_str(json);
     serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
         let why = without_position(&e.inner().to_string());
         if path == "." || path.is_empty() {
-            return format!("invalid arguments: {}", clipped(&why));
+            return format!("invalid {whole}: {}", clipped(&why));
         }
-        let raw: Value = serde_json::from_str(arguments_json).unwrap_or(Value::Null);
+        let raw: Value = serde_json::from_str(json).unwrap_or(Value::Null);
         let value = e
             .path()
             .iter()
@@ -70,9 +68,12 @@ pub fn parse<A: DeserializeOwned>(arguments_json: &str) -> Result<A, String> {
             .unwrap_or(&Value::Null);
         match why.split_once(", expected ") {
             Some((_, expected)) => {
-                format!("invalid {path}: expected {expected}, got {}", shown(value))
+                format!(
+                    "invalid {prefix}{path}: expected {expected}, got {}",
+                    shown(value)
+                )
             }
-            None => format!("invalid {path}: {}", clipped(&why)),
+            None => format!("invalid {prefix}{path}: {}", clipped(&why)),
         }
     })
 }
@@ -98,7 +99,7 @@ mod tests {
 
     /// Arguments of a test tool.
     #[derive(serde::Deserialize, schemars::JsonSchema, Debug, PartialEq)]
-    #[allow(dead_code)]
+    #[allow(dead_code, reason = "the fields are read through the schema only")]
     struct Args {
         /// The command.
         command: String,

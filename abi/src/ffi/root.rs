@@ -5,10 +5,10 @@ use abi_stable::sabi_types::VersionStrings;
 use abi_stable::std_types::{RResult, RStr, RString};
 use abi_stable::{StableAbi, declare_root_module_statics, package_version_strings};
 
-use crate::objects::{HostBox, PluginBox};
+use super::objects::{HostBox, PluginBox};
 
 /// Bumped on any change of the interface's meaning that the layout check cannot see.
-pub const ABI_VERSION: u32 = 3;
+pub const ABI_VERSION: u32 = 4;
 
 /// The root module: the plugin's name and its init. A prefix type, so fields can be added later
 /// without breaking older plugins.

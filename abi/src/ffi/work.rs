@@ -3,7 +3,7 @@
 use abi_stable::StableAbi;
 use abi_stable::std_types::{ROption, RString, RVec, Tuple2};
 
-use crate::types::TaskDecl;
+use super::data::{FfiOutcome, TaskDecl};
 
 /// A child process the host's process service runs: `bash -c <command>` in its own process group, stdin
 /// closed (or, with `tty`, in a session of its own on a pseudo-terminal that takes input), the host's
@@ -30,7 +30,7 @@ pub struct ProcessRequest {
     pub cols: u16,
     /// The terminal's rows (with `tty`).
     pub rows: u16,
-    /// For [`crate::HostApi::run_process`]: when set, a process still running at the timeout becomes a
+    /// For [`crate::ffi::HostApi::run_process`]: when set, a process still running at the timeout becomes a
     /// background task so declared instead of being killed, if the registry admits it (a control
     /// surface is attached and the owner has a free slot); else it is killed as without it.
     pub promote_on_timeout: ROption<TaskDecl>,
@@ -56,12 +56,6 @@ impl ProcessRequest {
     /// Runs the process in `dir` instead of the host's working directory.
     pub fn set_workdir(&mut self, dir: &str) {
         self.workdir = ROption::RSome(dir.into());
-    }
-
-    /// Lets a foreground run still going at its timeout become a background task of `kind`,
-    /// labelled `label`, owned by `owner_session` (see [`ProcessRequest::promote_on_timeout`]).
-    pub fn promote_on_timeout_as(&mut self, kind: &str, label: &str, owner_session: &str) {
-        self.promote_on_timeout = ROption::RSome(TaskDecl::new(kind, label, Some(owner_session)));
     }
 }
 
@@ -123,8 +117,8 @@ pub struct SubagentRequest {
     pub cwd: ROption<RString>,
     /// The prompt.
     pub prompt: RString,
-    /// `reject` (the default) or `allow`: how permission requests are answered.
-    pub permission_policy: RString,
+    /// How the agent's permission requests are answered.
+    pub permission_policy: PermissionPolicy,
     /// Milliseconds cancel waits at each step (ACP cancel, closed stdin) before the next.
     pub grace_ms: u64,
     /// Milliseconds `initialize` and `session/new` may take.
@@ -167,7 +161,7 @@ impl SubagentRequest {
             command: command.iter().map(|c| RString::from(c.as_ref())).collect(),
             cwd: ROption::RNone,
             prompt: prompt.into(),
-            permission_policy: "reject".into(),
+            permission_policy: PermissionPolicy::Reject,
             grace_ms: 3_000,
             setup_timeout_ms: 30_000,
             pass_env: RVec::new(),
@@ -177,11 +171,6 @@ impl SubagentRequest {
     /// Runs the agent's session in `dir`.
     pub fn set_cwd(&mut self, dir: &str) {
         self.cwd = ROption::RSome(dir.into());
-    }
-
-    /// Answers permission requests by `policy` (`reject` or `allow`).
-    pub fn set_permission_policy(&mut self, policy: &str) {
-        self.permission_policy = policy.into();
     }
 
     /// Passes these host variables to the agent past the environment policy.
@@ -198,4 +187,32 @@ pub struct ExternalStarted {
     pub task_id: RString,
     /// The work's id, as the start command printed it (`1234`).
     pub external_id: RString,
+}
+
+/// How a child agent's permission requests are answered.
+#[repr(u8)]
+#[derive(StableAbi, Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PermissionPolicy {
+    /// Every request is rejected (the default).
+    #[default]
+    Reject,
+    /// Every request is allowed once.
+    Allow,
+}
+
+/// How external work run in a call's foreground ended ([`crate::ffi::HostApi::run_external`]).
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug)]
+pub struct ExternalResult {
+    /// Why the work did not start (a refused start command, the session's foreground limit); the
+    /// other fields are empty then.
+    pub error: ROption<RString>,
+    /// The work's id, as the start command printed it.
+    pub external_id: RString,
+    /// Everything the work wrote to its output file, as a terminal shows it.
+    pub output: RString,
+    /// Its end as its poll said; `RNone` when the call was cancelled first (the work was cancelled
+    /// then too).
+    pub outcome: ROption<FfiOutcome>,
 }

@@ -65,7 +65,7 @@ impl ToolResult {
     }
 }
 
-/// A producer's declaration of a task (identity only; the work comes with the [`crate::Starter`]).
+/// A producer's declaration of a task (identity only; the work comes with the [`crate::ffi::Starter`]).
 #[repr(C)]
 #[derive(StableAbi, Clone, Debug)]
 pub struct TaskDecl {
@@ -129,7 +129,7 @@ impl FfiStatus {
     }
 }
 
-/// How a task ended, as a producer reports it through [`crate::Completion::complete`]. A non-terminal
+/// How a task ended, as a producer reports it through [`crate::ffi::Completion::complete`]. A non-terminal
 /// status is recorded as `failed`.
 #[repr(C)]
 #[derive(StableAbi, Clone, Debug)]
@@ -219,12 +219,14 @@ impl FfiSnapshot {
             .into_option()
     }
 
-    /// `[status: <s>]` or `[status: <s>, <detail>]`.
+    /// The task's detail (an exit code, a signal, why it failed), if any.
+    pub fn detail(&self) -> Option<&str> {
+        self.detail.as_ref().map(RString::as_str).into_option()
+    }
+
+    /// The status line a read of this task ends with ([`crate::wording::status_line`]).
     pub fn status_line(&self) -> String {
-        match self.detail.as_ref().into_option() {
-            Some(d) => format!("[status: {}, {d}]", self.status.as_str()),
-            None => format!("[status: {}]", self.status.as_str()),
-        }
+        crate::wording::status_line(self.status.as_str(), self.detail())
     }
 }
 
@@ -248,7 +250,7 @@ pub struct FfiKill {
     pub snapshot: FfiSnapshot,
 }
 
-/// Log levels, as [`crate::HostApi::log`] takes them.
+/// Log levels, as [`crate::ffi::HostApi::log`] takes them.
 pub mod level {
     /// Errors.
     pub const ERROR: u8 = 1;
@@ -261,7 +263,3 @@ pub mod level {
     /// Tracing.
     pub const TRACE: u8 = 5;
 }
-
-pub use crate::work::{
-    ExternalRequest, ExternalStarted, ProcessRequest, ProcessResult, SubagentRequest,
-};

@@ -6,13 +6,12 @@ use std::sync::Arc;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RErr, ROk, ROption, RResult, RStr, RString};
 
-use crate::objects::*;
-use crate::sdk::{Host, Plugin, TaskControl, TaskHandle, TaskKind, Tool, contained};
-use crate::types::*;
+use super::plugin::{Handler, Output, Plugin, TaskControl, TaskHandle, contained};
+use crate::ffi::*;
 
 pub(crate) struct ToolGlue<T>(pub(crate) T);
 
-impl<T: Tool> ToolHandler for ToolGlue<T> {
+impl<T: Handler> ToolHandler for ToolGlue<T> {
     fn call(&self, call: ToolCall) -> ToolResult {
         contained("tool call", || self.0.call(&call)).unwrap_or_else(ToolResult::error)
     }
@@ -20,7 +19,7 @@ impl<T: Tool> ToolHandler for ToolGlue<T> {
 
 pub(crate) struct StarterGlue<C, F>(
     pub(crate) Option<F>,
-    pub(crate) TaskKind,
+    pub(crate) Output,
     pub(crate) std::marker::PhantomData<fn() -> C>,
 );
 
@@ -33,19 +32,11 @@ impl<C: TaskControl, F: FnOnce(TaskHandle) -> Result<C, String> + Send + 'static
         };
         let handle = TaskHandle(Arc::new(completion));
         match contained("task starter", || start(handle)) {
-            Ok(Ok(mut control)) => {
-                let (stream, pending) = match self.1 {
-                    TaskKind::Stream => (true, String::new()),
-                    TaskKind::Final => (false, String::new()),
-                    TaskKind::Probe => {
-                        let first = contained("task reader", || control.read()).ok().flatten();
-                        (first.is_some(), first.unwrap_or_default())
-                    }
-                };
+            Ok(Ok(control)) => {
                 let glue = HooksGlue {
                     control,
-                    stream,
-                    pending,
+                    stream: self.1 == Output::Stream,
+                    pending: String::new(),
                 };
                 ROk(Hooks_TO::from_value(glue, TD_Opaque))
             }
@@ -57,8 +48,7 @@ impl<C: TaskControl, F: FnOnce(TaskHandle) -> Result<C, String> + Send + 'static
 pub(crate) struct HooksGlue<C> {
     control: C,
     stream: bool,
-    /// Output read from the control and not yet handed to a read: what the stream probe at start or
-    /// a peek took.
+    /// Output read from the control and not yet handed to a read: what a peek took.
     pending: String,
 }
 
@@ -118,14 +108,14 @@ impl<F: Fn(FfiSnapshot) + Send + Sync + 'static> Listener for ListenerGlue<F> {
     }
 }
 
-pub(crate) struct WorkerGlue<F>(pub(crate) Option<F>, pub(crate) Host);
+pub(crate) struct WorkerGlue<F>(pub(crate) Option<F>, pub(crate) Arc<HostBox>);
 
 impl<F: FnOnce() + Send + 'static> Worker for WorkerGlue<F> {
     fn run(&mut self) {
         if let Some(work) = self.0.take()
             && let Err(e) = contained("worker", work)
         {
-            self.1.log(level::ERROR, &e);
+            self.1.log(level::ERROR, "plugin".into(), e.as_str().into());
         }
     }
 }

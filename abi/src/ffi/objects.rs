@@ -14,9 +14,12 @@
 use abi_stable::sabi_trait;
 use abi_stable::std_types::{RBox, ROption, RResult, RStr, RString, RVec};
 
-use crate::types::{
-    ExternalRequest, ExternalStarted, FfiKill, FfiOutcome, FfiRead, FfiSnapshot, ProcessRequest,
-    ProcessResult, SubagentRequest, TaskDecl, ToolCall, ToolResult, ToolSpec,
+use super::data::{
+    FfiKill, FfiOutcome, FfiRead, FfiSnapshot, TaskDecl, ToolCall, ToolResult, ToolSpec,
+};
+use super::work::{
+    ExternalRequest, ExternalResult, ExternalStarted, ProcessRequest, ProcessResult,
+    SubagentRequest,
 };
 
 /// The host handle a plugin receives at init. Implemented by the host.
@@ -64,6 +67,10 @@ pub trait HostApi: Send + Sync {
     ) -> RResult<ExternalStarted, RString>;
     /// Runs a child agent in the foreground for `session`, blocking the calling thread until it ends.
     fn run_subagent(&self, session: RStr<'_>, request: SubagentRequest) -> FfiOutcome;
+    /// Runs external work for `session` in the foreground of the current tool call, on the host's
+    /// own external-task loop (start command, output file followed, state polled) until it ends or
+    /// the call is cancelled (then its cancel command runs). No plugin code runs meanwhile.
+    fn run_external(&self, session: RStr<'_>, request: ExternalRequest) -> ExternalResult;
     /// Attaches a control surface (the fence opens); returns a key for [`HostApi::detach_surface`].
     /// The host detaches whatever the generation attached when it is retired, after its successor
     /// attached its own, so the fence never flaps across a reload.

@@ -1,7 +1,7 @@
 //! Reading a tool's arguments and a plugin's config: the checks every plugin needs, with the errors
 //! the model sees.
 
-use crate::types::ToolResult;
+use crate::ffi::ToolResult;
 
 /// A bad argument value as an error quotes it: its JSON text, at most 200 characters of it.
 pub fn shown(value: &serde_json::Value) -> String {
@@ -14,22 +14,6 @@ pub fn shown(value: &serde_json::Value) -> String {
             &text[..at],
             text[at..].chars().count()
         ),
-    }
-}
-
-/// An optional boolean tool argument: absent or `null` is `false`; anything but a boolean is the
-/// error result `invalid <key>: expected a boolean, got <json>`.
-///
-/// # Errors
-/// That error result, ready to return from the tool.
-pub fn bool_arg(args: &serde_json::Value, key: &str) -> Result<bool, ToolResult> {
-    match &args[key] {
-        serde_json::Value::Null => Ok(false),
-        serde_json::Value::Bool(b) => Ok(*b),
-        other => Err(ToolResult::error(format!(
-            "invalid {key}: expected a boolean, got {}",
-            shown(other)
-        ))),
     }
 }
 
@@ -46,28 +30,6 @@ pub fn non_empty(key: &str, value: String) -> Result<String, ToolResult> {
         )))
     } else {
         Ok(value)
-    }
-}
-
-/// A positive integer key of a plugin's config table: absent or `null` is `default`; anything but an
-/// integer above zero is the error `<plugin>: <key> must be a positive integer, got <json>`.
-///
-/// # Errors
-/// That error, ready to return from init.
-pub fn positive_config(
-    config: &serde_json::Value,
-    plugin: &str,
-    key: &str,
-    default: u64,
-) -> Result<u64, String> {
-    match &config[key] {
-        serde_json::Value::Null => Ok(default),
-        x => x.as_u64().filter(|n| *n > 0).ok_or_else(|| {
-            format!(
-                "{plugin}: {key} must be a positive integer, got {}",
-                shown(x)
-            )
-        }),
     }
 }
 
@@ -125,8 +87,19 @@ fn own_uid() -> std::io::Result<u32> {
 }
 
 #[cfg(test)]
-mod own_file_tests {
-    use super::open_own_file;
+mod tests {
+    use super::{non_empty, open_own_file};
+
+    #[test]
+    fn a_blank_text_argument_is_refused_naming_it_and_quoting_at_most_200_characters() {
+        assert_eq!(non_empty("prompt", "go".into()), Ok("go".to_owned()));
+        assert_eq!(
+            non_empty("prompt", "  ".into()).unwrap_err().text.as_str(),
+            "Error: invalid prompt: expected a non-empty string, got \"  \""
+        );
+        let long = non_empty("command", " ".repeat(5000)).unwrap_err();
+        assert!(long.text.len() < 300, "{}", long.text);
+    }
 
     #[test]
     fn an_own_file_opens_and_a_link_to_it_is_refused() {

@@ -1,0 +1,53 @@
+//! The plugin author's side: plain Rust traits, types and closures, wrapped into the boundary's
+//! objects ([`crate::ffi`]) with every call under `catch_unwind`, so a plugin panic becomes an error
+//! result instead of an abort.
+//!
+//! ```ignore
+//! use taskhost_abi::prelude::*;
+//!
+//! struct Echo;
+//! impl Plugin for Echo {}
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! #[serde(crate = "taskhost_abi::serde")]
+//! #[schemars(crate = "taskhost_abi::schemars")]
+//! struct EchoArgs { text: String }
+//!
+//! struct EchoTool;
+//! impl Tool for EchoTool {
+//!     type Args = EchoArgs;
+//!     fn name(&self) -> &str { "echo" }
+//!     fn description(&self) -> String { "Echoes its text.".into() }
+//!     fn run(&self, _call: &ToolCall, args: EchoArgs) -> ToolResult { ToolResult::ok(args.text) }
+//! }
+//!
+//! fn init(host: Host) -> Result<Echo, String> {
+//!     host.register(EchoTool)?;
+//!     Ok(Echo)
+//! }
+//!
+//! export_plugin!(name: "echo", init: init);
+//! ```
+//!
+//! Where things are: [`Host`] (`host.rs`: the registry's calls, notices, logs, workers),
+//! task starts (`starts.rs`), tools (`tool.rs`), typed config (`config.rs`), the traits a plugin
+//! implements (`plugin.rs`), the export (`export.rs`), and the glue between them and the boundary
+//! (`glue.rs`).
+
+mod args;
+mod config;
+mod export;
+mod glue;
+mod host;
+mod plugin;
+mod starts;
+mod tool;
+pub mod typed;
+
+pub use args::{invalid_wait_for, non_empty, open_own_file, shown};
+pub use config::{NonEmpty, Positive, PositiveMs};
+pub use export::{ROOT_MODULE_SYMBOL, root_module, run_init};
+pub use host::Host;
+pub use plugin::{Handler, NoState, Output, Plugin, TaskControl, TaskHandle, panic_text};
+pub use starts::Declaration;
+pub use tool::{NoArgs, Tool};

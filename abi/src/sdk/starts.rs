@@ -1,0 +1,148 @@
+//! The host handle's calls that start work: plugin tasks, process tasks, subagent tasks, external
+//! tasks (each declared by a [`Declaration`]), and the foreground runs of a tool call.
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::{ROption, RResult, RString};
+
+use super::glue::StarterGlue;
+use super::host::Host;
+use super::plugin::{Output, TaskControl, TaskHandle};
+use crate::ffi::*;
+
+/// A task as its producer declares it: its kind (also its id's prefix), its label, its owner and
+/// its output limit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Declaration {
+    /// The producer kind (`bash`, `subagent`), also the id prefix.
+    pub kind: String,
+    /// One line for the model: what the task does.
+    pub label: String,
+    /// The owning session; `None` for an unowned task.
+    pub owner_session: Option<String>,
+    /// A byte cap for model-facing reads and notices, if any.
+    pub output_limit_bytes: Option<u64>,
+}
+
+impl Declaration {
+    /// An unowned task of `kind` labelled `label`, without an output limit.
+    pub fn new(kind: &str, label: &str) -> Self {
+        Self {
+            kind: kind.to_owned(),
+            label: label.to_owned(),
+            owner_session: None,
+            output_limit_bytes: None,
+        }
+    }
+
+    /// Owned by `session`'s agent; an empty session (a caller without one) leaves it unowned.
+    #[must_use]
+    pub fn owned_by(mut self, session: &str) -> Self {
+        self.owner_session = (!session.is_empty()).then(|| session.to_owned());
+        self
+    }
+
+    /// With model-facing reads and notices capped at `bytes`.
+    #[must_use]
+    pub fn output_limit(mut self, bytes: u64) -> Self {
+        self.output_limit_bytes = Some(bytes);
+        self
+    }
+
+    fn to_ffi(&self) -> TaskDecl {
+        let mut decl = TaskDecl::new(&self.kind, &self.label, self.owner_session.as_deref());
+        decl.output_limit_bytes = self.output_limit_bytes.into();
+        decl
+    }
+}
+
+/// A host answer with its error as text.
+fn text_result<T>(r: RResult<T, RString>) -> Result<T, String> {
+    r.into_result().map_err(String::from)
+}
+
+impl Host {
+    /// Declares a task and starts it: `start` runs (on this thread) only once every registry check
+    /// passed, and returns the task's control; `output` says how its output is read. Returns the id.
+    ///
+    /// # Errors
+    /// The registry's refusal, or `start`'s own error; in both cases nothing is registered.
+    pub fn start_task<C: TaskControl>(
+        &self,
+        decl: &Declaration,
+        output: Output,
+        start: impl FnOnce(TaskHandle) -> Result<C, String> + Send + 'static,
+    ) -> Result<String, String> {
+        let starter = Starter_TO::from_value(
+            StarterGlue::<C, _>(Some(start), output, Default::default()),
+            TD_Opaque,
+        );
+        text_result(self.0.start_task(decl.to_ffi(), starter)).map(String::from)
+    }
+
+    /// Starts a process task (see [`HostApi::start_process_task`]); returns its id.
+    ///
+    /// # Errors
+    /// The registry's refusal or a process that cannot start; nothing is registered then.
+    pub fn start_process_task(
+        &self,
+        decl: &Declaration,
+        request: ProcessRequest,
+    ) -> Result<String, String> {
+        text_result(self.0.start_process_task(decl.to_ffi(), request)).map(String::from)
+    }
+
+    /// Starts a child agent task (see [`HostApi::start_subagent_task`]); returns its id.
+    ///
+    /// # Errors
+    /// The registry's refusal; nothing is started then.
+    pub fn start_subagent_task(
+        &self,
+        decl: &Declaration,
+        request: SubagentRequest,
+    ) -> Result<String, String> {
+        text_result(self.0.start_subagent_task(decl.to_ffi(), request)).map(String::from)
+    }
+
+    /// Starts a task whose work runs elsewhere (see [`HostApi::start_external_task`]); returns the
+    /// task id and the work's own id.
+    ///
+    /// # Errors
+    /// The registry's refusal, or the start command's failure; nothing is registered then.
+    pub fn start_external_task(
+        &self,
+        decl: &Declaration,
+        request: ExternalRequest,
+    ) -> Result<(String, String), String> {
+        text_result(self.0.start_external_task(decl.to_ffi(), request))
+            .map(|s| (s.task_id.into_string(), s.external_id.into_string()))
+    }
+
+    /// Runs a process in the foreground (see [`HostApi::run_process`]).
+    pub fn run_process(
+        &self,
+        session: &str,
+        request: ProcessRequest,
+        timeout_ms: u64,
+    ) -> ProcessResult {
+        self.0.run_process(session.into(), request, timeout_ms)
+    }
+
+    /// Runs a child agent in the foreground (see [`HostApi::run_subagent`]).
+    pub fn run_subagent(&self, session: &str, request: SubagentRequest) -> FfiOutcome {
+        self.0.run_subagent(session.into(), request)
+    }
+
+    /// Runs external work in the foreground on the host's external-task loop (see
+    /// [`HostApi::run_external`]).
+    pub fn run_external(&self, session: &str, request: ExternalRequest) -> ExternalResult {
+        self.0.run_external(session.into(), request)
+    }
+}
+
+impl ProcessRequest {
+    /// Lets a foreground run still going at its timeout become the background task `decl` declares
+    /// (see [`ProcessRequest::promote_on_timeout`]).
+    pub fn promote_on_timeout_as(&mut self, decl: &Declaration) {
+        self.promote_on_timeout = ROption::RSome(decl.to_ffi());
+    }
+}

@@ -1,0 +1,81 @@
+//! External work as a background task, or run to its end in a call's foreground.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use taskhost_registry::{ProducerError, TaskOutcome};
+
+use super::work::{External, ExternalWork};
+use crate::services::{CallContext, Services, TaskDeclaration};
+
+/// How external work run in the foreground ended.
+#[derive(Debug)]
+pub struct ExternalRun {
+    /// The work's id.
+    pub id: String,
+    /// Everything it wrote to its output file, as a terminal shows it.
+    pub output: String,
+    /// Its end, as its poll said; `None` when the call was cancelled first (the work was then
+    /// cancelled too).
+    pub outcome: Option<TaskOutcome>,
+}
+
+impl Services {
+    /// Starts the external work `external` describes as the task `decl` declares; returns the task's
+    /// id and the work's own id. Must not be called on the runtime's threads (the start command runs
+    /// to its end first).
+    ///
+    /// # Errors
+    /// As [`Services::declare`], or the start command failed or printed no usable id.
+    pub fn start_external(
+        &self,
+        decl: &TaskDeclaration,
+        external: External,
+    ) -> Result<(String, String), String> {
+        let session = decl.session_key();
+        let (processes, runtime) = (self.processes.clone(), self.runtime.clone());
+        let work_id = Arc::new(Mutex::new(String::new()));
+        let started_id = work_id.clone();
+        let task_id = self.declare(decl, move || {
+            let work = ExternalWork::start(&processes, &runtime, &session, external)
+                .map_err(ProducerError)?;
+            *started_id.lock() = work.id.clone();
+            Ok(work.hooks())
+        })?;
+        let work_id = work_id.lock().clone();
+        Ok((task_id, work_id))
+    }
+
+    /// Runs the external work `external` describes for `session` in the foreground of `call`, on
+    /// the same loop a background task's work runs on, to its end. A cancelled call cancels the work.
+    /// Must not be called on the runtime's threads.
+    ///
+    /// # Errors
+    /// The session already runs its limit of foreground calls, or the start command failed.
+    pub fn run_external(
+        &self,
+        session: &str,
+        external: External,
+        call: &CallContext,
+    ) -> Result<ExternalRun, String> {
+        let _slot = self
+            .sessions
+            .begin_foreground(session)
+            .map_err(|e| e.to_string())?;
+        let work = ExternalWork::start(&self.processes, &self.runtime, session, external)?;
+        let outcome = self.runtime.block_on(async {
+            tokio::select! {
+                outcome = work.settled() => Some(outcome),
+                () = call.cancel.cancelled() => None,
+            }
+        });
+        if outcome.is_none() {
+            work.cancel();
+        }
+        Ok(ExternalRun {
+            output: work.read(),
+            id: work.id,
+            outcome,
+        })
+    }
+}
