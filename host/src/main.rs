@@ -213,18 +213,9 @@ fn check(
     })
 }
 
-fn main() -> ExitCode {
-    let cli = Cli::parse();
-    if let Command::Keeper { marker, cgroup } = &cli.command {
-        taskhost::process::keeper::serve(
-            std::os::fd::AsFd::as_fd(&std::io::stdin()),
-            marker,
-            cgroup.as_deref(),
-        );
-        return ExitCode::SUCCESS;
-    }
-    // The server logs its lifecycle; the one-shot commands only say what went wrong.
-    let default_filter = if matches!(cli.command, Command::Serve { .. }) {
+/// Logs to stderr: the server logs its lifecycle; the one-shot commands only say what went wrong.
+fn init_logs(command: &Command) {
+    let default_filter = if matches!(command, Command::Serve { .. }) {
         "info"
     } else {
         "warn"
@@ -238,6 +229,19 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| default_filter.into()),
         )
         .init();
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Command::Keeper { marker, cgroup } = &cli.command {
+        taskhost::process::keeper::serve(
+            std::os::fd::AsFd::as_fd(&std::io::stdin()),
+            marker,
+            cgroup.as_deref(),
+        );
+        return ExitCode::SUCCESS;
+    }
+    init_logs(&cli.command);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

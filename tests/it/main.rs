@@ -1,7 +1,7 @@
 //! Integration tests: real cdylibs loaded by the real host. Build the workspace first (`scripts/test`
 //! does), so the test plugins exist next to this binary.
 
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, reason = "in a test, an unwrap is an assertion")]
 
 mod authoring;
 mod bash;

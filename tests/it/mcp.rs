@@ -1,7 +1,10 @@
 //! End to end: the real `taskhost` binary, spoken to over MCP (rmcp's client) on stdio and on a Unix
 //! socket.
 
-#![allow(deprecated)] // MCP logging notifications carry the notices (SEP-2577 deprecates them in rmcp).
+#![allow(
+    deprecated,
+    reason = "MCP logging notifications carry the notices (SEP-2577 deprecates them in rmcp)"
+)]
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -44,7 +47,10 @@ impl ClientHandler for Watcher {
         self.list_changed.fetch_add(1, Ordering::SeqCst);
     }
 
-    #[allow(deprecated)]
+    #[allow(
+        deprecated,
+        reason = "the handler of the deprecated logging notification"
+    )]
     async fn on_logging_message(
         &self,
         params: LoggingMessageNotificationParam,

@@ -11,10 +11,13 @@
 //! `TASKHOST_SOAK=long` reloads each plugin 200 times (the default, for CI, is 25);
 //! `TASKHOST_SOAK_SEED=<n>` replays a run's reload and operation order (every run prints its seed).
 
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, reason = "in a test, an unwrap is an assertion")]
 
 mod checks;
-#[allow(dead_code)]
+#[allow(
+    dead_code,
+    reason = "the soak uses a part of the integration tests' fixtures"
+)]
 #[path = "../it/fixtures.rs"]
 mod fixtures;
 mod host_state;

@@ -56,6 +56,9 @@ impl Crate {
                 if let Some(to) = self.definer(&absolute, 0)
                     && to != *module
                 {
+                    if std::env::var_os("TIDY_DEBUG").is_some() {
+                        eprintln!("{module} -> {to}: {}", path.join("::"));
+                    }
                     arrows.insert(Arrow {
                         from: module.clone(),
                         to,
@@ -91,8 +94,14 @@ impl Crate {
     }
 
     /// Where `module` re-exports `item` from (`pub use x::item;`, `pub use x::{y as item}`): `None` if
-    /// it does not, `Some(None)` if from another crate.
+    /// it does not, `Some(None)` if from another crate. At the root, an exported macro is "re-exported"
+    /// from the module that defines it.
     fn reexport(&self, module: &str, item: &str) -> Option<Option<Vec<String>>> {
+        if module == "crate"
+            && let Some(definer) = self.exported_macro(item)
+        {
+            return Some(Some(split(&definer)));
+        }
         let code = self.modules.get(module)?;
         let path = use_statements(code)
             .filter(|(public, _)| *public)
@@ -124,6 +133,18 @@ impl Crate {
     }
 }
 
+impl Crate {
+    /// The module defining the `#[macro_export]` macro `name` (it lives at the crate's root).
+    fn exported_macro(&self, name: &str) -> Option<String> {
+        let definition = format!("macro_rules! {name}");
+        self.modules
+            .iter()
+            .find(|(_, code)| code.contains(&definition))
+            .map(|(module, _)| module.clone())
+            .filter(|module| module != "crate")
+    }
+}
+
 /// Module path of a file under `src/`: `lib.rs` is `crate`, `a/mod.rs` and `a.rs` are `a`.
 fn module_of(rel: &str) -> String {
     let rel = rel.trim_end_matches(".rs");
@@ -143,8 +164,9 @@ fn paths_in(code: &str) -> Vec<Vec<String>> {
     let bytes = code.as_bytes();
     for keyword in ["crate::", "super::"] {
         for (at, _) in code.match_indices(keyword) {
-            let boundary =
-                at == 0 || !(bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_');
+            // `$crate::` in a macro names the crate the macro is used in, not a module of this one.
+            let boundary = at == 0
+                || !(bytes[at - 1].is_ascii_alphanumeric() || matches!(bytes[at - 1], b'_' | b'$'));
             let after_use = code[..at].trim_end().ends_with("use");
             if !boundary || after_use || code[..at].ends_with("::") {
                 continue;

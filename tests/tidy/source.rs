@@ -26,12 +26,13 @@ pub struct Source {
 
 impl Source {
     /// Whether the whole file is test or measurement code: under a `tests/` or `benches/` folder, or a
-    /// `tests.rs` module.
+    /// `tests.rs` or `<name>_tests.rs` module.
     pub fn is_test(&self) -> bool {
         self.path.starts_with("tests/")
             || self.path.contains("/tests/")
             || self.path.contains("/benches/")
             || self.path.ends_with("/tests.rs")
+            || self.path.ends_with("_tests.rs")
     }
 }
 

@@ -1,7 +1,7 @@
 //! What the benchmark binaries share: where the release build they measure lives, scratch space.
 
 // Each bench binary compiles this module and uses a part of it.
-#![allow(dead_code)]
+#![allow(dead_code, reason = "each bench uses a part of what the benches share")]
 
 pub use taskhost_tests::{Scratch, profile_dir};
 

@@ -16,7 +16,7 @@ use taskhost_abi::wording;
 use taskhost_registry::{TaskOutcome, TerminalStatus};
 
 /// How a process ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Exit {
     /// It exited with this code.
     Code(i32),
@@ -292,5 +292,15 @@ impl taskhost_registry::OutputWatch for ProcessWatch {
                 std::future::pending::<()>().await;
             }
         })
+    }
+}
+
+/// The process a wait reaped and how it ended, for a status that is an end (an exit or a signal).
+pub(crate) fn reaped(status: nix::sys::wait::WaitStatus) -> Option<(i32, Exit)> {
+    use nix::sys::wait::WaitStatus;
+    match status {
+        WaitStatus::Exited(pid, code) => Some((pid.as_raw(), Exit::Code(code))),
+        WaitStatus::Signaled(pid, signal, _) => Some((pid.as_raw(), Exit::Signal(signal as i32))),
+        _ => None,
     }
 }

@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
 
+use super::child::signal_group;
 use super::keeper::Keepers;
 use super::spills::Spills;
-use super::{Exit, Process, escaped, signal_group};
+use super::{Exit, Process, escaped};
 
 /// How a process's exit is awaited.
 pub(crate) enum Waiter {

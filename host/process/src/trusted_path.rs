@@ -9,7 +9,7 @@
 //! was checked is what is used. A name another user could swap at any step fails the walk.
 
 use std::ffi::{OsStr, OsString};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
@@ -67,6 +67,11 @@ pub fn open_trusted_dir(path: &Path) -> Result<OwnedFd, TrustError> {
     walk(path, Want::Dir)
 }
 
+/// How `/` is opened to start a walk: to be looked at.
+const ROOT_FLAGS: OFlag = OFlag::O_PATH
+    .union(OFlag::O_DIRECTORY)
+    .union(OFlag::O_CLOEXEC);
+
 fn walk(path: &Path, want: Want) -> Result<OwnedFd, TrustError> {
     let io = |e: Errno| TrustError::Io {
         path: path.to_owned(),
@@ -81,12 +86,7 @@ fn walk(path: &Path, want: Want) -> Result<OwnedFd, TrustError> {
         source,
     })?;
     let euid = nix::unistd::geteuid().as_raw();
-    let root = nix::fcntl::open(
-        "/",
-        OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(io)?;
+    let root = nix::fcntl::open("/", ROOT_FLAGS, Mode::empty()).map_err(io)?;
     check_dir(&fstat(&root).map_err(io)?, euid).map_err(|why| refuse(Path::new("/"), why))?;
     // The directories open so far, from the root down, with the path they stand for.
     let mut stack: Vec<(OwnedFd, PathBuf)> = vec![(root, PathBuf::from("/"))];
@@ -105,26 +105,7 @@ fn walk(path: &Path, want: Want) -> Result<OwnedFd, TrustError> {
         let (dir, dir_path) = stack.last().ok_or_else(|| refuse(path, "has no root"))?;
         let dir = dir.as_fd();
         let here = dir_path.join(&name);
-        // The end of the walk is opened for use; every step before it only to be looked at.
-        let flags = match (last, want) {
-            (true, Want::File) => OFlag::O_RDONLY | OFlag::O_NONBLOCK,
-            (true, Want::Dir) => OFlag::O_RDONLY | OFlag::O_DIRECTORY,
-            _ => OFlag::O_PATH,
-        } | OFlag::O_NOFOLLOW
-            | OFlag::O_CLOEXEC;
-        let fd = match openat(dir, name.as_os_str(), flags, Mode::empty()) {
-            Ok(fd) => fd,
-            // A symlink at the end (O_NOFOLLOW without O_PATH), or a non-directory where one is
-            // wanted: looked at as it is.
-            Err(Errno::ELOOP | Errno::ENOTDIR) => openat(
-                dir,
-                name.as_os_str(),
-                OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-                Mode::empty(),
-            )
-            .map_err(io)?,
-            Err(e) => return Err(io(e)),
-        };
+        let fd = open_step(dir, &name, last, want).map_err(io)?;
         let st = fstat(&fd).map_err(io)?;
         match SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT {
             SFlag::S_IFLNK => {
@@ -166,14 +147,39 @@ fn walk(path: &Path, want: Want) -> Result<OwnedFd, TrustError> {
     // The path ended on a directory (or on `/`): wanted as a directory, it is opened for use.
     let (dir, at) = stack.last().ok_or_else(|| refuse(path, "has no root"))?;
     match want {
-        Want::Dir => openat(
-            dir,
-            ".",
-            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(io),
+        Want::Dir => open_for_use(dir).map_err(io),
         Want::File => Err(refuse(at, "is a directory")),
+    }
+}
+
+/// The directory `dir` (opened to be looked at) opened again for use.
+fn open_for_use(dir: &OwnedFd) -> Result<OwnedFd, Errno> {
+    openat(
+        dir,
+        ".",
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+}
+
+/// Opens `name` in `dir` without following a link: the end of the walk (`last`) for use, every step
+/// before it only to be looked at. A symlink at the end, or a non-directory where one is wanted, is
+/// opened as it is, to be looked at.
+fn open_step(dir: BorrowedFd<'_>, name: &OsStr, last: bool, want: Want) -> Result<OwnedFd, Errno> {
+    let flags = match (last, want) {
+        (true, Want::File) => OFlag::O_RDONLY | OFlag::O_NONBLOCK,
+        (true, Want::Dir) => OFlag::O_RDONLY | OFlag::O_DIRECTORY,
+        _ => OFlag::O_PATH,
+    } | OFlag::O_NOFOLLOW
+        | OFlag::O_CLOEXEC;
+    match openat(dir, name, flags, Mode::empty()) {
+        Err(Errno::ELOOP | Errno::ENOTDIR) => openat(
+            dir,
+            name,
+            OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        ),
+        other => other,
     }
 }
 

@@ -8,7 +8,10 @@
 //! notices as logging messages once a request opted in with `io.modelcontextprotocol/logLevel`. In
 //! both, a notice also rides on the session's next tool result, the one path every client shows its
 //! model. rmcp marks logging deprecated (SEP-2577) for 2026-07-28; it is still what clients show.
-#![allow(deprecated)]
+#![allow(
+    deprecated,
+    reason = "MCP logging notifications carry the notices (SEP-2577 deprecates them in rmcp)"
+)]
 
 mod peers;
 

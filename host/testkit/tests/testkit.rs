@@ -1,6 +1,6 @@
 //! The test host against the workspace's probe plugin, as a plugin author's test would use it.
 
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, reason = "in a test, an unwrap is an assertion")]
 
 use std::time::Duration;
 

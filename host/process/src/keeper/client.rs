@@ -18,6 +18,7 @@ use nix::sys::wait::{WaitPidFlag, waitpid};
 use nix::unistd::Pid;
 use tokio::sync::oneshot;
 
+use super::fds;
 use super::wire::{self, Launch, Report, Request, Slot, Streams};
 use crate::{Exit, TtySize};
 
@@ -42,6 +43,25 @@ pub enum KeptStreams<'a> {
     Pipes([Option<BorrowedFd<'a>>; 3]),
     /// A fresh pseudo-terminal of this size, whose master comes back in [`KeptProcess::master`].
     Terminal(TtySize),
+}
+
+impl<'a> KeptStreams<'a> {
+    /// The streams as a request says them, and the descriptors that go beside it.
+    fn on_the_wire(self) -> (Streams, Vec<BorrowedFd<'a>>) {
+        match self {
+            KeptStreams::Pipes(stdio) => {
+                let slots = stdio.map(|fd| {
+                    if fd.is_some() {
+                        Slot::Passed
+                    } else {
+                        Slot::Null
+                    }
+                });
+                (Streams::Slots(slots), stdio.into_iter().flatten().collect())
+            }
+            KeptStreams::Terminal(size) => (Streams::Terminal(size), Vec::new()),
+        }
+    }
 }
 
 /// A process the keeper started: its pid (the leader of its own group), its exit, reported once it
@@ -164,21 +184,14 @@ impl Keeper {
                 },
             );
         }
-        let (streams, fds) = match streams {
-            KeptStreams::Pipes(stdio) => {
-                let slots = stdio.map(|fd| {
-                    if fd.is_some() {
-                        Slot::Passed
-                    } else {
-                        Slot::Null
-                    }
-                });
-                (Streams::Slots(slots), stdio.into_iter().flatten().collect())
-            }
-            KeptStreams::Terminal(size) => (Streams::Terminal(size), Vec::new()),
-        };
+        let (streams, fds) = streams.on_the_wire();
         let terminal = matches!(streams, Streams::Terminal(_));
-        let frame = wire::spawn_frame(id, launch, streams);
+        let frame = Request::Spawn {
+            id,
+            launch: launch.clone(),
+            streams,
+        }
+        .encode();
         let forget = || {
             let mut p = self.pending.lock();
             p.answers.remove(&id);
@@ -240,7 +253,7 @@ impl Keeper {
         if !*open {
             return false;
         }
-        if let Err(e) = wire::send(self.socket.as_fd(), frame, fds) {
+        if let Err(e) = fds::send(self.socket.as_fd(), frame, fds) {
             tracing::error!(error = %e, "the keeper is gone: task processes may outlive a crash of the host");
             *open = false;
         }
@@ -280,7 +293,7 @@ impl Drop for Keeper {
 /// stopped it, `on_death` is called and the processes still running, adopted by the host (a child
 /// subreaper) when the keeper died, are reaped here.
 fn read_reports(socket: UnixStream, pending: &Mutex<Pending>, on_death: impl FnOnce()) {
-    let mut frames = wire::Receiver::new();
+    let mut frames = fds::Receiver::new();
     while let Ok(Some(body)) = frames.next(socket.as_fd()) {
         let Ok(report) = Report::decode(&body) else {
             frames.discard_fds();
@@ -357,7 +370,7 @@ fn reap_orphans(mut orphans: Vec<(i32, oneshot::Sender<Exit>)>) {
 fn orphan_exit(pid: i32) -> Option<Exit> {
     let pid = Pid::from_raw(pid);
     match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
-        Ok(status) => super::reaped(status).map(|(_, exit)| exit),
+        Ok(status) => crate::child::reaped(status).map(|(_, exit)| exit),
         // Not the host's child (it is no subreaper): the status is lost once the process is gone.
         Err(Errno::ECHILD) if nix::sys::signal::kill(pid, None).is_err() => Some(Exit::Unknown),
         _ => None,

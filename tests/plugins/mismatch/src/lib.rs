@@ -1,6 +1,10 @@
 //! A plugin built against a different interface: its root module has the same name and version as
 //! taskhost-abi's but `abi_version` is a `u64`. The host's layout check must refuse it.
-#![allow(non_local_definitions, missing_docs)]
+#![allow(
+    non_local_definitions,
+    missing_docs,
+    reason = "abi_stable's derives expand impls and items it does not document"
+)]
 
 use abi_stable::library::RootModule;
 use abi_stable::prefix_type::PrefixTypeTrait;

@@ -1,0 +1,236 @@
+//! The process service: spawns every child of every producer, keeps its output, ends it, and
+//! removes what it left.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tokio::runtime::Handle;
+use tokio::sync::watch;
+
+use crate::child::{Process, Streams, signal_group};
+use crate::spawned::Spawned;
+use crate::spec::{Pipes, ProcessSpec, SpawnError, check_workdir};
+use crate::spills::Spills;
+use crate::stream::StreamBuf;
+use crate::{budget, cgroup, env, escaped, keeper, private_dir, supervise};
+
+/// Spawns and tracks child processes.
+pub struct ProcessService {
+    pub(crate) runtime: Handle,
+    /// `None` when the configured directory is not private: output past the tail is then not kept.
+    /// The held spill directory (`None`: it was refused, and no spill is kept).
+    pub(crate) spill_dir: Option<Arc<private_dir::HeldDir>>,
+    /// The environment policy applied to the host's environment, once: every child starts from it.
+    pub(crate) base_env: Vec<env::Var>,
+    /// Spawns the task processes and ends them all if the host dies (`None`: no keeper was asked
+    /// for).
+    pub(crate) keeper: Option<keeper::Keepers>,
+    next: AtomicU64,
+    spills: Arc<Spills>,
+    /// What all spill files may hold together.
+    pub(crate) budget: Arc<budget::SpillBudget>,
+    /// Live process groups by process number, ended at shutdown.
+    live: escaped::Live,
+    /// Descendants that left their group, ended when their process settles.
+    pub(crate) escaped: Arc<escaped::Escaped>,
+}
+
+impl ProcessService {
+    /// A service whose children's environment follows `policy` and whose spill files go to
+    /// `spill_dir` (created 0700 if missing; an existing directory must be ours and closed to others,
+    /// else spills are refused and reads say the full output is unavailable). Makes the host process a
+    /// child subreaper, so descendants that escape their process group are adopted and ended with
+    /// their task. With `keeper` (the `taskhost` binary), starts a [`keeper::Keeper`] so that no task
+    /// process outlives the host however it dies; while no keeper runs, starts are refused.
+    pub fn new(
+        runtime: Handle,
+        spill_dir: PathBuf,
+        spill_budget: u64,
+        policy: &env::EnvPolicy,
+        keeper: Option<&std::path::Path>,
+    ) -> Self {
+        escaped::become_subreaper();
+        let spill_dir = match private_dir::HeldDir::ensure(&spill_dir) {
+            Ok(held) => Some(Arc::new(held)),
+            Err(e) => {
+                tracing::error!("{e}; output past the in-memory tail will not be kept");
+                None
+            }
+        };
+        let live = escaped::Live::default();
+        let escaped = Arc::new(escaped::Escaped::new(live.clone()));
+        let keeper = keeper.map(|program| {
+            keeper::Keepers::start(
+                program,
+                &escaped.marker_prefix(),
+                cgroup::create(),
+                live.clone(),
+            )
+        });
+        let (base_env, withheld) = policy.apply_reporting(std::env::vars_os());
+        if !withheld.is_empty() {
+            let names: Vec<String> = withheld
+                .iter()
+                .map(|(name, why)| format!("{name} ({why})"))
+                .collect();
+            tracing::info!(
+                "withheld from every task by the default excludes: {}",
+                names.join(", ")
+            );
+        }
+        Self {
+            runtime,
+            base_env,
+            keeper,
+            spill_dir,
+            next: AtomicU64::new(0),
+            spills: Arc::default(),
+            budget: Arc::new(budget::SpillBudget::new(spill_budget)),
+            escaped,
+            live,
+        }
+    }
+
+    /// Starts a process for `owner_session` (its spill files are removed with the session).
+    ///
+    /// # Errors
+    /// [`SpawnError`] naming the OS cause when no process could be started (a missing or unusable
+    /// working directory, a NUL byte, an argument list too long, too many open files, ...).
+    pub fn spawn(
+        &self,
+        spec: &ProcessSpec,
+        owner_session: &str,
+    ) -> Result<Arc<Process>, SpawnError> {
+        self.spawn_with(spec, owner_session, false).map(|(p, _)| p)
+    }
+
+    /// Starts a process that talks over its stdin and stdout (a protocol peer, such as an ACP agent):
+    /// both are handed back; stderr is captured as usual.
+    ///
+    /// # Errors
+    /// As [`ProcessService::spawn`].
+    pub fn spawn_piped(
+        &self,
+        spec: &ProcessSpec,
+        owner_session: &str,
+    ) -> Result<(Arc<Process>, Pipes), SpawnError> {
+        let (process, pipes) = self.spawn_with(spec, owner_session, true)?;
+        let pipes = pipes.ok_or_else(|| SpawnError("the child's pipes were not set up".into()))?;
+        Ok((process, pipes))
+    }
+
+    fn spawn_with(
+        &self,
+        spec: &ProcessSpec,
+        owner_session: &str,
+        piped: bool,
+    ) -> Result<(Arc<Process>, Option<Pipes>), SpawnError> {
+        check_workdir(spec)?;
+        let n = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let (out_plan, err_plan) = (
+            self.spill_plan(n, "stdout", spec.spill_cap),
+            self.spill_plan(n, "stderr", spec.spill_cap),
+        );
+        let planned: Vec<PathBuf> = [&out_plan, &err_plan]
+            .into_iter()
+            .flatten()
+            .map(|p| p.path.clone())
+            .collect();
+        self.spills.record(owner_session, planned.iter().cloned());
+        let streams = Streams {
+            out: StreamBuf::new(spec.tail_bytes, out_plan),
+            err: StreamBuf::new(spec.tail_bytes, err_plan),
+        };
+        let launch = self.launch(spec, n);
+        let _guard = self.runtime.enter();
+        let (exit, _) = watch::channel(None);
+        let spawning = self.escaped.spawning();
+        let spawned = match spec.tty {
+            None => self.spawn_with_pipes(&launch, piped),
+            Some(size) => self.spawn_with_terminal(&launch, size),
+        };
+        let Spawned {
+            pgid,
+            waiter,
+            outputs,
+            talk,
+            input,
+        } = match spawned {
+            Ok(spawned) => spawned,
+            Err(e) => {
+                self.spills.forget(owner_session, planned);
+                return Err(SpawnError(e.to_string()));
+            }
+        };
+        let process = Process::new(pgid, streams, exit, spec.grace, &self.runtime, input);
+        if let Some(g) = pgid {
+            self.live.lock().insert(n, g);
+            // After the gate: a sweep holds the known state while it waits for the gate.
+            drop(spawning);
+            self.escaped.own_group(g);
+        }
+        let supervised = supervise::Supervised {
+            n,
+            process: process.clone(),
+            live: self.live.clone(),
+            escaped: self.escaped.clone(),
+            spills: self.spills.clone(),
+            budget: self.budget.clone(),
+            session: owner_session.to_owned(),
+            keeper: self.keeper.clone(),
+        };
+        self.runtime.spawn(supervised.run(waiter, pgid, outputs));
+        Ok((process, talk))
+    }
+
+    /// Removes the spill files of a disposed session.
+    pub fn remove_spills(&self, session: &str) {
+        let paths = self.spills.0.lock().remove(session).unwrap_or_default();
+        for p in paths {
+            if let Ok(meta) = std::fs::symlink_metadata(&p)
+                && std::fs::remove_file(&p).is_ok()
+            {
+                self.budget.shrank(meta.len());
+            }
+        }
+    }
+
+    /// Ends every live process group at once (SIGKILL) and removes every spill file: the last step of
+    /// a host shutdown, after the registry's orderly teardown.
+    pub fn shutdown(&self) {
+        let groups: Vec<i32> = self.live.lock().drain().map(|(_, g)| g).collect();
+        for &g in &groups {
+            signal_group(g, nix::sys::signal::Signal::SIGKILL);
+        }
+        self.escaped.sweep(&groups);
+        let sessions: Vec<String> = self.spills.0.lock().keys().cloned().collect();
+        for s in sessions {
+            self.remove_spills(&s);
+        }
+        if let Some(k) = &self.keeper {
+            k.stop();
+        }
+    }
+
+    /// The keeper's pid, while one runs (a child of the host that is no task's).
+    pub fn keeper_pid(&self) -> Option<u32> {
+        self.keeper.as_ref().and_then(keeper::Keepers::pid)
+    }
+
+    /// Spill files recorded for removal, across sessions: only files that were created.
+    pub fn spill_files(&self) -> usize {
+        self.spills.0.lock().values().map(HashSet::len).sum()
+    }
+
+    /// Live process groups.
+    pub fn live(&self) -> usize {
+        self.live.lock().len()
+    }
+
+    /// Escaped descendants adopted and not yet ended (they belong to running processes).
+    pub fn adopted(&self) -> usize {
+        self.escaped.adopted()
+    }
+}

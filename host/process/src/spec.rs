@@ -1,0 +1,79 @@
+//! What a process is asked to be: its command, directory, environment additions, terminal, tails
+//! and spill cap; and why one could not start.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::net::unix::pipe;
+
+use taskhost_registry::excerpt;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct ProcessSpec {
+    /// The command, run as `bash -c <command>` (unless `argv` is set).
+    pub command: String,
+    /// A program and its arguments, run directly instead of through bash.
+    pub argv: Option<Vec<String>>,
+    /// The working directory (the host's when `None`).
+    pub workdir: Option<PathBuf>,
+    /// Variables set after the environment policy (trusted configuration: the policy does not
+    /// filter them).
+    pub extra_env: Vec<(String, String)>,
+    /// Time between SIGTERM and SIGKILL, and the longest wait for pipes after exit.
+    pub grace: Duration,
+    /// In-memory tail per stream, in bytes.
+    pub tail_bytes: usize,
+    /// Largest spill file per stream, in bytes.
+    pub spill_cap: u64,
+    /// Run under a pseudo-terminal of this size instead of with stdin closed and piped output.
+    pub tty: Option<TtySize>,
+}
+
+/// A terminal's size in character cells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TtySize {
+    /// Columns.
+    pub cols: u16,
+    /// Rows.
+    pub rows: u16,
+}
+
+impl ProcessSpec {
+    /// A spec with the defaults: 3 s grace, 64,000-byte tails, 64 MiB spill cap.
+    pub fn new(command: impl Into<String>) -> Self {
+        Self {
+            command: command.into(),
+            argv: None,
+            workdir: None,
+            extra_env: Vec::new(),
+            grace: Duration::from_secs(3),
+            tail_bytes: 64_000,
+            spill_cap: 64 << 20,
+            tty: None,
+        }
+    }
+}
+
+/// The stdin and stdout of a piped process (a protocol peer's), the host's ends.
+pub type Pipes = (pipe::Sender, pipe::Receiver);
+
+/// Refuses a working directory that is missing or not a directory, naming it (std's spawn error
+/// would not say which path).
+pub(crate) fn check_workdir(spec: &ProcessSpec) -> Result<(), SpawnError> {
+    let Some(dir) = &spec.workdir else {
+        return Ok(());
+    };
+    let shown = || excerpt(&dir.display().to_string()).into_owned();
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(SpawnError(format!("workdir {}: not a directory", shown()))),
+        Err(e) => Err(SpawnError(format!("workdir {}: {e}", shown()))),
+    }
+}
+
+/// Why a process could not be started: the OS's cause, with the value it concerns (at most 200
+/// characters of it).
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
+#[error("cannot start the command: {0}")]
+pub struct SpawnError(pub String);
