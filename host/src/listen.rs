@@ -1,5 +1,9 @@
 //! The host's Unix socket: created private whatever the umask, refused to peers of other users, never
 //! taken from a live host, and removed at exit only if it is still the one this host bound.
+//!
+//! Mode 0600 is set on the socket before `bind` (Linux takes the file's mode from the socket inode, less
+//! the umask); peers are checked by `SO_PEERCRED` before anything is read (this user, root, or an
+//! `--allow-uid`); a non-socket file or a live socket at the path is refused, a stale one replaced.
 
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};

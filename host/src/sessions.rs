@@ -1,4 +1,10 @@
 //! Sessions: each MCP session is one agent, the owner of the tasks it starts.
+//!
+//! Every tool call carries a cancellation token, a child of its session's: a foreground command or
+//! subagent the call starts ends when the call is cancelled (the client's `notifications/cancelled`, its
+//! disconnect, or the session's close). Each session may run `[tasks] max_foreground_per_owner` (16)
+//! foreground calls at once; past that a call is refused. A session's end disposes its agent: its tasks
+//! are cancelled and awaited, their processes ended, their spill files removed.
 
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::HashMap;

@@ -1,6 +1,16 @@
 //! The registry itself: construction, agents, surfaces, listeners and stats. Its operations live
 //! beside it: [`start`](crate::start) (admission and registration), [`access`](crate::access) (get,
 //! list, read, kill) and [`wait`](crate::wait).
+//!
+//! Two locks: the state lock guards bookkeeping and is never held while producer code or listeners
+//! run; each task's *ops* lock serializes the producer calls of that task (cancel, read, settlement).
+//! The order is always ops, then state, so a kill and a settlement of one task are strictly ordered and a
+//! stream read never overlaps the final drain. A hook that calls back into the registry for its own
+//! task would wait forever on the ops lock: the thread running a hook is marked with the task's id
+//! (`hook_scope.rs`) and such a call is refused with `OwnHook`. At settlement the last stream delta is
+//! drained into a registry-owned buffer and the producer's hooks are dropped, so what they hold (in the
+//! host, a plugin generation) is released at once while the output stays readable. Bookkeeping does not
+//! grow with history: records by id, per-owner buckets, per-session indexes in registration order.
 
 use parking_lot::Mutex;
 use std::sync::{Arc, Weak};

@@ -1,6 +1,11 @@
 //! A generation: one load of one plugin file, and everything that keeps its code alive: the
 //! [`GenBox`]es holding the plugin's objects, among them its tools ([`ToolEntry`]) and completion
 //! listeners, each of which keeps the generation loaded while it lives.
+//!
+//! Plugin code runs only on its generation's threads (`executor.rs`). Every plugin-made object the host
+//! holds is a [`GenBox`], which keeps the generation alive and is dropped on its threads. When the last
+//! holder goes, the executor is shut down, its threads joined (their TLS destructors run) and the library
+//! closed: a real unload, which the tests check against `/proc/self/maps`.
 
 use parking_lot::{Mutex, MutexGuard};
 use std::path::PathBuf;

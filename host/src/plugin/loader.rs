@@ -4,6 +4,20 @@
 //! ABI glue in `abi/` is the other place in the workspace): loading a library runs its initializers, and the root module hands out `'static` references that are only
 //! valid while the library stays open. [`Libraries`] owns both handles; a
 //! [`Generation`](super::Generation) owns the libraries and every value that could point into them.
+//!
+//! The file is opened once ([`open_source`]) through the trusted walk of
+//! `taskhost_process::trusted_path` (from `/`, one component at a time, each directory root's or ours
+//! and not writable by group or others unless sticky, a symlink resolved by the same walk); the
+//! signature, the build id and the private copy all read that one descriptor. Each generation gets a
+//! private file `<gen dir>/<stem>.g<N>.so`, always a copy in an inode of its own (`copy_file_range`): it
+//! used to be a hard link when it could, which shared the inode, so rewriting a loaded plugin in place
+//! (`cp`) truncated the running code and the host died of SIGSEGV (a test reproduced it); a fresh inode
+//! also keeps glibc, which dedups `dlopen` by device and inode, from handing back an old mapping. The
+//! name is created exclusively (a planted symlink is skipped, never followed), reopened `O_NOFOLLOW` and
+//! checked to be the inode just made; the ELF structure is checked first (a truncated file would SIGBUS
+//! inside `dlopen`); then `dlopen(RTLD_NOW | RTLD_LOCAL)`, abi_stable's header, version and layout check
+//! with fresh checking globals per generation, and our `ABI_VERSION`. Not used: `dlopen` of
+//! `/proc/self/fd/N` (glibc matches a loaded object by name first, and descriptor numbers are reused).
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;

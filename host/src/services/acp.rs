@@ -2,6 +2,13 @@
 //! send the prompt, collect the agent's message chunks, answer permission requests by policy, and map
 //! the stop reason to a task outcome. Cancel is ACP `session/cancel`, then closing stdin, then the
 //! process group after the grace.
+//!
+//! The agent is spawned through the process service with piped stdin and stdout (the same environment
+//! policy, plus the variables the subagent plugin's `pass_env` names; its own process group).
+//! `initialize` and `session/new` run under a setup timeout. Stop reasons map to outcomes (`end_turn`
+//! completed with the last message, `cancelled` killed, `max-tokens`, `refusal` and the rest failed); a
+//! crash or garbage fails with the exit code and the tail of stderr. ACP runs in the host, not in the
+//! plugin, so async runtimes and signal handlers stay out of plugins.
 
 use parking_lot::Mutex;
 use std::path::PathBuf;

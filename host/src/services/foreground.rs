@@ -1,5 +1,9 @@
 //! A call's foreground process: run until it ends, the call is cancelled, or the timeout passes; then
 //! promoted to a background task when the caller allows it and the registry admits it, else killed.
+//!
+//! Promotion goes through `Services::adopt_process`, that is `Registry::start` (the fence and the owner's
+//! admission first, as for any start), with the same host-owned hooks a process task has; refused, the
+//! process is killed as without it.
 
 use std::time::Duration;
 
