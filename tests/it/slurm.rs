@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 use crate::fixtures::*;
 
 /// The cluster's slurm.conf when `scripts/slurm-up` has a cluster running, else `None` (and the
-/// test says it was skipped).
+/// test says it was skipped), unless `TASKHOST_REQUIRE_SLURM=1` (CI), which makes a missing cluster
+/// fail the test.
 fn cluster(test: &str) -> Option<PathBuf> {
     let conf = std::env::var_os("TASKHOST_SLURM_CONF").map_or_else(
         || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/slurm/etc/slurm.conf"),
@@ -22,6 +23,13 @@ fn cluster(test: &str) -> Option<PathBuf> {
             .env("SLURM_CONF", &conf)
             .output()
             .is_ok_and(|o| o.status.success() && !o.stdout.is_empty());
+    // CI starts a cluster and sets this: there, a cluster that did not come up fails the test.
+    let required = std::env::var_os("TASKHOST_REQUIRE_SLURM").is_some_and(|v| v == "1");
+    assert!(
+        up || !required,
+        "{test}: TASKHOST_REQUIRE_SLURM=1 and no Slurm cluster answers at {}",
+        conf.display()
+    );
     if !up {
         eprintln!(
             "{test}: skipped: no Slurm cluster is running (scripts/slurm-up starts one as root)"

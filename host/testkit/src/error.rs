@@ -9,7 +9,8 @@ pub enum TestkitError {
     /// The plugin did not load (the previous generation, if any, keeps serving).
     #[error(transparent)]
     Load(#[from] taskhost::LoadError),
-    /// [`TestHost::reload`] before any [`TestHost::load`].
+    /// [`TestHost::reload`](crate::TestHost::reload) before any
+    /// [`TestHost::load`](crate::TestHost::load).
     #[error("no plugin is loaded")]
     NothingLoaded,
     /// A tool call that was expected to start a task started none.
