@@ -13,7 +13,7 @@
 
 pub use crate::export_plugin;
 pub use crate::ffi::{
-    ExternalRequest, ExternalResult, FfiOutcome, FfiSnapshot, FfiStatus, PermissionPolicy,
+    ExternalRequest, ExternalResult, FfiOutcome, FfiSnapshot, FfiStatus, Level, PermissionPolicy,
     ProcessRequest, ProcessResult, SubagentRequest, ToolCall, ToolResult,
 };
 pub use crate::sdk::{

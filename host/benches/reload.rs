@@ -29,7 +29,7 @@ fn active(host: &Taskhost) -> u64 {
     host.plugins().info()[0]
         .generations
         .iter()
-        .find(|g| g.state == "active")
+        .find(|g| g.state == taskhost::plugin::GenerationState::Active)
         .map_or(0, |g| g.generation)
 }
 

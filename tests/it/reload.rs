@@ -30,7 +30,7 @@ fn a_task_started_by_generation_one_survives_fifty_reloads_and_settles_once_with
     }
     let gens = &f.host.plugins().info()[0].generations;
     assert_eq!(
-        gens.last().map(|g| (g.generation, g.state)),
+        gens.last().map(|g| (g.generation, g.state.as_str())),
         Some((51, "active"))
     );
     // New calls are served by the new generation: its statics start afresh.
@@ -181,7 +181,7 @@ fn a_retiring_generation_with_a_live_task_stays_mapped_until_the_task_settles() 
     assert_eq!(info.generations[0].generation, 1);
     assert_eq!(
         (info.generations[0].state, info.generations[0].live_tasks),
-        ("retiring", 1)
+        (taskhost::plugin::GenerationState::Retiring, 1)
     );
     let killed = f.call("s_kill", "s", json!({"task_id": id}));
     assert_eq!(killed, format!("requested cancellation of task {id}"));

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use taskhost::plugin::GenerationState;
+
 use crate::fixtures::*;
 
 /// Replaces `dest` the way cargo does: remove it, then hardlink the new artifact into place.
@@ -25,7 +27,7 @@ fn active_generation(f: &Fixture) -> u64 {
     f.host.plugins().info()[0]
         .generations
         .iter()
-        .find(|g| g.state == "active")
+        .find(|g| g.state == GenerationState::Active)
         .map_or(0, |g| g.generation)
 }
 

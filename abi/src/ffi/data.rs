@@ -250,16 +250,18 @@ pub struct FfiKill {
     pub snapshot: FfiSnapshot,
 }
 
-/// Log levels, as [`crate::ffi::HostApi::log`] takes them.
-pub mod level {
+/// A log record's level, as [`crate::ffi::HostApi::log`] takes it.
+#[repr(u8)]
+#[derive(StableAbi, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
     /// Errors.
-    pub const ERROR: u8 = 1;
+    Error = 1,
     /// Warnings.
-    pub const WARN: u8 = 2;
+    Warn,
     /// Information.
-    pub const INFO: u8 = 3;
+    Info,
     /// Debugging.
-    pub const DEBUG: u8 = 4;
+    Debug,
     /// Tracing.
-    pub const TRACE: u8 = 5;
+    Trace,
 }

@@ -15,7 +15,7 @@ use abi_stable::sabi_trait;
 use abi_stable::std_types::{RBox, ROption, RResult, RStr, RString, RVec};
 
 use super::data::{
-    FfiKill, FfiOutcome, FfiRead, FfiSnapshot, TaskDecl, ToolCall, ToolResult, ToolSpec,
+    FfiKill, FfiOutcome, FfiRead, FfiSnapshot, Level, TaskDecl, ToolCall, ToolResult, ToolSpec,
 };
 use super::work::{
     ExternalRequest, ExternalResult, ExternalStarted, ProcessRequest, ProcessResult,
@@ -126,7 +126,7 @@ pub trait HostApi: Send + Sync {
     /// only). A notice about a task that gets reported before the notice is shown may be dropped.
     fn notify(&self, session: RStr<'_>, task: RStr<'_>, text: RStr<'_>);
     /// Logs a record; the host adds the plugin's name and generation.
-    fn log(&self, level: u8, target: RStr<'_>, message: RStr<'_>);
+    fn log(&self, level: Level, target: RStr<'_>, message: RStr<'_>);
     /// Runs `worker` on a thread of this plugin's generation. The generation is not unloaded before the
     /// worker returns.
     fn spawn_worker(&self, worker: WorkerBox);

@@ -115,7 +115,7 @@ impl<F: FnOnce() + Send + 'static> Worker for WorkerGlue<F> {
         if let Some(work) = self.0.take()
             && let Err(e) = contained("worker", work)
         {
-            self.1.log(level::ERROR, "plugin".into(), e.as_str().into());
+            self.1.log(Level::Error, "plugin".into(), e.as_str().into());
         }
     }
 }

@@ -147,8 +147,8 @@ impl Host {
             .notify(session.into(), task.unwrap_or_default().into(), text.into());
     }
 
-    /// Logs a record at `level` (see [`crate::ffi::level`]).
-    pub fn log(&self, level: u8, message: &str) {
+    /// Logs a record at `level` .
+    pub fn log(&self, level: Level, message: &str) {
         self.0.log(level, "plugin".into(), message.into());
     }
 

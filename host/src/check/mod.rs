@@ -18,6 +18,7 @@ pub use hazards::{Hazards, hazards};
 use serde_json::Value;
 use taskhost_registry::{RegistryConfig, SurfaceScope};
 
+use crate::plugin::GenerationState;
 use crate::plugin::mapped::mapped_generations;
 use crate::rundir::RunDir;
 use crate::{LoadOptions, ServiceOptions, Taskhost};
@@ -100,7 +101,7 @@ pub fn run(runtime: &tokio::runtime::Runtime, args: &CheckArgs) -> Result<Report
             .info()
             .iter()
             .flat_map(|p| p.generations.iter())
-            .filter(|g| g.state != "active")
+            .filter(|g| g.state != GenerationState::Active)
             .map(|g| {
                 format!(
                     "generation {} ({}, {} live tasks)",

@@ -290,7 +290,7 @@ pub fn plugins_json(host: &Taskhost) -> Value {
             let generations: Vec<Value> = p
                 .generations
                 .iter()
-                .map(|g| json!({"generation": g.generation, "state": g.state, "live_tasks": g.live_tasks}))
+                .map(|g| json!({"generation": g.generation, "state": g.state.as_str(), "live_tasks": g.live_tasks}))
                 .collect();
             json!({"name": p.name, "path": p.path.display().to_string(), "generations": generations})
         })

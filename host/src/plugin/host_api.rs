@@ -9,8 +9,8 @@ use std::sync::{Arc, Weak};
 use taskhost_abi::abi_stable::sabi_trait::TD_Opaque;
 use taskhost_abi::abi_stable::std_types::{RErr, ROk, ROption, RResult, RStr, RString, RVec};
 use taskhost_abi::{
-    Completion_TO, FfiKill, FfiOutcome, FfiRead, FfiSnapshot, HostApi, ListenerBox, StarterBox,
-    TaskDecl, ToolHandlerBox, ToolSpec, WorkerBox, level,
+    Completion_TO, FfiKill, FfiOutcome, FfiRead, FfiSnapshot, HostApi, Level, ListenerBox,
+    StarterBox, TaskDecl, ToolHandlerBox, ToolSpec, WorkerBox,
 };
 use taskhost_abi::{
     ExternalRequest, ExternalResult, ExternalStarted, ProcessRequest, ProcessResult,
@@ -378,18 +378,18 @@ impl HostApi for GenHost {
             .notify(session.as_str(), task, text.as_str());
     }
 
-    fn log(&self, level: u8, target: RStr<'_>, message: RStr<'_>) {
+    fn log(&self, level: Level, target: RStr<'_>, message: RStr<'_>) {
         let (plugin, generation) = match self.generation.upgrade() {
             Some(g) => (g.plugin.clone(), g.number),
             None => ("?".to_owned(), 0),
         };
         let (target, message) = (target.as_str(), message.as_str());
         match level {
-            level::ERROR => tracing::error!(%plugin, generation, target, "{message}"),
-            level::WARN => tracing::warn!(%plugin, generation, target, "{message}"),
-            level::INFO => tracing::info!(%plugin, generation, target, "{message}"),
-            level::DEBUG => tracing::debug!(%plugin, generation, target, "{message}"),
-            _ => tracing::trace!(%plugin, generation, target, "{message}"),
+            Level::Error => tracing::error!(%plugin, generation, target, "{message}"),
+            Level::Warn => tracing::warn!(%plugin, generation, target, "{message}"),
+            Level::Info => tracing::info!(%plugin, generation, target, "{message}"),
+            Level::Debug => tracing::debug!(%plugin, generation, target, "{message}"),
+            Level::Trace => tracing::trace!(%plugin, generation, target, "{message}"),
         }
     }
 

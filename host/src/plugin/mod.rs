@@ -39,5 +39,5 @@ pub use generation::{Generation, ToolEntry};
 pub use load_options::LoadOptions;
 pub use loader::LoadError;
 pub use plugins::Plugins;
-pub use slot::{GenerationInfo, PluginInfo};
+pub use slot::{GenerationInfo, GenerationState, PluginInfo};
 pub use tools::{CallError, CallOutput};

@@ -16,7 +16,7 @@ use super::load_options::LoadOptions;
 use super::loader::{self, LoadError};
 use super::retire::{release_off_path, retire_state};
 use super::signature::{FileSignature, fingerprint_then_remove, signature};
-use super::slot::{GenerationInfo, PluginInfo, Slot};
+use super::slot::{GenerationInfo, GenerationState, PluginInfo, Slot};
 use super::table::Shared;
 use super::tools::{CallError, CallOutput};
 use super::{elf, host_api};
@@ -381,14 +381,14 @@ impl Plugins {
                     .filter_map(Weak::upgrade)
                     .map(|g| GenerationInfo {
                         generation: g.number,
-                        state: "retiring",
+                        state: GenerationState::Retiring,
                         live_tasks: g.live_tasks(),
                     })
                     .collect();
                 if let Some(g) = &slot.active {
                     generations.push(GenerationInfo {
                         generation: g.number,
-                        state: "active",
+                        state: GenerationState::Active,
                         live_tasks: g.live_tasks(),
                     });
                 }

@@ -31,13 +31,38 @@ impl Slot {
     }
 }
 
+/// Where a loaded generation is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GenerationState {
+    /// Serving its plugin's tools.
+    Active,
+    /// Replaced or unloaded, kept mapped by its live tasks or calls in flight.
+    Retiring,
+}
+
+impl GenerationState {
+    /// `active` or `retiring`, as `taskhost://plugins` shows it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Retiring => "retiring",
+        }
+    }
+}
+
+impl std::fmt::Display for GenerationState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A generation as reported in `taskhost://plugins`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GenerationInfo {
     /// Its number.
     pub generation: u64,
-    /// `active` or `retiring`.
-    pub state: &'static str,
+    /// Serving or retiring.
+    pub state: GenerationState,
     /// Its unsettled tasks.
     pub live_tasks: usize,
 }

@@ -204,7 +204,7 @@ fn init(host: Host) -> Result<Probe, String> {
                 .as_str()
                 .unwrap_or_default()
                 .to_owned();
-            h.log(taskhost_abi::level::WARN, &message);
+            h.log(taskhost_abi::Level::Warn, &message);
             ToolResult::ok("logged")
         },
     )?;
