@@ -39,6 +39,26 @@ pub struct Config {
     /// Host settings.
     #[serde(default)]
     pub host: HostSection,
+    /// The durable state.
+    #[serde(default)]
+    pub state: StateSection,
+}
+
+/// `[state]`: the host's durable state.
+///
+/// ```toml
+/// [state]
+/// dir = "/var/lib/me/taskhost"   # task records and kept output (also `serve --state DIR`)
+/// sync = "normal"                # or "full": fsync the database at every commit
+/// ```
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateSection {
+    /// The state directory; none keeps task records in memory only.
+    pub dir: Option<PathBuf>,
+    /// How hard a commit holds.
+    #[serde(default)]
+    pub sync: taskhost_store::Sync,
 }
 
 /// `[host]`: where plugins come from besides `[[plugin]]`.

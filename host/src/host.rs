@@ -27,20 +27,28 @@ impl Taskhost {
         options: LoadOptions,
         services: ServiceOptions,
     ) -> Self {
-        let registry = Registry::new(config, runtime.clone());
+        let journal = services.state.as_ref().and_then(|s| s.journal().ok());
+        let registry = match journal {
+            Some(journal) => Registry::with_journal(config, runtime.clone(), journal),
+            None => Registry::new(config, runtime.clone()),
+        };
         let spill_dir = services.spill_dir.clone().unwrap_or_else(|| {
             let generations = &options.generation_dir;
             generations
                 .parent()
                 .map_or_else(|| generations.join("spill"), |p| p.join("spill"))
         });
-        let processes = Arc::new(ProcessService::new(
+        let mut processes = ProcessService::new(
             runtime.clone(),
             spill_dir,
             services.spill_budget,
             &services.env,
             services.keeper.as_deref(),
-        ));
+        );
+        if let Some(state) = &services.state {
+            processes = processes.with_kept_output(state.output_dir());
+        }
+        let processes = Arc::new(processes);
         let sessions = Arc::new(Sessions::new(
             registry.clone(),
             services.max_foreground_per_owner,
@@ -50,6 +58,7 @@ impl Taskhost {
             processes,
             sessions,
             runtime,
+            state: services.state,
         };
         let plugins = Arc::new(Plugins::new(services.clone(), options));
         Self { services, plugins }
@@ -124,5 +133,8 @@ impl Taskhost {
         self.services.registry.dispose().await;
         self.processes().shutdown();
         self.plugins.unload_all();
+        if let Some(state) = &self.services.state {
+            state.close();
+        }
     }
 }

@@ -12,8 +12,10 @@
 pub mod check;
 pub mod config;
 pub mod dial;
+pub mod env_check;
 pub mod host;
 pub mod listen;
+pub mod logs;
 pub mod mcp;
 #[expect(
     unsafe_code,
@@ -26,6 +28,7 @@ pub mod rundir;
 pub mod serve;
 pub mod services;
 pub mod sessions;
+pub mod tasks_cli;
 pub mod wire;
 
 /// The process service (the `taskhost-process` crate): every child of every producer.

@@ -47,6 +47,26 @@ enum Command {
         /// are always accepted; anyone else is refused.
         #[arg(long = "allow-uid", value_name = "UID")]
         allow_uids: Vec<u32>,
+        /// The durable state directory: task records and kept output outlive the host there (also
+        /// `[state] dir`). Without one, records are kept in memory only.
+        #[arg(long, value_name = "DIR")]
+        state: Option<PathBuf>,
+    },
+    /// Prints the task table of a state directory (no host need run): running tasks and those
+    /// that ended in the last day, or every record with `--all`.
+    Tasks {
+        /// The state directory (default `$XDG_STATE_HOME/taskhost`, else `~/.local/state/taskhost`).
+        #[arg(long, value_name = "DIR")]
+        state: Option<PathBuf>,
+        /// One JSON object per task and line.
+        #[arg(long)]
+        json: bool,
+        /// Every record, not only running and recent ones.
+        #[arg(long)]
+        all: bool,
+        /// Print this task's kept output instead.
+        #[arg(long, value_name = "ID")]
+        output: Option<String>,
     },
     /// Joins a host serving `--listen unix:PATH` as one MCP session: stdin goes to the host, the
     /// host's answers to stdout. Register this as the server command in any MCP client to share one
@@ -131,33 +151,10 @@ struct ServerTrust {
     allow_server_uids: Vec<u32>,
 }
 
-/// `taskhost env-check`: one line per variable a task would not get, with the rule that withholds
-/// it.
-fn env_check(config: Option<&std::path::Path>) -> Result<ExitCode, (u8, String)> {
-    let config = match config {
-        Some(path) => taskhost::config::Config::load(path).map_err(|e| (2, e.to_string()))?,
-        None => taskhost::config::Config::default(),
-    };
-    let policy = config.env.policy();
-    let (env, withheld) = policy.apply_reporting(std::env::vars_os());
-    for (name, why) in &withheld {
-        println!("withheld {name}: {why}");
-    }
-    let passed: std::collections::HashSet<_> = env.iter().map(|(k, _)| k.clone()).collect();
-    let mut others: Vec<String> = std::env::vars_os()
-        .map(|(k, _)| k)
-        .filter(|k| !passed.contains(k))
-        .map(|k| k.to_string_lossy().into_owned())
-        .filter(|k| !withheld.iter().any(|(w, _)| w == k))
-        .collect();
-    others.sort();
-    for name in others {
-        println!("withheld {name}: by the [env] settings (inherit, exclude or include_only)");
-    }
-    println!(
-        "{} variable(s) reach every task; `set` and the fixed ones included",
-        env.len()
-    );
+/// `taskhost tasks`: prints the table or the output.
+fn tasks(args: taskhost::tasks_cli::TasksArgs) -> Result<ExitCode, (u8, String)> {
+    let text = taskhost::tasks_cli::run(&args)?;
+    println!("{text}");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -213,24 +210,6 @@ fn check(
     })
 }
 
-/// Logs to stderr: the server logs its lifecycle; the one-shot commands only say what went wrong.
-fn init_logs(command: &Command) {
-    let default_filter = if matches!(command, Command::Serve { .. }) {
-        "info"
-    } else {
-        "warn"
-    };
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        // Colour codes only for a terminal: a log file or a client's pipe gets plain text.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| default_filter.into()),
-        )
-        .init();
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Command::Keeper { marker, cgroup } = &cli.command {
@@ -241,7 +220,7 @@ fn main() -> ExitCode {
         );
         return ExitCode::SUCCESS;
     }
-    init_logs(&cli.command);
+    taskhost::logs::init(matches!(cli.command, Command::Serve { .. }));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -252,7 +231,22 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = match cli.command {
+    let result = run(&runtime, cli.command);
+    // A stdin reader may still block in its thread (the client has not closed stdin): do not wait
+    // for it.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    match result {
+        Ok(code) => code,
+        Err((code, message)) => {
+            eprintln!("taskhost: {message}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+/// Runs one command (the keeper's is handled before a runtime exists).
+fn run(runtime: &tokio::runtime::Runtime, command: Command) -> Outcome {
+    match command {
         Command::Serve {
             config,
             plugins,
@@ -261,8 +255,9 @@ fn main() -> ExitCode {
             no_watch,
             allow_untrusted_plugins,
             allow_uids,
+            state,
         } => serve(
-            &runtime,
+            runtime,
             ServeArgs {
                 config,
                 plugins,
@@ -271,6 +266,7 @@ fn main() -> ExitCode {
                 no_watch,
                 allow_untrusted: allow_untrusted_plugins,
                 allow_uids,
+                state,
             },
         )
         .map(|()| ExitCode::SUCCESS)
@@ -283,25 +279,26 @@ fn main() -> ExitCode {
             reloads,
             calls,
             allow_untrusted_plugins,
-        } => check(&runtime, plugin, reloads, &calls, allow_untrusted_plugins),
+        } => check(runtime, plugin, reloads, &calls, allow_untrusted_plugins),
         Command::NewPlugin { name, dir } => new_plugin(&name, dir),
-        Command::EnvCheck { config } => env_check(config.as_deref()),
+        Command::EnvCheck { config } => taskhost::env_check::run(config.as_deref()),
+        Command::Tasks {
+            state,
+            json,
+            all,
+            output,
+        } => tasks(taskhost::tasks_cli::TasksArgs {
+            state,
+            json,
+            all,
+            output,
+        }),
         Command::Call {
             connect,
             tool,
             arguments,
             server,
         } => runtime.block_on(call(&connect, &tool, &arguments, &server)),
-    };
-    // A stdin reader may still block in its thread (the client has not closed stdin): do not wait
-    // for it.
-    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
-    match result {
-        Ok(code) => code,
-        Err((code, message)) => {
-            eprintln!("taskhost: {message}");
-            ExitCode::from(code)
-        }
     }
 }
 

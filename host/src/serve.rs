@@ -34,6 +34,8 @@ pub struct ServeArgs {
     pub allow_untrusted: bool,
     /// Other uids allowed to connect to the socket.
     pub allow_uids: Vec<u32>,
+    /// The durable state directory (before the config's `[state] dir`).
+    pub state: Option<PathBuf>,
 }
 
 /// Why `serve` stopped with an error: the exit code (2 for bad input, 1 otherwise) and one message.
@@ -172,6 +174,28 @@ fn plugin_dirs(config: &Config, args: &ServeArgs) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The durable state, when `--state` or `[state] dir` names one: opened (checked, recovered) before
+/// anything serves. A refused directory or database exits 2, naming it.
+fn open_state(
+    config: &Config,
+    args: &ServeArgs,
+) -> Result<Option<Arc<taskhost_store::Store>>, ServeError> {
+    let Some(dir) = args.state.as_ref().or(config.state.dir.as_ref()) else {
+        return Ok(None);
+    };
+    let store =
+        taskhost_store::Store::open(dir, config.state.sync).map_err(|e| fail(2)(e.to_string()))?;
+    let recovered = store.recovered();
+    if !recovered.lost.is_empty() || !recovered.killed.is_empty() {
+        tracing::info!(
+            lost = recovered.lost.len(),
+            killed = recovered.killed.len(),
+            "tasks of hosts that stopped are settled as lost or killed"
+        );
+    }
+    Ok(Some(Arc::new(store)))
+}
+
 /// Creates the host and loads its plugins: the config's, then `--plugin`s, then the plugin
 /// directories' libraries, else the default set. A plugin that fails to load is logged; the others
 /// serve. A plugin directory that cannot be read is an error (exit 2).
@@ -195,6 +219,7 @@ fn start_host(
         env: config.env.policy(),
         keeper: std::env::current_exe().ok(),
         max_foreground_per_owner: config.max_foreground_per_owner(),
+        state: open_state(config, args)?,
     };
     let host = Arc::new(Taskhost::new(
         registry,

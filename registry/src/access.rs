@@ -151,6 +151,9 @@ impl Registry {
         };
         drop(ops);
         if moved {
+            if let Some(journal) = &self.inner.journal {
+                journal.stopping(id);
+            }
             self.inner.changed(owner.as_ref());
         }
         Ok(KillOutcome::Requested(snapshot))

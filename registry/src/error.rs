@@ -54,6 +54,9 @@ pub enum RegistryError {
     /// forever on the call that is running the hook.
     #[error("task {0} cannot be killed or read from its own cancel or reader")]
     OwnHook(String),
+    /// The journal could not record the task, so it was not started.
+    #[error("the task could not be recorded, so it was not started: {0}")]
+    Journal(String),
     /// The task's producer offers no input (a `bash` task takes input only when started with a
     /// terminal).
     #[error("task {0} takes no input")]

@@ -23,6 +23,7 @@ mod error;
 mod hook_scope;
 mod ids;
 mod input;
+mod journal;
 mod listeners;
 mod output_wait;
 mod producer;
@@ -44,6 +45,7 @@ pub use error::{
 };
 pub use hook_scope::{HookScope, ScopeGuard};
 pub use ids::{AgentId, SessionId, TaskId};
+pub use journal::{Journal, JournalStart};
 pub use listeners::{Registration, TaskDoneListener, TasksChangedListener};
 pub use output_wait::{MAX_OUTPUT_WAITS, PEEK_EVERY};
 pub use producer::{DoneFuture, OutputWatch, TaskHooks, TaskStart};

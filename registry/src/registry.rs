@@ -22,6 +22,7 @@ use crate::agent::Agent;
 use crate::config::RegistryConfig;
 use crate::hook_scope::call_reader;
 use crate::ids::TaskId;
+use crate::journal::Journal;
 use crate::listeners::{
     Detach, ListenerSet, Registration, TaskDoneListener, TasksChangedListener, panic_text,
 };
@@ -53,6 +54,8 @@ pub(crate) struct Inner {
     pub(crate) surfaces: Arc<Surfaces>,
     /// Signalled whenever a start leaves its reserved slot (committed or failed).
     pub(crate) reservations: Notify,
+    /// Where records are made durable; `None` keeps everything in memory.
+    pub(crate) journal: Option<Arc<dyn Journal>>,
 }
 
 /// What [`Registry::kill`] did.
@@ -108,6 +111,21 @@ pub(crate) enum Cause {
 impl Registry {
     /// Creates an empty registry that drives completions on `runtime`.
     pub fn new(config: RegistryConfig, runtime: Handle) -> Self {
+        Self::build(config, runtime, None)
+    }
+
+    /// A registry whose records `journal` makes durable: a start is answered once its record is
+    /// written (its number comes from the journal), and completion listeners hear of a settlement
+    /// once it is written.
+    pub fn with_journal(
+        config: RegistryConfig,
+        runtime: Handle,
+        journal: Arc<dyn Journal>,
+    ) -> Self {
+        Self::build(config, runtime, Some(journal))
+    }
+
+    fn build(config: RegistryConfig, runtime: Handle, journal: Option<Arc<dyn Journal>>) -> Self {
         Self {
             inner: Arc::new(Inner {
                 config,
@@ -117,6 +135,7 @@ impl Registry {
                 changed_listeners: Arc::new(ListenerSet::new()),
                 surfaces: Arc::new(Surfaces::new()),
                 reservations: Notify::new(),
+                journal,
             }),
         }
     }
@@ -206,11 +225,22 @@ impl Inner {
             .fire("on_tasks_changed", |l| l(owner));
     }
 
+    /// Tells the listeners of a settlement: at once, or with a journal once the settlement is
+    /// durable.
     pub(crate) fn announce(&self, settled: Settled) {
-        self.changed(settled.owner.as_ref());
-        self.done_listeners.fire("on_task_done", |l| {
-            l(&settled.snapshot, settled.owner.as_ref())
-        });
+        let (changed, done) = (self.changed_listeners.clone(), self.done_listeners.clone());
+        let journal = self.journal.clone();
+        let snapshot = settled.snapshot.clone();
+        let tell = move || {
+            changed.fire("on_tasks_changed", |l| l(settled.owner.as_ref()));
+            done.fire("on_task_done", |l| {
+                l(&settled.snapshot, settled.owner.as_ref())
+            });
+        };
+        match journal {
+            Some(journal) => journal.settled(&snapshot, Box::new(tell)),
+            None => tell(),
+        }
     }
 
     pub(crate) fn release_reservation(&self, key: OwnerKey) {

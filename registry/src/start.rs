@@ -11,6 +11,7 @@ use crate::agent::Agent;
 use crate::error::ProducerError;
 use crate::error::{MAX_SAFE_INTEGER, RegistryError};
 use crate::ids::TaskId;
+use crate::journal::JournalStart;
 use crate::listeners::panic_text;
 use crate::producer::{TaskHooks, TaskStart};
 use crate::state::{Bucket, LiveHooks, Ops, OwnerKey, Phase, Record, SharedOps, now_ms, owner_key};
@@ -49,17 +50,20 @@ impl Registry {
         } = spec;
         let key = owner_key(owner.as_ref());
         self.preflight(&kind, &label, output_limit_bytes, owner.as_ref(), key)?;
-
+        let number = self.journal_begin(&kind, &label, owner.as_ref(), key)?;
+        let failed = |e: RegistryError| {
+            self.inner.release_reservation(key);
+            if let (Some(journal), Some(n)) = (&self.inner.journal, number) {
+                journal.abandon(&kind, n);
+            }
+            Err(e)
+        };
         let hooks = match catch_unwind(AssertUnwindSafe(run)) {
             Ok(Ok(hooks)) => hooks,
-            Ok(Err(e)) => {
-                self.inner.release_reservation(key);
-                return Err(e.into());
-            }
+            Ok(Err(e)) => return failed(e.into()),
             Err(panic) => {
-                self.inner.release_reservation(key);
                 let text = format!("task starter panicked: {}", panic_text(&*panic));
-                return Err(ProducerError(text).into());
+                return failed(ProducerError(text).into());
             }
         };
         let TaskHooks {
@@ -90,7 +94,7 @@ impl Registry {
             stream,
         };
         let owner = identity.owner.clone();
-        let id = self.register(identity, key, ops.clone());
+        let id = self.register(identity, key, ops.clone(), number);
         self.inner.reservations.notify_waiters();
         self.inner.changed(owner.as_ref());
         self.watch_completion(&id, done, &ops);
@@ -98,7 +102,38 @@ impl Registry {
     }
 
     /// Issues the id and records the task, in the slot its preflight reserved. Cannot fail.
-    fn register(&self, identity: Identity, key: OwnerKey, ops: SharedOps) -> TaskId {
+    /// With a journal, records the task about to start and takes its number from it (durably,
+    /// before the starter runs); `None` without one.
+    fn journal_begin(
+        &self,
+        kind: &str,
+        label: &str,
+        owner: Option<&Agent>,
+        key: OwnerKey,
+    ) -> Result<Option<u64>, RegistryError> {
+        let Some(journal) = &self.inner.journal else {
+            return Ok(None);
+        };
+        let start = JournalStart {
+            kind,
+            label,
+            owner_session: owner.map(|a| a.session().as_str()),
+            started_at_ms: now_ms(),
+        };
+        journal.begin(&start).map(Some).map_err(|e| {
+            self.inner.release_reservation(key);
+            RegistryError::Journal(e)
+        })
+    }
+
+    /// Makes the record of a started task, numbered `number` when the journal gave one.
+    fn register(
+        &self,
+        identity: Identity,
+        key: OwnerKey,
+        ops: SharedOps,
+        number: Option<u64>,
+    ) -> TaskId {
         let Identity {
             kind,
             label,
@@ -108,9 +143,10 @@ impl Registry {
         } = identity;
         let mut st = self.inner.state.lock();
         let st = &mut *st;
-        let n = st.counters.entry(kind.clone()).or_insert(0);
-        *n += 1;
-        let id = TaskId::issue(&kind, *n);
+        let counter = st.counters.entry(kind.clone()).or_insert(0);
+        let n = number.unwrap_or(*counter + 1);
+        *counter = n.max(*counter);
+        let id = TaskId::issue(&kind, n);
         let seq = st.next_seq;
         st.next_seq += 1;
         st.index_for(owner.as_ref()).insert(seq, id.clone());

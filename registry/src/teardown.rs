@@ -178,6 +178,9 @@ impl Inner {
                     };
                     drop(ops);
                     if let Some(owner) = owner {
+                        if let Some(journal) = &self.journal {
+                            journal.stopping(id.as_str());
+                        }
                         self.changed(owner.as_ref());
                     }
                     pending.push((id.clone(), settled_rx));

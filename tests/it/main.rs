@@ -16,5 +16,6 @@ mod loading;
 mod mcp;
 mod reload;
 mod slurm;
+mod state;
 mod subagent;
 mod watch;

@@ -24,6 +24,7 @@ const LIBRARIES: &[&str] = &[
     "host",
     "host/process",
     "host/testkit",
+    "host/store",
     "plugins/bash",
     "plugins/tasks",
     "plugins/subagent",

@@ -151,6 +151,13 @@ impl Process {
         }
     }
 
+    /// The files the process's stdout and stderr were planned to (kept output, or spills), whether
+    /// or not anything was written yet.
+    pub fn output_files(&self) -> [Option<std::path::PathBuf>; 2] {
+        let s = self.streams.lock();
+        [s.out.planned_path(), s.err.planned_path()]
+    }
+
     /// The spill files the process's streams made (that still exist as far as they know).
     pub(crate) fn spill_paths(&self) -> Vec<std::path::PathBuf> {
         let s = self.streams.lock();

@@ -9,8 +9,18 @@ use crate::stream::SpillPlan;
 use crate::{env, escaped, supervise};
 
 impl ProcessService {
-    pub(crate) fn spill_plan(&self, n: u64, which: &str, cap: u64) -> Option<SpillPlan> {
-        let dir = self.spill_dir.as_ref()?;
+    /// Where stream `which` of process `n` spills: the kept-output directory when `keep` and the
+    /// service keeps output (then from the first byte, outside the spill budget, never removed by
+    /// the service), else the spill directory.
+    pub(crate) fn spill_plan(
+        &self,
+        n: u64,
+        which: &str,
+        cap: u64,
+        keep: bool,
+    ) -> Option<SpillPlan> {
+        let kept = keep.then_some(self.kept_dir.as_ref()).flatten();
+        let dir = kept.or(self.spill_dir.as_ref())?;
         let nonce = {
             let t = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -26,7 +36,8 @@ impl ProcessService {
             dir: dir.clone(),
             name,
             cap,
-            budget: Some(self.budget.clone()),
+            budget: kept.is_none().then(|| self.budget.clone()),
+            kept: kept.is_some(),
         })
     }
 

@@ -22,6 +22,8 @@ pub struct ProcessService {
     /// `None` when the configured directory is not private: output past the tail is then not kept.
     /// The held spill directory (`None`: it was refused, and no spill is kept).
     pub(crate) spill_dir: Option<Arc<private_dir::HeldDir>>,
+    /// Where kept output goes (the host's state directory), if the host keeps output.
+    pub(crate) kept_dir: Option<Arc<private_dir::HeldDir>>,
     /// The environment policy applied to the host's environment, once: every child starts from it.
     pub(crate) base_env: Vec<env::Var>,
     /// Spawns the task processes and ends them all if the host dies (`None`: no keeper was asked
@@ -85,6 +87,7 @@ impl ProcessService {
             base_env,
             keeper,
             spill_dir,
+            kept_dir: None,
             next: AtomicU64::new(0),
             spills: Arc::default(),
             budget: Arc::new(budget::SpillBudget::new(spill_budget)),
@@ -130,14 +133,19 @@ impl ProcessService {
         check_workdir(spec)?;
         let n = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         let (out_plan, err_plan) = (
-            self.spill_plan(n, "stdout", spec.spill_cap),
-            self.spill_plan(n, "stderr", spec.spill_cap),
+            self.spill_plan(n, "stdout", spec.spill_cap, spec.keep_output),
+            self.spill_plan(n, "stderr", spec.spill_cap, spec.keep_output),
         );
         let planned: Vec<PathBuf> = [&out_plan, &err_plan]
             .into_iter()
             .flatten()
             .map(|p| p.path.clone())
             .collect();
+        let planned: Vec<PathBuf> = if spec.keep_output && self.kept_dir.is_some() {
+            Vec::new()
+        } else {
+            planned
+        };
         self.spills.record(owner_session, planned.iter().cloned());
         let streams = Streams {
             out: StreamBuf::new(spec.tail_bytes, out_plan),
@@ -183,6 +191,14 @@ impl ProcessService {
         };
         self.runtime.spawn(supervised.run(waiter, pgid, outputs));
         Ok((process, talk))
+    }
+
+    /// Keeps the output of processes asked to keep it ([`ProcessSpec::keep_output`]) in `dir`: their
+    /// files are written from the first byte and never removed by the service.
+    #[must_use]
+    pub fn with_kept_output(mut self, dir: Arc<private_dir::HeldDir>) -> Self {
+        self.kept_dir = Some(dir);
+        self
     }
 
     /// Removes the spill files of a disposed session.

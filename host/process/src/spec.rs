@@ -28,6 +28,9 @@ pub struct ProcessSpec {
     pub spill_cap: u64,
     /// Run under a pseudo-terminal of this size instead of with stdin closed and piped output.
     pub tty: Option<TtySize>,
+    /// Keep the output in the service's kept-output directory (the host's state), from the first
+    /// byte, after the task; without such a directory, as a spill.
+    pub keep_output: bool,
 }
 
 /// A terminal's size in character cells.
@@ -51,6 +54,7 @@ impl ProcessSpec {
             tail_bytes: 64_000,
             spill_cap: 64 << 20,
             tty: None,
+            keep_output: false,
         }
     }
 }

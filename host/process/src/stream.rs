@@ -28,6 +28,8 @@ pub(crate) struct SpillPlan {
     pub(crate) cap: u64,
     /// The host-wide budget every spill file counts against.
     pub(crate) budget: Option<std::sync::Arc<crate::budget::SpillBudget>>,
+    /// Kept output (the host's state): written from the first byte, and kept after the task.
+    pub(crate) kept: bool,
 }
 
 /// A stream's retained output.
@@ -128,6 +130,11 @@ impl StreamBuf {
         }
     }
 
+    /// Where the stream's file goes, if it has a plan.
+    pub(crate) fn planned_path(&self) -> Option<PathBuf> {
+        self.plan.as_ref().map(|p| p.path.clone())
+    }
+
     /// The spill file while it exists, and whether it holds only the head and the latest output.
     pub(crate) fn spill_file(&self) -> Option<SpillFile<'_>> {
         if self.spill_lost {
@@ -158,7 +165,8 @@ impl StreamBuf {
     pub(crate) fn push(&mut self, data: &[u8]) {
         let before = self.total;
         self.total += data.len() as u64;
-        if !self.spill_lost && (self.spill.is_some() || self.total > self.tail_max as u64) {
+        let kept = self.plan.as_ref().is_some_and(|p| p.kept);
+        if !self.spill_lost && (kept || self.spill.is_some() || self.total > self.tail_max as u64) {
             self.spill_write(data, before == self.tail.len() as u64);
         }
         // Only what the tail keeps is copied into it, so it never grows past its size for a large

@@ -9,6 +9,7 @@ fn plan(dir: &std::path::Path, cap: u64) -> Option<SpillPlan> {
         name: "s.log".into(),
         cap,
         budget: None,
+        kept: false,
     })
 }
 

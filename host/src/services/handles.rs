@@ -20,4 +20,6 @@ pub struct Services {
     pub sessions: Arc<Sessions>,
     /// The runtime the services' futures run on.
     pub runtime: Handle,
+    /// The durable state, if the host keeps one.
+    pub state: Option<Arc<taskhost_store::Store>>,
 }

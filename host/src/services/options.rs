@@ -17,6 +17,9 @@ pub struct ServiceOptions {
     pub keeper: Option<PathBuf>,
     /// Foreground commands one session may run at once (`[tasks] max_foreground_per_owner`).
     pub max_foreground_per_owner: usize,
+    /// The host's durable state (`--state DIR`): task records and kept output; `None` keeps them in
+    /// memory only.
+    pub state: Option<std::sync::Arc<taskhost_store::Store>>,
 }
 
 impl Default for ServiceOptions {
@@ -29,6 +32,7 @@ impl Default for ServiceOptions {
             env: Default::default(),
             keeper: None,
             max_foreground_per_owner: crate::sessions::DEFAULT_MAX_FOREGROUND,
+            state: None,
         }
     }
 }

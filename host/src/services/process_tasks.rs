@@ -49,16 +49,25 @@ impl Services {
     pub fn start_process(
         &self,
         decl: &TaskDeclaration,
-        spec: ProcessSpec,
+        mut spec: ProcessSpec,
     ) -> Result<String, String> {
         let session = decl.session_key();
         let processes = self.processes.clone();
-        self.declare(decl, move || {
+        // With a durable state, a task's output is kept there, and its record names the files.
+        spec.keep_output = self.state.is_some();
+        let files = Arc::new(parking_lot::Mutex::new(None));
+        let kept = files.clone();
+        let id = self.declare(decl, move || {
             let process = processes
                 .spawn(&spec, &session)
                 .map_err(|e| ProducerError(e.to_string()))?;
+            *kept.lock() = Some(process.output_files());
             Ok(process_hooks(process))
-        })
+        })?;
+        if let (Some(state), Some(files)) = (&self.state, files.lock().take()) {
+            state.set_output(&id, files);
+        }
+        Ok(id)
     }
 
     /// Adopts a running process as the background task `decl` declares: the registry's fence and

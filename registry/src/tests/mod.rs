@@ -3,6 +3,7 @@
 
 mod concurrency;
 mod input;
+mod journal;
 mod listeners;
 mod output_wait;
 mod owners;

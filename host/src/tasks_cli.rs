@@ -1,0 +1,152 @@
+//! `taskhost tasks`: the task table of a state directory for people, with no host running or with
+//! one: ids, kind, owner, status, exit, start, end, command; `--json` for tools; `--output ID` for
+//! a task's kept output.
+
+use std::path::{Path, PathBuf};
+
+use taskhost_store::{Store, TaskRecord, kept_output};
+
+/// Tasks shown without `--all`: running ones, and those that ended within this many milliseconds.
+const RECENT_MS: u64 = 24 * 3600 * 1000;
+
+/// The default state directory: `$XDG_STATE_HOME/taskhost`, else `~/.local/state/taskhost`.
+pub fn default_state_dir() -> Option<PathBuf> {
+    match std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
+        Some(dir) => Some(PathBuf::from(dir).join("taskhost")),
+        None => {
+            std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".local/state/taskhost"))
+        }
+    }
+}
+
+/// What `taskhost tasks` was asked.
+#[derive(Clone, Debug, Default)]
+pub struct TasksArgs {
+    /// The state directory (the default one when `None`).
+    pub state: Option<PathBuf>,
+    /// JSON lines instead of a table.
+    pub json: bool,
+    /// Every record, not only running and recent ones.
+    pub all: bool,
+    /// Print this task's kept output instead of the table.
+    pub output: Option<String>,
+}
+
+/// Runs `taskhost tasks`; the text to print.
+///
+/// # Errors
+/// `(2, why)` for a state directory or database that is refused, an unknown task; `(1, why)` for a
+/// kept file that cannot be read.
+pub fn run(args: &TasksArgs) -> Result<String, (u8, String)> {
+    let dir = args
+        .state
+        .clone()
+        .or_else(default_state_dir)
+        .ok_or((2, "no state directory: pass --state DIR".to_owned()))?;
+    let store = Store::open_to_read(&dir).map_err(|e| (2, e.to_string()))?;
+    if let Some(id) = &args.output {
+        let record = store
+            .task(id)
+            .map_err(|e| (1, e.to_string()))?
+            .ok_or_else(|| (2, format!("unknown task {id} in {}", dir.display())))?;
+        return kept_output(&record).map_err(|e| (1, format!("cannot read {id}'s output: {e}")));
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let records: Vec<TaskRecord> = store
+        .tasks()
+        .map_err(|e| (1, e.to_string()))?
+        .into_iter()
+        .filter(|r| {
+            args.all
+                || r.finished_at_ms
+                    .is_none_or(|t| now.saturating_sub(t) < RECENT_MS)
+        })
+        .collect();
+    if args.json {
+        let lines: Vec<String> = records
+            .iter()
+            .filter_map(|r| serde_json::to_string(r).ok())
+            .collect();
+        return Ok(lines.join("\n"));
+    }
+    Ok(table(&records, &dir))
+}
+
+/// The records as a table people read.
+fn table(records: &[TaskRecord], dir: &Path) -> String {
+    if records.is_empty() {
+        return format!("(no tasks in {})", dir.display());
+    }
+    let mut rows = vec![[
+        "ID".to_owned(),
+        "KIND".to_owned(),
+        "OWNER".to_owned(),
+        "STATUS".to_owned(),
+        "EXIT".to_owned(),
+        "START".to_owned(),
+        "END".to_owned(),
+        "COMMAND".to_owned(),
+    ]];
+    for r in records {
+        rows.push([
+            r.id.clone(),
+            r.kind.clone(),
+            r.owner.clone().unwrap_or_else(|| "-".into()),
+            r.status.clone(),
+            r.detail.clone().unwrap_or_else(|| "-".into()),
+            clock(r.started_at_ms),
+            r.finished_at_ms.map_or_else(|| "-".into(), clock),
+            taskhost_registry::excerpt(&r.label).into_owned(),
+        ]);
+    }
+    let widths: Vec<usize> = (0..7)
+        .map(|c| {
+            rows.iter()
+                .map(|row| row[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    rows.iter()
+        .map(|row| {
+            let mut line = String::new();
+            for (c, cell) in row.iter().enumerate() {
+                line.push_str(cell);
+                if c < 7 {
+                    line.push_str(&" ".repeat(widths[c] - cell.chars().count() + 2));
+                }
+            }
+            line
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A time as `YYYY-MM-DD HH:MM:SS` UTC.
+fn clock(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    let (h, m, s) = (rest / 3600, rest % 3600 / 60, rest % 60);
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{d:02} {h:02}:{m:02}:{s:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn times_are_utc_dates() {
+        assert_eq!(super::clock(0), "1970-01-01 00:00:00");
+        assert_eq!(super::clock(1_764_900_000_000), "2025-12-05 02:00:00");
+    }
+}

@@ -1,0 +1,56 @@
+//! Why a state directory or its database was refused.
+
+use std::path::PathBuf;
+
+/// Why the store could not be opened or used.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The state directory is not a private directory of this user's.
+    #[error("state directory {path}: {why}")]
+    Dir {
+        /// The directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The database belongs to another user.
+    #[error("refusing {path}: it is owned by uid {owner}, not {me}")]
+    Foreign {
+        /// The database file.
+        path: PathBuf,
+        /// Its owner.
+        owner: u32,
+        /// This process's uid.
+        me: u32,
+    },
+    /// The database was written by a newer taskhost.
+    #[error("refusing {path}: its schema version is {found}, newer than this taskhost's {known}")]
+    NewerSchema {
+        /// The database file.
+        path: PathBuf,
+        /// The version it has.
+        found: i64,
+        /// The newest this build knows.
+        known: i64,
+    },
+    /// The file is not a usable database.
+    #[error("refusing {path}: {why}")]
+    Corrupt {
+        /// The database file.
+        path: PathBuf,
+        /// SQLite's reason.
+        why: String,
+    },
+    /// A write or a read failed.
+    #[error("the task database failed: {0}")]
+    Sqlite(String),
+    /// The writer thread is gone (the store was closed).
+    #[error("the task database is closed")]
+    Closed,
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        Self::Sqlite(e.to_string())
+    }
+}

@@ -1,0 +1,99 @@
+//! Hosts of a state directory: each holds an exclusive `flock` on `hosts/<id>.lock` for its life,
+//! so a host that starts tells the hosts that are gone (their lock is free) from the live ones, and
+//! recovers what the gone ones left running.
+
+use std::fs::File;
+use std::path::Path;
+
+use nix::fcntl::{Flock, FlockArg};
+use rusqlite::{Connection, params};
+
+use taskhost_process::private_dir::HeldDir;
+
+/// The detail of a task that was running when its host stopped.
+pub(crate) const LOST: &str = "the host stopped while it ran; its exit is unknown";
+
+/// The detail of a task whose kill was under way when its host stopped.
+pub(crate) const KILLED: &str = "killed; the host stopped before its end was seen";
+
+/// Registers a host: its row, and its lock held (returned; dropping it releases the lock).
+pub(crate) fn register(
+    conn: &Connection,
+    dir: &HeldDir,
+    now_ms: u64,
+) -> Result<(i64, Flock<File>), String> {
+    conn.execute(
+        "INSERT INTO hosts(pid, started_at_ms) VALUES (?1, ?2)",
+        params![std::process::id(), now_ms as i64],
+    )
+    .map_err(|e| e.to_string())?;
+    let id = conn.last_insert_rowid();
+    let file = dir
+        .create_new(&format!("{id}.lock"), 0o600)
+        .map_err(|e| format!("cannot make the host's lock: {e}"))?;
+    let lock = Flock::lock(file, FlockArg::LockExclusiveNonblock)
+        .map_err(|(_, e)| format!("cannot lock the host's lock: {e}"))?;
+    Ok((id, lock))
+}
+
+/// What recovery found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Recovered {
+    /// Tasks that were running when their host stopped: now `lost`.
+    pub lost: Vec<String>,
+    /// Tasks with a kill under way: now `killed`.
+    pub killed: Vec<String>,
+}
+
+/// Settles the tasks of every host recorded as live whose lock is free (it is gone), other than
+/// `me`, and marks those hosts ended.
+pub(crate) fn recover(
+    conn: &mut Connection,
+    dir: &HeldDir,
+    me: Option<i64>,
+    now_ms: u64,
+) -> rusqlite::Result<Recovered> {
+    let live: Vec<i64> = conn
+        .prepare("SELECT id FROM hosts WHERE ended_at_ms IS NULL")?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut recovered = Recovered::default();
+    for host in live.into_iter().filter(|h| Some(*h) != me) {
+        let Some(_held) = gone(dir.path(), host) else {
+            continue;
+        };
+        let tx = conn.transaction()?;
+        for (from, to, detail, list) in [
+            ("running", "lost", LOST, &mut recovered.lost),
+            ("stopping", "killed", KILLED, &mut recovered.killed),
+        ] {
+            let ids: Vec<String> = tx
+                .prepare("SELECT id FROM tasks WHERE host = ?1 AND status = ?2")?
+                .query_map(params![host, from], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            tx.execute(
+                "UPDATE tasks SET status = ?3, detail = ?4, finished_at_ms = ?5
+                 WHERE host = ?1 AND status = ?2",
+                params![host, from, to, detail, now_ms as i64],
+            )?;
+            list.extend(ids);
+        }
+        tx.execute(
+            "UPDATE hosts SET ended_at_ms = ?2 WHERE id = ?1",
+            params![host, now_ms as i64],
+        )?;
+        tx.commit()?;
+        let _ = std::fs::remove_file(dir.path().join(format!("{host}.lock")));
+    }
+    Ok(recovered)
+}
+
+/// The lock of host `id`, taken, when that host is gone (its lock is free, or it has none).
+fn gone(dir: &Path, id: i64) -> Option<Option<Flock<File>>> {
+    let Ok(file) = File::open(dir.join(format!("{id}.lock"))) else {
+        return Some(None);
+    };
+    Flock::lock(file, FlockArg::LockExclusiveNonblock)
+        .ok()
+        .map(Some)
+}

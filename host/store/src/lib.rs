@@ -1,0 +1,38 @@
+//! The host's durable state (`serve --state DIR`): task records in an embedded SQLite database
+//! (`tasks.db`, WAL) and the tasks' kept output files (`output/`), in a directory of mode 0700 checked
+//! like the runtime directory.
+//!
+//! Entry points: [`Store::open`] (checks the directory and the database, registers this host, and
+//! recovers what hosts that are gone left running), the registry's [`Journal`](taskhost_registry::Journal)
+//! ([`Store::journal`]), and the read side for people ([`Store::tasks`], [`TaskRecord`]).
+//!
+//! **Durability.** Writes go to one writer thread (`writer.rs`), never to the async runtime's
+//! workers. It takes every write queued while it committed the previous batch and commits them in one
+//! transaction (group commit), then answers the callers: a start is answered once its record is
+//! committed, a settlement's notices are sent once its record is. With `synchronous=NORMAL` (the
+//! default, `[state] sync = "normal"`) a commit survives a crash of the host (SIGKILL, OOM): the WAL
+//! is written before the answer. A power loss or a kernel crash can lose the last commits before the
+//! next checkpoint; `sync = "full"` fsyncs the WAL at every commit and loses nothing answered.
+//!
+//! **Hosts.** Each host holds an exclusive `flock` on `hosts/<id>.lock` for its life. A host that
+//! starts takes the lock of every other host recorded as live: a lock it gets belongs to a host that
+//! is gone, whatever its pid is now. That host's running tasks become `lost` (exit unknown, their
+//! kept output readable), those with a kill under way `killed`.
+//!
+//! **Refused, not trusted:** a database of another user, a schema newer than this build knows, or a
+//! file that is not a database is an error naming the file; nothing is overwritten.
+
+mod error;
+mod hosts;
+mod journal;
+mod records;
+mod schema;
+mod store;
+mod writer;
+
+pub use error::StoreError;
+pub use records::{TaskRecord, kept_output};
+pub use store::{Recovered, Store, Sync};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,57 @@
+//! The database's schema and its versions. `PRAGMA user_version` holds the version; each version
+//! after the first is a migration from the one before, applied in order in one transaction.
+
+use rusqlite::Connection;
+
+/// The newest schema this build knows.
+pub(crate) const VERSION: i64 = 1;
+
+/// Version 1: hosts, per-kind id counters, tasks.
+const V1: &str = "
+CREATE TABLE hosts (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    pid INTEGER NOT NULL,
+    started_at_ms INTEGER NOT NULL,
+    ended_at_ms INTEGER
+);
+CREATE TABLE counters (
+    kind TEXT PRIMARY KEY,
+    next INTEGER NOT NULL
+);
+CREATE TABLE tasks (
+    id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    number INTEGER NOT NULL,
+    host INTEGER NOT NULL REFERENCES hosts(id),
+    owner TEXT,
+    label TEXT NOT NULL,
+    status TEXT NOT NULL,
+    detail TEXT,
+    started_at_ms INTEGER NOT NULL,
+    finished_at_ms INTEGER,
+    stdout_path TEXT,
+    stderr_path TEXT
+);
+CREATE INDEX tasks_by_host ON tasks(host, status);
+";
+
+/// The migrations, `MIGRATIONS[n]` taking version `n` to `n + 1`.
+const MIGRATIONS: &[&str] = &[V1];
+
+/// Brings the database to [`VERSION`]; returns the version it found.
+///
+/// # Errors
+/// SQLite's; a version newer than [`VERSION`] is the caller's to refuse (it is returned unchanged).
+pub(crate) fn migrate(conn: &mut Connection) -> rusqlite::Result<i64> {
+    let found: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if found >= VERSION {
+        return Ok(found);
+    }
+    let tx = conn.transaction()?;
+    for (from, sql) in MIGRATIONS.iter().enumerate().skip(found.max(0) as usize) {
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", from as i64 + 1)?;
+    }
+    tx.commit()?;
+    Ok(found)
+}

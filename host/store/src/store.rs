@@ -1,0 +1,265 @@
+//! Opening a state directory: the directory checked, the database checked and brought to this
+//! build's schema, this host registered, what gone hosts left recovered, and the writer started.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc::{Sender, channel, sync_channel};
+use std::thread::JoinHandle;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use nix::fcntl::Flock;
+use parking_lot::Mutex;
+use rusqlite::Connection;
+
+use taskhost_process::private_dir::{HeldDir, euid};
+use taskhost_registry::Journal;
+
+use crate::error::StoreError;
+pub use crate::hosts::Recovered;
+use crate::journal::StoreJournal;
+use crate::records::{self, TaskRecord};
+use crate::writer::{self, Op};
+use crate::{hosts, schema};
+
+/// How hard a commit holds (`[state] sync`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Sync {
+    /// `synchronous=NORMAL`: a commit survives a crash of the host; a power loss may lose the last
+    /// ones before a checkpoint.
+    #[default]
+    Normal,
+    /// `synchronous=FULL`: the WAL is synced at every commit; nothing answered is lost.
+    Full,
+}
+
+/// An open state directory.
+pub struct Store {
+    dir: Arc<HeldDir>,
+    output: Arc<HeldDir>,
+    db: PathBuf,
+    host: Option<i64>,
+    ops: Mutex<Option<Sender<Op>>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    recovered: Recovered,
+    _lock: Option<Flock<File>>,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl Store {
+    /// Opens (or makes) the state directory `dir` for a host: checked private, its database
+    /// checked and migrated, this host registered and locked, the tasks of hosts that are gone
+    /// recovered, and the writer started.
+    ///
+    /// # Errors
+    /// [`StoreError`] naming the directory or the file; nothing is overwritten.
+    pub fn open(dir: &Path, sync: Sync) -> Result<Self, StoreError> {
+        Self::open_as(dir, sync, true)
+    }
+
+    /// Opens the state directory `dir` to read it (`taskhost tasks`): checked and recovered as a host
+    /// would, without registering a host.
+    ///
+    /// # Errors
+    /// As [`Store::open`].
+    pub fn open_to_read(dir: &Path) -> Result<Self, StoreError> {
+        Self::open_as(dir, Sync::Normal, false)
+    }
+
+    fn open_as(dir: &Path, sync: Sync, as_host: bool) -> Result<Self, StoreError> {
+        let refused = |e: taskhost_process::private_dir::PrivateDirError| StoreError::Dir {
+            path: dir.to_owned(),
+            why: e.to_string(),
+        };
+        let held = Arc::new(HeldDir::ensure(dir).map_err(refused)?);
+        // Made if missing, checked private either way.
+        let output = Arc::new(HeldDir::ensure(&held.path().join("output")).map_err(refused)?);
+        let host_dir = HeldDir::ensure(&held.path().join("hosts")).map_err(refused)?;
+        let db = held.path().join("tasks.db");
+        let mut conn = open_db(&db, sync)?;
+        let (host, lock) = if as_host {
+            let (id, lock) =
+                hosts::register(&conn, &host_dir, now_ms()).map_err(StoreError::Sqlite)?;
+            (Some(id), Some(lock))
+        } else {
+            (None, None)
+        };
+        let recovered = hosts::recover(&mut conn, &host_dir, host, now_ms())?;
+        let (ops, queue) = channel();
+        let (to_notifier, notices) = channel();
+        let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
+            std::thread::Builder::new()
+                .name(name.to_owned())
+                .spawn(f)
+                .map_err(|e| StoreError::Sqlite(format!("cannot start the {name} thread: {e}")))
+        };
+        let threads = vec![
+            spawn(
+                "taskhost-store",
+                Box::new(move || writer::run(conn, queue, to_notifier)),
+            )?,
+            spawn(
+                "taskhost-store-notify",
+                Box::new(move || writer::notify(notices)),
+            )?,
+        ];
+        Ok(Self {
+            dir: held,
+            output,
+            db,
+            host,
+            ops: Mutex::new(Some(ops)),
+            threads: Mutex::new(threads),
+            recovered,
+            _lock: lock,
+        })
+    }
+
+    /// The registry's journal, writing as this host.
+    ///
+    /// # Errors
+    /// [`StoreError::Closed`] for a store opened only to read, or closed.
+    pub fn journal(&self) -> Result<Arc<dyn Journal>, StoreError> {
+        let (Some(host), Some(ops)) = (self.host, self.ops.lock().clone()) else {
+            return Err(StoreError::Closed);
+        };
+        Ok(Arc::new(StoreJournal { host, ops }))
+    }
+
+    /// Where kept output files go.
+    pub fn output_dir(&self) -> Arc<HeldDir> {
+        self.output.clone()
+    }
+
+    /// The state directory.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// What this open recovered from hosts that are gone.
+    pub fn recovered(&self) -> &Recovered {
+        &self.recovered
+    }
+
+    /// Records task `id`'s kept output files (stdout, stderr).
+    pub fn set_output(&self, id: &str, files: [Option<PathBuf>; 2]) {
+        let [stdout, stderr] = files.map(|f| f.map(|p| p.display().to_string()));
+        if let Some(ops) = self.ops.lock().as_ref() {
+            let _ = ops.send(Op::Output {
+                id: id.to_owned(),
+                stdout,
+                stderr,
+            });
+        }
+    }
+
+    /// Every task's record, oldest first.
+    ///
+    /// # Errors
+    /// The database could not be read.
+    pub fn tasks(&self) -> Result<Vec<TaskRecord>, StoreError> {
+        Ok(records::all(&self.reader()?)?)
+    }
+
+    /// Task `id`'s record, if there is one.
+    ///
+    /// # Errors
+    /// The database could not be read.
+    pub fn task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        Ok(records::one(&self.reader()?, id)?)
+    }
+
+    fn reader(&self) -> Result<Connection, StoreError> {
+        let conn = Connection::open(&self.db)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        Ok(conn)
+    }
+
+    /// Ends this host's use of the store: its row marked ended, every queued write committed, and
+    /// every settled task's notice sent. Idempotent.
+    pub fn close(&self) {
+        if let (Some(host), Some(ops)) = (self.host, self.ops.lock().take()) {
+            let (reply, done) = sync_channel(1);
+            let at_ms = now_ms();
+            if ops.send(Op::EndHost { host, at_ms, reply }).is_ok() {
+                let _ = done.recv();
+            }
+        }
+        self.ops.lock().take();
+        for t in self.threads.lock().drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("dir", &self.dir.path())
+            .field("host", &self.host)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// Opens the database at `path`: a regular file of this user's if it exists (made 0600 if not),
+/// WAL, the chosen `synchronous`, this build's schema.
+fn open_db(path: &Path, sync: Sync) -> Result<Connection, StoreError> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let corrupt = |e: rusqlite::Error| StoreError::Corrupt {
+        path: path.to_owned(),
+        why: e.to_string(),
+    };
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if !meta.file_type().is_file() => {
+            return Err(StoreError::Corrupt {
+                path: path.to_owned(),
+                why: "it is not a regular file".into(),
+            });
+        }
+        Ok(meta) if meta.uid() != euid() => {
+            return Err(StoreError::Foreign {
+                path: path.to_owned(),
+                owner: meta.uid(),
+                me: euid(),
+            });
+        }
+        _ => {}
+    }
+    let mut conn = Connection::open(path).map_err(corrupt)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(corrupt)?;
+    // Read first, changing nothing: a file that is not a database, or a newer one, is left as it is.
+    let found: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(corrupt)?;
+    if found > schema::VERSION {
+        return Err(StoreError::NewerSchema {
+            path: path.to_owned(),
+            found,
+            known: schema::VERSION,
+        });
+    }
+    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+    conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
+        .map_err(corrupt)?;
+    let level = match sync {
+        Sync::Normal => "NORMAL",
+        Sync::Full => "FULL",
+    };
+    conn.pragma_update(None, "synchronous", level)
+        .map_err(corrupt)?;
+    schema::migrate(&mut conn).map_err(corrupt)?;
+    Ok(conn)
+}

@@ -1,0 +1,198 @@
+//! The one thread that writes the database: every write queued while it committed the previous
+//! batch goes into the next transaction (group commit); then each caller is answered, and each
+//! settlement's `then` is handed, in order, to the notifier thread.
+
+use std::sync::mpsc::{Receiver, Sender, SyncSender, TryRecvError};
+
+use rusqlite::{Connection, TransactionBehavior, params};
+
+/// The most writes one transaction takes.
+const BATCH: usize = 512;
+
+/// What runs once a settlement is durable.
+pub(crate) type Then = Box<dyn FnOnce() + Send>;
+
+/// A write.
+pub(crate) enum Op {
+    /// A task about to start: its number, durably.
+    Begin {
+        host: i64,
+        kind: String,
+        label: String,
+        owner: Option<String>,
+        started_at_ms: u64,
+        reply: SyncSender<Result<u64, String>>,
+    },
+    /// A start that failed: its record goes.
+    Abandon { id: String },
+    /// A kill was delivered.
+    Stopping { id: String },
+    /// A task settled.
+    Settled {
+        id: String,
+        status: String,
+        detail: Option<String>,
+        finished_at_ms: u64,
+        then: Then,
+    },
+    /// A task's kept output files.
+    Output {
+        id: String,
+        stdout: Option<String>,
+        stderr: Option<String>,
+    },
+    /// This host ends: its row says so.
+    EndHost {
+        host: i64,
+        at_ms: u64,
+        reply: SyncSender<()>,
+    },
+}
+
+/// Runs the writer on `conn` until its host ends ([`Op::EndHost`]) or every sender is gone. Writes
+/// queued behind the end are refused (their senders see the store closed).
+pub(crate) fn run(mut conn: Connection, ops: Receiver<Op>, notifier: Sender<Then>) {
+    while let Ok(first) = ops.recv() {
+        let mut batch = vec![first];
+        while batch.len() < BATCH && !matches!(batch.last(), Some(Op::EndHost { .. })) {
+            match ops.try_recv() {
+                Ok(op) => batch.push(op),
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+            }
+        }
+        let ends = matches!(batch.last(), Some(Op::EndHost { .. }));
+        let numbers = commit(&mut conn, &batch);
+        answer(batch, numbers, &notifier);
+        if ends {
+            return;
+        }
+    }
+}
+
+/// Applies `batch` in one transaction; the numbers of its starts in order, or why it failed.
+fn commit(conn: &mut Connection, batch: &[Op]) -> Result<Vec<u64>, String> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(|e| e.to_string())?;
+    let mut numbers = Vec::new();
+    for op in batch {
+        if let Some(n) = apply(&tx, op).map_err(|e| e.to_string())? {
+            numbers.push(n);
+        }
+    }
+    tx.commit().map_err(|e| e.to_string())?;
+    Ok(numbers)
+}
+
+/// Applies one write; a start's number.
+fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<Option<u64>> {
+    match op {
+        Op::Begin {
+            host,
+            kind,
+            label,
+            owner,
+            started_at_ms,
+            ..
+        } => {
+            let n: i64 = tx.query_row(
+                "INSERT INTO counters(kind, next) VALUES (?1, 1)
+                 ON CONFLICT(kind) DO UPDATE SET next = next + 1 RETURNING next",
+                params![kind],
+                |r| r.get(0),
+            )?;
+            tx.execute(
+                "INSERT INTO tasks(id, kind, number, host, owner, label, status, started_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', ?7)",
+                params![
+                    format!("{kind}-{n}"),
+                    kind,
+                    n,
+                    host,
+                    owner,
+                    label,
+                    *started_at_ms as i64
+                ],
+            )?;
+            Ok(Some(n as u64))
+        }
+        Op::Abandon { id } => {
+            tx.execute("DELETE FROM tasks WHERE id = ?1", params![id])?;
+            Ok(None)
+        }
+        Op::Stopping { id } => {
+            tx.execute(
+                "UPDATE tasks SET status = 'stopping' WHERE id = ?1 AND status = 'running'",
+                params![id],
+            )?;
+            Ok(None)
+        }
+        Op::Settled {
+            id,
+            status,
+            detail,
+            finished_at_ms,
+            ..
+        } => {
+            tx.execute(
+                "UPDATE tasks SET status = ?2, detail = ?3, finished_at_ms = ?4 WHERE id = ?1",
+                params![id, status, detail, *finished_at_ms as i64],
+            )?;
+            Ok(None)
+        }
+        Op::Output { id, stdout, stderr } => {
+            tx.execute(
+                "UPDATE tasks SET stdout_path = ?2, stderr_path = ?3 WHERE id = ?1",
+                params![id, stdout, stderr],
+            )?;
+            Ok(None)
+        }
+        Op::EndHost { host, at_ms, .. } => {
+            tx.execute(
+                "UPDATE hosts SET ended_at_ms = ?2 WHERE id = ?1",
+                params![host, *at_ms as i64],
+            )?;
+            Ok(None)
+        }
+    }
+}
+
+/// Answers every caller of a committed (or failed) batch, in order.
+fn answer(batch: Vec<Op>, numbers: Result<Vec<u64>, String>, notifier: &Sender<Then>) {
+    if let Err(e) = &numbers {
+        tracing::error!(error = %e, "a write of the task database failed");
+    }
+    let mut numbers = numbers.as_ref().map(|n| n.iter());
+    for op in batch {
+        match op {
+            Op::Begin { reply, .. } => {
+                let n = match &mut numbers {
+                    Ok(it) => it.next().copied().ok_or_else(|| "no number".to_owned()),
+                    Err(e) => Err(e.clone()),
+                };
+                let _ = reply.send(n);
+            }
+            // A settlement is told even when its write failed: the record is then wrong, which the
+            // log says, but its owner is not left waiting for a notice.
+            Op::Settled { then, .. } => {
+                let _ = notifier.send(then);
+            }
+            Op::EndHost { reply, .. } => {
+                let _ = reply.send(());
+            }
+            Op::Abandon { .. } | Op::Stopping { .. } | Op::Output { .. } => {}
+        }
+    }
+}
+
+/// Runs settled tasks' `then`s in the order their writes committed.
+pub(crate) fn notify(thens: Receiver<Then>) {
+    while let Ok(then) = thens.recv() {
+        then();
+    }
+}
+
+/// The id a row with `number` of `kind` has.
+pub(crate) fn task_id(kind: &str, number: u64) -> String {
+    format!("{kind}-{number}")
+}

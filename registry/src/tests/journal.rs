@@ -1,0 +1,93 @@
+//! A registry with a journal: numbers come from the journal, a failed start is abandoned, and
+//! listeners hear of a settlement only once the journal wrote it.
+
+use std::sync::{Arc, Mutex};
+
+use super::*;
+use crate::{Journal, JournalStart, TaskSnapshot};
+
+/// A journal the test holds: it numbers from 41, keeps every call, and keeps each settlement's
+/// `then` until the test releases it.
+#[derive(Default)]
+struct HeldJournal {
+    calls: Mutex<Vec<String>>,
+    held: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
+    next: Mutex<u64>,
+}
+
+impl HeldJournal {
+    fn release(&self) {
+        let held: Vec<_> = std::mem::take(&mut *self.held.lock().unwrap());
+        for then in held {
+            then();
+        }
+    }
+    fn calls(&self) -> Vec<String> {
+        self.calls.lock().unwrap().clone()
+    }
+}
+
+impl Journal for HeldJournal {
+    fn begin(&self, start: &JournalStart<'_>) -> Result<u64, String> {
+        let mut next = self.next.lock().unwrap();
+        *next = (*next).max(40) + 1;
+        self.calls
+            .lock()
+            .unwrap()
+            .push(format!("begin {} {}", start.kind, *next));
+        Ok(*next)
+    }
+    fn abandon(&self, kind: &str, number: u64) {
+        self.calls
+            .lock()
+            .unwrap()
+            .push(format!("abandon {kind}-{number}"));
+    }
+    fn stopping(&self, id: &str) {
+        self.calls.lock().unwrap().push(format!("stopping {id}"));
+    }
+    fn settled(&self, snapshot: &TaskSnapshot, then: Box<dyn FnOnce() + Send>) {
+        self.calls
+            .lock()
+            .unwrap()
+            .push(format!("settled {} {}", snapshot.id, snapshot.status));
+        self.held.lock().unwrap().push(then);
+    }
+}
+
+#[tokio::test]
+async fn a_journal_numbers_tasks_abandons_failed_starts_and_gates_the_notices() {
+    let journal = Arc::new(HeldJournal::default());
+    let reg = Registry::with_journal(
+        RegistryConfig::new(),
+        tokio::runtime::Handle::current(),
+        journal.clone(),
+    );
+    let _surface = reg.attach_surface("test", SurfaceScope::Global);
+    let (log, _changed, _done) = watch_events(&reg);
+    let p = Probe::new();
+    let id = reg.start(p.final_task("bash", "true")).expect("started");
+    assert_eq!(id.as_str(), "bash-41");
+    let failing = TaskStart::new("bash", "fails", || Err(ProducerError("no".into())));
+    assert!(reg.start(failing).is_err());
+    p.settle(TaskOutcome::completed());
+    settle_pass().await;
+    assert!(
+        !log.take().iter().any(|e| e.starts_with("done:")),
+        "a listener heard of a settlement the journal had not written"
+    );
+    journal.release();
+    assert!(
+        log.take()
+            .contains(&"done:bash-41:completed:false".to_owned())
+    );
+    assert_eq!(
+        journal.calls(),
+        [
+            "begin bash 41",
+            "begin bash 42",
+            "abandon bash-42",
+            "settled bash-41 completed"
+        ]
+    );
+}
