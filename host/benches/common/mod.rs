@@ -18,12 +18,24 @@ pub fn host(
     dir: &std::path::Path,
     keeper: bool,
 ) -> taskhost::Taskhost {
+    host_with_state(rt, config, dir, keeper, None)
+}
+
+/// As [`host`], with the durable state `state`.
+pub fn host_with_state(
+    rt: &tokio::runtime::Runtime,
+    config: taskhost_registry::RegistryConfig,
+    dir: &std::path::Path,
+    keeper: bool,
+    state: Option<std::sync::Arc<taskhost_store::Store>>,
+) -> taskhost::Taskhost {
     let options = taskhost::LoadOptions {
         allow_untrusted: true,
         ..taskhost::LoadOptions::new(dir.join("gen"))
     };
     let services = taskhost::ServiceOptions {
         keeper: keeper.then(|| profile_dir().join("taskhost")),
+        state,
         ..taskhost::ServiceOptions::default()
     };
     taskhost::Taskhost::new(config, rt.handle().clone(), options, services)
@@ -46,11 +58,21 @@ pub fn bash_host(
     dir: &std::path::Path,
     max_tasks: u64,
 ) -> taskhost::Taskhost {
+    bash_host_with_state(rt, dir, max_tasks, None)
+}
+
+/// As [`bash_host`], with the durable state `state`.
+pub fn bash_host_with_state(
+    rt: &tokio::runtime::Runtime,
+    dir: &std::path::Path,
+    max_tasks: u64,
+    state: Option<std::sync::Arc<taskhost_store::Store>>,
+) -> taskhost::Taskhost {
     let profile = profile_dir();
     let config = taskhost_registry::RegistryConfig::new()
         .with_max_tasks_per_owner(max_tasks)
         .expect("config");
-    let host = host(rt, config, dir, true);
+    let host = host_with_state(rt, config, dir, true, state);
     for p in ["bash", "tasks"] {
         host.plugins()
             .load(
