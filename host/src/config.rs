@@ -50,6 +50,8 @@ pub struct Config {
 /// [state]
 /// dir = "/var/lib/me/taskhost"   # task records and kept output (also `serve --state DIR`)
 /// sync = "normal"                # or "full": fsync the database at every commit
+/// keep_days = 30                 # settled tasks' output older than this expires
+/// keep_bytes = 1073741824        # kept output beyond this expires, oldest first
 /// ```
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -59,6 +61,21 @@ pub struct StateSection {
     /// How hard a commit holds.
     #[serde(default)]
     pub sync: taskhost_store::Sync,
+    /// Days a settled task's output is kept (default 30).
+    pub keep_days: Option<u64>,
+    /// Bytes of kept output, at most (default 1 GiB).
+    pub keep_bytes: Option<u64>,
+}
+
+impl StateSection {
+    /// The retention these settings ask for, defaults filled in.
+    pub fn retention(&self) -> taskhost_store::Retention {
+        let default = taskhost_store::Retention::default();
+        taskhost_store::Retention {
+            keep_days: self.keep_days.unwrap_or(default.keep_days),
+            keep_bytes: self.keep_bytes.unwrap_or(default.keep_bytes),
+        }
+    }
 }
 
 /// `[host]`: where plugins come from besides `[[plugin]]`.

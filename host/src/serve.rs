@@ -185,6 +185,13 @@ fn open_state(
     };
     let store =
         taskhost_store::Store::open(dir, config.state.sync).map_err(|e| fail(2)(e.to_string()))?;
+    let expired = store.retain(config.state.retention());
+    if !expired.is_empty() {
+        tracing::info!(
+            expired = expired.len(),
+            "settled tasks' output expired (retention)"
+        );
+    }
     let recovered = store.recovered();
     if !recovered.lost.is_empty() || !recovered.killed.is_empty() {
         tracing::info!(
@@ -194,6 +201,31 @@ fn open_state(
         );
     }
     Ok(Some(Arc::new(store)))
+}
+
+/// Applies the retention every hour for as long as the host runs (once at start is `open_state`'s).
+fn retain_hourly(
+    runtime: &tokio::runtime::Runtime,
+    state: Arc<taskhost_store::Store>,
+    keep: taskhost_store::Retention,
+) {
+    runtime.spawn(async move {
+        let mut hourly = tokio::time::interval(std::time::Duration::from_secs(3600));
+        hourly.tick().await;
+        loop {
+            hourly.tick().await;
+            let state = state.clone();
+            let expired = tokio::task::spawn_blocking(move || state.retain(keep)).await;
+            if let Ok(expired) = expired
+                && !expired.is_empty()
+            {
+                tracing::info!(
+                    expired = expired.len(),
+                    "settled tasks' output expired (retention)"
+                );
+            }
+        }
+    });
 }
 
 /// Creates the host and loads its plugins: the config's, then `--plugin`s, then the plugin
@@ -227,6 +259,9 @@ fn start_host(
         options,
         services,
     ));
+    if let Some(state) = host.services().state.clone() {
+        retain_hourly(runtime, state, config.state.retention());
+    }
     let mut entries: Vec<(PathBuf, Option<String>)> = config
         .plugins
         .iter()

@@ -49,6 +49,15 @@ pub fn run(args: &TasksArgs) -> Result<String, (u8, String)> {
             .task(id)
             .map_err(|e| (1, e.to_string()))?
             .ok_or_else(|| (2, format!("unknown task {id} in {}", dir.display())))?;
+        if let Some(at) = record.expired_at_ms {
+            return Err((
+                2,
+                format!(
+                    "task {id} expired on {}: its output was removed ([state] keep_days, keep_bytes)",
+                    clock(at)
+                ),
+            ));
+        }
         return kept_output(&record).map_err(|e| (1, format!("cannot read {id}'s output: {e}")));
     }
     let now = std::time::SystemTime::now()
@@ -94,7 +103,10 @@ fn table(records: &[TaskRecord], dir: &Path) -> String {
             r.id.clone(),
             r.kind.clone(),
             r.owner.clone().unwrap_or_else(|| "-".into()),
-            r.status.clone(),
+            match r.expired_at_ms {
+                Some(_) => format!("{} (expired)", r.status),
+                None => r.status.clone(),
+            },
             r.detail.clone().unwrap_or_else(|| "-".into()),
             clock(r.started_at_ms),
             r.finished_at_ms.map_or_else(|| "-".into(), clock),

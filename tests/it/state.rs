@@ -144,3 +144,38 @@ fn a_corrupt_foreign_or_newer_database_is_refused_and_left_as_it_was() {
     let err = check("another user's");
     assert!(err.contains("owned by uid"), "{err}");
 }
+
+/// Proves: with `[state] keep_days = 0` a host that starts expires the settled tasks' output of the
+/// hosts before it: the files are gone, the record stays (its id is not given again) and reading its
+/// output says it expired.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_output_is_removed_and_reading_it_says_so() {
+    let dir = scratch("state-retention");
+    let state = dir.join("state");
+    let state_arg = state.to_str().unwrap();
+    let mut host = SocketHost::start(&dir, &["--no-watch", "--state", state_arg]);
+    let client = mcp::socket_client(&host.socket, Watcher::default()).await;
+    let done = mcp::start(&client, "echo kept for now").await;
+    read_waiting(&client, &done, 20_000).await;
+    drop(client);
+    host.stop();
+    let file = records(&state)[&done]["stdout_path"]
+        .as_str()
+        .map(std::path::PathBuf::from)
+        .expect("an output file");
+    assert!(file.exists());
+
+    let config = dir.join("keep-nothing.toml");
+    std::fs::write(&config, "[state]\nkeep_days = 0\n").unwrap();
+    let config_arg = config.to_str().unwrap();
+    let mut next = SocketHost::start(
+        &dir,
+        &["--no-watch", "--state", state_arg, "--config", config_arg],
+    );
+    next.stop();
+    assert!(!file.exists(), "the expired output file is still there");
+    assert!(records(&state)[&done]["expired_at_ms"].is_u64());
+    let (code, _, err) = tasks(&state, &["--output", &done]);
+    assert_eq!(code, 2);
+    assert!(err.contains(&format!("task {done} expired on")), "{err}");
+}

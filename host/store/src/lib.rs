@@ -26,12 +26,14 @@ mod error;
 mod hosts;
 mod journal;
 mod records;
+mod retention;
 mod schema;
 mod store;
 mod writer;
 
 pub use error::StoreError;
 pub use records::{TaskRecord, kept_output};
+pub use retention::Retention;
 pub use store::{Recovered, Store, Sync};
 
 #[cfg(test)]

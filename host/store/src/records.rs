@@ -27,10 +27,12 @@ pub struct TaskRecord {
     pub stdout_path: Option<String>,
     /// Its kept stderr, if any.
     pub stderr_path: Option<String>,
+    /// When retention removed its output, ms since the Unix epoch.
+    pub expired_at_ms: Option<u64>,
 }
 
 const COLUMNS: &str = "id, kind, owner, label, status, detail, started_at_ms, finished_at_ms, host, \
-                       stdout_path, stderr_path";
+                       stdout_path, stderr_path, expired_at_ms";
 
 fn record(r: &Row<'_>) -> rusqlite::Result<TaskRecord> {
     Ok(TaskRecord {
@@ -45,6 +47,7 @@ fn record(r: &Row<'_>) -> rusqlite::Result<TaskRecord> {
         host: r.get(8)?,
         stdout_path: r.get(9)?,
         stderr_path: r.get(10)?,
+        expired_at_ms: r.get::<_, Option<i64>>(11)?.map(|t| t as u64),
     })
 }
 

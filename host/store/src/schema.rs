@@ -4,7 +4,7 @@
 use rusqlite::Connection;
 
 /// The newest schema this build knows.
-pub(crate) const VERSION: i64 = 1;
+pub(crate) const VERSION: i64 = 2;
 
 /// Version 1: hosts, per-kind id counters, tasks.
 const V1: &str = "
@@ -35,8 +35,12 @@ CREATE TABLE tasks (
 CREATE INDEX tasks_by_host ON tasks(host, status);
 ";
 
+/// Version 2: retention; an expired task keeps its row (its id is never given again) without its
+/// output.
+const V2: &str = "ALTER TABLE tasks ADD COLUMN expired_at_ms INTEGER;";
+
 /// The migrations, `MIGRATIONS[n]` taking version `n` to `n + 1`.
-const MIGRATIONS: &[&str] = &[V1];
+const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// Brings the database to [`VERSION`]; returns the version it found.
 ///

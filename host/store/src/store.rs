@@ -19,6 +19,7 @@ use crate::error::StoreError;
 pub use crate::hosts::Recovered;
 use crate::journal::StoreJournal;
 use crate::records::{self, TaskRecord};
+use crate::retention::Retention;
 use crate::writer::{self, Op};
 use crate::{hosts, schema};
 
@@ -157,6 +158,25 @@ impl Store {
                 stderr,
             });
         }
+    }
+
+    /// Expires what is past `keep` now (settled tasks' output, oldest first); returns the ids
+    /// expired. Waits for the write.
+    pub fn retain(&self, keep: Retention) -> Vec<String> {
+        let Some(ops) = self.ops.lock().clone() else {
+            return Vec::new();
+        };
+        let (reply, answer) = sync_channel(1);
+        let op = Op::Retain {
+            now_ms: now_ms(),
+            keep_ms: keep.keep_days.saturating_mul(24 * 3600 * 1000),
+            keep_bytes: keep.keep_bytes,
+            reply,
+        };
+        if ops.send(op).is_err() {
+            return Vec::new();
+        }
+        answer.recv().unwrap_or_default()
     }
 
     /// Every task's record, oldest first.

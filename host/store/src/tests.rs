@@ -90,3 +90,57 @@ fn a_settlement_is_told_once_its_record_is_written() {
         ("completed".to_owned(), Some("exit code: 0".to_owned()))
     );
 }
+
+#[test]
+fn retention_expires_the_oldest_settled_output_first_and_keeps_ids_and_running_tasks() {
+    use crate::Retention;
+    let dir = Dir::new("retention");
+    let store = Store::open(&dir.0, Sync::Normal).expect("open");
+    let journal = store.journal().expect("journal");
+    let output = store.output_dir();
+    for n in 1..=4u64 {
+        assert_eq!(journal.begin(&start("bash", "x")), Ok(n));
+        let path = output.path().join(format!("out-{n}"));
+        std::fs::write(&path, vec![b'x'; 100]).expect("written");
+        store.set_output(&format!("bash-{n}"), [Some(path), None]);
+        if n < 4 {
+            let (told, heard) = channel();
+            let snapshot = TaskSnapshot {
+                id: TaskId::new(format!("bash-{n}")),
+                kind: "bash".into(),
+                label: "x".into(),
+                output_limit_bytes: None,
+                owner_session: None,
+                status: TaskStatus::Completed,
+                detail: None,
+                started_at_ms: 1,
+                finished_at_ms: Some(10 * n),
+                reported: false,
+            };
+            journal.settled(
+                &snapshot,
+                Box::new(move || {
+                    let _ = told.send(());
+                }),
+            );
+            heard.recv().expect("settled");
+        }
+    }
+    // Room for two settled outputs: the oldest of the three goes; the running one is never counted.
+    let expired = store.retain(Retention {
+        keep_days: 1_000_000,
+        keep_bytes: 200,
+    });
+    assert_eq!(expired, ["bash-1"]);
+    assert!(!output.path().join("out-1").exists());
+    assert!(output.path().join("out-4").exists());
+    let record = store.task("bash-1").expect("read").expect("its row stays");
+    assert!(record.expired_at_ms.is_some() && record.stdout_path.is_none());
+    // Nothing is kept past its days: every settled one goes, the running one stays.
+    let expired = store.retain(Retention {
+        keep_days: 0,
+        keep_bytes: 1 << 30,
+    });
+    assert_eq!(expired, ["bash-3", "bash-2"]);
+    assert_eq!(journal.begin(&start("bash", "y")), Ok(5));
+}

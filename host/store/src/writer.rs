@@ -41,6 +41,14 @@ pub(crate) enum Op {
         stdout: Option<String>,
         stderr: Option<String>,
     },
+    /// Retention: settled tasks past `keep_ms` or beyond `keep_bytes` of kept output, oldest
+    /// first, lose their output files and are marked expired.
+    Retain {
+        now_ms: u64,
+        keep_ms: u64,
+        keep_bytes: u64,
+        reply: SyncSender<Vec<String>>,
+    },
     /// This host ends: its row says so.
     EndHost {
         host: i64,
@@ -69,19 +77,36 @@ pub(crate) fn run(mut conn: Connection, ops: Receiver<Op>, notifier: Sender<Then
     }
 }
 
-/// Applies `batch` in one transaction; the numbers of its starts in order, or why it failed.
-fn commit(conn: &mut Connection, batch: &[Op]) -> Result<Vec<u64>, String> {
+/// What a committed batch answers: the numbers of its starts in order, the ids retention expired.
+#[derive(Default)]
+struct Answers {
+    numbers: Vec<u64>,
+    expired: Vec<String>,
+}
+
+/// Applies `batch` in one transaction.
+fn commit(conn: &mut Connection, batch: &[Op]) -> Result<Answers, String> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(|e| e.to_string())?;
-    let mut numbers = Vec::new();
+    let mut answers = Answers::default();
     for op in batch {
-        if let Some(n) = apply(&tx, op).map_err(|e| e.to_string())? {
-            numbers.push(n);
+        if let Op::Retain {
+            now_ms,
+            keep_ms,
+            keep_bytes,
+            ..
+        } = op
+        {
+            let expired = crate::retention::expire(&tx, *now_ms, *keep_ms, *keep_bytes)
+                .map_err(|e| e.to_string())?;
+            answers.expired.extend(expired);
+        } else if let Some(n) = apply(&tx, op).map_err(|e| e.to_string())? {
+            answers.numbers.push(n);
         }
     }
     tx.commit().map_err(|e| e.to_string())?;
-    Ok(numbers)
+    Ok(answers)
 }
 
 /// Applies one write; a start's number.
@@ -147,6 +172,7 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<Option<u64
             )?;
             Ok(None)
         }
+        Op::Retain { .. } => Ok(None),
         Op::EndHost { host, at_ms, .. } => {
             tx.execute(
                 "UPDATE hosts SET ended_at_ms = ?2 WHERE id = ?1",
@@ -158,11 +184,15 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<Option<u64
 }
 
 /// Answers every caller of a committed (or failed) batch, in order.
-fn answer(batch: Vec<Op>, numbers: Result<Vec<u64>, String>, notifier: &Sender<Then>) {
-    if let Err(e) = &numbers {
+fn answer(batch: Vec<Op>, answers: Result<Answers, String>, notifier: &Sender<Then>) {
+    if let Err(e) = &answers {
         tracing::error!(error = %e, "a write of the task database failed");
     }
-    let mut numbers = numbers.as_ref().map(|n| n.iter());
+    let expired = answers
+        .as_ref()
+        .map(|a| a.expired.clone())
+        .unwrap_or_default();
+    let mut numbers = answers.as_ref().map(|a| a.numbers.iter());
     for op in batch {
         match op {
             Op::Begin { reply, .. } => {
@@ -179,6 +209,9 @@ fn answer(batch: Vec<Op>, numbers: Result<Vec<u64>, String>, notifier: &Sender<T
             }
             Op::EndHost { reply, .. } => {
                 let _ = reply.send(());
+            }
+            Op::Retain { reply, .. } => {
+                let _ = reply.send(expired.clone());
             }
             Op::Abandon { .. } | Op::Stopping { .. } | Op::Output { .. } => {}
         }
