@@ -16,23 +16,27 @@ pub(crate) const LOST: &str = "the host stopped while it ran; its exit is unknow
 /// The detail of a task whose kill was under way when its host stopped.
 pub(crate) const KILLED: &str = "killed; the host stopped before its end was seen";
 
-/// Registers a host: its row, and its lock held (returned; dropping it releases the lock).
+/// Registers a host: its row, and its lock held (returned; dropping it releases the lock). The row
+/// is committed only once the lock is held, so no other host ever sees this one without its lock
+/// (and takes it for gone).
 pub(crate) fn register(
-    conn: &Connection,
+    conn: &mut Connection,
     dir: &HeldDir,
     now_ms: u64,
 ) -> Result<(i64, Flock<File>), String> {
-    conn.execute(
+    let tx = conn.transaction().map_err(|e| e.to_string())?;
+    tx.execute(
         "INSERT INTO hosts(pid, started_at_ms) VALUES (?1, ?2)",
         params![std::process::id(), now_ms as i64],
     )
     .map_err(|e| e.to_string())?;
-    let id = conn.last_insert_rowid();
+    let id = tx.last_insert_rowid();
     let file = dir
         .create_new(&format!("{id}.lock"), 0o600)
         .map_err(|e| format!("cannot make the host's lock: {e}"))?;
     let lock = Flock::lock(file, FlockArg::LockExclusiveNonblock)
         .map_err(|(_, e)| format!("cannot lock the host's lock: {e}"))?;
+    tx.commit().map_err(|e| e.to_string())?;
     Ok((id, lock))
 }
 

@@ -86,7 +86,7 @@ impl Store {
         let mut conn = open_db(&db, sync)?;
         let (host, lock) = if as_host {
             let (id, lock) =
-                hosts::register(&conn, &host_dir, now_ms()).map_err(StoreError::Sqlite)?;
+                hosts::register(&mut conn, &host_dir, now_ms()).map_err(StoreError::Sqlite)?;
             (Some(id), Some(lock))
         } else {
             (None, None)
