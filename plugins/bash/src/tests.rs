@@ -60,9 +60,12 @@ fn a_foreground_command_past_its_timeout_continues_as_a_background_task() {
             json!({"command": "echo begun; sleep 30", "timeout_ms": 300}),
         )
         .expect("promoted");
-    assert_eq!(
-        answer,
-        "begun\n[still running after 300 ms: continues as background task bash-1; read it with task_output]"
+    // What it printed before the timeout precedes the marker (on a busy machine, maybe nothing yet).
+    assert!(
+        answer.ends_with(
+            "[still running after 300 ms: continues as background task bash-1; read it with task_output]"
+        ),
+        "{answer}"
     );
     assert_eq!(host.list("s")[0].status, TaskStatus::Running);
 }
