@@ -4,10 +4,15 @@
 use std::sync::Arc;
 
 use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::RStr;
+use abi_stable::std_types::{RResult, RStr, RString};
 
 use super::glue::{ListenerGlue, WorkerGlue};
 use crate::ffi::*;
+
+/// A host answer with its error as text.
+pub(crate) fn text_result<T>(r: RResult<T, RString>) -> Result<T, String> {
+    r.into_result().map_err(String::from)
+}
 
 /// The host handle, as a plugin uses it. Cheap to clone.
 #[derive(Clone)]
@@ -29,10 +34,7 @@ impl Host {
     /// # Errors
     /// The registry's error text (`unknown task ...`, `task ... belongs to another session`).
     pub fn get_task(&self, caller: &str, id: &str) -> Result<FfiSnapshot, String> {
-        self.0
-            .get_task(caller.into(), id.into())
-            .into_result()
-            .map_err(String::from)
+        text_result(self.0.get_task(caller.into(), id.into()))
     }
 
     /// The caller's and the unowned tasks.
@@ -46,10 +48,7 @@ impl Host {
     /// As [`Host::get_task`]; refused when called (directly, or from a thread it waits on) by the
     /// task's own cancel or reader.
     pub fn read_task(&self, caller: &str, id: &str) -> Result<FfiRead, String> {
-        self.0
-            .read_task(caller.into(), id.into())
-            .into_result()
-            .map_err(String::from)
+        text_result(self.0.read_task(caller.into(), id.into()))
     }
 
     /// A stream task's unread output, left unread (nothing is marked reported).
@@ -57,10 +56,7 @@ impl Host {
     /// # Errors
     /// As [`Host::read_task`]; also for a final-output task (it has no stream).
     pub fn peek_task(&self, caller: &str, id: &str) -> Result<FfiRead, String> {
-        self.0
-            .peek_task(caller.into(), id.into())
-            .into_result()
-            .map_err(String::from)
+        text_result(self.0.peek_task(caller.into(), id.into()))
     }
 
     /// Writes `input` to a live task that takes input, then, with `eof`, ends its input.
@@ -69,10 +65,10 @@ impl Host {
     /// As [`Host::get_task`]; a task that takes no input, a finished task, more than 64 KiB, or the
     /// producer's own error (the program stopped reading).
     pub fn write_task(&self, caller: &str, id: &str, input: &str, eof: bool) -> Result<(), String> {
-        self.0
-            .write_task(caller.into(), id.into(), input.into(), eof)
-            .into_result()
-            .map_err(String::from)
+        text_result(
+            self.0
+                .write_task(caller.into(), id.into(), input.into(), eof),
+        )
     }
 
     /// Requests cancellation of a task.
@@ -87,10 +83,7 @@ impl Host {
         reason: Option<&str>,
     ) -> Result<FfiKill, String> {
         let reason = reason.map(RStr::from).into();
-        self.0
-            .kill_task(caller.into(), id.into(), reason)
-            .into_result()
-            .map_err(String::from)
+        text_result(self.0.kill_task(caller.into(), id.into(), reason))
     }
 
     /// Blocks until the task settles or the timeout passes.
@@ -103,10 +96,7 @@ impl Host {
         id: &str,
         timeout_ms: f64,
     ) -> Result<FfiSnapshot, String> {
-        self.0
-            .wait_task(caller.into(), id.into(), timeout_ms)
-            .into_result()
-            .map_err(String::from)
+        text_result(self.0.wait_task(caller.into(), id.into(), timeout_ms))
     }
 
     /// Blocks until a stream task's output matches the regular expression `pattern`, the task
@@ -123,10 +113,10 @@ impl Host {
         pattern: &str,
         timeout_ms: f64,
     ) -> Result<FfiSnapshot, String> {
-        self.0
-            .wait_output(caller.into(), id.into(), pattern.into(), timeout_ms)
-            .into_result()
-            .map_err(String::from)
+        text_result(
+            self.0
+                .wait_output(caller.into(), id.into(), pattern.into(), timeout_ms),
+        )
     }
 
     /// Registers a completion listener; returns its key.

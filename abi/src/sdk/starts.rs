@@ -2,10 +2,10 @@
 //! tasks (each declared by a [`Declaration`]), and the foreground runs of a tool call.
 
 use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{ROption, RResult, RString};
+use abi_stable::std_types::ROption;
 
 use super::glue::StarterGlue;
-use super::host::Host;
+use super::host::{Host, text_result};
 use super::plugin::{Output, TaskControl, TaskHandle};
 use crate::ffi::*;
 
@@ -53,11 +53,6 @@ impl Declaration {
         decl.output_limit_bytes = self.output_limit_bytes.into();
         decl
     }
-}
-
-/// A host answer with its error as text.
-fn text_result<T>(r: RResult<T, RString>) -> Result<T, String> {
-    r.into_result().map_err(String::from)
 }
 
 impl Host {

@@ -6,7 +6,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::glue::ToolGlue;
-use super::host::Host;
+use super::host::{Host, text_result};
 use super::plugin::Handler;
 use super::typed;
 use crate::ffi::{ToolCall, ToolHandler_TO, ToolResult, ToolSpec};
@@ -71,10 +71,7 @@ impl Host {
             input_schema_json: schema.to_string().into(),
         };
         let handler = ToolHandler_TO::from_value(ToolGlue(handler), TD_Opaque);
-        self.0
-            .register_tool(spec, handler)
-            .into_result()
-            .map_err(String::from)
+        text_result(self.0.register_tool(spec, handler))
     }
 
     /// Unregisters one of this plugin's tools.

@@ -130,7 +130,7 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<Option<u64
                 "INSERT INTO tasks(id, kind, number, host, owner, label, status, started_at_ms)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', ?7)",
                 params![
-                    format!("{kind}-{n}"),
+                    task_id(kind, n as u64),
                     kind,
                     n,
                     host,
