@@ -83,12 +83,15 @@ impl StateSection {
 /// ```toml
 /// [host]
 /// plugin_dir = "plugins"       # every *.so in it is loaded; one that appears loads, one removed unloads
+/// owner_grace_ms = 60000       # a `taskhost connect` owner whose connection was lost may come back this long
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HostSection {
     /// A plugin directory (relative to the config file).
     pub plugin_dir: Option<PathBuf>,
+    /// How long an owner whose connection was lost without a goodbye is kept for it to come back.
+    pub owner_grace_ms: Option<u64>,
 }
 
 /// `[env]`: what every child process inherits (see [`crate::process::env`]).
@@ -232,6 +235,14 @@ impl Config {
             )));
         }
         Ok(config)
+    }
+
+    /// `[host] owner_grace_ms`, or its default.
+    pub fn owner_grace(&self) -> std::time::Duration {
+        self.host.owner_grace_ms.map_or(
+            crate::owners::DEFAULT_OWNER_GRACE,
+            std::time::Duration::from_millis,
+        )
     }
 
     /// `[tasks] max_foreground_per_owner`, or its default.

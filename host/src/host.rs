@@ -5,6 +5,7 @@ use std::sync::Arc;
 use taskhost_registry::{Registry, RegistryConfig};
 use tokio::runtime::Handle;
 
+use crate::owners::Owners;
 use crate::plugin::watch::{self, Targets, Watch, WatchError};
 use crate::plugin::{LoadOptions, Plugins};
 use crate::process::ProcessService;
@@ -16,6 +17,7 @@ use crate::sessions::Sessions;
 pub struct Taskhost {
     services: Services,
     plugins: Arc<Plugins>,
+    owners: Owners,
 }
 
 impl Taskhost {
@@ -52,7 +54,9 @@ impl Taskhost {
         let sessions = Arc::new(Sessions::new(
             registry.clone(),
             services.max_foreground_per_owner,
+            services.state.clone(),
         ));
+        let owners = Owners::new(services.state.clone(), services.owner_grace);
         let services = Services {
             registry,
             processes,
@@ -61,7 +65,11 @@ impl Taskhost {
             state: services.state,
         };
         let plugins = Arc::new(Plugins::new(services.clone(), options));
-        Self { services, plugins }
+        Self {
+            services,
+            plugins,
+            owners,
+        }
     }
 
     /// The services plugins reach through their host handles.
@@ -122,6 +130,66 @@ impl Taskhost {
         self.processes().remove_spills(id);
     }
 
+    /// The owners of this host's connections.
+    pub fn owners(&self) -> &Owners {
+        &self.owners
+    }
+
+    /// Ends an owner: its session closed (as [`Taskhost::close_session`]) and, in the records, its
+    /// secret retired.
+    ///
+    /// # Cancel safety
+    /// As [`Taskhost::close_session`].
+    pub async fn end_owner(&self, id: &str) {
+        self.close_session(id).await;
+        self.owners.end(id);
+    }
+
+    /// An owner whose connection was lost without a goodbye: its calls end, its notices wait, and
+    /// unless a connection with a later lease takes it within the grace, it is ended then.
+    pub fn away(self: &Arc<Self>, id: &str, lease: u64) {
+        self.sessions().detach(id);
+        let (host, id) = (self.clone(), id.to_owned());
+        let grace = self.owners.grace();
+        self.services.runtime.spawn(async move {
+            tokio::time::sleep(grace).await;
+            if host.owners.expire(&id, lease) {
+                tracing::info!(session = %id, "an owner did not come back within its grace; its tasks are cancelled");
+                host.end_owner(&id).await;
+            }
+        });
+    }
+
+    /// Brings back the settled tasks of owner `id` from the records (a connection that came back
+    /// from an earlier host): listed and readable as its own, and each whose end it was never told
+    /// announced once. Their output is the last [`RESTORED_OUTPUT_BYTES`] of each kept stream.
+    /// Blocks on the store. Returns how many came back.
+    pub fn restore_owner(&self, id: &str) -> usize {
+        let (Some(state), Some(agent)) = (&self.services.state, self.sessions().agent(id)) else {
+            return 0;
+        };
+        let records = match state.owner_tasks(id) {
+            Ok(records) => records,
+            Err(e) => {
+                tracing::warn!(session = %id, error = %e, "cannot read an owner's records");
+                return 0;
+            }
+        };
+        let mut restored = 0;
+        for record in records {
+            let Some(task) = restored_task(record) else {
+                continue;
+            };
+            match self.registry().restore(&agent, task) {
+                Ok(()) => restored += 1,
+                Err(e) => {
+                    tracing::warn!(session = %id, error = %e, "a record was not brought back")
+                }
+            }
+        }
+        restored
+    }
+
     /// Shuts down: every task is cancelled and awaited (boundedly), every remaining child process group
     /// is ended, then every plugin is retired.
     ///
@@ -137,4 +205,35 @@ impl Taskhost {
             state.close();
         }
     }
+}
+
+/// How much of each kept stream a task brought back from the records shows (the rest is in the
+/// kept file the read names).
+pub const RESTORED_OUTPUT_BYTES: u64 = 64 * 1024;
+
+/// A settled record as the registry takes it back; `None` for a live one (another host runs it).
+fn restored_task(record: taskhost_store::TaskRecord) -> Option<taskhost_registry::RestoredTask> {
+    let status = taskhost_registry::TaskStatus::parse(&record.status)?;
+    if !status.is_terminal() {
+        return None;
+    }
+    let has_files = record.stdout_path.is_some() || record.stderr_path.is_some();
+    let output = if record.expired_at_ms.is_some() {
+        "(this task's kept output was removed by the state directory's retention)\n".to_owned()
+    } else {
+        taskhost_store::kept_tail(&record, RESTORED_OUTPUT_BYTES)
+            .unwrap_or_else(|e| format!("(this task's kept output cannot be read: {e})\n"))
+    };
+    Some(taskhost_registry::RestoredTask {
+        id: record.id,
+        kind: record.kind,
+        label: record.label,
+        status,
+        detail: record.detail,
+        started_at_ms: record.started_at_ms,
+        finished_at_ms: record.finished_at_ms.unwrap_or(record.started_at_ms),
+        stream: has_files || record.expired_at_ms.is_some(),
+        output,
+        told: record.told,
+    })
 }

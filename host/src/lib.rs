@@ -3,12 +3,14 @@
 //!
 //! Rooms: [`host`] (one host, tying the rest together), [`services`] (what tasks run on, no FFI),
 //! [`plugin`] (loading, generations and the host handle: the only place that loads libraries),
-//! [`mcp`] with [`serve`], [`listen`], [`dial`] and [`wire`] (the edges to clients), [`sessions`],
+//! [`mcp`] with [`serve`], [`listen`], [`dial`] and [`wire`] (the edges to clients), [`sessions`] and
+//! [`owners`] (who owns a connection's tasks, and how an owner comes back),
 //! [`config`], [`rundir`], [`check`] and [`new_plugin`] (the plugin authors' tools).
 //!
 //! Architecture invariant: `unsafe` lives in `plugin::loader` and in `memory`'s one allocator call
 //! alone (the workspace denies it; those two modules say why they may).
 
+pub mod bridge;
 pub mod check;
 pub mod config;
 pub mod dial;
@@ -23,6 +25,7 @@ pub mod mcp;
 )]
 pub mod memory;
 pub mod new_plugin;
+pub mod owners;
 pub mod plugin;
 pub mod rundir;
 pub mod serve;

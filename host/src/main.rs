@@ -70,10 +70,14 @@ enum Command {
     },
     /// Joins a host serving `--listen unix:PATH` as one MCP session: stdin goes to the host, the
     /// host's answers to stdout. Register this as the server command in any MCP client to share one
-    /// host. Exits when either side closes; the client's end is the session's end.
+    /// host. The client's end is the session's end; when the host's side closes (a restart), the
+    /// bridge dials again and resumes the session as the same owner.
     Connect {
         /// `unix:PATH` of the host.
         socket: String,
+        /// How long to keep dialing a host that went away (0: exit at once).
+        #[arg(long, value_name = "MS", default_value_t = 60_000)]
+        reconnect_for_ms: u64,
         #[command(flatten)]
         server: ServerTrust,
     },
@@ -272,7 +276,21 @@ fn run(runtime: &tokio::runtime::Runtime, command: Command) -> Outcome {
         .map(|()| ExitCode::SUCCESS)
         .map_err(|e| (e.code, e.message)),
         Command::Plugins { connect, server } => runtime.block_on(plugins(&connect, &server)),
-        Command::Connect { socket, server } => runtime.block_on(bridge(&socket, &server)),
+        Command::Connect {
+            socket,
+            reconnect_for_ms,
+            server,
+        } => {
+            let options = taskhost::bridge::BridgeOptions {
+                path: unix_path(&socket).map_err(|e| (2, e))?,
+                allowed_server_uids: server.allow_server_uids,
+                reconnect_for: std::time::Duration::from_millis(reconnect_for_ms),
+            };
+            runtime
+                .block_on(taskhost::bridge::run(options))
+                .map(|()| ExitCode::SUCCESS)
+                .map_err(|e| (1, e))
+        }
         Command::Keeper { .. } => Ok(ExitCode::SUCCESS),
         Command::Check {
             plugin,
@@ -327,29 +345,6 @@ async fn connect(
             format!("MCP handshake with {} failed: {e}", path.display()),
         )
     })
-}
-
-/// The stdio-to-socket bridge of `taskhost connect`.
-async fn bridge(spec: &str, server: &ServerTrust) -> Outcome {
-    use tokio::io::AsyncWriteExt;
-    let (path, stream) = dial(spec, server).await?;
-    let (mut from_host, mut to_host) = stream.into_split();
-    let (mut stdin, mut stdout) = (tokio::io::stdin(), tokio::io::stdout());
-    let up = async {
-        let _ = tokio::io::copy(&mut stdin, &mut to_host).await;
-        // The client is gone: the host ends the session and closes its side, which ends `down`.
-        let _ = to_host.shutdown().await;
-        std::future::pending::<()>().await;
-    };
-    let down = async {
-        let copied = tokio::io::copy(&mut from_host, &mut stdout).await;
-        let _ = stdout.flush().await;
-        copied
-    };
-    tokio::select! {
-        copied = down => copied.map(|_| ExitCode::SUCCESS).map_err(|e| (1, format!("{}: {e}", path.display()))),
-        () = up => Ok(ExitCode::SUCCESS),
-    }
 }
 
 async fn plugins(spec: &str, server: &ServerTrust) -> Outcome {

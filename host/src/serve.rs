@@ -252,6 +252,7 @@ fn start_host(
         keeper: std::env::current_exe().ok(),
         max_foreground_per_owner: config.max_foreground_per_owner(),
         state: open_state(config, args)?,
+        owner_grace: config.owner_grace(),
     };
     let host = Arc::new(Taskhost::new(
         registry,

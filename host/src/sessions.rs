@@ -39,6 +39,8 @@ pub struct Sessions {
     registry: Registry,
     inner: Mutex<HashMap<String, Entry>>,
     max_foreground: usize,
+    /// Where a notice handed to a session's sink is recorded as told.
+    state: Option<Arc<taskhost_store::Store>>,
 }
 
 /// Why a foreground command was refused.
@@ -66,11 +68,38 @@ impl Drop for ForegroundSlot {
 pub const DEFAULT_MAX_FOREGROUND: usize = 16;
 
 impl Sessions {
-    pub(crate) fn new(registry: Registry, max_foreground: usize) -> Self {
+    pub(crate) fn new(
+        registry: Registry,
+        max_foreground: usize,
+        state: Option<Arc<taskhost_store::Store>>,
+    ) -> Self {
         Self {
             registry,
             inner: Mutex::new(HashMap::new()),
             max_foreground: max_foreground.max(1),
+            state,
+        }
+    }
+
+    /// True while session `id` is open (connected, or away within its grace).
+    pub fn is_open(&self, id: &str) -> bool {
+        self.lock().contains_key(id)
+    }
+
+    /// Session `id`'s connection is gone but its owner may come back: its calls are cancelled and
+    /// its notices are kept (not sent to the gone connection) until [`Sessions::set_sink`] installs
+    /// the next one's.
+    pub fn detach(&self, id: &str) {
+        if let Some(e) = self.lock().get_mut(id) {
+            e.sink = None;
+            std::mem::take(&mut e.calls).cancel();
+        }
+    }
+
+    /// Records that the notice about `task` reached a connection.
+    fn told(&self, task: Option<&str>) {
+        if let (Some(state), Some(task)) = (&self.state, task) {
+            state.told(task);
         }
     }
 
@@ -158,6 +187,7 @@ impl Sessions {
         };
         for n in pending {
             sink(&n);
+            self.told(n.task.as_deref());
         }
     }
 
@@ -180,6 +210,7 @@ impl Sessions {
             }
         };
         sink(&notice);
+        self.told(notice.task.as_deref());
     }
 
     /// Takes the texts of the notices kept for a session without a sink.

@@ -6,10 +6,16 @@
 //! - `tools/call` whose `arguments` is not an object: `-32602` (invalid params), with the call's id.
 //!
 //! Everything else passes to rmcp unchanged, a line at a time; the replies of both go out whole lines
-//! at a time, so they never interleave.
+//! at a time, so they never interleave. One line is not JSON and is not passed on: the bridge's
+//! farewell ([`GOODBYE`]), which says the client left on purpose and ends the session's input.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::io::{
+    AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream,
+};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -17,26 +23,48 @@ use tokio_util::sync::CancellationToken;
 /// it would drop the line without a word.
 pub const MAX_LINE: usize = 16 << 20;
 
-/// Puts the guard between `transport` and the returned stream, which rmcp serves. Runs until both
-/// directions are closed. The token is cancelled as soon as the client's side closes: what the session
-/// still runs can be ended then, without waiting for rmcp to wind down its handlers.
-pub fn guard<T>(transport: T) -> (DuplexStream, CancellationToken)
+/// The line a `taskhost connect` bridge sends when its client closed its input: the owner ends now,
+/// not after a grace for coming back.
+pub const GOODBYE: &str = "#taskhost goodbye";
+
+/// A guarded transport: the stream rmcp serves, and what the guard saw of the client's end.
+pub struct Guarded {
+    /// What rmcp serves.
+    pub stream: DuplexStream,
+    /// Cancelled as soon as the client's side closes: what the session still runs can be ended
+    /// then, without waiting for rmcp to wind down its handlers.
+    pub client_gone: CancellationToken,
+    /// Set when the client said [`GOODBYE`] before its side closed.
+    pub goodbye: Arc<AtomicBool>,
+}
+
+/// Puts the guard between `transport` (whose first bytes, already read, are `prefix`) and the
+/// stream rmcp serves. Runs until both directions are closed.
+pub fn guard<T>(transport: T, prefix: Vec<u8>) -> Guarded
 where
     T: AsyncRead + AsyncWrite + Send + 'static,
 {
     let client_gone = CancellationToken::new();
+    let goodbye = Arc::new(AtomicBool::new(false));
     let (ours, theirs) = tokio::io::duplex(1 << 20);
     let (from_client, to_client) = tokio::io::split(transport);
+    let from_client = std::io::Cursor::new(prefix).chain(from_client);
     let (from_rmcp, to_rmcp) = tokio::io::split(ours);
     let (lines, outgoing) = mpsc::channel::<Vec<u8>>(64);
     tokio::spawn(write_out(outgoing, to_client));
     tokio::spawn(forward_rmcp(from_rmcp, lines.clone()));
-    let gone = client_gone.clone();
+    let (gone, said) = (client_gone.clone(), goodbye.clone());
     tokio::spawn(async move {
-        read_in(from_client, to_rmcp, lines).await;
+        if read_in(from_client, to_rmcp, lines).await {
+            said.store(true, Ordering::Release);
+        }
         gone.cancel();
     });
-    (theirs, client_gone)
+    Guarded {
+        stream: theirs,
+        client_gone,
+        goodbye,
+    }
 }
 
 /// Writes each line it is handed to the client.
@@ -66,12 +94,13 @@ async fn forward_rmcp(from_rmcp: impl AsyncRead + Unpin, lines: mpsc::Sender<Vec
 }
 
 /// Reads the client's lines: answers the bad ones, passes the rest to rmcp. Closes rmcp's input at
-/// the client's end.
+/// the client's end or its [`GOODBYE`]; true for a goodbye.
 async fn read_in(
     from_client: impl AsyncRead + Unpin,
     mut to_rmcp: impl AsyncWrite + Unpin,
     lines: mpsc::Sender<Vec<u8>>,
-) {
+) -> bool {
+    let mut goodbye = false;
     let mut reader = BufReader::with_capacity(64 * 1024, from_client);
     let mut line = Vec::new();
     loop {
@@ -98,6 +127,10 @@ async fn read_in(
             }
             continue;
         }
+        if line.trim_ascii_end() == GOODBYE.as_bytes() {
+            goodbye = true;
+            break;
+        }
         match check(&line) {
             Verdict::Pass => {
                 if to_rmcp.write_all(&line).await.is_err() {
@@ -117,6 +150,7 @@ async fn read_in(
         }
     }
     let _ = to_rmcp.shutdown().await;
+    goodbye
 }
 
 /// Reads one line into `line`, keeping at most [`MAX_LINE`] bytes: returns the bytes read and

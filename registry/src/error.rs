@@ -54,6 +54,9 @@ pub enum RegistryError {
     /// forever on the call that is running the hook.
     #[error("task {0} cannot be killed or read from its own cancel or reader")]
     OwnHook(String),
+    /// A task brought back from a journal was refused (malformed, live, or held already).
+    #[error("cannot restore a task: {0}")]
+    Restore(String),
     /// The journal could not record the task, so it was not started.
     #[error("the task could not be recorded, so it was not started: {0}")]
     Journal(String),

@@ -31,6 +31,9 @@ pub trait Journal: Send + Sync + 'static {
     /// Why it could not be recorded; the start is refused with it.
     fn begin(&self, start: &JournalStart<'_>) -> Result<u64, String>;
 
+    /// The starter of task `id` returned: its work began. Need not be durable before it returns.
+    fn started(&self, id: &str);
+
     /// The start of task `kind-number` failed after [`Journal::begin`]: its record goes (its number is
     /// never given again).
     fn abandon(&self, kind: &str, number: u64);

@@ -95,8 +95,8 @@ pub struct RegistryStats {
 
 /// A settlement to announce once every lock is released.
 pub(crate) struct Settled {
-    snapshot: TaskSnapshot,
-    owner: Option<Agent>,
+    pub(crate) snapshot: TaskSnapshot,
+    pub(crate) owner: Option<Agent>,
 }
 
 /// Why a task is being settled.
@@ -228,18 +228,27 @@ impl Inner {
     /// Tells the listeners of a settlement: at once, or with a journal once the settlement is
     /// durable.
     pub(crate) fn announce(&self, settled: Settled) {
+        match self.journal.clone() {
+            Some(journal) => {
+                let snapshot = settled.snapshot.clone();
+                journal.settled(&snapshot, Box::new(self.teller(settled)));
+            }
+            None => self.tell(settled),
+        }
+    }
+
+    /// Tells the listeners of a settlement now (the journal holds it already, or there is none).
+    pub(crate) fn tell(&self, settled: Settled) {
+        self.teller(settled)();
+    }
+
+    fn teller(&self, settled: Settled) -> impl FnOnce() + Send + 'static {
         let (changed, done) = (self.changed_listeners.clone(), self.done_listeners.clone());
-        let journal = self.journal.clone();
-        let snapshot = settled.snapshot.clone();
-        let tell = move || {
+        move || {
             changed.fire("on_tasks_changed", |l| l(settled.owner.as_ref()));
             done.fire("on_task_done", |l| {
                 l(&settled.snapshot, settled.owner.as_ref())
             });
-        };
-        match journal {
-            Some(journal) => journal.settled(&snapshot, Box::new(tell)),
-            None => tell(),
         }
     }
 

@@ -95,6 +95,9 @@ impl Registry {
         };
         let owner = identity.owner.clone();
         let id = self.register(identity, key, ops.clone(), number);
+        if let Some(journal) = &self.inner.journal {
+            journal.started(id.as_str());
+        }
         self.inner.reservations.notify_waiters();
         self.inner.changed(owner.as_ref());
         self.watch_completion(&id, done, &ops);

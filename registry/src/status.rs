@@ -17,6 +17,9 @@ pub enum TaskStatus {
     Killed,
     /// The work broke, or the registry force-failed it.
     Failed,
+    /// The host that ran the work stopped while it ran: its end is unknown (a record brought back
+    /// from a journal; never the outcome of a live task).
+    Lost,
 }
 
 impl TaskStatus {
@@ -28,15 +31,30 @@ impl TaskStatus {
             TaskStatus::Completed => "completed",
             TaskStatus::Killed => "killed",
             TaskStatus::Failed => "failed",
+            TaskStatus::Lost => "lost",
         }
     }
 
-    /// True for `completed`, `killed` and `failed`.
+    /// True for `completed`, `killed`, `failed` and `lost`.
     pub fn is_terminal(self) -> bool {
         matches!(
             self,
-            TaskStatus::Completed | TaskStatus::Killed | TaskStatus::Failed
+            TaskStatus::Completed | TaskStatus::Killed | TaskStatus::Failed | TaskStatus::Lost
         )
+    }
+
+    /// The status named `name` (as [`TaskStatus::as_str`] spells it).
+    pub fn parse(name: &str) -> Option<Self> {
+        [
+            TaskStatus::Running,
+            TaskStatus::Stopping,
+            TaskStatus::Completed,
+            TaskStatus::Killed,
+            TaskStatus::Failed,
+            TaskStatus::Lost,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == name)
     }
 
     /// True for `running` and `stopping`: the states that hold an admission slot.

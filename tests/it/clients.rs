@@ -13,23 +13,31 @@ use serde_json::json;
 use crate::fixtures::*;
 use crate::mcp::{self, SocketHost, Watcher, alive, binary, call};
 
-/// A client that joins the host on `socket` through `taskhost connect`.
-async fn bridged(socket: &Path, watcher: Watcher) -> (mcp::Client, u32) {
+/// A client that joins the host on `socket` through `taskhost connect ARGS`.
+pub(crate) async fn bridged(socket: &Path, watcher: Watcher, args: &[&str]) -> (mcp::Client, u32) {
     let mut cmd = tokio::process::Command::new(binary());
-    cmd.arg("connect").arg(format!("unix:{}", socket.display()));
+    cmd.arg("connect")
+        .arg(format!("unix:{}", socket.display()))
+        .args(args);
     let transport = TokioChildProcess::new(cmd).expect("spawn taskhost connect");
     let pid = transport.id().expect("the bridge's pid");
     (watcher.serve(transport).await.expect("MCP handshake"), pid)
 }
 
 /// Proves: two `taskhost connect` clients on one host are two sessions (foreign reads and kills
-/// refused, foreign tasks not listed); closing one ends its tasks; a bridge exits with the host.
+/// refused, foreign tasks not listed); closing one ends its tasks (its bridge says goodbye); a
+/// bridge told not to wait for a restart (`--reconnect-for-ms 0`) exits with the host.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clients_joined_through_the_bridge_are_separate_sessions() {
     let dir = scratch("bridge");
     let mut host = SocketHost::start(&dir, &["--no-watch"]);
-    let (a, _) = bridged(&host.socket, Watcher::default()).await;
-    let (b, b_pid) = bridged(&host.socket, Watcher::default()).await;
+    let (a, _) = bridged(&host.socket, Watcher::default(), &[]).await;
+    let (b, b_pid) = bridged(
+        &host.socket,
+        Watcher::default(),
+        &["--reconnect-for-ms", "0"],
+    )
+    .await;
     let id = mcp::start(&a, "echo $$; sleep 1000").await;
     assert_eq!(
         call(&b, "task_output", json!({"task_id": id})).await,

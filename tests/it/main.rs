@@ -14,6 +14,7 @@ mod keeper;
 mod lifecycle;
 mod loading;
 mod mcp;
+mod owners;
 mod reload;
 mod slurm;
 mod state;

@@ -106,6 +106,8 @@ pub enum FfiStatus {
     Killed,
     /// Broke.
     Failed,
+    /// Its host stopped while it ran; its end is unknown (a task brought back from the records).
+    Lost,
 }
 
 impl FfiStatus {
@@ -117,14 +119,15 @@ impl FfiStatus {
             FfiStatus::Completed => "completed",
             FfiStatus::Killed => "killed",
             FfiStatus::Failed => "failed",
+            FfiStatus::Lost => "lost",
         }
     }
 
-    /// True for completed, killed and failed.
+    /// True for completed, killed, failed and lost.
     pub fn is_terminal(self) -> bool {
         matches!(
             self,
-            FfiStatus::Completed | FfiStatus::Killed | FfiStatus::Failed
+            FfiStatus::Completed | FfiStatus::Killed | FfiStatus::Failed | FfiStatus::Lost
         )
     }
 }

@@ -15,6 +15,7 @@ pub(crate) fn status(s: TaskStatus) -> FfiStatus {
         TaskStatus::Completed => FfiStatus::Completed,
         TaskStatus::Killed => FfiStatus::Killed,
         TaskStatus::Failed => FfiStatus::Failed,
+        TaskStatus::Lost => FfiStatus::Lost,
     }
 }
 
@@ -49,8 +50,8 @@ pub(crate) fn read(r: TaskRead) -> FfiRead {
     }
 }
 
-/// A plugin's outcome, copied into host memory. A non-terminal status is a contract violation and is
-/// recorded as `failed`.
+/// A plugin's outcome, copied into host memory. A status other than completed, killed or failed is a
+/// contract violation and is recorded as `failed`.
 pub(crate) fn outcome(o: &FfiOutcome) -> TaskOutcome {
     let copy = |x: &ROption<RString>| x.as_ref().into_option().map(|s| s.as_str().to_owned());
     let (status, detail) = match o.status {
@@ -60,7 +61,7 @@ pub(crate) fn outcome(o: &FfiOutcome) -> TaskOutcome {
         other => (
             TerminalStatus::Failed,
             Some(format!(
-                "producer settled with non-terminal status {}",
+                "producer settled with status {} (a producer settles completed, killed or failed)",
                 other.as_str()
             )),
         ),

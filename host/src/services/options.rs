@@ -20,6 +20,9 @@ pub struct ServiceOptions {
     /// The host's durable state (`--state DIR`): task records and kept output; `None` keeps them in
     /// memory only.
     pub state: Option<std::sync::Arc<taskhost_store::Store>>,
+    /// How long an owner whose connection was lost (without its bridge's goodbye) is kept for it to
+    /// come back (`[host] owner_grace_ms`).
+    pub owner_grace: std::time::Duration,
 }
 
 impl Default for ServiceOptions {
@@ -33,6 +36,7 @@ impl Default for ServiceOptions {
             keeper: None,
             max_foreground_per_owner: crate::sessions::DEFAULT_MAX_FOREGROUND,
             state: None,
+            owner_grace: crate::owners::DEFAULT_OWNER_GRACE,
         }
     }
 }

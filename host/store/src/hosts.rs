@@ -13,6 +13,10 @@ use taskhost_process::private_dir::HeldDir;
 /// The detail of a task that was running when its host stopped.
 pub(crate) const LOST: &str = "the host stopped while it ran; its exit is unknown";
 
+/// The detail of a task recorded but not yet seen started when its host stopped.
+pub(crate) const LOST_STARTING: &str =
+    "the host stopped while the task was starting; it may not have run";
+
 /// The detail of a task whose kill was under way when its host stopped.
 pub(crate) const KILLED: &str = "killed; the host stopped before its end was seen";
 
@@ -67,10 +71,16 @@ pub(crate) fn recover(
             continue;
         };
         let tx = conn.transaction()?;
-        for (from, to, detail, list) in [
-            ("running", "lost", LOST, &mut recovered.lost),
-            ("stopping", "killed", KILLED, &mut recovered.killed),
+        for (from, to, detail) in [
+            ("starting", "lost", LOST_STARTING),
+            ("running", "lost", LOST),
+            ("stopping", "killed", KILLED),
         ] {
+            let list = if to == "lost" {
+                &mut recovered.lost
+            } else {
+                &mut recovered.killed
+            };
             let ids: Vec<String> = tx
                 .prepare("SELECT id FROM tasks WHERE host = ?1 AND status = ?2")?
                 .query_map(params![host, from], |r| r.get(0))?

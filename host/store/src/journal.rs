@@ -31,6 +31,10 @@ impl Journal for StoreJournal {
             .map_err(|_| "the task database is closed".to_owned())?
     }
 
+    fn started(&self, id: &str) {
+        let _ = self.ops.send(Op::Started { id: id.to_owned() });
+    }
+
     fn abandon(&self, kind: &str, number: u64) {
         let _ = self.ops.send(Op::Abandon {
             id: task_id(kind, number),
@@ -47,6 +51,7 @@ impl Journal for StoreJournal {
             status: snapshot.status.to_string(),
             detail: snapshot.detail.clone(),
             finished_at_ms: snapshot.finished_at_ms.unwrap_or(snapshot.started_at_ms),
+            told: snapshot.reported,
             then,
         };
         if let Err(unsent) = self.ops.send(op) {

@@ -19,12 +19,19 @@
 //! is gone, whatever its pid is now. That host's running tasks become `lost` (exit unknown, their
 //! kept output readable), those with a kill under way `killed`.
 //!
+//! **Owners.** Each session's owner is a row of `owners`, named `session-N` (unique within the
+//! directory, so two hosts never give one name twice). An owner that may come back holds a secret
+//! ([`OwnerSecret`], 256 random bits); the database keeps its SHA-256 only. Each task records
+//! whether its owner was told of its end, so an owner that comes back to a later host is told once
+//! of what it missed (a task found lost, one that settled while it was away).
+//!
 //! **Refused, not trusted:** a database of another user, a schema newer than this build knows, or a
 //! file that is not a database is an error naming the file; nothing is overwritten.
 
 mod error;
 mod hosts;
 mod journal;
+mod owners;
 mod records;
 mod retention;
 mod schema;
@@ -32,7 +39,8 @@ mod store;
 mod writer;
 
 pub use error::StoreError;
-pub use records::{TaskRecord, kept_output};
+pub use owners::OwnerSecret;
+pub use records::{TaskRecord, kept_output, kept_tail};
 pub use retention::Retention;
 pub use store::{Recovered, Store, Sync};
 

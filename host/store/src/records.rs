@@ -13,7 +13,7 @@ pub struct TaskRecord {
     pub owner: Option<String>,
     /// Its command or summary.
     pub label: String,
-    /// `running`, `stopping`, `completed`, `killed`, `failed` or `lost`.
+    /// `starting`, `running`, `stopping`, `completed`, `killed`, `failed` or `lost`.
     pub status: String,
     /// Its detail: an exit code, a signal, why it failed or was lost.
     pub detail: Option<String>,
@@ -29,10 +29,12 @@ pub struct TaskRecord {
     pub stderr_path: Option<String>,
     /// When retention removed its output, ms since the Unix epoch.
     pub expired_at_ms: Option<u64>,
+    /// True once its owner was told of its end (a notice or a read).
+    pub told: bool,
 }
 
 const COLUMNS: &str = "id, kind, owner, label, status, detail, started_at_ms, finished_at_ms, host, \
-                       stdout_path, stderr_path, expired_at_ms";
+                       stdout_path, stderr_path, expired_at_ms, told";
 
 fn record(r: &Row<'_>) -> rusqlite::Result<TaskRecord> {
     Ok(TaskRecord {
@@ -48,6 +50,7 @@ fn record(r: &Row<'_>) -> rusqlite::Result<TaskRecord> {
         stdout_path: r.get(9)?,
         stderr_path: r.get(10)?,
         expired_at_ms: r.get::<_, Option<i64>>(11)?.map(|t| t as u64),
+        told: r.get::<_, i64>(12)? != 0,
     })
 }
 
@@ -60,6 +63,15 @@ pub(crate) fn all(conn: &Connection) -> rusqlite::Result<Vec<TaskRecord>> {
     .collect()
 }
 
+/// Owner `owner`'s records, oldest first.
+pub(crate) fn owned_by(conn: &Connection, owner: &str) -> rusqlite::Result<Vec<TaskRecord>> {
+    conn.prepare(&format!(
+        "SELECT {COLUMNS} FROM tasks WHERE owner = ?1 ORDER BY started_at_ms, rowid"
+    ))?
+    .query_map([owner], record)?
+    .collect()
+}
+
 /// The record of task `id`.
 pub(crate) fn one(conn: &Connection, id: &str) -> rusqlite::Result<Option<TaskRecord>> {
     use rusqlite::OptionalExtension;
@@ -69,6 +81,44 @@ pub(crate) fn one(conn: &Connection, id: &str) -> rusqlite::Result<Option<TaskRe
         record,
     )
     .optional()
+}
+
+/// The last `max_bytes` of each of `record`'s kept streams, as a read shows them; when a stream holds
+/// more, the read ends saying which kept file has all of it.
+///
+/// # Errors
+/// A kept file that exists but cannot be read.
+pub fn kept_tail(record: &TaskRecord, max_bytes: u64) -> std::io::Result<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut cut = Vec::new();
+    let mut tail = |path: &Option<String>| -> std::io::Result<Vec<u8>> {
+        let Some(p) = path else {
+            return Ok(Vec::new());
+        };
+        let mut file = match std::fs::File::open(p) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        let len = file.metadata()?.len();
+        if len > max_bytes {
+            file.seek(SeekFrom::Start(len - max_bytes))?;
+            cut.push(taskhost_process::SpillRef {
+                path: p.into(),
+                head_and_tail: false,
+            });
+        }
+        let mut bytes = Vec::new();
+        file.take(max_bytes).read_to_end(&mut bytes)?;
+        Ok(bytes)
+    };
+    let (out, err) = (tail(&record.stdout_path)?, tail(&record.stderr_path)?);
+    Ok(taskhost_process::render_read(
+        &out,
+        &err,
+        !cut.is_empty(),
+        &cut,
+    ))
 }
 
 /// The output `record` kept, as a read shows it: stdout, then `[stderr]` and stderr, each as a

@@ -4,7 +4,7 @@
 use rusqlite::Connection;
 
 /// The newest schema this build knows.
-pub(crate) const VERSION: i64 = 2;
+pub(crate) const VERSION: i64 = 3;
 
 /// Version 1: hosts, per-kind id counters, tasks.
 const V1: &str = "
@@ -39,8 +39,23 @@ CREATE INDEX tasks_by_host ON tasks(host, status);
 /// output.
 const V2: &str = "ALTER TABLE tasks ADD COLUMN expired_at_ms INTEGER;";
 
+/// Version 3: owners that outlive their connection (a secret, stored hashed), whether a task's end
+/// was told to its owner, and `starting` for a task recorded before its work began.
+const V3: &str = "
+CREATE TABLE owners (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,
+    secret_sha256 BLOB UNIQUE,
+    created_at_ms INTEGER NOT NULL,
+    ended_at_ms INTEGER
+);
+ALTER TABLE tasks ADD COLUMN told INTEGER NOT NULL DEFAULT 0;
+UPDATE tasks SET told = 1 WHERE status NOT IN ('running', 'stopping');
+CREATE INDEX tasks_by_owner ON tasks(owner);
+";
+
 /// The migrations, `MIGRATIONS[n]` taking version `n` to `n + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2];
+const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// Brings the database to [`VERSION`]; returns the version it found.
 ///

@@ -18,6 +18,7 @@ use taskhost_registry::Journal;
 use crate::error::StoreError;
 pub use crate::hosts::Recovered;
 use crate::journal::StoreJournal;
+use crate::owners::{self, OwnerSecret};
 use crate::records::{self, TaskRecord};
 use crate::retention::Retention;
 use crate::writer::{self, Op};
@@ -151,13 +152,11 @@ impl Store {
     /// Records task `id`'s kept output files (stdout, stderr).
     pub fn set_output(&self, id: &str, files: [Option<PathBuf>; 2]) {
         let [stdout, stderr] = files.map(|f| f.map(|p| p.display().to_string()));
-        if let Some(ops) = self.ops.lock().as_ref() {
-            let _ = ops.send(Op::Output {
-                id: id.to_owned(),
-                stdout,
-                stderr,
-            });
-        }
+        self.send(Op::Output {
+            id: id.to_owned(),
+            stdout,
+            stderr,
+        });
     }
 
     /// Expires what is past `keep` now (settled tasks' output, oldest first); returns the ids
@@ -177,6 +176,61 @@ impl Store {
             return Vec::new();
         }
         answer.recv().unwrap_or_default()
+    }
+
+    /// A new owner, with the SHA-256 of its secret when it may come back: its name (`session-N`).
+    /// Waits for the write.
+    ///
+    /// # Errors
+    /// The store is closed or the write failed.
+    pub fn mint_owner(&self, secret: Option<&OwnerSecret>) -> Result<String, StoreError> {
+        let ops = self.ops.lock().clone().ok_or(StoreError::Closed)?;
+        let (reply, answer) = sync_channel(1);
+        let op = Op::MintOwner {
+            secret_sha256: secret.map(OwnerSecret::sha256),
+            at_ms: now_ms(),
+            reply,
+        };
+        ops.send(op).map_err(|_| StoreError::Closed)?;
+        answer
+            .recv()
+            .map_err(|_| StoreError::Closed)?
+            .map_err(StoreError::Sqlite)
+    }
+
+    /// The owner `secret` names, unless it has ended.
+    ///
+    /// # Errors
+    /// The database could not be read.
+    pub fn owner_of(&self, secret: &OwnerSecret) -> Result<Option<String>, StoreError> {
+        Ok(owners::by_secret(&self.reader()?, secret)?)
+    }
+
+    /// Ends owner `name`: its secret names nobody from now on (its records stay).
+    pub fn end_owner(&self, name: &str) {
+        self.send(Op::EndOwner {
+            name: name.to_owned(),
+            at_ms: now_ms(),
+        });
+    }
+
+    /// Records that task `id`'s owner was told of its end.
+    pub fn told(&self, id: &str) {
+        self.send(Op::Told { id: id.to_owned() });
+    }
+
+    /// Owner `name`'s records, oldest first.
+    ///
+    /// # Errors
+    /// The database could not be read.
+    pub fn owner_tasks(&self, name: &str) -> Result<Vec<TaskRecord>, StoreError> {
+        Ok(records::owned_by(&self.reader()?, name)?)
+    }
+
+    fn send(&self, op: Op) {
+        if let Some(ops) = self.ops.lock().as_ref() {
+            let _ = ops.send(op);
+        }
     }
 
     /// Every task's record, oldest first.

@@ -23,8 +23,20 @@ pub(crate) enum Op {
         started_at_ms: u64,
         reply: SyncSender<Result<u64, String>>,
     },
+    /// A start whose work began.
+    Started { id: String },
     /// A start that failed: its record goes.
     Abandon { id: String },
+    /// Its owner was told of the task's end (a notice, or a read).
+    Told { id: String },
+    /// A new owner: its name.
+    MintOwner {
+        secret_sha256: Option<Vec<u8>>,
+        at_ms: u64,
+        reply: SyncSender<Result<String, String>>,
+    },
+    /// An owner ended: its secret names nobody from now on.
+    EndOwner { name: String, at_ms: u64 },
     /// A kill was delivered.
     Stopping { id: String },
     /// A task settled.
@@ -33,6 +45,8 @@ pub(crate) enum Op {
         status: String,
         detail: Option<String>,
         finished_at_ms: u64,
+        /// Its owner already knows of its end (it waited, read or killed it).
+        told: bool,
         then: Then,
     },
     /// A task's kept output files.
@@ -77,11 +91,20 @@ pub(crate) fn run(mut conn: Connection, ops: Receiver<Op>, notifier: Sender<Then
     }
 }
 
-/// What a committed batch answers: the numbers of its starts in order, the ids retention expired.
+/// What a committed batch answers: the numbers of its starts and the names of its new owners, in
+/// order, and the ids retention expired.
 #[derive(Default)]
 struct Answers {
     numbers: Vec<u64>,
+    owners: Vec<String>,
     expired: Vec<String>,
+}
+
+/// What one write answers.
+enum Applied {
+    Nothing,
+    Number(u64),
+    Owner(String),
 }
 
 /// Applies `batch` in one transaction.
@@ -101,16 +124,20 @@ fn commit(conn: &mut Connection, batch: &[Op]) -> Result<Answers, String> {
             let expired = crate::retention::expire(&tx, *now_ms, *keep_ms, *keep_bytes)
                 .map_err(|e| e.to_string())?;
             answers.expired.extend(expired);
-        } else if let Some(n) = apply(&tx, op).map_err(|e| e.to_string())? {
-            answers.numbers.push(n);
+        } else {
+            match apply(&tx, op).map_err(|e| e.to_string())? {
+                Applied::Number(n) => answers.numbers.push(n),
+                Applied::Owner(name) => answers.owners.push(name),
+                Applied::Nothing => {}
+            }
         }
     }
     tx.commit().map_err(|e| e.to_string())?;
     Ok(answers)
 }
 
-/// Applies one write; a start's number.
-fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<Option<u64>> {
+/// Applies one write.
+fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<Applied> {
     match op {
         Op::Begin {
             host,
@@ -128,7 +155,7 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<Option<u64
             )?;
             tx.execute(
                 "INSERT INTO tasks(id, kind, number, host, owner, label, status, started_at_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', ?7)",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'starting', ?7)",
                 params![
                     task_id(kind, n as u64),
                     kind,
@@ -139,46 +166,69 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<Option<u64
                     *started_at_ms as i64
                 ],
             )?;
-            Ok(Some(n as u64))
+            Ok(Applied::Number(n as u64))
+        }
+        Op::Started { id } => {
+            tx.execute(
+                "UPDATE tasks SET status = 'running' WHERE id = ?1 AND status = 'starting'",
+                params![id],
+            )?;
+            Ok(Applied::Nothing)
+        }
+        Op::Told { id } => {
+            tx.execute("UPDATE tasks SET told = 1 WHERE id = ?1", params![id])?;
+            Ok(Applied::Nothing)
+        }
+        Op::MintOwner {
+            secret_sha256,
+            at_ms,
+            ..
+        } => crate::owners::insert(tx, "session", secret_sha256.as_deref(), *at_ms)
+            .map(Applied::Owner),
+        Op::EndOwner { name, at_ms } => {
+            crate::owners::end(tx, name, *at_ms)?;
+            Ok(Applied::Nothing)
         }
         Op::Abandon { id } => {
             tx.execute("DELETE FROM tasks WHERE id = ?1", params![id])?;
-            Ok(None)
+            Ok(Applied::Nothing)
         }
         Op::Stopping { id } => {
             tx.execute(
-                "UPDATE tasks SET status = 'stopping' WHERE id = ?1 AND status = 'running'",
+                "UPDATE tasks SET status = 'stopping' WHERE id = ?1 AND status IN ('starting', 'running')",
                 params![id],
             )?;
-            Ok(None)
+            Ok(Applied::Nothing)
         }
         Op::Settled {
             id,
             status,
             detail,
             finished_at_ms,
+            told,
             ..
         } => {
             tx.execute(
-                "UPDATE tasks SET status = ?2, detail = ?3, finished_at_ms = ?4 WHERE id = ?1",
-                params![id, status, detail, *finished_at_ms as i64],
+                "UPDATE tasks SET status = ?2, detail = ?3, finished_at_ms = ?4, told = max(told, ?5)
+                 WHERE id = ?1",
+                params![id, status, detail, *finished_at_ms as i64, *told],
             )?;
-            Ok(None)
+            Ok(Applied::Nothing)
         }
         Op::Output { id, stdout, stderr } => {
             tx.execute(
                 "UPDATE tasks SET stdout_path = ?2, stderr_path = ?3 WHERE id = ?1",
                 params![id, stdout, stderr],
             )?;
-            Ok(None)
+            Ok(Applied::Nothing)
         }
-        Op::Retain { .. } => Ok(None),
+        Op::Retain { .. } => Ok(Applied::Nothing),
         Op::EndHost { host, at_ms, .. } => {
             tx.execute(
                 "UPDATE hosts SET ended_at_ms = ?2 WHERE id = ?1",
                 params![host, *at_ms as i64],
             )?;
-            Ok(None)
+            Ok(Applied::Nothing)
         }
     }
 }
@@ -193,6 +243,7 @@ fn answer(batch: Vec<Op>, answers: Result<Answers, String>, notifier: &Sender<Th
         .map(|a| a.expired.clone())
         .unwrap_or_default();
     let mut numbers = answers.as_ref().map(|a| a.numbers.iter());
+    let mut owners = answers.as_ref().map(|a| a.owners.iter());
     for op in batch {
         match op {
             Op::Begin { reply, .. } => {
@@ -207,13 +258,25 @@ fn answer(batch: Vec<Op>, answers: Result<Answers, String>, notifier: &Sender<Th
             Op::Settled { then, .. } => {
                 let _ = notifier.send(then);
             }
+            Op::MintOwner { reply, .. } => {
+                let name = match &mut owners {
+                    Ok(it) => it.next().cloned().ok_or_else(|| "no owner".to_owned()),
+                    Err(e) => Err(e.clone()),
+                };
+                let _ = reply.send(name);
+            }
             Op::EndHost { reply, .. } => {
                 let _ = reply.send(());
             }
             Op::Retain { reply, .. } => {
                 let _ = reply.send(expired.clone());
             }
-            Op::Abandon { .. } | Op::Stopping { .. } | Op::Output { .. } => {}
+            Op::Started { .. }
+            | Op::Abandon { .. }
+            | Op::Told { .. }
+            | Op::EndOwner { .. }
+            | Op::Stopping { .. }
+            | Op::Output { .. } => {}
         }
     }
 }

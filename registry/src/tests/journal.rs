@@ -37,6 +37,9 @@ impl Journal for HeldJournal {
             .push(format!("begin {} {}", start.kind, *next));
         Ok(*next)
     }
+    fn started(&self, id: &str) {
+        self.calls.lock().unwrap().push(format!("started {id}"));
+    }
     fn abandon(&self, kind: &str, number: u64) {
         self.calls
             .lock()
@@ -85,6 +88,7 @@ async fn a_journal_numbers_tasks_abandons_failed_starts_and_gates_the_notices() 
         journal.calls(),
         [
             "begin bash 41",
+            "started bash-41",
             "begin bash 42",
             "abandon bash-42",
             "settled bash-41 completed"

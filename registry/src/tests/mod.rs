@@ -8,6 +8,7 @@ mod listeners;
 mod output_wait;
 mod owners;
 mod read_kill;
+mod restore;
 mod start;
 mod wait;
 

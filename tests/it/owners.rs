@@ -1,0 +1,235 @@
+//! Owners that outlive their connection, with the real binary: a `taskhost connect` bridge comes
+//! back through a SIGKILL and restart of its host as the same owner (its tasks listed and readable,
+//! the lost one told once), another bridge never sees them; on one host, a connection that says
+//! hello comes back within its grace, one that says goodbye ends at once, and one that does not come
+//! back is ended when its grace passes.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::clients::bridged;
+use crate::fixtures::*;
+use crate::mcp::{self, SocketHost, Watcher, alive, call, printed_pids};
+
+/// Proves the restart scenario through the bridge: bridge A starts a task that finishes and one that
+/// runs, the host is SIGKILLed and a new one started on the same socket and state; A's client sees
+/// no disconnection, lists both (the running one `lost`, its output readable to its last line) and
+/// is told of the lost one once; bridge B sees none of them; A's next task gets a new id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bridge_comes_back_through_a_host_restart_as_the_same_owner() {
+    let dir = scratch("owner-restart");
+    let state = dir.join("state");
+    let args = ["--no-watch", "--state", state.to_str().unwrap()];
+    let mut host = SocketHost::start(&dir, &args);
+    let (a, _) = bridged(&host.socket, Watcher::default(), &[]).await;
+    let (b, _) = bridged(&host.socket, Watcher::default(), &[]).await;
+    let finished = mcp::start(&a, "echo done; exit 3").await;
+    assert!(
+        mcp::read_waiting(&a, &finished, 20_000)
+            .await
+            .contains("exit code: 3")
+    );
+    let running = mcp::start(&a, "echo first line; echo $$; exec sleep 1000").await;
+    let pid = printed_pids(&a, &running, 1).await[0];
+    host.child.kill().unwrap();
+    host.child.wait().unwrap();
+    assert!(
+        eventually(Duration::from_secs(10), || !alive(pid)),
+        "the keeper ended the dead host's task"
+    );
+    let _next = SocketHost::start(&dir, &args);
+
+    // The first call after the restart waits for the bridge to come back, then carries the notice
+    // of the task that was lost while nobody was told.
+    let listed = call(&a, "task_list", json!({})).await;
+    assert!(
+        listed.contains(&finished) && listed.contains(&running),
+        "{listed}"
+    );
+    assert!(
+        listed.contains("lost"),
+        "the running task is lost: {listed}"
+    );
+    let notices = listed.split("\n---\n").skip(1).collect::<Vec<_>>();
+    assert_eq!(
+        notices.iter().filter(|n| n.contains(&running)).count(),
+        1,
+        "the lost task is told once: {listed}"
+    );
+    assert!(
+        !notices.iter().any(|n| n.contains(&finished)),
+        "the task read before the restart is not told again: {listed}"
+    );
+    let output = call(&a, "task_output", json!({"task_id": running})).await;
+    assert!(output.starts_with("first line\n"), "{output}");
+    assert!(output.contains("lost"), "{output}");
+    let again = call(&a, "task_list", json!({})).await;
+    assert!(!again.contains("\n---\n"), "no notice twice: {again}");
+
+    assert_eq!(
+        call(&b, "task_list", json!({})).await,
+        "(no background tasks)"
+    );
+    assert_eq!(
+        call(&b, "task_output", json!({"task_id": running})).await,
+        format!("Error: task {running} belongs to another session")
+    );
+    let newer = mcp::start(&a, "true").await;
+    assert!(number(&newer) > number(&running), "{newer} after {running}");
+    a.cancel().await.expect("close a");
+    b.cancel().await.expect("close b");
+}
+
+fn number(id: &str) -> u64 {
+    id.rsplit_once('-')
+        .and_then(|(_, n)| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A raw connection that says hello, speaks line-delimited JSON-RPC, and can leave with or without
+/// a goodbye.
+struct Raw {
+    stream: UnixStream,
+    reader: BufReader<UnixStream>,
+    secret: String,
+    next_id: u64,
+}
+
+impl Raw {
+    fn connect(socket: &Path, owner: &str) -> Self {
+        let mut stream = UnixStream::connect(socket).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        writeln!(stream, "#taskhost hello owner={owner}").unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut welcome = String::new();
+        reader.read_line(&mut welcome).unwrap();
+        let secret = welcome
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("owner="))
+            .unwrap_or_else(|| panic!("no owner in the welcome: {welcome}"))
+            .to_owned();
+        assert_eq!(secret.len(), 64, "{welcome}");
+        let mut raw = Self {
+            stream,
+            reader,
+            secret,
+            next_id: 0,
+        };
+        raw.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "raw", "version": "0"}}),
+        );
+        raw.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        raw
+    }
+
+    fn send(&mut self, message: &Value) {
+        writeln!(self.stream, "{message}").unwrap();
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.reader.read_line(&mut line).unwrap() > 0,
+                "the host closed"
+            );
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    fn call(&mut self, tool: &str, arguments: Value) -> String {
+        let reply = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
+        reply["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    /// Starts a task printing its pid; its id and pid.
+    fn start_sleeper(&mut self) -> (String, i32) {
+        let text = self.call(
+            "bash",
+            json!({"command": "echo $$; exec sleep 1000", "run_in_background": true}),
+        );
+        let id = text
+            .strip_prefix("started background task ")
+            .unwrap_or_else(|| panic!("{text}"))
+            .to_owned();
+        let mut pid = None;
+        assert!(eventually(Duration::from_secs(10), || {
+            let out = self.call("task_output", json!({"task_id": id}));
+            pid = pid.or_else(|| out.lines().find_map(|l| l.trim().parse().ok()));
+            pid.is_some()
+        }));
+        (id, pid.unwrap_or_default())
+    }
+
+    fn goodbye(mut self) {
+        writeln!(self.stream, "#taskhost goodbye").unwrap();
+        let _ = self.stream.shutdown(std::net::Shutdown::Write);
+        let mut rest = String::new();
+        let _ = std::io::Read::read_to_string(&mut self.reader, &mut rest);
+    }
+}
+
+/// Proves, on one host: a connection lost without a goodbye comes back within its grace as the same
+/// owner (its running task still there), a fresh owner does not see it, and a goodbye ends the
+/// owner at once (its task ended).
+#[test]
+fn a_lost_connection_comes_back_within_its_grace_and_a_goodbye_ends_its_owner() {
+    let dir = scratch("owner-grace");
+    let host = SocketHost::start(&dir, &["--no-watch"]);
+    let mut first = Raw::connect(&host.socket, "new");
+    let (id, pid) = first.start_sleeper();
+    let secret = first.secret.clone();
+    drop(first);
+
+    let mut stranger = Raw::connect(&host.socket, "new");
+    assert_eq!(
+        stranger.call("task_list", json!({})),
+        "(no background tasks)"
+    );
+    let mut back = Raw::connect(&host.socket, &secret);
+    assert!(back.call("task_list", json!({})).contains(&id));
+    assert!(alive(pid), "the task ran on while its owner was away");
+    back.goodbye();
+    assert!(
+        eventually(Duration::from_secs(10), || !alive(pid)),
+        "a goodbye ends the owner's tasks at once"
+    );
+    let after = Raw::connect(&host.socket, &secret);
+    assert_ne!(after.secret, secret, "an ended owner's secret names nobody");
+    stranger.goodbye();
+    after.goodbye();
+}
+
+/// Proves: an owner whose connection was lost and does not come back is ended when
+/// `[host] owner_grace_ms` passes (its task ended).
+#[test]
+fn an_owner_that_does_not_come_back_is_ended_after_its_grace() {
+    let dir = scratch("owner-expiry");
+    let config = dir.join("taskhost.toml");
+    std::fs::write(&config, "[host]\nowner_grace_ms = 300\n").unwrap();
+    let host = SocketHost::start(&dir, &["--no-watch", "--config", config.to_str().unwrap()]);
+    let mut raw = Raw::connect(&host.socket, "new");
+    let (_, pid) = raw.start_sleeper();
+    drop(raw);
+    assert!(
+        eventually(Duration::from_secs(20), || !alive(pid)),
+        "the owner was ended after its grace"
+    );
+}
