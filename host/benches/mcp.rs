@@ -35,10 +35,13 @@ fn main() {
             },
         ),
     ];
+    let state = common::scratch("mcp-state");
     for (era, baseline, lifecycle) in eras {
         rt.block_on(async {
         let mut cmd = tokio::process::Command::new(profile.join("taskhost"));
-        cmd.args(["serve", "--no-watch"]).env("RUST_LOG", "error");
+        cmd.args(["serve", "--no-watch"])
+            .env("XDG_STATE_HOME", state.path())
+            .env("RUST_LOG", "error");
         let transport = TokioChildProcess::new(cmd).expect("spawn");
         let client = serve_client_with_lifecycle((), transport, lifecycle).await.expect("handshake");
         let args = serde_json::json!({"command": "sleep 600", "run_in_background": true});

@@ -211,46 +211,67 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    let mut ratios = Vec::new();
-    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
-    let (mut our_starts, mut their_starts) = (Vec::new(), Vec::new());
+    // The store on (the default: records in `state-home`, written before each start is answered)
+    // and off (`--no-state`, records in memory only).
+    for (store, extra) in [("store on", None), ("store off", Some("--no-state"))] {
+        let pairs = compare(&rt, &profile, &config, &dir, extra, &pueue);
+        report(&format!("{name}, {store}"), &pairs);
+    }
+    drop(pueue);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Seconds per run of taskhost and of pueue, run in turns: (ours to start, ours in all, theirs to
+/// start, theirs in all).
+type Pair = (f64, f64, f64, f64);
+
+fn compare(
+    rt: &tokio::runtime::Runtime,
+    profile: &std::path::Path,
+    config: &std::path::Path,
+    dir: &std::path::Path,
+    extra: Option<&str>,
+    pueue: &Pueue,
+) -> Vec<Pair> {
     rt.block_on(async {
         let mut cmd = tokio::process::Command::new(profile.join("taskhost"));
         cmd.arg("serve")
             .arg("--no-watch")
             .arg("--config")
-            .arg(&config)
+            .arg(config)
+            .args(extra)
+            .env("XDG_STATE_HOME", dir.join("state-home"))
             .env("RUST_LOG", "error");
         let host: Client =
             ().serve(TokioChildProcess::new(cmd).expect("spawn taskhost"))
                 .await
                 .expect("handshake");
+        let mut pairs = Vec::new();
         for _ in 0..PAIRS {
             let (a_start, a) = taskhost_run(&host).await;
             let (b_start, b) = pueue.run_once();
-            ours.push(a);
-            theirs.push(b);
-            our_starts.push(a_start);
-            their_starts.push(b_start);
-            ratios.push(a / b);
+            pairs.push((a_start, a, b_start, b));
         }
         let _ = host.cancel().await;
-    });
-    drop(pueue);
-    let _ = std::fs::remove_dir_all(&dir);
-    let median = |v: &mut Vec<f64>| {
+        pairs
+    })
+}
+
+fn report(name: &str, pairs: &[Pair]) {
+    let median = |f: &dyn Fn(&Pair) -> f64| {
+        let mut v: Vec<f64> = pairs.iter().map(f).collect();
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    let pairs: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
-    let (a, b, r) = (median(&mut ours), median(&mut theirs), median(&mut ratios));
+    let ratios: Vec<String> = pairs.iter().map(|p| format!("{:.2}", p.1 / p.3)).collect();
+    let (a, b, r) = (median(&|p| p.1), median(&|p| p.3), median(&|p| p.1 / p.3));
     println!(
         "{{\"name\":\"{name}\",\"unit\":\"ms\",\"value\":{:.0},\"baseline_name\":\"pueue 200 x add, wait, log --json --full (ratios per pair: {})\",\"baseline\":{:.0},\"ratio\":{r:.2}}}",
         a * 1e3,
-        pairs.join(" "),
+        ratios.join(" "),
         b * 1e3,
     );
-    let (a, b) = (median(&mut our_starts), median(&mut their_starts));
+    let (a, b) = (median(&|p| p.0), median(&|p| p.2));
     println!(
         "{{\"name\":\"  of which starting the 200\",\"unit\":\"ms\",\"value\":{:.0},\"baseline_name\":\"pueue: the 200 adds (a client process each)\",\"baseline\":{:.0},\"ratio\":{:.2}}}",
         a * 1e3,

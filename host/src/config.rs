@@ -48,7 +48,9 @@ pub struct Config {
 ///
 /// ```toml
 /// [state]
-/// dir = "/var/lib/me/taskhost"   # task records and kept output (also `serve --state DIR`)
+/// dir = "/var/lib/me/taskhost"   # task records and kept output (also `serve --state DIR`);
+///                                # default $XDG_STATE_HOME/taskhost, else ~/.local/state/taskhost
+/// durable = true                 # false keeps task records in memory only (also `serve --no-state`)
 /// sync = "normal"                # or "full": fsync the database at every commit
 /// keep_days = 30                 # settled tasks' output older than this expires
 /// keep_bytes = 1073741824        # kept output beyond this expires, oldest first
@@ -56,8 +58,10 @@ pub struct Config {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StateSection {
-    /// The state directory; none keeps task records in memory only.
+    /// The state directory (default [`default_state_dir`]).
     pub dir: Option<PathBuf>,
+    /// False keeps task records in memory only.
+    pub durable: Option<bool>,
     /// How hard a commit holds.
     #[serde(default)]
     pub sync: taskhost_store::Sync,
@@ -65,6 +69,17 @@ pub struct StateSection {
     pub keep_days: Option<u64>,
     /// Bytes of kept output, at most (default 1 GiB).
     pub keep_bytes: Option<u64>,
+}
+
+/// The default state directory: `$XDG_STATE_HOME/taskhost`, else `~/.local/state/taskhost`; `None`
+/// when neither variable is set.
+pub fn default_state_dir() -> Option<PathBuf> {
+    match std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
+        Some(dir) => Some(PathBuf::from(dir).join("taskhost")),
+        None => std::env::var_os("HOME")
+            .filter(|d| !d.is_empty())
+            .map(|home| PathBuf::from(home).join(".local/state/taskhost")),
+    }
 }
 
 impl StateSection {

@@ -48,9 +48,12 @@ enum Command {
         #[arg(long = "allow-uid", value_name = "UID")]
         allow_uids: Vec<u32>,
         /// The durable state directory: task records and kept output outlive the host there (also
-        /// `[state] dir`). Without one, records are kept in memory only.
+        /// `[state] dir`; default `$XDG_STATE_HOME/taskhost`, else `~/.local/state/taskhost`).
         #[arg(long, value_name = "DIR")]
         state: Option<PathBuf>,
+        /// Keep task records in memory only (also `[state] durable = false`).
+        #[arg(long, conflicts_with = "state")]
+        no_state: bool,
     },
     /// Prints the task table of a state directory (no host need run): running tasks and those
     /// that ended in the last day, or every record with `--all`.
@@ -260,6 +263,7 @@ fn run(runtime: &tokio::runtime::Runtime, command: Command) -> Outcome {
             allow_untrusted_plugins,
             allow_uids,
             state,
+            no_state,
         } => serve(
             runtime,
             ServeArgs {
@@ -271,6 +275,7 @@ fn run(runtime: &tokio::runtime::Runtime, command: Command) -> Outcome {
                 allow_untrusted: allow_untrusted_plugins,
                 allow_uids,
                 state,
+                no_state,
             },
         )
         .map(|()| ExitCode::SUCCESS)

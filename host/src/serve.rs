@@ -34,8 +34,10 @@ pub struct ServeArgs {
     pub allow_untrusted: bool,
     /// Other uids allowed to connect to the socket.
     pub allow_uids: Vec<u32>,
-    /// The durable state directory (before the config's `[state] dir`).
+    /// The durable state directory (before the config's `[state] dir` and the default one).
     pub state: Option<PathBuf>,
+    /// Keep task records in memory only.
+    pub no_state: bool,
 }
 
 /// Why `serve` stopped with an error: the exit code (2 for bad input, 1 otherwise) and one message.
@@ -174,17 +176,44 @@ fn plugin_dirs(config: &Config, args: &ServeArgs) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The durable state, when `--state` or `[state] dir` names one: opened (checked, recovered) before
-/// anything serves. A refused directory or database exits 2, naming it.
+/// The durable state: `--state`, else `[state] dir`, else the default directory (its missing
+/// parents made 0700), opened (checked, recovered) before anything serves; none with `--no-state`
+/// or `[state] durable = false`. A refused directory or database exits 2, naming it.
 fn open_state(
     config: &Config,
     args: &ServeArgs,
 ) -> Result<Option<Arc<taskhost_store::Store>>, ServeError> {
-    let Some(dir) = args.state.as_ref().or(config.state.dir.as_ref()) else {
+    if args.no_state || config.state.durable == Some(false) {
         return Ok(None);
+    }
+    let chosen = args.state.clone().or_else(|| config.state.dir.clone());
+    let dir = match chosen {
+        Some(dir) => dir,
+        None => {
+            let Some(dir) = crate::config::default_state_dir() else {
+                tracing::warn!(
+                    "neither XDG_STATE_HOME nor HOME is set: task records are kept in memory only (pass --state DIR to keep them)"
+                );
+                return Ok(None);
+            };
+            if let Some(parent) = dir.parent() {
+                std::os::unix::fs::DirBuilderExt::mode(
+                    std::fs::DirBuilder::new().recursive(true),
+                    0o700,
+                )
+                .create(parent)
+                .map_err(|e| {
+                    fail(2)(format!(
+                        "cannot make the state directory's parent {}: {e}",
+                        parent.display()
+                    ))
+                })?;
+            }
+            dir
+        }
     };
     let store =
-        taskhost_store::Store::open(dir, config.state.sync).map_err(|e| fail(2)(e.to_string()))?;
+        taskhost_store::Store::open(&dir, config.state.sync).map_err(|e| fail(2)(e.to_string()))?;
     let expired = store.retain(config.state.retention());
     if !expired.is_empty() {
         tracing::info!(

@@ -9,16 +9,6 @@ use taskhost_store::{Store, TaskRecord, kept_output};
 /// Tasks shown without `--all`: running ones, and those that ended within this many milliseconds.
 const RECENT_MS: u64 = 24 * 3600 * 1000;
 
-/// The default state directory: `$XDG_STATE_HOME/taskhost`, else `~/.local/state/taskhost`.
-pub fn default_state_dir() -> Option<PathBuf> {
-    match std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
-        Some(dir) => Some(PathBuf::from(dir).join("taskhost")),
-        None => {
-            std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".local/state/taskhost"))
-        }
-    }
-}
-
 /// What `taskhost tasks` was asked.
 #[derive(Clone, Debug, Default)]
 pub struct TasksArgs {
@@ -41,7 +31,7 @@ pub fn run(args: &TasksArgs) -> Result<String, (u8, String)> {
     let dir = args
         .state
         .clone()
-        .or_else(default_state_dir)
+        .or_else(crate::config::default_state_dir)
         .ok_or((2, "no state directory: pass --state DIR".to_owned()))?;
     let store = Store::open_to_read(&dir).map_err(|e| (2, e.to_string()))?;
     if let Some(id) = &args.output {

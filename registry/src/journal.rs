@@ -34,8 +34,8 @@ pub trait Journal: Send + Sync + 'static {
     /// The starter of task `id` returned: its work began. Need not be durable before it returns.
     fn started(&self, id: &str);
 
-    /// The start of task `kind-number` failed after [`Journal::begin`]: its record goes (its number is
-    /// never given again).
+    /// The start of task `kind-number` failed after [`Journal::begin`]: its record goes. Its number
+    /// was never answered to anyone, so the journal may give it again when no later one was given.
     fn abandon(&self, kind: &str, number: u64);
 
     /// A kill of the task was delivered; it has not settled yet.

@@ -126,6 +126,7 @@ fn the_python_sdk_sees_tool_changes_and_notices_in_both_eras() {
         .arg(script)
         .arg(binary())
         .arg(dir.path())
+        .env("XDG_STATE_HOME", dir.join("state-home"))
         .output()
         .expect("run the Python SDK scenarios");
     let (stdout, stderr) = (

@@ -338,7 +338,7 @@ async fn a_full_spill_disk_loses_only_the_spilled_copy_and_the_host_keeps_servin
     let config = config_with_spill_dir(&dir, &spill);
     let mut cmd = tokio::process::Command::new("unshare");
     cmd.args(["-rm", "sh", "-c"])
-        .arg(r#"mount -t tmpfs -o size=1m,mode=0700 taskhost-full "$0" && exec "$1" serve --no-watch --config "$2""#)
+        .arg(r#"mount -t tmpfs -o size=1m,mode=0700 taskhost-full "$0" && exec "$1" serve --no-watch --no-state --config "$2""#)
         .arg(&spill)
         .arg(mcp::binary())
         .arg(&config);

@@ -76,7 +76,9 @@ async fn directories_pre_created_by_another_user_are_never_used() {
     let xdg = tmp.join("xdg");
     attacker_dir(&xdg);
     let mut cmd = tokio::process::Command::new(binary());
-    cmd.args(["serve", "--no-watch"])
+    // Memory-only records: what this test attacks is where the runtime directory and its spill
+    // files go.
+    cmd.args(["serve", "--no-watch", "--no-state"])
         .env("XDG_RUNTIME_DIR", &xdg)
         .env("TMPDIR", tmp.path());
     let client = mcp::command_client(cmd, Watcher::default()).await;
@@ -248,6 +250,7 @@ fn listen_refuses_a_regular_file_and_a_live_socket_and_replaces_a_stale_one() {
             .args(["serve", "--no-watch", "--listen"])
             .arg(format!("unix:{}", path.display()))
             .env("XDG_RUNTIME_DIR", dir.path())
+            .env("XDG_STATE_HOME", dir.join("state-home"))
             .stdin(std::process::Stdio::null())
             .output()
             .unwrap()
@@ -483,6 +486,7 @@ async fn a_child_cannot_read_the_hosts_environment_from_proc() {
     let mut cmd = tokio::process::Command::new(binary());
     cmd.env_remove("XDG_RUNTIME_DIR")
         .env("TMPDIR", &home)
+        .env("XDG_STATE_HOME", &home)
         .env("MY_SECRET", "canary")
         .current_dir(&home)
         .uid(NOBODY)
@@ -617,6 +621,7 @@ fn clients_refuse_a_server_run_by_another_user() {
         ])
         .arg(format!("unix:{}", socket.display()))
         .env_remove("XDG_RUNTIME_DIR")
+        .env("XDG_STATE_HOME", &home)
         .env("TMPDIR", &home)
         .env("RUST_LOG", "warn")
         .current_dir(&home)

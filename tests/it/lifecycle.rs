@@ -60,6 +60,7 @@ fn a_stop_signal_ends_a_stdio_host_with_stdin_held_open() {
         let mut child = std::process::Command::new(binary())
             .args(["serve", "--no-watch"])
             .env("XDG_RUNTIME_DIR", dir.path())
+            .env("XDG_STATE_HOME", dir.join("state-home"))
             .env("RUST_LOG", "warn")
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::null())
@@ -291,6 +292,8 @@ async fn a_flood_of_foreground_calls_does_not_starve_another_session() {
 
 /// A host driven line by line on its stdio, as a raw JSON-RPC client.
 struct RawSession {
+    /// The host's default state directory, removed with the session.
+    _state: Scratch,
     child: tokio::process::Child,
     stdin: tokio::process::ChildStdin,
     stdout: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
@@ -298,8 +301,10 @@ struct RawSession {
 
 impl RawSession {
     async fn start() -> Self {
+        let state = scratch("raw-state");
         let mut child = tokio::process::Command::new(binary())
             .args(["serve", "--no-watch"])
+            .env("XDG_STATE_HOME", state.path())
             .env("RUST_LOG", "error")
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
@@ -311,6 +316,7 @@ impl RawSession {
             child.stdout.take().unwrap(),
         ));
         let mut s = Self {
+            _state: state,
             child,
             stdin,
             stdout,

@@ -29,6 +29,8 @@ pub(crate) struct Watcher {
     pub(crate) notices: Arc<Mutex<Vec<String>>>,
     /// Progress messages, in arrival order.
     pub(crate) progress: Arc<Mutex<Vec<String>>>,
+    /// Directories the client's host uses, removed with the last clone of the watcher.
+    kept: Arc<Mutex<Vec<Scratch>>>,
 }
 
 impl ClientHandler for Watcher {
@@ -81,9 +83,20 @@ pub(crate) async fn stdio_client(args: &[&str], watcher: Watcher) -> Client {
     command_client(cmd, watcher).await
 }
 
-/// A client of the host `cmd` starts, speaking MCP on its stdio.
+/// A client of the host `cmd` starts, speaking MCP on its stdio. Unless `cmd` names one, the host's
+/// default state directory is a fresh one that goes with the client (a test never writes the
+/// user's).
 pub(crate) async fn command_client(mut cmd: tokio::process::Command, watcher: Watcher) -> Client {
     cmd.env("RUST_LOG", "warn");
+    let named = cmd
+        .as_std()
+        .get_envs()
+        .any(|(k, v)| k == "XDG_STATE_HOME" && v.is_some());
+    if !named {
+        let state = scratch("client-state");
+        cmd.env("XDG_STATE_HOME", state.path());
+        watcher.kept.lock().unwrap().push(state);
+    }
     let transport = TokioChildProcess::new(cmd).expect("spawn taskhost");
     watcher.serve(transport).await.expect("MCP handshake")
 }
@@ -298,8 +311,9 @@ impl SocketHost {
             .arg(format!("unix:{}", socket.display()))
             .args(extra)
             .env("RUST_LOG", "warn")
-            // The generation and spill files go under the test's directory.
+            // The generation and spill files, and the default state, go under the test's directory.
             .env("XDG_RUNTIME_DIR", dir)
+            .env("XDG_STATE_HOME", dir.join("state-home"))
             .stdin(std::process::Stdio::null())
             .spawn()
             .expect("spawn taskhost");
@@ -578,7 +592,8 @@ fn a_bad_config_exits_with_code_two_naming_the_key() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_ended_by_sigterm_ends_its_children_and_leaves_nothing_behind() {
     let dir = scratch("sigterm");
-    let mut host = SocketHost::start(&dir, &["--no-watch"]);
+    // Memory-only records: the spill files this test follows are the runtime directory's.
+    let mut host = SocketHost::start(&dir, &["--no-watch", "--no-state"]);
     let client = socket_client(&host.socket, Watcher::default()).await;
     let id = start(
         &client,
@@ -639,9 +654,11 @@ async fn a_host_ended_by_sigterm_ends_its_children_and_leaves_nothing_behind() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plugin_log_record_reaches_the_host_log_with_its_plugin_and_generation() {
     use tokio::io::AsyncReadExt;
+    let state = scratch("log-state");
     let mut cmd = tokio::process::Command::new(binary());
     cmd.args(["serve", "--no-watch", "--plugin"])
         .arg(built("taskhost_test_probe"))
+        .env("XDG_STATE_HOME", state.path())
         .env("RUST_LOG", "warn");
     let (transport, stderr) = TokioChildProcess::builder(cmd)
         .stderr(std::process::Stdio::piped())

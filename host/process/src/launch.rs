@@ -10,8 +10,9 @@ use crate::{env, escaped, supervise};
 
 impl ProcessService {
     /// Where stream `which` of process `n` spills: the kept-output directory when `keep` and the
-    /// service keeps output (then from the first byte, outside the spill budget, never removed by
-    /// the service), else the spill directory.
+    /// service keeps output (then from the first byte, never removed by the service), else the
+    /// spill directory. Either way within the host's budget (`[tasks] spill_budget`): kept output
+    /// must not fill a disk any more than spills may.
     pub(crate) fn spill_plan(
         &self,
         n: u64,
@@ -36,7 +37,7 @@ impl ProcessService {
             dir: dir.clone(),
             name,
             cap,
-            budget: kept.is_none().then(|| self.budget.clone()),
+            budget: Some(self.budget.clone()),
             kept: kept.is_some(),
         })
     }

@@ -5,7 +5,7 @@ use std::sync::mpsc::{Sender, sync_channel};
 
 use taskhost_registry::{Journal, JournalStart, TaskSnapshot};
 
-use crate::writer::{Op, task_id};
+use crate::writer::Op;
 
 /// The store as the registry's journal, for this host.
 pub(crate) struct StoreJournal {
@@ -37,7 +37,8 @@ impl Journal for StoreJournal {
 
     fn abandon(&self, kind: &str, number: u64) {
         let _ = self.ops.send(Op::Abandon {
-            id: task_id(kind, number),
+            kind: kind.to_owned(),
+            number,
         });
     }
 

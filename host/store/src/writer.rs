@@ -25,8 +25,9 @@ pub(crate) enum Op {
     },
     /// A start whose work began.
     Started { id: String },
-    /// A start that failed: its record goes.
-    Abandon { id: String },
+    /// A start that failed: its record goes, and its number is given again when no later one was
+    /// given (nobody was ever answered with it).
+    Abandon { kind: String, number: u64 },
     /// Its owner was told of the task's end (a notice, or a read).
     Told { id: String },
     /// A new owner: its name.
@@ -189,8 +190,15 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<Applied> {
             crate::owners::end(tx, name, *at_ms)?;
             Ok(Applied::Nothing)
         }
-        Op::Abandon { id } => {
-            tx.execute("DELETE FROM tasks WHERE id = ?1", params![id])?;
+        Op::Abandon { kind, number } => {
+            tx.execute(
+                "DELETE FROM tasks WHERE id = ?1",
+                params![task_id(kind, *number)],
+            )?;
+            tx.execute(
+                "UPDATE counters SET next = next - 1 WHERE kind = ?1 AND next = ?2",
+                params![kind, *number as i64],
+            )?;
             Ok(Applied::Nothing)
         }
         Op::Stopping { id } => {
