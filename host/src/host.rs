@@ -177,6 +177,9 @@ impl Taskhost {
         };
         let mut restored = 0;
         for record in records {
+            if self.registry().get(&record.id, Some(&agent)).is_ok() {
+                continue; // taken over live, or brought back already
+            }
             let Some(task) = restored_task(record) else {
                 continue;
             };

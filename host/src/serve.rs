@@ -316,6 +316,16 @@ fn start_host(
             tracing::error!("{e}");
         }
     }
+    if let Some(state) = host.services().state.clone() {
+        let adopted = &state.recovered().adopted;
+        if !adopted.is_empty() {
+            let taken = host.services().adopt_external(adopted);
+            tracing::info!(
+                tasks = ?taken,
+                "external tasks of hosts that stopped are followed on"
+            );
+        }
+    }
     Ok(host)
 }
 

@@ -112,6 +112,8 @@ pub struct TaskStart {
     pub(crate) output_limit_bytes: Option<u64>,
     pub(crate) owner: Option<Agent>,
     pub(crate) run: RunFn,
+    /// The number of a task the journal holds already, taken over rather than begun.
+    pub(crate) taken_over: Option<u64>,
 }
 
 impl TaskStart {
@@ -130,7 +132,17 @@ impl TaskStart {
             output_limit_bytes: None,
             owner: None,
             run: Box::new(run),
+            taken_over: None,
         }
+    }
+
+    /// Takes over task `kind-number`, whose record the journal holds (work a host that is gone
+    /// started and this one follows on): the task keeps its id and no new record is begun. Refused
+    /// with [`RegistryError::Restore`](crate::RegistryError::Restore) when the registry holds that
+    /// id already.
+    pub fn take_over(mut self, number: u64) -> Self {
+        self.taken_over = Some(number);
+        self
     }
 
     /// Sets the owning agent. Without one the task is unowned: open to every caller, and it lives until

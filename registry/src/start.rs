@@ -47,13 +47,29 @@ impl Registry {
             output_limit_bytes,
             owner,
             run,
+            taken_over,
         } = spec;
         let key = owner_key(owner.as_ref());
+        if let Some(n) = taken_over
+            && self
+                .inner
+                .state
+                .lock()
+                .records
+                .contains_key(&TaskId::issue(&kind, n))
+        {
+            return Err(RegistryError::Restore(format!(
+                "task {kind}-{n} is already held"
+            )));
+        }
         self.preflight(&kind, &label, output_limit_bytes, owner.as_ref(), key)?;
-        let number = self.journal_begin(&kind, &label, owner.as_ref(), key)?;
+        let number = match taken_over {
+            Some(n) => Some(n),
+            None => self.journal_begin(&kind, &label, owner.as_ref(), key)?,
+        };
         let failed = |e: RegistryError| {
             self.inner.release_reservation(key);
-            if let (Some(journal), Some(n)) = (&self.inner.journal, number) {
+            if let (Some(journal), Some(n), None) = (&self.inner.journal, number, taken_over) {
                 journal.abandon(&kind, n);
             }
             Err(e)

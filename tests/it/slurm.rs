@@ -351,3 +351,99 @@ fn a_commands_own_sbatch_lines_do_not_change_its_job() {
     std::fs::remove_dir_all(&fresh).unwrap();
     assert_eq!(mode & 0o777, 0o700, "the output directory's mode");
 }
+
+/// Proves the handover of a job: a job started before its host is SIGKILLed keeps running on the
+/// cluster; the next host of the same state directory takes it over by its job id; its owner (a
+/// bridge that comes back) reads on from where its reads stood (the line it read is not repeated,
+/// the line written since is not lost), and it settles with the job's real end, in the records too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_outlives_its_host_and_the_next_host_settles_it_with_its_real_end() {
+    let Some(conf) = cluster("a_job_outlives_its_host") else {
+        return;
+    };
+    let dir = scratch("slurm-handover");
+    let out = dir.join("slurm-out");
+    std::fs::create_dir_all(&out).unwrap();
+    set_mode(&out, 0o755);
+    let go = dir.join("go");
+    let config = dir.join("taskhost.toml");
+    let plugin = |name: &str| {
+        artifacts()
+            .join(format!("libtaskhost_plugin_{name}.so"))
+            .display()
+            .to_string()
+    };
+    std::fs::write(
+        &config,
+        format!(
+            "[[plugin]]\npath = \"{}\"\n\n[[plugin]]\npath = \"{}\"\nconfig = {{ slurm_conf = \"{}\", output_dir = \"{}\", poll_ms = 300 }}\n",
+            plugin("tasks"),
+            plugin("slurm"),
+            conf.display(),
+            out.display()
+        ),
+    )
+    .unwrap();
+    let state = dir.join("state");
+    let args = [
+        "--no-watch",
+        "--state",
+        state.to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+    ];
+    let mut host = crate::mcp::SocketHost::start(&dir, &args);
+    let (a, _) = crate::clients::bridged(&host.socket, crate::mcp::Watcher::default(), &[]).await;
+    let command = format!(
+        "echo first; while [ ! -e {} ]; do sleep 0.2; done; echo second; exit 3",
+        go.display()
+    );
+    let started = crate::mcp::call(
+        &a,
+        "slurm",
+        json!({"command": command, "run_in_background": true}),
+    )
+    .await;
+    let id = started
+        .strip_prefix("started background slurm job ")
+        .and_then(|rest| rest.split_once(' '))
+        .map(|(id, _)| id.to_owned())
+        .unwrap_or_else(|| panic!("not started: {started}"));
+    let first = crate::mcp::call(
+        &a,
+        "task_output",
+        json!({"task_id": id, "wait_for": "first", "timeout_ms": 60000}),
+    )
+    .await;
+    assert!(first.starts_with("first\n"), "{first}");
+    host.child.kill().unwrap();
+    host.child.wait().unwrap();
+    let _next = crate::mcp::SocketHost::start(&dir, &args);
+    std::fs::write(&go, "").unwrap();
+
+    let end = crate::mcp::call(
+        &a,
+        "task_output",
+        json!({"task_id": id, "wait": true, "timeout_ms": 60000}),
+    )
+    .await;
+    assert!(
+        end.starts_with("second\n") && end.contains("[status: failed, FAILED, exit code: 3]"),
+        "read on from where it stood, settled with its real end: {end}"
+    );
+    let records = output_within(
+        std::process::Command::new(crate::mcp::binary())
+            .args(["tasks", "--json", "--state"])
+            .arg(&state),
+        Duration::from_secs(30),
+    );
+    let line = String::from_utf8_lossy(&records.stdout)
+        .lines()
+        .find(|l| l.contains(&format!("\"{id}\"")))
+        .map(str::to_owned)
+        .unwrap_or_default();
+    let record: Value = serde_json::from_str(&line).expect("the job's record");
+    assert_eq!(record["status"], "failed", "{record}");
+    assert_eq!(record["detail"], "FAILED, exit code: 3", "{record}");
+    a.cancel().await.expect("close");
+}

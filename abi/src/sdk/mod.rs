@@ -49,5 +49,5 @@ pub use config::{NonEmpty, Positive, PositiveMs};
 pub use export::{ROOT_MODULE_SYMBOL, root_module, run_init};
 pub use host::Host;
 pub use plugin::{Handler, NoState, Output, Plugin, TaskControl, TaskHandle, panic_text};
-pub use starts::Declaration;
+pub use starts::{Declaration, PROCESS_MARKER};
 pub use tool::{NoArgs, Tool};

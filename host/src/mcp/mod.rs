@@ -452,7 +452,10 @@ async fn serve_connection(
             host.sessions().open(&id);
         }
         CameBack::FromRecords => {
-            host.sessions().open(&id);
+            // Open already when this host took over external work of its.
+            if !host.sessions().is_open(&id) {
+                host.sessions().open(&id);
+            }
             let (h, i) = (host.clone(), id.clone());
             let restored = tokio::task::spawn_blocking(move || h.restore_owner(&i))
                 .await

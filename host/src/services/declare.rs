@@ -37,6 +37,29 @@ impl Services {
         decl: &TaskDeclaration,
         run: impl FnOnce() -> Result<TaskHooks, ProducerError> + Send + 'static,
     ) -> Result<String, String> {
+        self.register(decl, None, run)
+    }
+
+    /// As [`Services::declare`], for task `kind-number` of the records, which an earlier host
+    /// started: it keeps its id.
+    ///
+    /// # Errors
+    /// As [`Services::declare`], or the registry holds that task already.
+    pub fn take_over(
+        &self,
+        decl: &TaskDeclaration,
+        number: u64,
+        run: impl FnOnce() -> Result<TaskHooks, ProducerError> + Send + 'static,
+    ) -> Result<String, String> {
+        self.register(decl, Some(number), run)
+    }
+
+    fn register(
+        &self,
+        decl: &TaskDeclaration,
+        taken_over: Option<u64>,
+        run: impl FnOnce() -> Result<TaskHooks, ProducerError> + Send + 'static,
+    ) -> Result<String, String> {
         let owner = match &decl.owner_session {
             None => None,
             Some(s) => match self.sessions.agent(s) {
@@ -50,6 +73,9 @@ impl Services {
         }
         if let Some(owner) = owner {
             spec = spec.owner(owner);
+        }
+        if let Some(number) = taken_over {
+            spec = spec.take_over(number);
         }
         self.registry
             .start(spec)

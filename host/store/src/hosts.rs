@@ -51,6 +51,9 @@ pub struct Recovered {
     pub lost: Vec<String>,
     /// Tasks with a kill under way: now `killed`.
     pub killed: Vec<String>,
+    /// External tasks of hosts that are gone, now this host's to follow (none when the store was
+    /// opened only to read).
+    pub adopted: Vec<crate::external::Adopted>,
 }
 
 /// Settles the tasks of every host recorded as live whose lock is free (it is gone), other than
@@ -82,12 +85,15 @@ pub(crate) fn recover(
                 &mut recovered.killed
             };
             let ids: Vec<String> = tx
-                .prepare("SELECT id FROM tasks WHERE host = ?1 AND status = ?2")?
+                .prepare(
+                    "SELECT id FROM tasks WHERE host = ?1 AND status = ?2
+                     AND id NOT IN (SELECT task_id FROM external)",
+                )?
                 .query_map(params![host, from], |r| r.get(0))?
                 .collect::<rusqlite::Result<_>>()?;
             tx.execute(
                 "UPDATE tasks SET status = ?3, detail = ?4, finished_at_ms = ?5
-                 WHERE host = ?1 AND status = ?2",
+                 WHERE host = ?1 AND status = ?2 AND id NOT IN (SELECT task_id FROM external)",
                 params![host, from, to, detail, now_ms as i64],
             )?;
             list.extend(ids);
@@ -98,6 +104,9 @@ pub(crate) fn recover(
         )?;
         tx.commit()?;
         let _ = std::fs::remove_file(dir.path().join(format!("{host}.lock")));
+    }
+    if let Some(me) = me {
+        recovered.adopted = crate::external::adopt(conn, me)?;
     }
     Ok(recovered)
 }

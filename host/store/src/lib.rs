@@ -25,10 +25,16 @@
 //! whether its owner was told of its end, so an owner that comes back to a later host is told once
 //! of what it missed (a task found lost, one that settled while it was away).
 //!
+//! **External work** (a cluster's job) is not lost with its host: how it is followed (its work
+//! id, poll and cancel commands, output file) and where its owner's reads stood are recorded, and
+//! the next host of the directory takes it over ([`Recovered::adopted`]) and follows it on from
+//! there.
+//!
 //! **Refused, not trusted:** a database of another user, a schema newer than this build knows, or a
 //! file that is not a database is an error naming the file; nothing is overwritten.
 
 mod error;
+mod external;
 mod hosts;
 mod journal;
 mod owners;
@@ -39,6 +45,7 @@ mod store;
 mod writer;
 
 pub use error::StoreError;
+pub use external::{Adopted, ExternalRecord};
 pub use owners::OwnerSecret;
 pub use records::{TaskRecord, kept_output, kept_tail};
 pub use retention::Retention;

@@ -40,7 +40,8 @@ CREATE INDEX tasks_by_host ON tasks(host, status);
 const V2: &str = "ALTER TABLE tasks ADD COLUMN expired_at_ms INTEGER;";
 
 /// Version 3: owners that outlive their connection (a secret, stored hashed), whether a task's end
-/// was told to its owner, and `starting` for a task recorded before its work began.
+/// was told to its owner, `starting` for a task recorded before its work began, and how external
+/// work is followed (so the next host re-attaches it).
 const V3: &str = "
 CREATE TABLE owners (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -52,6 +53,15 @@ CREATE TABLE owners (
 ALTER TABLE tasks ADD COLUMN told INTEGER NOT NULL DEFAULT 0;
 UPDATE tasks SET told = 1 WHERE status NOT IN ('running', 'stopping');
 CREATE INDEX tasks_by_owner ON tasks(owner);
+CREATE TABLE external (
+    task_id TEXT PRIMARY KEY REFERENCES tasks(id),
+    work_id TEXT NOT NULL,
+    poll TEXT NOT NULL,
+    cancel TEXT NOT NULL,
+    output TEXT NOT NULL,
+    poll_every_ms INTEGER NOT NULL,
+    read_offset INTEGER NOT NULL DEFAULT 0
+);
 ";
 
 /// The migrations, `MIGRATIONS[n]` taking version `n` to `n + 1`.

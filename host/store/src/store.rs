@@ -16,6 +16,7 @@ use taskhost_process::private_dir::{HeldDir, euid};
 use taskhost_registry::Journal;
 
 use crate::error::StoreError;
+use crate::external::ExternalRecord;
 pub use crate::hosts::Recovered;
 use crate::journal::StoreJournal;
 use crate::owners::{self, OwnerSecret};
@@ -211,6 +212,22 @@ impl Store {
         self.send(Op::EndOwner {
             name: name.to_owned(),
             at_ms: now_ms(),
+        });
+    }
+
+    /// Records how task `id`'s external work is followed, so a later host can take it over.
+    pub fn set_external(&self, id: &str, record: ExternalRecord) {
+        self.send(Op::External {
+            id: id.to_owned(),
+            record,
+        });
+    }
+
+    /// Records that the reads of task `id`'s external work consumed its output up to `offset`.
+    pub fn external_read(&self, id: &str, offset: u64) {
+        self.send(Op::ExternalRead {
+            id: id.to_owned(),
+            offset,
         });
     }
 

@@ -36,6 +36,13 @@ pub(crate) enum Op {
         at_ms: u64,
         reply: SyncSender<Result<String, String>>,
     },
+    /// How a task's external work is followed.
+    External {
+        id: String,
+        record: crate::external::ExternalRecord,
+    },
+    /// Where the reads of a task's external work stand.
+    ExternalRead { id: String, offset: u64 },
     /// An owner ended: its secret names nobody from now on.
     EndOwner { name: String, at_ms: u64 },
     /// A kill was delivered.
@@ -186,6 +193,14 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<Applied> {
             ..
         } => crate::owners::insert(tx, "session", secret_sha256.as_deref(), *at_ms)
             .map(Applied::Owner),
+        Op::External { id, record } => {
+            crate::external::set(tx, id, record)?;
+            Ok(Applied::Nothing)
+        }
+        Op::ExternalRead { id, offset } => {
+            crate::external::read_to(tx, id, *offset)?;
+            Ok(Applied::Nothing)
+        }
         Op::EndOwner { name, at_ms } => {
             crate::owners::end(tx, name, *at_ms)?;
             Ok(Applied::Nothing)
@@ -282,6 +297,8 @@ fn answer(batch: Vec<Op>, answers: Result<Answers, String>, notifier: &Sender<Th
             Op::Started { .. }
             | Op::Abandon { .. }
             | Op::Told { .. }
+            | Op::External { .. }
+            | Op::ExternalRead { .. }
             | Op::EndOwner { .. }
             | Op::Stopping { .. }
             | Op::Output { .. } => {}

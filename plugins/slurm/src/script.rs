@@ -56,13 +56,20 @@ pub(crate) fn positive(key: &str, n: Option<u32>) -> Result<Option<u32>, String>
 }
 
 /// A bash script that prints job `id`'s state as the host's poll reads it: `running`, or
-/// `completed exit code: N`, `killed CANCELLED`, `failed <STATE>, exit code: N[, signal: S]`. A
-/// controller that cannot be asked prints nothing (the host asks again).
+/// `completed exit code: N`, `killed CANCELLED`, `failed <STATE>, exit code: N[, signal: S]`. The
+/// controller is asked first (`scontrol`); a job it no longer holds (past its `MinJobAge`, as when a
+/// host comes back to a job after a long time) is looked up in the accounting (`sacct`). When
+/// neither can answer it prints nothing (the host asks again).
 pub(crate) fn state_script(id: &str) -> String {
     format!(
-        r#"info=$(scontrol show job {id} -o 2>/dev/null) || exit 0
-state=$(printf '%s' "$info" | grep -o 'JobState=[A-Z_]*' | cut -d= -f2)
-code=$(printf '%s' "$info" | grep -o ' ExitCode=[0-9]*:[0-9]*' | cut -d= -f2)
+        r#"if info=$(scontrol show job {id} -o 2>/dev/null) && [ -n "$info" ]; then
+  state=$(printf '%s' "$info" | grep -o 'JobState=[A-Z_]*' | cut -d= -f2)
+  code=$(printf '%s' "$info" | grep -o ' ExitCode=[0-9]*:[0-9]*' | cut -d= -f2)
+else
+  line=$(sacct -j {id} -X -n -P -o State,ExitCode 2>/dev/null | head -n 1)
+  [ -n "$line" ] || exit 0
+  state=${{line%%|*}}; state=${{state%% *}}; code=${{line##*|}}
+fi
 status=${{code%%:*}}; signal=${{code##*:}}
 case "$state" in
   COMPLETED) echo "completed exit code: $status" ;;
@@ -87,6 +94,62 @@ mod tests {
         for bad in ["", "ten", "1:2:3:4", "-5", "1-", "5m", "1;reboot"] {
             assert!(check_time_limit(bad).is_err(), "{bad}");
         }
+    }
+
+    /// Runs the state script of job 42 with `scontrol` and `sacct` stand-ins (bash bodies) first
+    /// on the PATH; what it prints.
+    fn state_with(scontrol: &str, sacct: &str) -> String {
+        let dir = std::env::temp_dir().join(format!(
+            "slurm-state-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos())
+        ));
+        std::fs::create_dir_all(&dir).expect("made");
+        for (name, body) in [("scontrol", scontrol), ("sacct", sacct)] {
+            let path = dir.join(name);
+            std::fs::write(&path, format!("#!/bin/bash\n{body}\n")).expect("written");
+            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .expect("executable");
+        }
+        let path = format!(
+            "{}:{}",
+            dir.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let out = std::process::Command::new("bash")
+            .args(["-c", &state_script("42")])
+            .env("PATH", path)
+            .output()
+            .expect("bash ran");
+        let _ = std::fs::remove_dir_all(&dir);
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    #[test]
+    fn a_job_the_controller_forgot_is_looked_up_in_the_accounting() {
+        let forgot = "echo 'slurm_load_jobs error: Invalid job id specified' >&2; exit 1";
+        assert_eq!(
+            state_with(forgot, "echo 'FAILED|3:0'"),
+            "failed FAILED, exit code: 3"
+        );
+        assert_eq!(
+            state_with(forgot, "echo 'CANCELLED by 0|0:15'"),
+            "killed CANCELLED"
+        );
+        assert_eq!(state_with(forgot, "exit 1"), "");
+        assert_eq!(
+            state_with(
+                "echo 'JobId=42 JobState=COMPLETED Reason=None ExitCode=0:0'",
+                "echo 'FAILED|9:0'"
+            ),
+            "completed exit code: 0"
+        );
+        assert_eq!(
+            state_with("echo 'JobId=42 JobState=RUNNING ExitCode=0:0'", "exit 1"),
+            "running"
+        );
     }
 
     #[test]

@@ -60,7 +60,15 @@ pub(crate) fn sbatch_command(
         header.push_str(o);
         header.push('\n');
     }
-    let mut words = vec!["sbatch".to_owned(), "--parsable".to_owned()];
+    // The job is the controller's: it does not carry the host's process mark (sbatch passes its
+    // environment on), so a host that ends never ends a job running on its own node.
+    let mut words = vec![
+        "env".to_owned(),
+        "-u".to_owned(),
+        taskhost_abi::sdk::PROCESS_MARKER.to_owned(),
+        "sbatch".to_owned(),
+        "--parsable".to_owned(),
+    ];
     words.extend(options.iter().map(|o| quote(o)));
     words.extend(config.extra_args.iter().map(|a| quote(a)));
     Ok((header, words.join(" ")))

@@ -77,14 +77,25 @@ impl Follow {
 }
 
 impl Follow {
-    /// Follows the file at `path` from its start.
-    pub(super) fn new(path: PathBuf) -> Self {
+    /// Follows the file at `path` from byte `offset` (its start, or where an earlier host's reads
+    /// stood).
+    pub(super) fn new(path: PathBuf, offset: u64) -> Self {
         Self {
             path,
-            offset: 0,
+            offset,
             unread: String::new(),
             dropped: false,
             refused: false,
         }
+    }
+
+    /// The file followed.
+    pub(super) fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
+    /// Bytes of the file read so far (after a [`Follow::take`], all of them consumed).
+    pub(super) fn offset(&self) -> u64 {
+        self.offset
     }
 }

@@ -18,8 +18,10 @@
 //! (in its poll script), the tool.
 //!
 //! When the host dies the job keeps running: the controller owns it and the keeper ends only local
-//! processes; the next host does not know it (nothing is persisted yet), and `squeue -n slurm-N`
-//! finds it by its task name.
+//! processes. With durable state the records say how the work is followed and where its owner's
+//! reads stood; the next host of the state directory takes it over (`adopt.rs`) and settles it
+//! with its real end. Without durable state nothing knows it, and `squeue -n slurm-N` finds it by
+//! its task name.
 //!
 //! The same contract would drive Kubernetes Jobs: start `kubectl create -f job.yaml -o
 //! jsonpath='{.metadata.name}'` (a Job with `backoffLimit: 0`); poll `kubectl get job NAME` for its
@@ -27,6 +29,7 @@
 //! `kubectl delete job NAME --wait=false`; output a shared volume, or better an `output_command`
 //! streamed by the host (`kubectl logs -f job/NAME`), the one change the contract would need.
 
+mod adopt;
 mod commands;
 mod follow;
 mod run;

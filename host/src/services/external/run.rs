@@ -34,16 +34,31 @@ impl Services {
     ) -> Result<(String, String), String> {
         let session = decl.session_key();
         let (processes, runtime) = (self.processes.clone(), self.runtime.clone());
-        let work_id = Arc::new(Mutex::new(String::new()));
-        let started_id = work_id.clone();
+        let started = Arc::new(Mutex::new(None));
+        let slot = started.clone();
         let task_id = self.declare(decl, move || {
             let work = ExternalWork::start(&processes, &runtime, &session, external)
                 .map_err(ProducerError)?;
-            *started_id.lock() = work.id.clone();
+            *slot.lock() = Some(work.clone());
             Ok(work.hooks())
         })?;
-        let work_id = work_id.lock().clone();
-        Ok((task_id, work_id))
+        let work = started.lock().take();
+        let Some(work) = work else {
+            return Err(format!("{task_id} started no work"));
+        };
+        self.keep_external(&task_id, &work, 0);
+        Ok((task_id, work.id))
+    }
+
+    /// With durable state, records how task `task_id`'s work is followed and, after each read,
+    /// where its reads stand: a host that comes after this one follows it on from there.
+    pub(crate) fn keep_external(&self, task_id: &str, work: &ExternalWork, read_offset: u64) {
+        let Some(state) = self.state.clone() else {
+            return;
+        };
+        state.set_external(task_id, work.record(read_offset));
+        let id = task_id.to_owned();
+        work.mark_reads(move |offset| state.external_read(&id, offset));
     }
 
     /// Runs the external work `external` describes for `session` in the foreground of `call`, on

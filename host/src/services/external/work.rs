@@ -28,6 +28,9 @@ pub struct External {
     pub poll_every: Duration,
 }
 
+/// Told where the reads of the work's output stand after each read (bytes of its file consumed).
+pub type ReadMark = Arc<std::sync::OnceLock<Box<dyn Fn(u64) + Send + Sync>>>;
+
 /// Started external work. Cheap to clone; every clone follows the same output.
 #[derive(Clone)]
 pub struct ExternalWork {
@@ -40,6 +43,7 @@ pub struct ExternalWork {
     processes: Arc<ProcessService>,
     runtime: Handle,
     follow: Arc<Mutex<Follow>>,
+    read_mark: ReadMark,
 }
 
 impl ExternalWork {
@@ -63,14 +67,56 @@ impl ExternalWork {
             poll: with_id(&external.poll),
             cancel: with_id(&external.cancel),
             every: external.poll_every.max(Duration::from_millis(50)),
-            follow: Arc::new(Mutex::new(Follow::new(PathBuf::from(with_id(
-                &external.output,
-            ))))),
+            follow: Arc::new(Mutex::new(Follow::new(
+                PathBuf::from(with_id(&external.output)),
+                0,
+            ))),
             session: session.to_owned(),
             processes: processes.clone(),
             runtime: runtime.clone(),
+            read_mark: ReadMark::default(),
             id,
         })
+    }
+
+    /// Follows work an earlier host started, as its record says, from where its reads stood.
+    pub fn resume(
+        processes: &Arc<ProcessService>,
+        runtime: &Handle,
+        session: &str,
+        record: &taskhost_store::ExternalRecord,
+    ) -> Self {
+        Self {
+            id: record.work_id.clone(),
+            poll: record.poll.clone(),
+            cancel: record.cancel.clone(),
+            every: Duration::from_millis(record.poll_every_ms).max(Duration::from_millis(50)),
+            session: session.to_owned(),
+            processes: processes.clone(),
+            runtime: runtime.clone(),
+            follow: Arc::new(Mutex::new(Follow::new(
+                PathBuf::from(&record.output),
+                record.read_offset,
+            ))),
+            read_mark: ReadMark::default(),
+        }
+    }
+
+    /// How this work is followed, for the records: a later host resumes it from `read_offset`.
+    pub fn record(&self, read_offset: u64) -> taskhost_store::ExternalRecord {
+        taskhost_store::ExternalRecord {
+            work_id: self.id.clone(),
+            poll: self.poll.clone(),
+            cancel: self.cancel.clone(),
+            output: self.follow.lock().path().display().to_string(),
+            poll_every_ms: self.every.as_millis() as u64,
+            read_offset,
+        }
+    }
+
+    /// Where each read's end is told (once; later calls are ignored).
+    pub fn mark_reads(&self, mark: impl Fn(u64) + Send + Sync + 'static) {
+        let _ = self.read_mark.set(Box::new(mark));
     }
 
     /// Polls the work's state until it ended; its outcome. Cancel safe.
@@ -107,7 +153,13 @@ impl ExternalWork {
     pub fn read(&self) -> String {
         let mut follow = self.follow.lock();
         follow.catch_up();
-        follow.take()
+        let text = follow.take();
+        if !text.is_empty()
+            && let Some(mark) = self.read_mark.get()
+        {
+            mark(follow.offset());
+        }
+        text
     }
 
     /// The output a read would return now, left unread.

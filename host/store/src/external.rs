@@ -1,0 +1,112 @@
+//! External work (a cluster's job) that outlives its host: how to follow it, and where its owner's
+//! reads stood, so the next host of the state directory re-attaches it by its work id and goes on
+//! from the byte the reader had reached.
+
+use rusqlite::{Connection, params};
+
+use crate::records::{self, TaskRecord};
+
+/// How a task's external work is followed, with `{id}` already filled in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExternalRecord {
+    /// The work's own id (a Slurm job id).
+    pub work_id: String,
+    /// Prints the work's state (`running`, or `completed|killed|failed <detail>`).
+    pub poll: String,
+    /// Stops the work.
+    pub cancel: String,
+    /// The work's output file.
+    pub output: String,
+    /// How often the state is polled, ms.
+    pub poll_every_ms: u64,
+    /// Bytes of the output file its owner's reads consumed.
+    pub read_offset: u64,
+}
+
+/// A live external task of a host that is gone, now this host's to follow.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Adopted {
+    /// Its record.
+    pub record: TaskRecord,
+    /// How to follow it.
+    pub external: ExternalRecord,
+}
+
+/// Records (or replaces) how task `id`'s work is followed.
+pub(crate) fn set(
+    tx: &rusqlite::Transaction<'_>,
+    id: &str,
+    e: &ExternalRecord,
+) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT OR REPLACE INTO external(task_id, work_id, poll, cancel, output, poll_every_ms, read_offset)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![
+            id,
+            e.work_id,
+            e.poll,
+            e.cancel,
+            e.output,
+            e.poll_every_ms as i64,
+            e.read_offset as i64
+        ],
+    )?;
+    Ok(())
+}
+
+/// Moves where task `id`'s reads stand.
+pub(crate) fn read_to(
+    tx: &rusqlite::Transaction<'_>,
+    id: &str,
+    offset: u64,
+) -> rusqlite::Result<()> {
+    tx.execute(
+        "UPDATE external SET read_offset = ?2 WHERE task_id = ?1",
+        params![id, offset as i64],
+    )?;
+    Ok(())
+}
+
+/// Takes over, for host `me`, every live external task of a host that has ended.
+pub(crate) fn adopt(conn: &mut Connection, me: i64) -> rusqlite::Result<Vec<Adopted>> {
+    let tx = conn.transaction()?;
+    let orphans: Vec<(String, i64)> = tx
+        .prepare(
+            "SELECT t.id, t.host FROM tasks t JOIN external e ON e.task_id = t.id
+             WHERE t.status IN ('starting', 'running', 'stopping')
+               AND t.host IN (SELECT id FROM hosts WHERE ended_at_ms IS NOT NULL)",
+        )?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut adopted = Vec::new();
+    for (id, old) in orphans {
+        let moved = tx.execute(
+            "UPDATE tasks SET host = ?2 WHERE id = ?1 AND host = ?3",
+            params![id, me, old],
+        )?;
+        if moved == 0 {
+            continue;
+        }
+        let Some(record) = records::one(&tx, &id)? else {
+            continue;
+        };
+        let external = tx.query_row(
+            "SELECT work_id, poll, cancel, output, poll_every_ms, read_offset FROM external
+             WHERE task_id = ?1",
+            [&id],
+            |r| {
+                Ok(ExternalRecord {
+                    work_id: r.get(0)?,
+                    poll: r.get(1)?,
+                    cancel: r.get(2)?,
+                    output: r.get(3)?,
+                    poll_every_ms: r.get::<_, i64>(4)? as u64,
+                    read_offset: r.get::<_, i64>(5)? as u64,
+                })
+            },
+        )?;
+        adopted.push(Adopted { record, external });
+    }
+    tx.commit()?;
+    Ok(adopted)
+}
