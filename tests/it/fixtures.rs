@@ -95,15 +95,36 @@ impl Fixture {
     }
 
     pub fn with_config(name: &str, config: RegistryConfig) -> Self {
+        Self::build(name, config, false)
+    }
+
+    /// A fixture whose host keeps durable state (records and kept output) in `<dir>/state`, as the
+    /// binary does by default.
+    #[allow(
+        dead_code,
+        reason = "the soak's host; the integration tests run the binary for durable state"
+    )]
+    pub fn with_state(name: &str, config: RegistryConfig) -> Self {
+        Self::build(name, config, true)
+    }
+
+    fn build(name: &str, config: RegistryConfig, durable: bool) -> Self {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .expect("runtime");
         let dir = scratch(name);
+        let state = durable.then(|| {
+            Arc::new(
+                taskhost_store::Store::open(&dir.join("state"), taskhost_store::Sync::Normal)
+                    .expect("open the state"),
+            )
+        });
         let services = ServiceOptions {
             // The keeper runs in every fixture, so every test exercises it.
             keeper: Some(artifacts().join("taskhost")),
+            state,
             ..ServiceOptions::default()
         };
         let host = Arc::new(Taskhost::new(

@@ -18,7 +18,7 @@ fn descriptors(pid: i32) -> Vec<String> {
 }
 
 /// The keeper: the host's child whose command line names it.
-fn keeper_of(host: i32) -> i32 {
+pub(crate) fn keeper_of(host: i32) -> i32 {
     find_keeper(host).expect("the host runs a keeper")
 }
 

@@ -179,3 +179,52 @@ async fn expired_output_is_removed_and_reading_it_says_so() {
     assert_eq!(code, 2);
     assert!(err.contains(&format!("task {done} expired on")), "{err}");
 }
+
+/// Proves: a host SIGKILLed after a start was recorded but before its process was spawned (its
+/// keeper stopped, so the spawn waits) leaves a record that says so: `lost`, "the host stopped
+/// while the task was starting; it may not have run".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_killed_between_a_starts_record_and_its_spawn_leaves_a_record_saying_so() {
+    let dir = scratch("state-starting");
+    let state = dir.join("state");
+    let mut host = SocketHost::start(&dir, &["--no-watch", "--state", state.to_str().unwrap()]);
+    let client = mcp::socket_client(&host.socket, Watcher::default()).await;
+    let warm = mcp::start(&client, "true").await;
+    read_waiting(&client, &warm, 20_000).await;
+    let keeper = crate::keeper::keeper_of(host.child.id() as i32);
+    let stop = |signal| {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(keeper), signal)
+            .expect("signal the keeper")
+    };
+    stop(nix::sys::signal::Signal::SIGSTOP);
+    let pending = tokio::spawn(async move {
+        let _ = mcp::call(
+            &client,
+            "bash",
+            serde_json::json!({"command": "echo never", "run_in_background": true}),
+        )
+        .await;
+    });
+    let mut starting = None;
+    assert!(
+        eventually(std::time::Duration::from_secs(8), || {
+            starting = records(&state)
+                .into_iter()
+                .find(|(_, r)| r["status"] == "starting")
+                .map(|(id, _)| id);
+            starting.is_some()
+        }),
+        "the start was recorded before its spawn"
+    );
+    host.child.kill().unwrap();
+    host.child.wait().unwrap();
+    stop(nix::sys::signal::Signal::SIGKILL);
+    pending.abort();
+    let id = starting.unwrap_or_default();
+    let record = &records(&state)[&id];
+    assert_eq!(record["status"], "lost", "{record}");
+    assert_eq!(
+        record["detail"], "the host stopped while the task was starting; it may not have run",
+        "{record}"
+    );
+}

@@ -8,6 +8,9 @@
 //! its own session and no other, one generation of each plugin mapped, and the host's RSS and
 //! threads back within a stated bound of the warmed-up baseline.
 //!
+//! The host keeps durable state (task records on SQLite, kept output), as the binary does by
+//! default; `TASKHOST_SOAK_STORE=off` keeps records in memory only.
+//!
 //! `TASKHOST_SOAK=long` reloads each plugin 200 times (the default, for CI, is 25);
 //! `TASKHOST_SOAK_SEED=<n>` replays a run's reload and operation order (every run prints its seed).
 
@@ -81,7 +84,15 @@ fn a_reload_storm_under_load_loses_nothing_and_leaks_nothing() {
     let config = RegistryConfig::new()
         .with_max_tasks_per_owner(STREAMING_PER_SESSION as u64 + 8)
         .expect("limit");
-    let f = Fixture::with_config("soak", config);
+    // The store on, as the binary runs by default; `TASKHOST_SOAK_STORE=off` runs with records in
+    // memory only, for the figures next to it.
+    let store = std::env::var("TASKHOST_SOAK_STORE").map_or(true, |v| v != "off");
+    let f = if store {
+        Fixture::with_state("soak", config)
+    } else {
+        Fixture::with_config("soak", config)
+    };
+    eprintln!("soak: store {}", if store { "on" } else { "off" });
     let ledger = Arc::new(Ledger::new());
     let recorder = ledger.clone();
     let _listener = f
