@@ -176,53 +176,42 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<Applied> {
             )?;
             Ok(Applied::Number(n as u64))
         }
-        Op::Started { id } => {
-            tx.execute(
-                "UPDATE tasks SET status = 'running' WHERE id = ?1 AND status = 'starting'",
-                params![id],
-            )?;
-            Ok(Applied::Nothing)
-        }
-        Op::Told { id } => {
-            tx.execute("UPDATE tasks SET told = 1 WHERE id = ?1", params![id])?;
-            Ok(Applied::Nothing)
-        }
         Op::MintOwner {
             secret_sha256,
             at_ms,
             ..
         } => crate::owners::insert(tx, "session", secret_sha256.as_deref(), *at_ms)
             .map(Applied::Owner),
-        Op::External { id, record } => {
-            crate::external::set(tx, id, record)?;
-            Ok(Applied::Nothing)
-        }
-        Op::ExternalRead { id, offset } => {
-            crate::external::read_to(tx, id, *offset)?;
-            Ok(Applied::Nothing)
-        }
-        Op::EndOwner { name, at_ms } => {
-            crate::owners::end(tx, name, *at_ms)?;
-            Ok(Applied::Nothing)
-        }
+        other => update(tx, other).map(|()| Applied::Nothing),
+    }
+}
+
+/// Applies a write that answers nothing.
+fn update(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
+    let run = |sql: &str, values: &[&dyn rusqlite::ToSql]| tx.execute(sql, values).map(|_| ());
+    match op {
+        Op::Started { id } => run(
+            "UPDATE tasks SET status = 'running' WHERE id = ?1 AND status = 'starting'",
+            params![id],
+        ),
+        Op::Told { id } => run("UPDATE tasks SET told = 1 WHERE id = ?1", params![id]),
+        Op::External { id, record } => crate::external::set(tx, id, record),
+        Op::ExternalRead { id, offset } => crate::external::read_to(tx, id, *offset),
+        Op::EndOwner { name, at_ms } => crate::owners::end(tx, name, *at_ms),
         Op::Abandon { kind, number } => {
-            tx.execute(
+            run(
                 "DELETE FROM tasks WHERE id = ?1",
                 params![task_id(kind, *number)],
             )?;
-            tx.execute(
+            run(
                 "UPDATE counters SET next = next - 1 WHERE kind = ?1 AND next = ?2",
                 params![kind, *number as i64],
-            )?;
-            Ok(Applied::Nothing)
+            )
         }
-        Op::Stopping { id } => {
-            tx.execute(
-                "UPDATE tasks SET status = 'stopping' WHERE id = ?1 AND status IN ('starting', 'running')",
-                params![id],
-            )?;
-            Ok(Applied::Nothing)
-        }
+        Op::Stopping { id } => run(
+            "UPDATE tasks SET status = 'stopping' WHERE id = ?1 AND status IN ('starting', 'running')",
+            params![id],
+        ),
         Op::Settled {
             id,
             status,
@@ -230,29 +219,20 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<Applied> {
             finished_at_ms,
             told,
             ..
-        } => {
-            tx.execute(
-                "UPDATE tasks SET status = ?2, detail = ?3, finished_at_ms = ?4, told = max(told, ?5)
-                 WHERE id = ?1",
-                params![id, status, detail, *finished_at_ms as i64, *told],
-            )?;
-            Ok(Applied::Nothing)
-        }
-        Op::Output { id, stdout, stderr } => {
-            tx.execute(
-                "UPDATE tasks SET stdout_path = ?2, stderr_path = ?3 WHERE id = ?1",
-                params![id, stdout, stderr],
-            )?;
-            Ok(Applied::Nothing)
-        }
-        Op::Retain { .. } => Ok(Applied::Nothing),
-        Op::EndHost { host, at_ms, .. } => {
-            tx.execute(
-                "UPDATE hosts SET ended_at_ms = ?2 WHERE id = ?1",
-                params![host, *at_ms as i64],
-            )?;
-            Ok(Applied::Nothing)
-        }
+        } => run(
+            "UPDATE tasks SET status = ?2, detail = ?3, finished_at_ms = ?4, told = max(told, ?5)
+             WHERE id = ?1",
+            params![id, status, detail, *finished_at_ms as i64, *told],
+        ),
+        Op::Output { id, stdout, stderr } => run(
+            "UPDATE tasks SET stdout_path = ?2, stderr_path = ?3 WHERE id = ?1",
+            params![id, stdout, stderr],
+        ),
+        Op::EndHost { host, at_ms, .. } => run(
+            "UPDATE hosts SET ended_at_ms = ?2 WHERE id = ?1",
+            params![host, *at_ms as i64],
+        ),
+        Op::Begin { .. } | Op::MintOwner { .. } | Op::Retain { .. } => Ok(()),
     }
 }
 

@@ -1,0 +1,236 @@
+//! Serving sessions: stdio (one owner for the session's life) and a Unix socket (one session per
+//! connection, whose owner may come back: see [`crate::owners`]).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use rmcp::ServiceExt;
+
+use super::peers::Peers;
+use super::session::McpSession;
+use crate::Taskhost;
+use crate::owners::{Admission, CameBack, Claim, Leaving};
+
+/// How a served connection ended.
+struct Ended {
+    outcome: Result<(), String>,
+    /// The client said goodbye (its bridge's client closed its input).
+    goodbye: bool,
+}
+
+/// Serves session `id` (opened by the caller) over `transport`, whose first bytes, already read,
+/// are `prefix`, until the client leaves. The session stays open: what happens to its owner is the
+/// caller's to decide.
+async fn run_session<T>(
+    host: Arc<Taskhost>,
+    peers: Peers,
+    id: &str,
+    transport: T,
+    prefix: Vec<u8>,
+) -> Ended
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
+{
+    let session = McpSession::new(host.clone(), id.to_owned(), peers.clone());
+    let guarded = crate::wire::guard(transport, prefix);
+    {
+        // The client's end ends the session's calls at once (rmcp lets handlers run on for a while).
+        let (host, id, gone) = (host.clone(), id.to_owned(), guarded.client_gone.clone());
+        tokio::spawn(async move {
+            gone.cancelled().await;
+            host.sessions().cancel_calls(&id);
+        });
+    }
+    let outcome = match session.serve(guarded.stream).await {
+        Ok(running) => running
+            .waiting()
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    peers.remove(id);
+    Ended {
+        outcome,
+        goodbye: guarded.goodbye.load(Ordering::Acquire),
+    }
+}
+
+/// Admits a connection as an owner (off the runtime's workers: it may write the records).
+async fn admit(host: &Arc<Taskhost>, claim: Claim) -> Result<Admission, String> {
+    let host = host.clone();
+    tokio::task::spawn_blocking(move || host.owners().admit(claim, |s| host.sessions().is_open(s)))
+        .await
+        .map_err(|e| format!("admitting a connection: {e}"))?
+}
+
+/// Serves one session on stdin/stdout: an owner for the session's life, its tasks cancelled and
+/// awaited when the client leaves.
+///
+/// # Errors
+/// When the MCP handshake fails or no owner could be named.
+///
+/// # Cancel safety
+/// Not cancel safe: dropped mid-session, the session's calls are not cancelled and its agent is not
+/// disposed until the host shuts down. Run it to completion (it ends when the client leaves).
+pub async fn serve_stdio(host: Arc<Taskhost>, peers: Peers) -> Result<(), String> {
+    let (stdin, stdout) = rmcp::transport::stdio();
+    let admission = admit(&host, Claim::Anonymous).await?;
+    let id = admission.session;
+    host.sessions().open(&id);
+    let ended = run_session(
+        host.clone(),
+        peers,
+        &id,
+        tokio::io::join(stdin, stdout),
+        Vec::new(),
+    )
+    .await;
+    host.end_owner(&id).await;
+    tracing::info!(session = %id, "session ended");
+    ended.outcome
+}
+
+/// Serves one session per connection on `listener` (see [`crate::listen::BoundSocket`]), until the
+/// future is dropped. A peer that `peers_allowed` does not admit (checked by `SO_PEERCRED` before
+/// anything is read from it) is refused: its connection is closed at once.
+///
+/// # Errors
+/// When accepting fails.
+///
+/// # Cancel safety
+/// Dropping the future stops accepting; sessions already running go on until their client leaves.
+pub async fn serve_unix(
+    host: Arc<Taskhost>,
+    peers: Peers,
+    listener: tokio::net::UnixListener,
+    peers_allowed: crate::listen::PeerPolicy,
+) -> Result<(), String> {
+    loop {
+        let (stream, _) = listener
+            .accept()
+            .await
+            .map_err(|e| format!("accept: {e}"))?;
+        match stream.peer_cred() {
+            Ok(cred) if peers_allowed.admits(cred.uid()) => {}
+            Ok(cred) => {
+                tracing::warn!(
+                    uid = cred.uid(),
+                    pid = cred.pid(),
+                    "refused a connection from another user"
+                );
+                continue;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "refused a connection whose peer is unknown");
+                continue;
+            }
+        }
+        let (host, peers) = (host.clone(), peers.clone());
+        tokio::spawn(async move {
+            if let Err(e) = serve_connection(host, peers, stream).await {
+                tracing::warn!(error = %e, "connection failed");
+            }
+        });
+    }
+}
+
+/// Serves one socket connection: its hello read (if it sends one), its owner admitted and
+/// welcomed, its session served; then its owner ends, or is away for its grace (a connection that
+/// may come back and left without a goodbye).
+async fn serve_connection(
+    host: Arc<Taskhost>,
+    peers: Peers,
+    mut stream: tokio::net::UnixStream,
+) -> Result<(), String> {
+    use tokio::io::AsyncWriteExt;
+    let Some((claim, prefix)) = read_claim(&mut stream).await? else {
+        // Closed before its first byte (a probe of whether the socket accepts): nobody to serve.
+        return Ok(());
+    };
+    let may_return = claim != Claim::Anonymous;
+    let admission = admit(&host, claim).await?;
+    if let Some(welcome) = admission.welcome() {
+        stream
+            .write_all(welcome.as_bytes())
+            .await
+            .map_err(|e| format!("welcoming {}: {e}", admission.session))?;
+    }
+    let id = admission.session.clone();
+    match admission.came_back {
+        CameBack::Here => {}
+        CameBack::No => {
+            host.sessions().open(&id);
+        }
+        CameBack::FromRecords => {
+            // Open already when this host took over external work of its.
+            if !host.sessions().is_open(&id) {
+                host.sessions().open(&id);
+            }
+            let (h, i) = (host.clone(), id.clone());
+            let restored = tokio::task::spawn_blocking(move || h.restore_owner(&i))
+                .await
+                .unwrap_or(0);
+            tracing::info!(session = %id, restored, "an owner came back from an earlier host");
+        }
+    }
+    let ended = run_session(host.clone(), peers, &id, stream, prefix).await;
+    match host
+        .owners()
+        .leave(&id, admission.lease, ended.goodbye, may_return)
+    {
+        Leaving::Superseded => {}
+        Leaving::End => {
+            host.end_owner(&id).await;
+            tracing::info!(session = %id, "session ended");
+        }
+        Leaving::Away => {
+            tracing::info!(session = %id, grace_ms = host.owners().grace().as_millis() as u64, "a connection was lost; its owner may come back");
+            host.away(&id, admission.lease);
+        }
+    }
+    ended.outcome
+}
+
+/// Reads a connection's hello, if its first byte starts one: the claim, and the bytes read that
+/// belong to MCP (the first byte of a connection without a hello); `None` for a connection closed
+/// before its first byte.
+async fn read_claim(
+    stream: &mut tokio::net::UnixStream,
+) -> Result<Option<(Claim, Vec<u8>)>, String> {
+    use tokio::io::AsyncReadExt;
+    let mut first = [0u8; 1];
+    if stream
+        .read(&mut first)
+        .await
+        .map_err(|e| format!("reading a connection: {e}"))?
+        == 0
+    {
+        return Ok(None);
+    }
+    if first[0] != b'#' {
+        return Ok(Some((Claim::Anonymous, first.to_vec())));
+    }
+    let mut line = vec![first[0]];
+    while line.len() < crate::owners::MAX_LINE && line.last() != Some(&b'\n') {
+        let mut byte = [0u8; 1];
+        if stream
+            .read(&mut byte)
+            .await
+            .map_err(|e| format!("reading a hello: {e}"))?
+            == 0
+        {
+            break;
+        }
+        line.push(byte[0]);
+    }
+    let text = String::from_utf8_lossy(&line);
+    Claim::parse(&text)
+        .map(|claim| Some((claim, Vec::new())))
+        .ok_or_else(|| {
+            format!(
+                "refused a connection whose first line is not a hello: {}",
+                text.trim_end()
+            )
+        })
+}
