@@ -134,7 +134,24 @@ fn the_python_sdk_sees_tool_changes_and_notices_in_both_eras() {
         String::from_utf8_lossy(&out.stderr),
     );
     assert!(out.status.success(), "{stdout}{stderr}");
-    for scenario in ["modern_subscribed", "legacy", "modern_unsubscribed"] {
+    // The client that left with its listen stream open: its session ended at its EOF, before the
+    // SDK's signal 2 s later would have stopped the host.
+    let left = stderr
+        .split("leaving with a listen stream open")
+        .nth(1)
+        .unwrap_or_default();
+    let ended = left.find("session ended");
+    let stopped = left.find("stopping:");
+    assert!(
+        ended.is_some() && stopped.is_none_or(|s| Some(s) > ended),
+        "the session ended at the client's EOF: {left}"
+    );
+    for scenario in [
+        "modern_subscribed",
+        "legacy",
+        "modern_unsubscribed",
+        "modern_leaves_listening",
+    ] {
         assert!(
             stdout.contains(&format!("ok {scenario}\n")),
             "{stdout}{stderr}"

@@ -9,7 +9,10 @@ Each scenario prints `ok <name>` or raises. Checks:
   plugin file is replaced arrives on the stream; a completion notice arrives as a logging message (the
   client opted in with log_level);
 - legacy (initialize): the change arrives as notifications/tools/list_changed; the notice as a logging message;
-- modern, not subscribed: no tools/list_changed reaches it after a replace.
+- modern, not subscribed: no tools/list_changed reaches it after a replace;
+- modern, leaving with its listen stream open: the host ends the session at the client's EOF (its
+  stderr, with RUST_LOG=info, says "session ended" before the SDK would stop it with a signal, which it
+  does 2 s after closing stdin).
 """
 
 import os
@@ -41,11 +44,11 @@ def rebuild_bash() -> None:
     os.rename(staged, BASH)
 
 
-def server() -> StdioServerParameters:
+def server(log: str = "warn") -> StdioServerParameters:
     return StdioServerParameters(
         command=TASKHOST,
         args=["serve", "--plugin", TASKS, "--plugin", BASH],
-        env={**os.environ, "RUST_LOG": "warn"},
+        env={**os.environ, "RUST_LOG": log},
     )
 
 
@@ -113,10 +116,28 @@ async def modern_unsubscribed() -> None:
     print("ok modern_unsubscribed", flush=True)
 
 
+async def modern_leaves_listening() -> None:
+    async with Client(server("taskhost=info"), mode="auto") as client:
+        assert client.protocol_version == "2026-07-28", client.protocol_version
+        async with client.listen(tools_list_changed=True):
+            await client.list_tools()
+            print("leaving with a listen stream open", file=sys.stderr, flush=True)
+            raise Leave()
+
+
+class Leave(Exception):
+    pass
+
+
 async def main() -> None:
     await modern_subscribed()
     await legacy()
     await modern_unsubscribed()
+    try:
+        await modern_leaves_listening()
+    except* Leave:
+        pass
+    print("ok modern_leaves_listening", flush=True)
 
 
 anyio.run(main)

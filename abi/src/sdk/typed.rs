@@ -13,10 +13,14 @@ use serde_json::Value;
 use super::args::shown;
 
 /// The JSON schema of `A` as a tool's input schema: an object schema without the `$schema` and
-/// `title` keys (MCP clients need neither).
+/// `title` keys (MCP clients need neither), carrying only the formats the JSON Schema vocabulary
+/// defines: schemars' `uint64`, `uint16`, `int32`, `double`... are removed, their range kept as
+/// `minimum`/`maximum` (a client that validates schemas warns of a format it does not know; Gemini
+/// CLI did, twelve times a run).
 pub fn schema<A: JsonSchema>() -> Value {
     let mut schema = serde_json::to_value(schemars::schema_for!(A))
         .unwrap_or_else(|_| serde_json::json!({"type": "object"}));
+    standard_formats_only(&mut schema);
     if let Some(object) = schema.as_object_mut() {
         object.remove("$schema");
         object.remove("title");
@@ -25,6 +29,70 @@ pub fn schema<A: JsonSchema>() -> Value {
             .or_insert_with(|| Value::String("object".into()));
     }
     schema
+}
+
+/// The `format` values JSON Schema (2020-12) defines.
+const STANDARD_FORMATS: &[&str] = &[
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// Removes, everywhere in `schema`, each `format` JSON Schema does not define; an integer format's
+/// range becomes `minimum`/`maximum` where the schema does not bound it already.
+fn standard_formats_only(schema: &mut Value) {
+    match schema {
+        Value::Object(object) => {
+            let unknown = object
+                .get("format")
+                .and_then(Value::as_str)
+                .filter(|f| !STANDARD_FORMATS.contains(f))
+                .map(str::to_owned);
+            if let Some(format) = unknown {
+                object.remove("format");
+                if let Some((min, max)) = integer_range(&format) {
+                    object.entry("minimum").or_insert_with(|| min.into());
+                    if let Some(max) = max {
+                        object.entry("maximum").or_insert_with(|| max.into());
+                    }
+                }
+            }
+            object.values_mut().for_each(standard_formats_only);
+        }
+        Value::Array(items) => items.iter_mut().for_each(standard_formats_only),
+        _ => {}
+    }
+}
+
+/// The range of schemars' integer format `format` (`uint16`: 0 to 65535); a 64-bit or
+/// pointer-sized one has no maximum a JSON number carries exactly.
+fn integer_range(format: &str) -> Option<(i64, Option<i64>)> {
+    Some(match format {
+        "uint8" => (0, Some(u8::MAX.into())),
+        "uint16" => (0, Some(u16::MAX.into())),
+        "uint32" => (0, Some(u32::MAX.into())),
+        "uint64" | "uint" => (0, None),
+        "int8" => (i8::MIN.into(), Some(i8::MAX.into())),
+        "int16" => (i16::MIN.into(), Some(i16::MAX.into())),
+        "int32" => (i32::MIN.into(), Some(i32::MAX.into())),
+        _ => return None,
+    })
 }
 
 /// Parses a tool call's arguments (JSON text) as `A`.
@@ -107,6 +175,40 @@ mod tests {
         timeout_ms: Option<u64>,
         #[serde(default)]
         tags: Vec<String>,
+    }
+
+    /// Arguments with integers of every width and a nested one.
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[allow(dead_code, reason = "the fields are read through the schema only")]
+    struct Sized {
+        wait_ms: Option<u64>,
+        cols: u16,
+        shift: i8,
+        ratio: f64,
+        inner: Vec<Inner>,
+    }
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[allow(dead_code, reason = "the fields are read through the schema only")]
+    struct Inner {
+        rows: u32,
+    }
+
+    #[test]
+    fn a_schema_carries_only_formats_json_schema_defines_and_keeps_integer_ranges() {
+        let s = schema::<Sized>();
+        let text = s.to_string();
+        for format in ["uint64", "uint16", "uint32", "int8", "double"] {
+            assert!(!text.contains(format), "{format} in {text}");
+        }
+        let p = &s["properties"];
+        assert_eq!(p["cols"]["minimum"], 0);
+        assert_eq!(p["cols"]["maximum"], 65535);
+        assert_eq!(p["shift"]["minimum"], -128);
+        assert_eq!(p["shift"]["maximum"], 127);
+        assert_eq!(p["wait_ms"]["minimum"], 0);
+        assert!(p["wait_ms"].get("maximum").is_none());
+        assert!(text.contains("\"maximum\":4294967295"), "{text}");
     }
 
     #[test]

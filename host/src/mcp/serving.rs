@@ -31,8 +31,13 @@ async fn run_session<T>(
 where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
 {
-    let session = McpSession::new(host.clone(), id.to_owned(), peers.clone());
     let guarded = crate::wire::guard(transport, prefix);
+    let session = McpSession::new(
+        host.clone(),
+        id.to_owned(),
+        peers.clone(),
+        guarded.client_gone.clone(),
+    );
     {
         // The client's end ends the session's calls at once (rmcp lets handlers run on for a while).
         let (host, id, gone) = (host.clone(), id.to_owned(), guarded.client_gone.clone());

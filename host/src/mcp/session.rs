@@ -39,6 +39,8 @@ pub struct McpSession {
     pending: Arc<Mutex<Vec<Notice>>>,
     /// The tool set changes counted when the session started ([`Peers::changes`]).
     changes_at_start: u64,
+    /// Cancelled when the client's side of the connection closes.
+    client_gone: tokio_util::sync::CancellationToken,
 }
 
 /// True when a message at `level` goes to a session that asked for `wanted` and above.
@@ -51,7 +53,12 @@ fn wants(wanted: Option<LoggingLevel>, level: LoggingLevel) -> bool {
 impl McpSession {
     /// A session for `id`, which the caller opened in [`Taskhost::sessions`]; its notices go to
     /// this connection from now on.
-    pub(super) fn new(host: Arc<Taskhost>, id: String, peers: Peers) -> Self {
+    pub(super) fn new(
+        host: Arc<Taskhost>,
+        id: String,
+        peers: Peers,
+        client_gone: tokio_util::sync::CancellationToken,
+    ) -> Self {
         let changes_at_start = peers.changes();
         let session = Self {
             host,
@@ -61,6 +68,7 @@ impl McpSession {
             log_level: Arc::default(),
             pending: Arc::default(),
             changes_at_start,
+            client_gone,
         };
         let (peer, pending, log_level) = (
             session.peer.clone(),
@@ -235,7 +243,12 @@ impl ServerHandler for McpSession {
         if sink.accepted().tools_list_changed == Some(true) {
             self.peers.add_stream(&self.id, sink, self.changes_at_start);
         }
-        context.cancelled().await;
+        // A stream ends when the client cancels it or leaves: rmcp would wait 5 s for the handler
+        // of a client that left with its stream open before ending the session.
+        tokio::select! {
+            () = context.cancelled() => {}
+            () = self.client_gone.cancelled() => {}
+        }
         self.peers.remove_stream(&self.id, &id);
         Ok(())
     }
