@@ -194,7 +194,8 @@ fn a_child_that_crashes_or_speaks_garbage_fails_with_a_clear_detail() {
     let text = wait(&f, &crashed);
     assert!(
         text.contains("[status: failed, agent connection failed")
-            && text.contains("agent exited with code 3"),
+            && text.contains("agent exited with code 3")
+            && text.contains(&format!("to see why, run `{}` by hand", agent_bin())),
         "{text}"
     );
     let garbage = start(&f, "garbage");
@@ -209,6 +210,31 @@ fn a_child_that_crashes_or_speaks_garbage_fails_with_a_clear_detail() {
     assert!(
         text.contains("[status: failed, cannot start agent /nonexistent/agent"),
         "{text}"
+    );
+}
+
+/// Proves: `[plugin.config] home` is the agent's `HOME` (an agent reads its settings from there; one
+/// given the user's own once started a nested taskhost from them).
+#[test]
+fn a_subagent_gets_the_home_its_config_names() {
+    let dir = scratch("subagent-home");
+    let seen = dir.join("home.txt");
+    let home = dir.join("agent-home");
+    std::fs::create_dir(&home).unwrap();
+    let command = format!(
+        "printf %s \"$HOME\" > {}; exec {}",
+        seen.display(),
+        agent_bin()
+    );
+    let f = host(
+        "home",
+        json!({"command": ["sh", "-c", command], "home": home.display().to_string()}),
+    );
+    let id = start(&f, "echo: done");
+    assert!(wait(&f, &id).contains("done"));
+    assert_eq!(
+        std::fs::read_to_string(&seen).unwrap(),
+        home.display().to_string()
     );
 }
 

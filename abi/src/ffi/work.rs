@@ -126,6 +126,9 @@ pub struct SubagentRequest {
     /// Names of host environment variables the agent gets even though the environment policy would
     /// remove them (its API key, say); names the host does not have are skipped.
     pub pass_env: RVec<RString>,
+    /// The agent's `HOME`; the host's when `RNone`. An agent reads its settings (and the MCP servers
+    /// it starts) from there: one given the user's own may start a nested taskhost.
+    pub home: ROption<RString>,
 }
 
 /// Work that runs elsewhere (a cluster's job, say) and that the host starts, follows and stops with
@@ -165,7 +168,13 @@ impl SubagentRequest {
             grace_ms: 3_000,
             setup_timeout_ms: 30_000,
             pass_env: RVec::new(),
+            home: ROption::RNone,
         }
+    }
+
+    /// Gives the agent `dir` as its `HOME`.
+    pub fn set_home(&mut self, dir: &str) {
+        self.home = ROption::RSome(dir.into());
     }
 
     /// Runs the agent's session in `dir`.

@@ -44,6 +44,11 @@ pub(crate) fn subagent_run(r: &SubagentRequest) -> Result<SubagentRun, String> {
         grace: std::time::Duration::from_millis(r.grace_ms),
         setup_timeout: std::time::Duration::from_millis(r.setup_timeout_ms.max(1)),
         pass_env: r.pass_env.iter().map(|n| n.as_str().to_owned()).collect(),
+        home: r
+            .home
+            .as_ref()
+            .into_option()
+            .map(|h| std::path::PathBuf::from(h.as_str())),
     })
 }
 

@@ -80,6 +80,8 @@ pub struct SubagentRun {
     pub setup_timeout: Duration,
     /// Host variables passed to the agent past the environment policy (those the host has).
     pub pass_env: Vec<String>,
+    /// The agent's `HOME` (the host's when `None`).
+    pub home: Option<PathBuf>,
 }
 
 /// The agent's messages: chunks accumulate into the current message; anything else between messages
@@ -222,6 +224,7 @@ pub async fn run(
     let exit = process.wait().await;
     let ended = Ended {
         result: ended,
+        command: shell_words(&run.command),
         exit,
         stderr: process.stderr_tail(400),
         output: transcript.lock().final_message(),
@@ -242,6 +245,10 @@ fn agent_spec(run: &SubagentRun) -> ProcessSpec {
         .iter()
         .filter_map(|name| Some((name.clone(), std::env::var(name).ok()?)))
         .collect();
+    if let Some(home) = &run.home {
+        spec.extra_env
+            .push(("HOME".to_owned(), home.display().to_string()));
+    }
     spec
 }
 
@@ -303,6 +310,8 @@ async fn converse(
 /// How a run ended, with what is needed to say why.
 struct Ended {
     result: Result<End, agent_client_protocol::Error>,
+    /// The agent command as a person would type it.
+    command: String,
     exit: Exit,
     stderr: String,
     output: String,
@@ -324,7 +333,17 @@ impl Ended {
             } else {
                 format!("; stderr: {}", self.stderr)
             };
-            format!("{what}{exit}{stderr}")
+            // An agent that exits on its own before answering usually refuses its environment
+            // (Claude's ACP adapter will not run as root without IS_SANDBOX=1): running it by hand
+            // shows why.
+            let hint = match self.exit {
+                Exit::Code(c) if c != 0 => format!(
+                    "; to see why, run `{}` by hand as this user, in the same directory",
+                    self.command
+                ),
+                _ => String::new(),
+            };
+            format!("{what}{exit}{stderr}{hint}")
         };
         match self.result {
             Ok(End::Stopped(StopReason::EndTurn)) => {
@@ -345,4 +364,21 @@ impl Ended {
             Err(e) => TaskOutcome::failed(why(format!("agent connection failed: {e}"))),
         }
     }
+}
+
+/// `argv` as a person would type it: each word quoted when it needs to be.
+fn shell_words(argv: &[String]) -> String {
+    argv.iter()
+        .map(|w| {
+            let plain = !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:@+,".contains(c));
+            if plain {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }

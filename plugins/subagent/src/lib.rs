@@ -19,6 +19,7 @@ struct Config {
     setup_timeout_ms: Positive,
     enable_run_in_background: bool,
     pass_env: Vec<String>,
+    home: Option<String>,
 }
 
 impl Default for Config {
@@ -31,6 +32,7 @@ impl Default for Config {
             setup_timeout_ms: Positive(30_000),
             enable_run_in_background: true,
             pass_env: Vec::new(),
+            home: None,
         }
     }
 }
@@ -45,6 +47,9 @@ impl Config {
         request.grace_ms = self.grace_ms.0;
         request.setup_timeout_ms = self.setup_timeout_ms.0;
         request.set_pass_env(&self.pass_env);
+        if let Some(home) = &self.home {
+            request.set_home(home);
+        }
         request
     }
 }
