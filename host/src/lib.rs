@@ -12,6 +12,7 @@
 
 pub mod bridge;
 pub mod check;
+pub mod client_cli;
 pub mod config;
 pub mod dial;
 pub mod env_check;
@@ -32,6 +33,7 @@ pub mod serve;
 pub mod services;
 pub mod sessions;
 pub mod tasks_cli;
+pub mod token_cli;
 pub mod wire;
 
 /// The process service (the `taskhost-process` crate): every child of every producer.

@@ -4,9 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams, ResourceContents};
-use taskhost::mcp::PLUGINS_URI;
+use taskhost::client_cli::Outcome;
 use taskhost::serve::{ServeArgs, serve, unix_path};
 
 #[derive(Parser)]
@@ -70,6 +68,15 @@ enum Command {
         /// Print this task's kept output instead.
         #[arg(long, value_name = "ID")]
         output: Option<String>,
+    },
+    /// The principals of a state directory: bearer tokens that name the owner of an HTTP client's
+    /// tasks (`create` prints the token once, as its last line; the state keeps its hash).
+    Token {
+        #[command(subcommand)]
+        command: taskhost::token_cli::TokenCommand,
+        /// The state directory (default `$XDG_STATE_HOME/taskhost`, else `~/.local/state/taskhost`).
+        #[arg(long, value_name = "DIR", global = true)]
+        state: Option<PathBuf>,
     },
     /// Joins a host serving `--listen unix:PATH` as one MCP session: stdin goes to the host, the
     /// host's answers to stdout. Register this as the server command in any MCP client to share one
@@ -156,13 +163,6 @@ struct ServerTrust {
     /// root is always accepted; anyone else's is refused before anything is sent.
     #[arg(long = "allow-server-uid", value_name = "UID")]
     allow_server_uids: Vec<u32>,
-}
-
-/// `taskhost tasks`: prints the table or the output.
-fn tasks(args: taskhost::tasks_cli::TasksArgs) -> Result<ExitCode, (u8, String)> {
-    let text = taskhost::tasks_cli::run(&args)?;
-    println!("{text}");
-    Ok(ExitCode::SUCCESS)
 }
 
 /// `taskhost new-plugin`: writes the crate and says where.
@@ -280,22 +280,15 @@ fn run(runtime: &tokio::runtime::Runtime, command: Command) -> Outcome {
         )
         .map(|()| ExitCode::SUCCESS)
         .map_err(|e| (e.code, e.message)),
-        Command::Plugins { connect, server } => runtime.block_on(plugins(&connect, &server)),
+        Command::Plugins { connect, server } => runtime.block_on(taskhost::client_cli::plugins(
+            &connect,
+            &server.allow_server_uids,
+        )),
         Command::Connect {
             socket,
             reconnect_for_ms,
             server,
-        } => {
-            let options = taskhost::bridge::BridgeOptions {
-                path: unix_path(&socket).map_err(|e| (2, e))?,
-                allowed_server_uids: server.allow_server_uids,
-                reconnect_for: std::time::Duration::from_millis(reconnect_for_ms),
-            };
-            runtime
-                .block_on(taskhost::bridge::run(options))
-                .map(|()| ExitCode::SUCCESS)
-                .map_err(|e| (1, e))
-        }
+        } => bridge(runtime, &socket, reconnect_for_ms, server),
         Command::Keeper { .. } => Ok(ExitCode::SUCCESS),
         Command::Check {
             plugin,
@@ -304,134 +297,54 @@ fn run(runtime: &tokio::runtime::Runtime, command: Command) -> Outcome {
             allow_untrusted_plugins,
         } => check(runtime, plugin, reloads, &calls, allow_untrusted_plugins),
         Command::NewPlugin { name, dir } => new_plugin(&name, dir),
+        Command::Token { command, state } => taskhost::token_cli::run(state, &command).map(printed),
         Command::EnvCheck { config } => taskhost::env_check::run(config.as_deref()),
         Command::Tasks {
             state,
             json,
             all,
             output,
-        } => tasks(taskhost::tasks_cli::TasksArgs {
+        } => taskhost::tasks_cli::run(&taskhost::tasks_cli::TasksArgs {
             state,
             json,
             all,
             output,
-        }),
+        })
+        .map(printed),
         Command::Call {
             connect,
             tool,
             arguments,
             server,
-        } => runtime.block_on(call(&connect, &tool, &arguments, &server)),
+        } => runtime.block_on(taskhost::client_cli::call(
+            &connect,
+            &tool,
+            &arguments,
+            &server.allow_server_uids,
+        )),
     }
 }
 
-type Outcome = Result<ExitCode, (u8, String)>;
-
-/// The host's socket at `spec`, once its server is trusted.
-async fn dial(
-    spec: &str,
-    server: &ServerTrust,
-) -> Result<(PathBuf, tokio::net::UnixStream), (u8, String)> {
-    let path = unix_path(spec).map_err(|e| (2, e))?;
-    let stream = taskhost::dial::dial(&path, &server.allow_server_uids)
-        .await
-        .map_err(|e| (1, e.to_string()))?;
-    Ok((path, stream))
-}
-
-async fn connect(
-    spec: &str,
-    server: &ServerTrust,
-) -> Result<rmcp::service::RunningService<rmcp::RoleClient, ()>, (u8, String)> {
-    let (path, stream) = dial(spec, server).await?;
-    ().serve(stream).await.map_err(|e| {
-        (
-            1,
-            format!("MCP handshake with {} failed: {e}", path.display()),
-        )
-    })
-}
-
-async fn plugins(spec: &str, server: &ServerTrust) -> Outcome {
-    let client = connect(spec, server).await?;
-    let read = client
-        .peer()
-        .read_resource(ReadResourceRequestParams::new(PLUGINS_URI))
-        .await
-        .map_err(|e| (1, format!("reading {PLUGINS_URI}: {e}")))?;
-    let text = read.contents.into_iter().find_map(|c| match c {
-        ResourceContents::TextResourceContents { text, .. } => Some(text),
-        _ => None,
-    });
-    let table: serde_json::Value =
-        serde_json::from_str(&text.unwrap_or_default()).map_err(|e| (1, e.to_string()))?;
-    let mut rows = vec![[
-        "plugin".to_owned(),
-        "gen".to_owned(),
-        "state".to_owned(),
-        "tasks".to_owned(),
-        "path".to_owned(),
-    ]];
-    for p in table["plugins"].as_array().into_iter().flatten() {
-        for g in p["generations"].as_array().into_iter().flatten() {
-            let number =
-                |v: &serde_json::Value| v.as_u64().map_or("?".to_owned(), |n| n.to_string());
-            rows.push([
-                p["name"].as_str().unwrap_or("?").to_owned(),
-                number(&g["generation"]),
-                g["state"].as_str().unwrap_or("?").to_owned(),
-                number(&g["live_tasks"]),
-                p["path"].as_str().unwrap_or("?").to_owned(),
-            ]);
-        }
-    }
-    print!("{}", align(&rows));
-    let _ = client.cancel().await;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Rows as columns padded to their widest cell (numbers right-aligned), the last column as is.
-fn align(rows: &[[String; 5]]) -> String {
-    let width = |c: usize| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..4).map(width).collect();
-    let mut out = String::new();
-    for r in rows {
-        let cells: Vec<String> = (0..4)
-            .map(|c| {
-                let numeric = c == 1 || c == 3;
-                if numeric {
-                    format!("{:>w$}", r[c], w = widths[c])
-                } else {
-                    format!("{:<w$}", r[c], w = widths[c])
-                }
-            })
-            .collect();
-        out.push_str(&format!("{}  {}\n", cells.join("  "), r[4]));
-    }
-    out
-}
-
-async fn call(spec: &str, tool: &str, arguments: &str, server: &ServerTrust) -> Outcome {
-    let args: serde_json::Value =
-        serde_json::from_str(arguments).map_err(|e| (2, format!("arguments are not JSON: {e}")))?;
-    let serde_json::Value::Object(args) = args else {
-        return Err((2, "arguments must be a JSON object".to_owned()));
+/// `taskhost connect`: the bridge, until its client leaves or its host stays gone.
+fn bridge(
+    runtime: &tokio::runtime::Runtime,
+    socket: &str,
+    reconnect_for_ms: u64,
+    server: ServerTrust,
+) -> Outcome {
+    let options = taskhost::bridge::BridgeOptions {
+        path: unix_path(socket).map_err(|e| (2, e))?,
+        allowed_server_uids: server.allow_server_uids,
+        reconnect_for: std::time::Duration::from_millis(reconnect_for_ms),
     };
-    let client = connect(spec, server).await?;
-    let result = client
-        .peer()
-        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
-        .await
-        .map_err(|e| (1, format!("calling {tool}: {e}")))?;
-    for block in &result.content {
-        if let Some(t) = block.as_text() {
-            println!("{}", t.text);
-        }
-    }
-    let _ = client.cancel().await;
-    Ok(if result.is_error == Some(true) {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
+    runtime
+        .block_on(taskhost::bridge::run(options))
+        .map(|()| ExitCode::SUCCESS)
+        .map_err(|e| (1, e))
+}
+
+/// Prints a command's text; success.
+fn printed(text: String) -> ExitCode {
+    println!("{text}");
+    ExitCode::SUCCESS
 }

@@ -127,7 +127,7 @@ fn table(records: &[TaskRecord], dir: &Path) -> String {
 }
 
 /// A time as `YYYY-MM-DD HH:MM:SS` UTC.
-fn clock(ms: u64) -> String {
+pub(crate) fn clock(ms: u64) -> String {
     let secs = ms / 1000;
     let (days, rest) = (secs / 86_400, secs % 86_400);
     let (h, m, s) = (rest / 3600, rest % 3600 / 60, rest % 60);

@@ -195,6 +195,7 @@ fn serve_started_from_a_terminal_says_how_to_use_it() {
             ))
             .arg("/dev/null")
             .env("XDG_RUNTIME_DIR", dir.path())
+            .env("XDG_STATE_HOME", dir.join("state-home"))
             .env("RUST_LOG", "error")
             .stdin(std::process::Stdio::null()),
         Duration::from_secs(30),

@@ -228,3 +228,64 @@ async fn a_host_killed_between_a_starts_record_and_its_spawn_leaves_a_record_say
         "{record}"
     );
 }
+
+/// `taskhost token ARGS... --state DIR`: its exit code and output.
+fn token(state: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = output_within(
+        std::process::Command::new(binary())
+            .arg("token")
+            .args(args)
+            .arg("--state")
+            .arg(state),
+        std::time::Duration::from_secs(30),
+    );
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Proves: `taskhost token create NAME` prints a new token as its last line, once; the state keeps
+/// no trace of its text (only a hash); `list` names principals without tokens; a live name is not
+/// made twice (exit 2); `revoke` ends it, and a second revoke is refused (exit 2).
+#[test]
+fn a_token_is_shown_once_kept_as_a_hash_and_revoked() {
+    let dir = scratch("tokens");
+    let state = dir.join("state");
+    let (code, out, err) = token(&state, &["create", "ci-runner"]);
+    assert_eq!(code, 0, "{err}");
+    let secret = out.lines().last().unwrap_or_default().to_owned();
+    assert!(
+        secret.starts_with("taskhost_") && secret.len() == 73,
+        "{out}"
+    );
+    let hex = &secret["taskhost_".len()..];
+    for file in std::fs::read_dir(&state).unwrap().flatten() {
+        if file.path().is_file() {
+            let bytes = std::fs::read(file.path()).unwrap();
+            assert!(
+                !bytes.windows(hex.len()).any(|w| w == hex.as_bytes()),
+                "{} holds the token",
+                file.path().display()
+            );
+        }
+    }
+    let (code, listed, _) = token(&state, &["list"]);
+    assert_eq!(code, 0);
+    assert!(
+        listed.contains("ci-runner") && !listed.contains(hex),
+        "{listed}"
+    );
+    let (code, _, err) = token(&state, &["create", "ci-runner"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("exists"), "{err}");
+    let (code, out, _) = token(&state, &["revoke", "ci-runner"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("revoked"), "{out}");
+    let (code, _, err) = token(&state, &["revoke", "ci-runner"]);
+    assert_eq!(code, 2, "{err}");
+    let (_, json, _) = token(&state, &["list", "--json"]);
+    let record: Value = serde_json::from_str(json.trim()).expect("one JSON line");
+    assert!(record["revoked_at_ms"].is_u64(), "{record}");
+}

@@ -44,6 +44,9 @@ pub enum StoreError {
     /// A write or a read failed.
     #[error("the task database failed: {0}")]
     Sqlite(String),
+    /// A principal's name is taken, unknown, or not one people can type.
+    #[error("{0}")]
+    Principal(String),
     /// The writer thread is gone (the store was closed).
     #[error("the task database is closed")]
     Closed,

@@ -25,6 +25,10 @@
 //! whether its owner was told of its end, so an owner that comes back to a later host is told once
 //! of what it missed (a task found lost, one that settled while it was away).
 //!
+//! **Principals** are owners named by a bearer token (`taskhost token create NAME`), for clients
+//! over HTTP: the token is shown once; the database keeps its SHA-256 ([`Store::create_principal`],
+//! [`Store::principal_of`]).
+//!
 //! **External work** (a cluster's job) is not lost with its host: how it is followed (its work
 //! id, poll and cancel commands, output file) and where its owner's reads stood are recorded, and
 //! the next host of the directory takes it over ([`Recovered::adopted`]) and follows it on from
@@ -38,6 +42,7 @@ mod external;
 mod hosts;
 mod journal;
 mod owners;
+mod principals;
 mod records;
 mod retention;
 mod schema;
@@ -47,6 +52,7 @@ mod writer;
 pub use error::StoreError;
 pub use external::{Adopted, ExternalRecord};
 pub use owners::OwnerSecret;
+pub use principals::{Principal, TOKEN_PREFIX, Token, valid_name};
 pub use records::{TaskRecord, kept_output, kept_tail};
 pub use retention::Retention;
 pub use store::{Recovered, Store, Sync};

@@ -44,8 +44,8 @@ impl std::fmt::Debug for OwnerSecret {
     }
 }
 
-/// The name of owner row `n`.
-pub(crate) fn owner_name(n: i64) -> String {
+/// The name of session owner row `n`.
+fn owner_name(n: i64) -> String {
     format!("session-{n}")
 }
 
@@ -69,7 +69,8 @@ pub(crate) fn by_secret(
     secret: &OwnerSecret,
 ) -> rusqlite::Result<Option<String>> {
     conn.query_row(
-        "SELECT id FROM owners WHERE secret_sha256 = ?1 AND ended_at_ms IS NULL",
+        "SELECT id FROM owners WHERE kind = 'session' AND secret_sha256 = ?1
+         AND ended_at_ms IS NULL",
         params![secret.sha256()],
         |r| r.get::<_, i64>(0),
     )

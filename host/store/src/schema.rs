@@ -39,17 +39,19 @@ CREATE INDEX tasks_by_host ON tasks(host, status);
 /// output.
 const V2: &str = "ALTER TABLE tasks ADD COLUMN expired_at_ms INTEGER;";
 
-/// Version 3: owners that outlive their connection (a secret, stored hashed), whether a task's end
-/// was told to its owner, `starting` for a task recorded before its work began, and how external
+/// Version 3: owners that outlive their connection (a session's secret or a principal's token,
+/// stored hashed), whether a task's end was told to its owner, `starting` for a task recorded before its work began, and how external
 /// work is followed (so the next host re-attaches it).
 const V3: &str = "
 CREATE TABLE owners (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     kind TEXT NOT NULL,
+    name TEXT,
     secret_sha256 BLOB UNIQUE,
     created_at_ms INTEGER NOT NULL,
     ended_at_ms INTEGER
 );
+CREATE UNIQUE INDEX live_principals ON owners(name) WHERE kind = 'principal' AND ended_at_ms IS NULL;
 ALTER TABLE tasks ADD COLUMN told INTEGER NOT NULL DEFAULT 0;
 UPDATE tasks SET told = 1 WHERE status NOT IN ('running', 'stopping');
 CREATE INDEX tasks_by_owner ON tasks(owner);

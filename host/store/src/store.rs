@@ -20,6 +20,7 @@ use crate::external::ExternalRecord;
 pub use crate::hosts::Recovered;
 use crate::journal::StoreJournal;
 use crate::owners::{self, OwnerSecret};
+use crate::principals::{self, Principal, Token, valid_name};
 use crate::records::{self, TaskRecord};
 use crate::retention::Retention;
 use crate::writer::{self, Op};
@@ -242,6 +243,57 @@ impl Store {
     /// The database could not be read.
     pub fn owner_tasks(&self, name: &str) -> Result<Vec<TaskRecord>, StoreError> {
         Ok(records::owned_by(&self.reader()?, name)?)
+    }
+
+    /// Makes principal `name` and its token, shown only now.
+    ///
+    /// # Errors
+    /// [`StoreError::Principal`] for a malformed name or one a live principal has; the database's.
+    pub fn create_principal(&self, name: &str) -> Result<Token, StoreError> {
+        if !valid_name(name) {
+            return Err(StoreError::Principal(format!(
+                "a principal's name is 1 to 64 letters, digits, '.', '_' or '-': {name:?}"
+            )));
+        }
+        let token = Token::generate().map_err(StoreError::Sqlite)?;
+        let mut conn = self.reader()?;
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        if principals::insert(&tx, name, &token, now_ms())?.is_none() {
+            return Err(StoreError::Principal(format!(
+                "a principal named {name} exists; revoke it first, or pick another name"
+            )));
+        }
+        tx.commit()?;
+        Ok(token)
+    }
+
+    /// Revokes principal `name`: its token names nobody from now on. Returns its owner.
+    ///
+    /// # Errors
+    /// [`StoreError::Principal`] when no live principal has that name; the database's.
+    pub fn revoke_principal(&self, name: &str) -> Result<String, StoreError> {
+        let mut conn = self.reader()?;
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let owner = principals::revoke(&tx, name, now_ms())?
+            .ok_or_else(|| StoreError::Principal(format!("no principal named {name}")))?;
+        tx.commit()?;
+        Ok(owner)
+    }
+
+    /// Every principal, revoked ones included, oldest first (never a token).
+    ///
+    /// # Errors
+    /// The database could not be read.
+    pub fn principals(&self) -> Result<Vec<Principal>, StoreError> {
+        Ok(principals::all(&self.reader()?)?)
+    }
+
+    /// The live principal `token` names: its name and its owner.
+    ///
+    /// # Errors
+    /// The database could not be read.
+    pub fn principal_of(&self, token: &Token) -> Result<Option<(String, String)>, StoreError> {
+        Ok(principals::by_token(&self.reader()?, token)?)
     }
 
     fn send(&self, op: Op) {

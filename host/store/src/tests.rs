@@ -149,3 +149,44 @@ fn retention_expires_the_oldest_settled_output_first_and_keeps_ids_and_running_t
     assert_eq!(expired, ["bash-3", "bash-2"]);
     assert_eq!(journal.begin(&start("bash", "y")), Ok(5));
 }
+
+/// Principals: a token is shown once and names its principal until revoked; a live name is not
+/// given twice; the list never shows a token; a revoked name can be made again, as a new owner.
+#[test]
+fn a_principals_token_names_it_until_revoked() {
+    let dir = Dir::new("principals");
+    let store = Store::open_to_read(&dir.0).expect("open");
+    let token = store.create_principal("ci-runner").expect("made");
+    let text = token.reveal();
+    assert!(
+        text.starts_with(crate::TOKEN_PREFIX) && text.len() == 9 + 64,
+        "{text}"
+    );
+    let parsed = crate::Token::parse(&text).expect("parses");
+    let (name, owner) = store.principal_of(&parsed).expect("read").expect("named");
+    assert_eq!(name, "ci-runner");
+    assert!(matches!(
+        store.create_principal("ci-runner"),
+        Err(crate::StoreError::Principal(_))
+    ));
+    assert!(matches!(
+        store.create_principal("no spaces"),
+        Err(crate::StoreError::Principal(_))
+    ));
+    let listed = store.principals().expect("list");
+    assert_eq!(listed.len(), 1);
+    assert!(!format!("{listed:?}").contains(&text[9..]));
+    assert_eq!(store.revoke_principal("ci-runner").expect("revoked"), owner);
+    assert_eq!(store.principal_of(&parsed).expect("read"), None);
+    assert!(store.revoke_principal("ci-runner").is_err());
+    let again = store.create_principal("ci-runner").expect("made again");
+    let (_, new_owner) = store.principal_of(&again).expect("read").expect("named");
+    assert_ne!(new_owner, owner);
+    assert!(
+        store
+            .owner_of(&crate::OwnerSecret::parse(&again.reveal()[9..]).expect("hex"))
+            .expect("read")
+            .is_none(),
+        "a token does not resume a session"
+    );
+}

@@ -1,0 +1,96 @@
+//! `taskhost token create|list|revoke`: the principals of a state directory, whose bearer tokens
+//! name the owner of an HTTP client's tasks. A token is printed once, when it is made (the last line
+//! of `create`'s output, for scripts); the database keeps its SHA-256 only.
+
+use std::path::PathBuf;
+
+use taskhost_store::Store;
+
+/// What `taskhost token` was asked.
+#[derive(Clone, Debug, clap::Subcommand)]
+pub enum TokenCommand {
+    /// Makes a principal and prints its token (once).
+    Create {
+        /// The principal's name: letters, digits, '.', '_', '-'.
+        name: String,
+    },
+    /// Prints the principals (never their tokens).
+    List {
+        /// One JSON object per principal and line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revokes a principal: its token names nobody from now on.
+    Revoke {
+        /// The principal's name.
+        name: String,
+    },
+}
+
+/// Runs `taskhost token` on the state directory `state` (the default one when `None`); the text to
+/// print.
+///
+/// # Errors
+/// `(2, why)` for a refused state directory, a name that is taken, malformed or unknown; `(1, why)`
+/// when the database fails.
+pub fn run(state: Option<PathBuf>, command: &TokenCommand) -> Result<String, (u8, String)> {
+    let dir = state
+        .or_else(crate::config::default_state_dir)
+        .ok_or((2, "no state directory: pass --state DIR".to_owned()))?;
+    let store = Store::open_to_read(&dir).map_err(|e| (2, e.to_string()))?;
+    let refused = |e: taskhost_store::StoreError| match e {
+        taskhost_store::StoreError::Principal(why) => (2, why),
+        other => (1, other.to_string()),
+    };
+    match command {
+        TokenCommand::Create { name } => {
+            let token = store.create_principal(name).map_err(refused)?;
+            Ok(format!(
+                "principal {name} made in {}; its token, shown this once (the state keeps only its hash):\n{}",
+                dir.display(),
+                token.reveal()
+            ))
+        }
+        TokenCommand::Revoke { name } => {
+            let owner = store.revoke_principal(name).map_err(refused)?;
+            Ok(format!(
+                "principal {name} ({owner}) revoked: its token names nobody from now on"
+            ))
+        }
+        TokenCommand::List { json } => {
+            let principals = store.principals().map_err(refused)?;
+            if *json {
+                let lines: Vec<String> = principals
+                    .iter()
+                    .filter_map(|p| serde_json::to_string(p).ok())
+                    .collect();
+                return Ok(lines.join("\n"));
+            }
+            if principals.is_empty() {
+                return Ok(format!("(no principals in {})", dir.display()));
+            }
+            let width = principals
+                .iter()
+                .map(|p| p.name.len())
+                .max()
+                .unwrap_or(0)
+                .max(4);
+            let mut out = format!(
+                "{:<width$}  {:<12}  {:<19}  revoked\n",
+                "name", "owner", "made"
+            );
+            for p in &principals {
+                let revoked = p
+                    .revoked_at_ms
+                    .map_or_else(|| "-".to_owned(), crate::tasks_cli::clock);
+                out.push_str(&format!(
+                    "{:<width$}  {:<12}  {:<19}  {revoked}\n",
+                    p.name,
+                    p.owner,
+                    crate::tasks_cli::clock(p.created_at_ms)
+                ));
+            }
+            Ok(out.trim_end().to_owned())
+        }
+    }
+}
