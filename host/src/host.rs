@@ -135,14 +135,15 @@ impl Taskhost {
         &self.owners
     }
 
-    /// Ends an owner: its session closed (as [`Taskhost::close_session`]) and, in the records, its
-    /// secret retired.
+    /// Ends an owner: in the records its secret is retired first (so no connection comes back as
+    /// it while its tasks end), then its session is closed (as [`Taskhost::close_session`]).
     ///
     /// # Cancel safety
     /// As [`Taskhost::close_session`].
-    pub async fn end_owner(&self, id: &str) {
+    pub async fn end_owner(self: &Arc<Self>, id: &str) {
+        let (host, name) = (self.clone(), id.to_owned());
+        let _ = tokio::task::spawn_blocking(move || host.owners.end(&name)).await;
         self.close_session(id).await;
-        self.owners.end(id);
     }
 
     /// An owner whose connection was lost without a goodbye: its calls end, its notices wait, and

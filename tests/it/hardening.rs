@@ -691,8 +691,10 @@ async fn a_tmpdir_another_user_controls_is_not_used() {
     let mine = theirs.join("mine");
     std::fs::create_dir(&mine).unwrap();
     set_mode(&mine, 0o700);
+    // Memory-only records: what this test attacks is where the runtime directory and its spill
+    // files go.
     let mut cmd = tokio::process::Command::new(binary());
-    cmd.args(["serve", "--no-watch"])
+    cmd.args(["serve", "--no-watch", "--no-state"])
         .env_remove("XDG_RUNTIME_DIR")
         .env("TMPDIR", &mine);
     let client = mcp::command_client(cmd, Watcher::default()).await;

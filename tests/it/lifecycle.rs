@@ -531,8 +531,9 @@ fn ctrl_c_in_a_terminal_ends_serve() {
             .is_ok_and(|s| s.success())
     };
     let command = format!(
-        "echo $$ > {}; XDG_RUNTIME_DIR={} RUST_LOG=error exec {} serve --no-watch",
+        "echo $$ > {}; XDG_RUNTIME_DIR={} XDG_STATE_HOME={}/state-home RUST_LOG=error exec {} serve --no-watch",
         pidfile.display(),
+        dir.display(),
         dir.display(),
         binary().display()
     );

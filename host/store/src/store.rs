@@ -208,12 +208,16 @@ impl Store {
         Ok(owners::by_secret(&self.reader()?, secret)?)
     }
 
-    /// Ends owner `name`: its secret names nobody from now on (its records stay).
+    /// Ends owner `name`: its secret names nobody from now on (its records stay). Waits for the
+    /// write, so no connection can come back as the owner once this returned.
     pub fn end_owner(&self, name: &str) {
+        let (reply, done) = sync_channel(1);
         self.send(Op::EndOwner {
             name: name.to_owned(),
             at_ms: now_ms(),
+            reply,
         });
+        let _ = done.recv();
     }
 
     /// Records how task `id`'s external work is followed, so a later host can take it over.

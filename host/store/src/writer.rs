@@ -44,7 +44,11 @@ pub(crate) enum Op {
     /// Where the reads of a task's external work stand.
     ExternalRead { id: String, offset: u64 },
     /// An owner ended: its secret names nobody from now on.
-    EndOwner { name: String, at_ms: u64 },
+    EndOwner {
+        name: String,
+        at_ms: u64,
+        reply: SyncSender<()>,
+    },
     /// A kill was delivered.
     Stopping { id: String },
     /// A task settled.
@@ -197,7 +201,7 @@ fn update(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
         Op::Told { id } => run("UPDATE tasks SET told = 1 WHERE id = ?1", params![id]),
         Op::External { id, record } => crate::external::set(tx, id, record),
         Op::ExternalRead { id, offset } => crate::external::read_to(tx, id, *offset),
-        Op::EndOwner { name, at_ms } => crate::owners::end(tx, name, *at_ms),
+        Op::EndOwner { name, at_ms, .. } => crate::owners::end(tx, name, *at_ms),
         Op::Abandon { kind, number } => {
             run(
                 "DELETE FROM tasks WHERE id = ?1",
@@ -268,7 +272,7 @@ fn answer(batch: Vec<Op>, answers: Result<Answers, String>, notifier: &Sender<Th
                 };
                 let _ = reply.send(name);
             }
-            Op::EndHost { reply, .. } => {
+            Op::EndHost { reply, .. } | Op::EndOwner { reply, .. } => {
                 let _ = reply.send(());
             }
             Op::Retain { reply, .. } => {
@@ -279,7 +283,6 @@ fn answer(batch: Vec<Op>, answers: Result<Answers, String>, notifier: &Sender<Th
             | Op::Told { .. }
             | Op::External { .. }
             | Op::ExternalRead { .. }
-            | Op::EndOwner { .. }
             | Op::Stopping { .. }
             | Op::Output { .. } => {}
         }
