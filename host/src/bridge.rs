@@ -130,7 +130,7 @@ struct Link {
 /// The first connection failed, or the host stayed gone; one message naming the socket.
 pub async fn run(options: BridgeOptions) -> Result<(), String> {
     let (lines, mut from_client) = mpsc::channel::<Vec<u8>>(16);
-    tokio::spawn(read_client(lines));
+    tokio::spawn(crate::wire::forward_lines(tokio::io::stdin(), lines));
     let mut stdout = tokio::io::stdout();
     let mut replay = Replay::default();
     let (mut link, mut secret) = open(&options, &Claim::New).await?;
@@ -327,22 +327,6 @@ async fn write_line(out: &mut (impl AsyncWrite + Unpin), line: &[u8]) -> Result<
         .await
         .map_err(|e| format!("stdout: {e}"))?;
     out.flush().await.map_err(|e| format!("stdout: {e}"))
-}
-
-/// Reads the client's lines (each with its newline) until its input closes.
-async fn read_client(lines: mpsc::Sender<Vec<u8>>) {
-    let mut stdin = BufReader::new(tokio::io::stdin());
-    loop {
-        let mut line = Vec::new();
-        match stdin.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {
-                if lines.send(line).await.is_err() {
-                    return;
-                }
-            }
-        }
-    }
 }
 
 #[cfg(test)]

@@ -52,7 +52,7 @@ where
     let (from_rmcp, to_rmcp) = tokio::io::split(ours);
     let (lines, outgoing) = mpsc::channel::<Vec<u8>>(64);
     tokio::spawn(write_out(outgoing, to_client));
-    tokio::spawn(forward_rmcp(from_rmcp, lines.clone()));
+    tokio::spawn(forward_lines(from_rmcp, lines.clone()));
     let (gone, said) = (client_gone.clone(), goodbye.clone());
     tokio::spawn(async move {
         if read_in(from_client, to_rmcp, lines).await {
@@ -77,9 +77,10 @@ async fn write_out(mut lines: mpsc::Receiver<Vec<u8>>, mut to_client: impl Async
     let _ = to_client.shutdown().await;
 }
 
-/// Hands rmcp's output to the writer a whole line at a time.
-async fn forward_rmcp(from_rmcp: impl AsyncRead + Unpin, lines: mpsc::Sender<Vec<u8>>) {
-    let mut reader = BufReader::new(from_rmcp);
+/// Hands what `from` says to `lines` a whole line at a time (each with its newline), until it ends
+/// or nobody takes the lines.
+pub(crate) async fn forward_lines(from: impl AsyncRead + Unpin, lines: mpsc::Sender<Vec<u8>>) {
+    let mut reader = BufReader::new(from);
     loop {
         let mut line = Vec::new();
         match reader.read_until(b'\n', &mut line).await {

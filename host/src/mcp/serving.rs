@@ -203,31 +203,19 @@ async fn serve_connection(
 async fn read_claim(
     stream: &mut tokio::net::UnixStream,
 ) -> Result<Option<(Claim, Vec<u8>)>, String> {
-    use tokio::io::AsyncReadExt;
-    let mut first = [0u8; 1];
-    if stream
-        .read(&mut first)
-        .await
-        .map_err(|e| format!("reading a connection: {e}"))?
-        == 0
-    {
+    let Some(first) = next_byte(stream).await? else {
         return Ok(None);
+    };
+    if first != b'#' {
+        return Ok(Some((Claim::Anonymous, vec![first])));
     }
-    if first[0] != b'#' {
-        return Ok(Some((Claim::Anonymous, first.to_vec())));
-    }
-    let mut line = vec![first[0]];
+    // A byte at a time: what follows the hello's newline is MCP, and stays in the socket.
+    let mut line = vec![first];
     while line.len() < crate::owners::MAX_LINE && line.last() != Some(&b'\n') {
-        let mut byte = [0u8; 1];
-        if stream
-            .read(&mut byte)
-            .await
-            .map_err(|e| format!("reading a hello: {e}"))?
-            == 0
-        {
+        let Some(byte) = next_byte(stream).await? else {
             break;
-        }
-        line.push(byte[0]);
+        };
+        line.push(byte);
     }
     let text = String::from_utf8_lossy(&line);
     Claim::parse(&text)
@@ -238,4 +226,15 @@ async fn read_claim(
                 text.trim_end()
             )
         })
+}
+
+/// The connection's next byte; `None` at its end.
+async fn next_byte(stream: &mut tokio::net::UnixStream) -> Result<Option<u8>, String> {
+    use tokio::io::AsyncReadExt;
+    let mut byte = [0u8; 1];
+    let n = stream
+        .read(&mut byte)
+        .await
+        .map_err(|e| format!("reading a connection: {e}"))?;
+    Ok((n == 1).then_some(byte[0]))
 }

@@ -72,6 +72,16 @@ pub fn valid_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }
 
+/// The row of live principal `name`, if there is one.
+fn live(conn: &Connection, name: &str) -> rusqlite::Result<Option<i64>> {
+    conn.query_row(
+        "SELECT id FROM owners WHERE kind = 'principal' AND name = ?1 AND ended_at_ms IS NULL",
+        [name],
+        |r| r.get(0),
+    )
+    .optional()
+}
+
 /// Adds principal `name` with `token`; `None` when a live principal has that name.
 pub(crate) fn insert(
     tx: &rusqlite::Transaction<'_>,
@@ -79,14 +89,7 @@ pub(crate) fn insert(
     token: &Token,
     now_ms: u64,
 ) -> rusqlite::Result<Option<String>> {
-    let taken: Option<i64> = tx
-        .query_row(
-            "SELECT id FROM owners WHERE kind = 'principal' AND name = ?1 AND ended_at_ms IS NULL",
-            [name],
-            |r| r.get(0),
-        )
-        .optional()?;
-    if taken.is_some() {
+    if live(tx, name)?.is_some() {
         return Ok(None);
     }
     tx.execute(
@@ -102,14 +105,9 @@ pub(crate) fn revoke(
     name: &str,
     now_ms: u64,
 ) -> rusqlite::Result<Option<String>> {
-    let id: Option<i64> = tx
-        .query_row(
-            "SELECT id FROM owners WHERE kind = 'principal' AND name = ?1 AND ended_at_ms IS NULL",
-            [name],
-            |r| r.get(0),
-        )
-        .optional()?;
-    let Some(id) = id else { return Ok(None) };
+    let Some(id) = live(tx, name)? else {
+        return Ok(None);
+    };
     tx.execute(
         "UPDATE owners SET ended_at_ms = ?2 WHERE id = ?1",
         params![id, now_ms as i64],
