@@ -214,13 +214,6 @@ fn open_state(
     };
     let store =
         taskhost_store::Store::open(&dir, config.state.sync).map_err(|e| fail(2)(e.to_string()))?;
-    let expired = store.retain(config.state.retention());
-    if !expired.is_empty() {
-        tracing::info!(
-            expired = expired.len(),
-            "settled tasks' output expired (retention)"
-        );
-    }
     let recovered = store.recovered();
     if !recovered.lost.is_empty() || !recovered.killed.is_empty() {
         tracing::info!(
@@ -232,7 +225,9 @@ fn open_state(
     Ok(Some(Arc::new(store)))
 }
 
-/// Applies the retention every hour for as long as the host runs (once at start is `open_state`'s).
+/// Applies the retention at once and then every hour for as long as the host runs, off the path
+/// to serving (it looks at every kept file's size, which a client waiting for its first answer
+/// should not wait for).
 fn retain_hourly(
     runtime: &tokio::runtime::Runtime,
     state: Arc<taskhost_store::Store>,
@@ -240,7 +235,6 @@ fn retain_hourly(
 ) {
     runtime.spawn(async move {
         let mut hourly = tokio::time::interval(std::time::Duration::from_secs(3600));
-        hourly.tick().await;
         loop {
             hourly.tick().await;
             let state = state.clone();
