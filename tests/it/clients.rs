@@ -94,7 +94,7 @@ async fn a_foreground_command_reports_progress_before_its_result() {
 }
 
 /// The Python of the venv with the official MCP SDK (`scripts/test` makes it), if there is one.
-fn sdk_python() -> Option<std::path::PathBuf> {
+pub(crate) fn sdk_python() -> Option<std::path::PathBuf> {
     let venv = std::env::var_os("TASKHOST_MCP_VENV").map_or_else(
         || artifacts().parent().map(|t| t.join("mcp-venv")),
         |v| Some(v.into()),

@@ -233,3 +233,61 @@ fn an_owner_that_does_not_come_back_is_ended_after_its_grace() {
         "the owner was ended after its grace"
     );
 }
+
+/// Proves, with the official Python SDK in the 2026-07-28 era (no `initialize`): a client joined
+/// through `taskhost connect` goes on through a SIGKILL and restart of its host without noticing:
+/// its next call lists its task (`lost`), a foreground call works, and the client never reconnects.
+#[test]
+fn a_2026_client_through_the_bridge_goes_on_through_a_host_restart() {
+    use std::io::{BufRead, Write};
+    let Some(python) = crate::clients::sdk_python() else {
+        eprintln!(
+            "a_2026_client_through_the_bridge_goes_on_through_a_host_restart: skipped: no Python \
+             venv with the mcp SDK at target/mcp-venv"
+        );
+        return;
+    };
+    let dir = scratch("owner-python");
+    let state = dir.join("state");
+    let args = ["--no-watch", "--state", state.to_str().unwrap()];
+    let mut host = SocketHost::start(&dir, &args);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/bridge_restart.py");
+    let mut client = std::process::Command::new(python)
+        .arg(script)
+        .arg(crate::mcp::binary())
+        .arg(&host.socket)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run the Python client");
+    // A client that hangs is killed, which ends its output: the test then fails, it never hangs.
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    let pid = nix::unistd::Pid::from_raw(client.id() as i32);
+    std::thread::spawn(move || {
+        if finished.recv_timeout(Duration::from_secs(120)).is_err() {
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+        }
+    });
+    let mut lines = BufReader::new(client.stdout.take().expect("its stdout")).lines();
+    let mut next = || lines.next().and_then(Result::ok).unwrap_or_default();
+    let started = next();
+    let id = started
+        .strip_prefix("started ")
+        .unwrap_or_else(|| panic!("{started}"))
+        .to_owned();
+    host.child.kill().unwrap();
+    host.child.wait().unwrap();
+    let _next_host = SocketHost::start(&dir, &args);
+    let mut stdin = client.stdin.take().expect("its stdin");
+    writeln!(stdin, "restarted").unwrap();
+    let listed = next();
+    assert!(
+        listed.starts_with("listed ") && listed.contains(&id) && listed.contains("lost"),
+        "{listed}"
+    );
+    let after = next();
+    assert!(after.contains("after the restart"), "{after}");
+    assert_eq!(next(), "ok");
+    assert!(client.wait().unwrap().success());
+    let _ = done.send(());
+}
