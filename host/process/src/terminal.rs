@@ -77,6 +77,52 @@ impl vte::Perform for Screen {
 /// The text a terminal would show for `bytes`, escape sequences and controls removed (newline and
 /// tab kept) and carriage-return overwrites collapsed.
 pub fn render_terminal(bytes: &[u8]) -> String {
+    plain_text(bytes).unwrap_or_else(|| drawn(bytes))
+}
+
+/// The text of `bytes` when drawing them changes nothing but dropping the controls a terminal
+/// ignores and the carriage returns that end a line (`\r\n`, or one last `\r`): most output, read
+/// in one pass without the parser. `None` when it takes the parser: an escape, a
+/// carriage return or backspace that moves the cursor back over text, a vertical tab or form feed,
+/// a C1 control, or bytes that are not UTF-8.
+fn plain_text(bytes: &[u8]) -> Option<String> {
+    // U+0080..U+009F, the C1 controls, are 0xC2 0x80..=0x9F in UTF-8.
+    let c1 = bytes.contains(&0xc2)
+        && bytes
+            .windows(2)
+            .any(|w| w[0] == 0xc2 && (0x80..=0x9f).contains(&w[1]));
+    if c1 {
+        return None;
+    }
+    let control = |b: u8| (b < 0x20 && b != b'\n' && b != b'\t') || b == 0x7f;
+    // A whole chunk at a time (no early exit inside one), which the compiler vectorises.
+    let any_control = bytes
+        .chunks(64)
+        .any(|chunk| chunk.iter().fold(false, |seen, &b| seen | control(b)));
+    if !any_control {
+        return std::str::from_utf8(bytes).ok().map(str::to_owned);
+    }
+    // Copied a run at a time between the controls that go.
+    let mut kept = Vec::with_capacity(bytes.len());
+    let mut run = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        if !control(b) {
+            continue;
+        }
+        match b {
+            0x1b | 0x08 | 0x0b | 0x0c => return None,
+            b'\r' if bytes.get(i + 1).is_some_and(|&next| next != b'\n') => return None,
+            _ => {}
+        }
+        kept.extend_from_slice(&bytes[run..i]);
+        run = i + 1;
+    }
+    kept.extend_from_slice(&bytes[run..]);
+    String::from_utf8(kept).ok()
+}
+
+/// `bytes` drawn by the parser.
+fn drawn(bytes: &[u8]) -> String {
     let mut screen = Screen {
         out: String::with_capacity(bytes.len()),
         line: Line::default(),
@@ -169,6 +215,36 @@ mod tests {
         );
         assert_eq!(render_terminal(b"abcdef\r12"), "12cdef");
         assert_eq!(render_terminal(b"ab\x08\x08xy\n"), "xy\n");
+    }
+
+    /// Output the fast path takes renders as the parser draws it.
+    #[test]
+    fn plain_text_renders_as_the_parser_draws_it() {
+        let samples: [&[u8]; 9] = [
+            b"line one\n\tindented\nlast",
+            "\u{fc}n\u{ef}code \u{2014} \u{1f600}\n".as_bytes(),
+            b"crlf\r\nends\r\n",
+            b"trailing cr\r",
+            b"nul\x00bytes\x00\x00 and bell\x07 and del\x7f\n",
+            b"",
+            b"\r\n\r\n",
+            b"\x00\x00\x00",
+            b"tab\tin\tline\r\n",
+        ];
+        for bytes in samples {
+            assert!(super::plain_text(bytes).is_some(), "{bytes:?}");
+            assert_eq!(render_terminal(bytes), super::drawn(bytes), "{bytes:?}");
+        }
+        for parsed in [
+            &b"a\rb"[..],
+            b"\x1b[1m",
+            b"x\x08y",
+            b"\xc2\x85",
+            b"\xff",
+            b"\x0c",
+        ] {
+            assert!(super::plain_text(parsed).is_none(), "{parsed:?}");
+        }
     }
 
     #[test]
