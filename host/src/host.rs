@@ -163,7 +163,9 @@ impl Taskhost {
 
     /// Brings back the settled tasks of owner `id` from the records (a connection that came back
     /// from an earlier host): listed and readable as its own, and each whose end it was never told
-    /// announced once. Their output is the last [`RESTORED_OUTPUT_BYTES`] of each kept stream.
+    /// announced once. Every task it was not told of comes back, and of the others the newest
+    /// [`RESTORED_TASKS_MAX`] (`taskhost tasks` shows them all); their output is the last
+    /// [`RESTORED_OUTPUT_BYTES`] of each kept stream, the read naming the file that has all of it.
     /// Blocks on the store. Returns how many came back.
     pub fn restore_owner(&self, id: &str) -> usize {
         let (Some(state), Some(agent)) = (&self.services.state, self.sessions().agent(id)) else {
@@ -176,8 +178,14 @@ impl Taskhost {
                 return 0;
             }
         };
+        let told = records.iter().filter(|r| r.told).count();
+        let mut skip_told = told.saturating_sub(RESTORED_TASKS_MAX);
         let mut restored = 0;
         for record in records {
+            if record.told && skip_told > 0 {
+                skip_told -= 1;
+                continue;
+            }
             if self.registry().get(&record.id, Some(&agent)).is_ok() {
                 continue; // taken over live, or brought back already
             }
@@ -213,7 +221,10 @@ impl Taskhost {
 
 /// How much of each kept stream a task brought back from the records shows (the rest is in the
 /// kept file the read names).
-pub const RESTORED_OUTPUT_BYTES: u64 = 64 * 1024;
+pub const RESTORED_OUTPUT_BYTES: u64 = 16 * 1024;
+
+/// How many settled tasks an owner was told of come back with it (the newest).
+pub const RESTORED_TASKS_MAX: usize = 100;
 
 /// A settled record as the registry takes it back; `None` for a live one (another host runs it).
 fn restored_task(record: taskhost_store::TaskRecord) -> Option<taskhost_registry::RestoredTask> {
