@@ -328,14 +328,17 @@ impl Store {
         Ok(conn)
     }
 
-    /// Ends this host's use of the store: its row marked ended, every queued write committed, and
-    /// every settled task's notice sent. Idempotent.
+    /// Ends this host's use of the store: its row marked ended, every queued write committed,
+    /// every settled task's notice sent, and its lock file removed (a host that ended says so in
+    /// its row; only a crashed host's lock file is left, for the next host to find free).
+    /// Idempotent.
     pub fn close(&self) {
         if let (Some(host), Some(ops)) = (self.host, self.ops.lock().take()) {
             let (reply, done) = sync_channel(1);
             let at_ms = now_ms();
-            if ops.send(Op::EndHost { host, at_ms, reply }).is_ok() {
-                let _ = done.recv();
+            if ops.send(Op::EndHost { host, at_ms, reply }).is_ok() && done.recv().is_ok() {
+                let lock = self.dir.path().join("hosts").join(format!("{host}.lock"));
+                let _ = std::fs::remove_file(lock);
             }
         }
         self.ops.lock().take();

@@ -190,3 +190,19 @@ fn a_principals_token_names_it_until_revoked() {
         "a token does not resume a session"
     );
 }
+
+/// A host that closes removes its lock file: a directory shared by many short-lived hosts (one per
+/// client session) does not collect one file per host.
+#[test]
+fn a_closed_host_leaves_no_lock_file() {
+    let dir = Dir::new("locks");
+    for _ in 0..3 {
+        Store::open(&dir.0, Sync::Normal).expect("open").close();
+    }
+    let left: Vec<_> = std::fs::read_dir(dir.0.join("hosts"))
+        .expect("hosts")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
