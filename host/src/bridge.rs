@@ -40,6 +40,28 @@ pub struct BridgeOptions {
     pub reconnect_for: Duration,
 }
 
+/// What the bridge reads of a JSON-RPC message: whether it is a request or an answer, and to what.
+/// Its params and result are skipped, not built (an answer may be a large tool result).
+#[derive(serde::Deserialize)]
+struct Envelope {
+    id: Option<Value>,
+    method: Option<String>,
+    #[serde(default)]
+    result: Present,
+    #[serde(default)]
+    error: Present,
+}
+
+/// Whether a member is there, whatever its value (`"result": null` is an answer too).
+#[derive(Default)]
+struct Present(bool);
+
+impl<'de> serde::Deserialize<'de> for Present {
+    fn deserialize<D: serde::Deserializer<'de>>(value: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(value).map(|_| Present(true))
+    }
+}
+
 /// What the client said that a new host must hear again.
 #[derive(Default)]
 struct Replay {
@@ -54,34 +76,35 @@ struct Replay {
 impl Replay {
     /// Notes a line from the client.
     fn client_line(&mut self, line: &[u8]) {
-        let Ok(message) = serde_json::from_slice::<Value>(line) else {
+        let Ok(Envelope {
+            id,
+            method: Some(method),
+            ..
+        }) = serde_json::from_slice::<Envelope>(line)
+        else {
             return;
         };
-        let Some(method) = message.get("method").and_then(Value::as_str) else {
-            return;
-        };
-        match method {
-            "initialize" => self.initialize = Some(message.clone()),
+        match method.as_str() {
+            "initialize" => self.initialize = serde_json::from_slice(line).ok(),
             "notifications/initialized" => self.initialized = Some(line.to_vec()),
             _ => {}
         }
-        if let Some(id) = message.get("id") {
+        if let Some(id) = id {
             let key = id.to_string();
             if method == "subscriptions/listen" {
                 self.listens.insert(key.clone(), line.to_vec());
             }
-            self.in_flight.insert(key, id.clone());
+            self.in_flight.insert(key, id);
         }
     }
 
     /// Notes a line from the host; false when the client must not see it (the answer to a replay).
     fn host_line(&mut self, line: &[u8]) -> bool {
-        let Ok(message) = serde_json::from_slice::<Value>(line) else {
+        let Ok(message) = serde_json::from_slice::<Envelope>(line) else {
             return true;
         };
-        let answer = message.get("method").is_none()
-            && (message.get("result").is_some() || message.get("error").is_some());
-        let Some(id) = message.get("id").filter(|_| answer) else {
+        let answer = message.method.is_none() && (message.result.0 || message.error.0);
+        let Some(id) = message.id.filter(|_| answer) else {
             return true;
         };
         if id == REINIT_ID {
@@ -342,7 +365,7 @@ mod tests {
         replay.client_line(br#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{}}"#);
         replay.client_line(br#"{"jsonrpc":"2.0","id":3,"method":"subscriptions/listen"}"#);
         replay.client_line(br#"{"jsonrpc":"2.0","id":4,"method":"tools/list"}"#);
-        assert!(replay.host_line(br#"{"jsonrpc":"2.0","id":4,"result":{}}"#));
+        assert!(replay.host_line(br#"{"jsonrpc":"2.0","id":4,"result":null}"#));
         let owed: Vec<Value> = replay
             .orphaned()
             .iter()
