@@ -22,18 +22,26 @@ pub struct TasksArgs {
     pub output: Option<String>,
 }
 
+/// The state directory `state` (the default one when `None`) opened to read, as the commands for
+/// people open it (`tasks`, `token`).
+///
+/// # Errors
+/// `(2, why)` with no directory to use, or one (or a database) that is refused.
+pub(crate) fn open_to_read(state: Option<PathBuf>) -> Result<(PathBuf, Store), (u8, String)> {
+    let dir = state
+        .or_else(crate::config::default_state_dir)
+        .ok_or((2, "no state directory: pass --state DIR".to_owned()))?;
+    let store = Store::open_to_read(&dir).map_err(|e| (2, e.to_string()))?;
+    Ok((dir, store))
+}
+
 /// Runs `taskhost tasks`; the text to print.
 ///
 /// # Errors
 /// `(2, why)` for a state directory or database that is refused, an unknown task; `(1, why)` for a
 /// kept file that cannot be read.
 pub fn run(args: &TasksArgs) -> Result<String, (u8, String)> {
-    let dir = args
-        .state
-        .clone()
-        .or_else(crate::config::default_state_dir)
-        .ok_or((2, "no state directory: pass --state DIR".to_owned()))?;
-    let store = Store::open_to_read(&dir).map_err(|e| (2, e.to_string()))?;
+    let (dir, store) = open_to_read(args.state.clone())?;
     if let Some(id) = &args.output {
         let record = store
             .task(id)

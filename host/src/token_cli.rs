@@ -4,8 +4,6 @@
 
 use std::path::PathBuf;
 
-use taskhost_store::Store;
-
 /// What `taskhost token` was asked.
 #[derive(Clone, Debug, clap::Subcommand)]
 pub enum TokenCommand {
@@ -34,10 +32,7 @@ pub enum TokenCommand {
 /// `(2, why)` for a refused state directory, a name that is taken, malformed or unknown; `(1, why)`
 /// when the database fails.
 pub fn run(state: Option<PathBuf>, command: &TokenCommand) -> Result<String, (u8, String)> {
-    let dir = state
-        .or_else(crate::config::default_state_dir)
-        .ok_or((2, "no state directory: pass --state DIR".to_owned()))?;
-    let store = Store::open_to_read(&dir).map_err(|e| (2, e.to_string()))?;
+    let (dir, store) = crate::tasks_cli::open_to_read(state)?;
     let refused = |e: taskhost_store::StoreError| match e {
         taskhost_store::StoreError::Principal(why) => (2, why),
         other => (1, other.to_string()),

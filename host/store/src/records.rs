@@ -127,16 +127,5 @@ pub fn kept_tail(record: &TaskRecord, max_bytes: u64) -> std::io::Result<String>
 /// # Errors
 /// A kept file that exists but cannot be read.
 pub fn kept_output(record: &TaskRecord) -> std::io::Result<String> {
-    let read = |path: &Option<String>| -> std::io::Result<Vec<u8>> {
-        match path {
-            None => Ok(Vec::new()),
-            Some(p) => match std::fs::read(p) {
-                Ok(bytes) => Ok(bytes),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-                Err(e) => Err(e),
-            },
-        }
-    };
-    let (out, err) = (read(&record.stdout_path)?, read(&record.stderr_path)?);
-    Ok(taskhost_process::render_read(&out, &err, false, &[]))
+    kept_tail(record, u64::MAX)
 }
