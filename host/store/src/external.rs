@@ -69,7 +69,7 @@ pub(crate) fn read_to(
 
 /// Takes over, for host `me`, every live external task of a host that has ended.
 pub(crate) fn adopt(conn: &mut Connection, me: i64) -> rusqlite::Result<Vec<Adopted>> {
-    let tx = conn.transaction()?;
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     let orphans: Vec<(String, i64)> = tx
         .prepare(
             "SELECT t.id, t.host FROM tasks t JOIN external e ON e.task_id = t.id

@@ -28,7 +28,9 @@ pub(crate) fn register(
     dir: &HeldDir,
     now_ms: u64,
 ) -> Result<(i64, Flock<File>), String> {
-    let tx = conn.transaction().map_err(|e| e.to_string())?;
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(|e| e.to_string())?;
     tx.execute(
         "INSERT INTO hosts(pid, started_at_ms) VALUES (?1, ?2)",
         params![std::process::id(), now_ms as i64],
@@ -73,7 +75,7 @@ pub(crate) fn recover(
         let Some(_held) = gone(dir.path(), host) else {
             continue;
         };
-        let tx = conn.transaction()?;
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         for (from, to, detail) in [
             ("starting", "lost", LOST_STARTING),
             ("running", "lost", LOST),

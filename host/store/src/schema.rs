@@ -78,7 +78,10 @@ pub(crate) fn migrate(conn: &mut Connection) -> rusqlite::Result<i64> {
     if found >= VERSION {
         return Ok(found);
     }
-    let tx = conn.transaction()?;
+    // Immediate: the write lock is taken before the version is read again, so two hosts opening
+    // one new directory at the same moment migrate it once (the second finds it done).
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let found: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     for (from, sql) in MIGRATIONS.iter().enumerate().skip(found.max(0) as usize) {
         tx.execute_batch(sql)?;
         tx.pragma_update(None, "user_version", from as i64 + 1)?;

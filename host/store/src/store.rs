@@ -402,8 +402,7 @@ fn open_db(path: &Path, sync: Sync) -> Result<Connection, StoreError> {
         });
     }
     let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
-    conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
-        .map_err(corrupt)?;
+    wal(&conn).map_err(corrupt)?;
     let level = match sync {
         Sync::Normal => "NORMAL",
         Sync::Full => "FULL",
@@ -412,4 +411,25 @@ fn open_db(path: &Path, sync: Sync) -> Result<Connection, StoreError> {
         .map_err(corrupt)?;
     schema::migrate(&mut conn).map_err(corrupt)?;
     Ok(conn)
+}
+
+/// Puts the database in WAL mode. The switch of a new file takes an exclusive lock that SQLite
+/// does not wait for (no busy handler is called), so a host opening a new directory beside another
+/// one retries it for up to the busy timeout.
+fn wal(conn: &Connection) -> rusqlite::Result<()> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut pause = std::time::Duration::from_millis(1);
+    loop {
+        match conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0)) {
+            Ok(_) => return Ok(()),
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(50));
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }

@@ -206,3 +206,26 @@ fn a_closed_host_leaves_no_lock_file() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// Hosts started at the same moment on one new directory (one per client session of a tool that
+/// starts them all at once) each open it: the schema is made once, and no host is refused.
+#[test]
+fn hosts_opening_one_new_directory_at_once_all_open_it() {
+    for round in 0..20 {
+        let dir = Dir::new(&format!("race-{round}"));
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(4));
+        let opened: Vec<_> = (0..4)
+            .map(|_| {
+                let (dir, barrier) = (dir.0.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    Store::open(&dir, Sync::Normal).map(|store| store.close())
+                })
+            })
+            .collect();
+        for host in opened {
+            let result = host.join().expect("the opening thread ended");
+            assert!(result.is_ok(), "round {round}: {result:?}");
+        }
+    }
+}
