@@ -42,6 +42,9 @@ pub struct Config {
     /// The durable state.
     #[serde(default)]
     pub state: StateSection,
+    /// The HTTP listeners (`serve --listen http://HOST:PORT`).
+    #[serde(default)]
+    pub http: crate::http::HttpSection,
 }
 
 /// `[state]`: the host's durable state.

@@ -17,6 +17,7 @@ pub mod config;
 pub mod dial;
 pub mod env_check;
 pub mod host;
+pub mod http;
 pub mod listen;
 pub mod logs;
 pub mod mcp;

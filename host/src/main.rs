@@ -32,9 +32,21 @@ enum Command {
         /// appears is loaded and one removed is unloaded.
         #[arg(long = "plugin-dir")]
         plugin_dirs: Vec<PathBuf>,
-        /// `unix:PATH`: serve one MCP session per connection on this socket.
+        /// Serve here instead of stdio (repeatable): `unix:PATH`, one MCP session per connection
+        /// (once), or `http://HOST:PORT`, MCP Streamable HTTP at /mcp for bearer-token principals
+        /// (`taskhost token create`). Port 0 picks a free port; the URL is printed on stderr.
         #[arg(long)]
-        listen: Option<String>,
+        listen: Vec<String>,
+        /// The HTTP listeners' TLS certificate chain (PEM); with --tls-key.
+        #[arg(long, value_name = "PEM", requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// The HTTP listeners' TLS private key (PEM); with --tls-cert.
+        #[arg(long, value_name = "PEM", requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
+        /// Serve plain HTTP on an address other machines can reach (behind a proxy that
+        /// terminates TLS); without it such an address needs --tls-cert and --tls-key.
+        #[arg(long)]
+        insecure_http: bool,
         /// Do not reload plugins when their files change.
         #[arg(long)]
         no_watch: bool,
@@ -259,6 +271,9 @@ fn run(runtime: &tokio::runtime::Runtime, command: Command) -> Outcome {
             plugins,
             plugin_dirs,
             listen,
+            tls_cert,
+            tls_key,
+            insecure_http,
             no_watch,
             allow_untrusted_plugins,
             allow_uids,
@@ -271,6 +286,9 @@ fn run(runtime: &tokio::runtime::Runtime, command: Command) -> Outcome {
                 plugins,
                 plugin_dirs,
                 listen,
+                tls_cert,
+                tls_key,
+                insecure_http,
                 no_watch,
                 allow_untrusted: allow_untrusted_plugins,
                 allow_uids,

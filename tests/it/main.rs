@@ -9,6 +9,8 @@ mod clients;
 mod faults;
 mod fixtures;
 mod hardening;
+mod http;
+mod http_wire;
 mod interactive;
 mod keeper;
 mod lifecycle;

@@ -54,7 +54,6 @@ where
             .map_err(|e| e.to_string()),
         Err(e) => Err(e.to_string()),
     };
-    peers.remove(id);
     Ended {
         outcome,
         goodbye: guarded.goodbye.load(Ordering::Acquire),

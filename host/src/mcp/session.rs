@@ -5,105 +5,131 @@
     reason = "MCP logging notifications carry the notices (SEP-2577 deprecates them in rmcp)"
 )]
 
-use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListResourcesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
-    PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerCapabilities,
-    ServerConfig, SetLevelRequestParams, SubscriptionFilter, Tool,
+    ListResourcesResult, ListToolsResult, LoggingLevel, PaginatedRequestParams,
+    ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Resource, ResourceContents, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    SubscriptionFilter, Tool,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::{Value, json};
 
+use super::hub::{Hub, Listener};
 use super::peers::Peers;
-use crate::sessions::Notice;
+use super::principals::{Principal, PrincipalOwners};
 use crate::{CallError, Taskhost};
 
 /// The URI of the plugin table resource.
 pub const PLUGINS_URI: &str = "taskhost://plugins";
 
-/// One MCP session.
+/// One MCP session: a connection's (stdio, a socket), or an HTTP client's (a legacy session, or one
+/// stateless 2026-07-28 request), serving the owner it belongs to.
 pub struct McpSession {
     host: Arc<Taskhost>,
-    id: String,
+    owner: OwnerOf,
+    /// This session's key among the change listeners ([`Peers`]): unique on the host, so that a
+    /// session ending never forgets another's listeners.
+    key: String,
     peers: Peers,
-    peer: Arc<OnceLock<Peer<RoleServer>>>,
-    /// The level the session asked logging messages at; `None` for none (a modern session that never
-    /// opted in).
-    log_level: Arc<Mutex<Option<LoggingLevel>>>,
-    /// Notices not yet shown on a tool result.
-    pending: Arc<Mutex<Vec<Notice>>>,
+    /// This session as its owner's hub sees it: its peer and the log level it asked for.
+    listener: Arc<Listener>,
     /// The tool set changes counted when the session started ([`Peers::changes`]).
     changes_at_start: u64,
     /// Cancelled when the client's side of the connection closes.
     client_gone: tokio_util::sync::CancellationToken,
 }
 
-/// True when a message at `level` goes to a session that asked for `wanted` and above.
-fn wants(wanted: Option<LoggingLevel>, level: LoggingLevel) -> bool {
-    // The levels in order of severity, as RFC 5424 (and MCP) list them.
-    let rank = |l: LoggingLevel| l as u8;
-    wanted.is_some_and(|w| rank(w) <= rank(level))
+/// Whose tasks a session serves.
+enum OwnerOf {
+    /// The owner of one connection.
+    Connection(Arc<Hub>),
+    /// The principal each HTTP request's token names; a legacy session is bound to the first one it
+    /// saw, and refuses a request that names another.
+    Principal {
+        owners: Arc<PrincipalOwners>,
+        bound: OnceLock<String>,
+    },
+}
+
+/// A key for a session no other has on this host.
+fn unique_key(owner: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!("{owner}#{}", NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 impl McpSession {
-    /// A session for `id`, which the caller opened in [`Taskhost::sessions`]; its notices go to
-    /// this connection from now on.
+    /// A session for owner `id`, which the caller opened in [`Taskhost::sessions`]; its notices go
+    /// to this connection from now on. Called within the host's runtime.
     pub(super) fn new(
         host: Arc<Taskhost>,
         id: String,
         peers: Peers,
         client_gone: tokio_util::sync::CancellationToken,
     ) -> Self {
-        let changes_at_start = peers.changes();
-        let session = Self {
+        let hub = Hub::install(&host, &id);
+        let listener = Arc::new(Listener::default());
+        hub.attach(&listener);
+        Self {
+            changes_at_start: peers.changes(),
+            key: unique_key(&id),
             host,
-            id,
+            owner: OwnerOf::Connection(hub),
             peers,
-            peer: Arc::default(),
-            log_level: Arc::default(),
-            pending: Arc::default(),
-            changes_at_start,
+            listener,
             client_gone,
-        };
-        let (peer, pending, log_level) = (
-            session.peer.clone(),
-            session.pending.clone(),
-            session.log_level.clone(),
-        );
-        let runtime = tokio::runtime::Handle::current();
-        session.host.sessions().set_sink(
-            &session.id,
-            Arc::new(move |notice: &Notice| {
-                pending.lock().push(notice.clone());
-                if !wants(*log_level.lock(), LoggingLevel::Info) {
-                    return;
+        }
+    }
+
+    /// A session of an HTTP client: each request's owner is the principal its token names (see
+    /// [`Principal`]), which the HTTP layer put in the request's extensions.
+    pub fn for_http(host: Arc<Taskhost>, peers: Peers, owners: Arc<PrincipalOwners>) -> Self {
+        Self {
+            changes_at_start: peers.changes(),
+            key: unique_key("http"),
+            host,
+            owner: OwnerOf::Principal {
+                owners,
+                bound: OnceLock::new(),
+            },
+            peers,
+            listener: Arc::default(),
+            client_gone: tokio_util::sync::CancellationToken::new(),
+        }
+    }
+
+    /// The hub of the owner a request (or notification) with `extensions` is served for.
+    async fn hub(&self, extensions: &rmcp::model::Extensions) -> Result<Arc<Hub>, McpError> {
+        match &self.owner {
+            OwnerOf::Connection(hub) => Ok(hub.clone()),
+            OwnerOf::Principal { owners, bound } => {
+                let principal = extensions
+                    .get::<axum::http::request::Parts>()
+                    .and_then(|parts| parts.extensions.get::<Principal>())
+                    .ok_or_else(|| {
+                        McpError::invalid_request("the request names no principal", None)
+                    })?;
+                if *bound.get_or_init(|| principal.owner.clone()) != principal.owner {
+                    return Err(McpError::invalid_request(
+                        "this MCP session belongs to another principal",
+                        None,
+                    ));
                 }
-                if let Some(peer) = peer.get().cloned() {
-                    let param = LoggingMessageNotificationParam::new(
-                        LoggingLevel::Info,
-                        json!(notice.text),
-                    )
-                    .with_logger("tasks");
-                    runtime.spawn(async move {
-                        let _ = peer.notify_logging_message(param).await;
-                    });
-                }
-            }),
-        );
-        session
+                Ok(owners.hub(principal).await)
+            }
+        }
     }
 
     /// What every request tells of its session: its peer (a 2026-07-28 session never sends
     /// `notifications/initialized`) and, in the 2026-07-28 era, the log level it opts in to.
     fn observe(&self, context: &RequestContext<RoleServer>) {
-        let _ = self.peer.set(context.peer.clone());
+        let _ = self.listener.peer.set(context.peer.clone());
         if let Some(level) = context.meta.log_level() {
-            *self.log_level.lock() = Some(level);
+            *self.listener.level.lock() = Some(level);
         }
     }
 
@@ -123,6 +149,12 @@ impl McpSession {
 
     fn tool_error(text: String) -> CallToolResult {
         CallToolResult::error(vec![ContentBlock::text(text)])
+    }
+}
+
+impl Drop for McpSession {
+    fn drop(&mut self) {
+        self.peers.remove(&self.key);
     }
 }
 
@@ -167,10 +199,11 @@ impl ServerHandler for McpSession {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         self.observe(&context);
+        let hub = self.hub(&context.extensions).await?;
         let arguments = request.arguments.map_or_else(|| json!({}), Value::Object);
         let call = self.host.plugins().call_tool_with_progress(
             &request.name,
-            &self.id,
+            &hub.id,
             &arguments,
             Self::progress(&context),
         );
@@ -184,7 +217,7 @@ impl ServerHandler for McpSession {
         let result = match outcome {
             Ok(out) => {
                 let mut blocks = vec![ContentBlock::text(out.text)];
-                let pending = std::mem::take(&mut *self.pending.lock());
+                let pending = hub.take_pending();
                 let sessions = self.host.sessions();
                 blocks.extend(
                     pending
@@ -192,7 +225,7 @@ impl ServerHandler for McpSession {
                         .filter(|n| {
                             !n.task
                                 .as_deref()
-                                .is_some_and(|t| sessions.already_reported(&self.id, t))
+                                .is_some_and(|t| sessions.already_reported(&hub.id, t))
                         })
                         .map(|n| ContentBlock::text(n.text)),
                 );
@@ -212,11 +245,16 @@ impl ServerHandler for McpSession {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let _ = self.peer.set(context.peer.clone());
+        let _ = self.listener.peer.set(context.peer.clone());
         // A legacy session gets logging messages unless it asks otherwise (`logging/setLevel`).
-        self.log_level.lock().get_or_insert(LoggingLevel::Info);
+        self.listener.level.lock().get_or_insert(LoggingLevel::Info);
+        if let OwnerOf::Principal { .. } = self.owner
+            && let Ok(hub) = self.hub(&context.extensions).await
+        {
+            hub.attach(&self.listener);
+        }
         self.peers
-            .add_legacy(&self.id, context.peer, self.changes_at_start);
+            .add_legacy(&self.key, context.peer, self.changes_at_start);
     }
 
     async fn set_level(
@@ -225,7 +263,7 @@ impl ServerHandler for McpSession {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         self.observe(&context);
-        *self.log_level.lock() = Some(request.level);
+        *self.listener.level.lock() = Some(request.level);
         Ok(())
     }
 
@@ -241,7 +279,8 @@ impl ServerHandler for McpSession {
         let sink = context.sink().clone();
         let id = sink.id().clone();
         if sink.accepted().tools_list_changed == Some(true) {
-            self.peers.add_stream(&self.id, sink, self.changes_at_start);
+            self.peers
+                .add_stream(&self.key, sink, self.changes_at_start);
         }
         // A stream ends when the client cancels it or leaves: rmcp would wait 5 s for the handler
         // of a client that left with its stream open before ending the session.
@@ -249,7 +288,7 @@ impl ServerHandler for McpSession {
             () = context.cancelled() => {}
             () = self.client_gone.cancelled() => {}
         }
-        self.peers.remove_stream(&self.id, &id);
+        self.peers.remove_stream(&self.key, &id);
         Ok(())
     }
 

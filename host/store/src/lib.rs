@@ -52,7 +52,7 @@ mod writer;
 pub use error::StoreError;
 pub use external::{Adopted, ExternalRecord};
 pub use owners::OwnerSecret;
-pub use principals::{Principal, TOKEN_PREFIX, Token, valid_name};
+pub use principals::{Principal, PrincipalLookup, TOKEN_PREFIX, Token, valid_name};
 pub use records::{TaskRecord, kept_output, kept_tail};
 pub use retention::Retention;
 pub use store::{Recovered, Store, Sync};

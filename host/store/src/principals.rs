@@ -137,11 +137,30 @@ pub(crate) fn by_token(
     conn: &Connection,
     token: &Token,
 ) -> rusqlite::Result<Option<(String, String)>> {
-    conn.query_row(
+    conn.prepare_cached(
         "SELECT name, id FROM owners WHERE kind = 'principal' AND secret_sha256 = ?1
          AND ended_at_ms IS NULL",
-        params![token.secret().sha256()],
-        |r| Ok((r.get(0)?, owner_name(r.get(1)?))),
-    )
+    )?
+    .query_row(params![token.secret().sha256()], |r| {
+        Ok((r.get(0)?, owner_name(r.get(1)?)))
+    })
     .optional()
+}
+
+/// Looks bearer tokens up on a database connection of its own, kept open across lookups: checking
+/// an HTTP request's token is one indexed read, and a token revoked a moment ago is already refused.
+pub struct PrincipalLookup(parking_lot::Mutex<Connection>);
+
+impl PrincipalLookup {
+    pub(crate) fn new(conn: Connection) -> Self {
+        Self(parking_lot::Mutex::new(conn))
+    }
+
+    /// The live principal `token` names: its name and its owner.
+    ///
+    /// # Errors
+    /// The database could not be read.
+    pub fn owner_of(&self, token: &Token) -> Result<Option<(String, String)>, crate::StoreError> {
+        Ok(by_token(&self.0.lock(), token)?)
+    }
 }

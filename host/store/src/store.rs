@@ -300,6 +300,14 @@ impl Store {
         Ok(principals::by_token(&self.reader()?, token)?)
     }
 
+    /// A lookup of tokens that keeps a connection of its own (see [`PrincipalLookup`]).
+    ///
+    /// # Errors
+    /// The database could not be opened.
+    pub fn principal_lookup(&self) -> Result<crate::PrincipalLookup, StoreError> {
+        Ok(crate::PrincipalLookup::new(self.reader()?))
+    }
+
     fn send(&self, op: Op) {
         if let Some(ops) = self.ops.lock().as_ref() {
             let _ = ops.send(op);

@@ -9,11 +9,14 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+mod listeners;
+
 use crate::config::Config;
-use crate::listen::{BoundSocket, PeerPolicy};
-use crate::mcp::{self, Peers};
+use crate::listen::PeerPolicy;
+use crate::mcp::Peers;
 use crate::rundir::RunDir;
 use crate::{LoadOptions, ServiceOptions, Taskhost};
+use listeners::{Listeners, TlsChoice};
 
 /// What `serve` was asked.
 #[derive(Debug, Default)]
@@ -26,8 +29,14 @@ pub struct ServeArgs {
     /// Plugin directories (after the config's `[host] plugin_dir`): every library in them is loaded,
     /// and with watching on, libraries that appear are loaded and removed ones unloaded.
     pub plugin_dirs: Vec<PathBuf>,
-    /// `unix:PATH` to serve on instead of stdio.
-    pub listen: Option<String>,
+    /// `unix:PATH` (at most one) and `http://HOST:PORT` to serve on instead of stdio.
+    pub listen: Vec<String>,
+    /// The HTTP listeners' certificate chain (PEM).
+    pub tls_cert: Option<PathBuf>,
+    /// The HTTP listeners' private key (PEM).
+    pub tls_key: Option<PathBuf>,
+    /// Serve plain HTTP on a non-loopback address.
+    pub insecure_http: bool,
     /// Do not reload plugins when their files change.
     pub no_watch: bool,
     /// Skip the plugin trust check.
@@ -68,7 +77,7 @@ pub fn unix_path(spec: &str) -> Result<PathBuf, String> {
 struct Prepared {
     config: Config,
     run_dir: RunDir,
-    socket: Option<BoundSocket>,
+    listeners: Listeners,
 }
 
 /// Serves until the client leaves or a stop signal arrives (a second one exits at once).
@@ -86,7 +95,7 @@ pub fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Result<(), S
     let Prepared {
         config,
         run_dir,
-        mut socket,
+        mut listeners,
     } = prepared;
     let host = start_host(runtime, &config, &run_dir, &args)?;
     crate::memory::trim_periodically(runtime.handle());
@@ -108,7 +117,7 @@ pub fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Result<(), S
         )
     };
     let tools: Vec<String> = host.plugins().tools().into_iter().map(|t| t.name).collect();
-    if socket.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+    if listeners.is_stdio() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
         eprint!("{}", first_run_help());
     }
     tracing::info!(?tools, "serving");
@@ -118,11 +127,11 @@ pub fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Result<(), S
     let served = runtime.block_on(run_until_stopped(
         host,
         peers,
-        socket.as_mut(),
-        policy,
+        &mut listeners,
+        (policy, config.http.clone()),
         &mut stop,
     ));
-    drop(socket);
+    drop(listeners);
     drop(run_dir);
     served.map_err(fail(1))
 }
@@ -146,22 +155,17 @@ fn prepare(args: &ServeArgs) -> Result<Prepared, ServeError> {
         crate::rundir::ensure_private(dir)
             .map_err(|e| fail(2)(format!("bad config: [tasks] spill_dir: {e}")))?;
     }
-    let listen = args
-        .listen
-        .as_deref()
-        .map(unix_path)
-        .transpose()
-        .map_err(fail(2))?;
     let run_dir = RunDir::create().map_err(|e| fail(1)(e.to_string()))?;
-    let socket = listen
-        .as_deref()
-        .map(BoundSocket::bind)
-        .transpose()
-        .map_err(|e| fail(2)(e.to_string()))?;
+    let tls = TlsChoice {
+        cert: args.tls_cert.clone(),
+        key: args.tls_key.clone(),
+        insecure: args.insecure_http,
+    };
+    let listeners = Listeners::bind(&args.listen, &tls).map_err(fail(2))?;
     Ok(Prepared {
         config,
         run_dir,
-        socket,
+        listeners,
     })
 }
 
@@ -323,13 +327,13 @@ fn start_host(
     Ok(host)
 }
 
-/// Serves (the socket's sessions, or stdio) until that ends or a stop signal arrives, then shuts the
-/// host down and ends every child left.
+/// Serves (the listeners, or stdio) until that ends or a stop signal arrives, then shuts the host
+/// down and ends every child left.
 async fn run_until_stopped(
     host: Arc<Taskhost>,
     peers: Peers,
-    socket: Option<&mut BoundSocket>,
-    policy: PeerPolicy,
+    listeners: &mut Listeners,
+    (policy, http): (PeerPolicy, crate::http::HttpSection),
     stop: &mut StopSignals,
 ) -> Result<(), String> {
     let stopped = async {
@@ -340,15 +344,7 @@ async fn run_until_stopped(
         );
     };
     let result = tokio::select! {
-        r = async {
-            match socket {
-                Some(s) => {
-                    let listener = s.take_listener().map_err(|e| e.to_string())?;
-                    mcp::serve_unix(host.clone(), peers.clone(), listener, policy).await
-                }
-                None => mcp::serve_stdio(host.clone(), peers.clone()).await,
-            }
-        } => r,
+        r = listeners.serve(host.clone(), peers.clone(), policy, http) => r,
         () = stopped => Ok(()),
     };
     let shutdown = host.shutdown();

@@ -1,0 +1,100 @@
+//! The bearer-token gate in front of `/mcp`, and the RFC 9728 metadata that tells a client where
+//! tokens come from. A request without `Authorization: Bearer TOKEN`, or whose token names no live
+//! principal (unknown, malformed, revoked), gets 401 with `WWW-Authenticate: Bearer
+//! resource_metadata="..."`; one whose token names a principal goes on with the [`Principal`] in its
+//! extensions. Tokens are the state directory's own (`taskhost token create`), issued for this
+//! resource and no other, so the audience check of RFC 8707 is the lookup itself: a token of
+//! another server never names a principal here.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::mcp::Principal;
+use taskhost_store::{PrincipalLookup, Token};
+
+/// What the gate checks tokens against, and the metadata URL it names.
+#[derive(Clone)]
+pub(super) struct Gate {
+    pub(super) lookup: Arc<PrincipalLookup>,
+    /// The URL of the resource's metadata document.
+    pub(super) metadata_url: Arc<str>,
+}
+
+/// The token of an `Authorization: Bearer TOKEN` header (the scheme's case does not matter).
+fn bearer(request: &Request) -> Option<&str> {
+    let value = request
+        .headers()
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then_some(token.trim())
+}
+
+impl Gate {
+    /// 401, naming the metadata; `error` per RFC 6750 (none when no token was presented).
+    fn challenge(&self, error: Option<&str>, why: &'static str) -> Response {
+        let mut value = format!("Bearer resource_metadata=\"{}\"", self.metadata_url);
+        if let Some(error) = error {
+            value.push_str(&format!(", error=\"{error}\", error_description=\"{why}\""));
+        }
+        let mut response = (StatusCode::UNAUTHORIZED, why).into_response();
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, value);
+        }
+        response
+    }
+}
+
+/// The gate as axum middleware.
+pub(super) async fn require_bearer(
+    State(gate): State<Gate>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let Some(presented) = bearer(&request) else {
+        return gate.challenge(None, "this MCP server needs Authorization: Bearer TOKEN");
+    };
+    let Some(token) = Token::parse(presented) else {
+        return gate.challenge(Some("invalid_token"), "the token is not a taskhost token");
+    };
+    match gate.lookup.owner_of(&token) {
+        Ok(Some((name, owner))) => {
+            request.extensions_mut().insert(Principal { name, owner });
+            next.run(request).await
+        }
+        Ok(None) => gate.challenge(
+            Some("invalid_token"),
+            "the token names no principal (unknown or revoked)",
+        ),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot check a bearer token");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the token cannot be checked now; try again",
+            )
+                .into_response()
+        }
+    }
+}
+
+/// The protected resource metadata (RFC 9728) of the resource at `resource`.
+pub(super) fn metadata(resource: &str, authorization_servers: &[String]) -> serde_json::Value {
+    let mut document = serde_json::json!({
+        "resource": resource,
+        "bearer_methods_supported": ["header"],
+        "resource_name": "taskhost",
+    });
+    if !authorization_servers.is_empty() {
+        document["authorization_servers"] = serde_json::json!(authorization_servers);
+    }
+    document
+}

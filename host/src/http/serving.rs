@@ -1,0 +1,243 @@
+//! One HTTP listener: bound before the host starts (a taken port is an error at start, not later),
+//! then served until dropped: each connection on a task of its own, HTTP/1.1 or HTTP/2, in TLS when
+//! the listener has a certificate; at most `max_connections` at once, and a connection that does
+//! not send its request head within [`HEADER_TIMEOUT`] is closed.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::routing::get;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_rustls::TlsAcceptor;
+
+use super::auth::{Gate, metadata, require_bearer};
+use super::{HttpAddress, HttpSection};
+use crate::Taskhost;
+use crate::mcp::{McpSession, Peers, PrincipalOwners};
+
+/// How long a connection may take to send a request head (and a TLS client its handshake).
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The largest request body accepted when `[http] max_body_bytes` is not set.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// How many connections are served at once when `[http] max_connections` is not set.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+
+/// A bound HTTP listener.
+pub struct HttpListener {
+    listener: std::net::TcpListener,
+    address: HttpAddress,
+    tls: Option<TlsAcceptor>,
+}
+
+impl HttpListener {
+    /// Binds `address`; with `tls` (a certificate chain and its key, PEM) it serves HTTPS. A
+    /// non-loopback address without TLS is refused unless `insecure` (tokens would cross the
+    /// network in the clear).
+    ///
+    /// # Errors
+    /// The refusal, a bad certificate or key, or a failed bind, naming the address.
+    pub fn bind(
+        address: HttpAddress,
+        tls: Option<(PathBuf, PathBuf)>,
+        insecure: bool,
+    ) -> Result<Self, String> {
+        if !address.is_loopback() && tls.is_none() && !insecure {
+            return Err(format!(
+                "refusing plain HTTP on {}, which other machines can reach: bearer tokens would cross the network in the clear; give --tls-cert and --tls-key, or --insecure-http behind a proxy that terminates TLS",
+                address.addr
+            ));
+        }
+        let tls = tls
+            .map(|(cert, key)| super::tls::acceptor(&cert, &key))
+            .transpose()?;
+        let listener = std::net::TcpListener::bind(address.addr)
+            .map_err(|e| format!("cannot listen on {}: {e}", address.addr))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| format!("cannot listen on {}: {e}", address.addr))?;
+        Ok(Self {
+            listener,
+            address,
+            tls,
+        })
+    }
+
+    /// The listener's origin: scheme, host as given, and the port bound (the one chosen for port 0).
+    pub fn origin(&self) -> String {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        let port = self
+            .listener
+            .local_addr()
+            .map_or(self.address.addr.port(), |a| a.port());
+        format!("{scheme}://{}:{port}", self.address.host)
+    }
+
+    /// The URL of its MCP endpoint.
+    pub fn url(&self) -> String {
+        format!("{}/mcp", self.origin())
+    }
+}
+
+/// What every HTTP listener of a host serves.
+#[derive(Clone)]
+pub struct HttpServing {
+    /// The host.
+    pub host: Arc<Taskhost>,
+    /// Who is told of tool changes.
+    pub peers: Peers,
+    /// The principals' owners.
+    pub owners: Arc<PrincipalOwners>,
+    /// Where tokens are checked.
+    pub lookup: Arc<taskhost_store::PrincipalLookup>,
+    /// `[http]`.
+    pub section: HttpSection,
+}
+
+impl HttpServing {
+    /// The routes of one listener: `/mcp` behind the gate, and the metadata at the resource's
+    /// well-known path (and at the bare one, for clients that look there).
+    fn router(&self, listener: &HttpListener) -> Router {
+        let origin = listener.origin();
+        let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1", "[::1]"]
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        hosts.push(listener.address.host.clone());
+        hosts.extend(self.section.allowed_hosts.iter().cloned());
+        let port = origin.rsplit(':').next().unwrap_or_default();
+        let mut origins = vec![origin.clone()];
+        if listener.address.is_loopback() {
+            let scheme = origin.split(':').next().unwrap_or("http");
+            origins.push(format!("{scheme}://localhost:{port}"));
+            origins.push(format!("{scheme}://127.0.0.1:{port}"));
+        }
+        origins.extend(self.section.allowed_origins.iter().cloned());
+        let config = StreamableHttpServerConfig::default()
+            .with_allowed_hosts(hosts)
+            .with_allowed_origins(origins)
+            .enforce_origin_validation()
+            .with_max_request_body_bytes(
+                self.section
+                    .max_body_bytes
+                    .unwrap_or(DEFAULT_MAX_BODY_BYTES),
+            );
+        let (host, peers, owners) = (self.host.clone(), self.peers.clone(), self.owners.clone());
+        let service = StreamableHttpService::new(
+            move || {
+                Ok(McpSession::for_http(
+                    host.clone(),
+                    peers.clone(),
+                    owners.clone(),
+                ))
+            },
+            LocalSessionManager::default().into(),
+            config,
+        );
+        let resource = listener.url();
+        let well_known = format!("{origin}/.well-known/oauth-protected-resource/mcp");
+        let document = metadata(&resource, &self.section.authorization_servers);
+        let gate = Gate {
+            lookup: self.lookup.clone(),
+            metadata_url: well_known.into(),
+        };
+        let serve_document = move || {
+            let document = document.clone();
+            async move { axum::Json(document) }
+        };
+        Router::new()
+            .route_service("/mcp", service)
+            .route_layer(axum::middleware::from_fn_with_state(gate, require_bearer))
+            .route(
+                "/.well-known/oauth-protected-resource/mcp",
+                get(serve_document.clone()),
+            )
+            .route("/.well-known/oauth-protected-resource", get(serve_document))
+    }
+}
+
+/// Serves `listener` until the future is dropped.
+///
+/// # Errors
+/// When the listener cannot be handed to the runtime.
+///
+/// # Cancel safety
+/// Dropping the future stops accepting; connections already open go on until they close.
+pub async fn serve_http(serving: HttpServing, listener: HttpListener) -> Result<(), String> {
+    let router = serving.router(&listener);
+    let url = listener.url();
+    let tcp = tokio::net::TcpListener::from_std(
+        listener
+            .listener
+            .try_clone()
+            .map_err(|e| format!("{url}: {e}"))?,
+    )
+    .map_err(|e| format!("{url}: {e}"))?;
+    let limit = Arc::new(tokio::sync::Semaphore::new(
+        serving
+            .section
+            .max_connections
+            .unwrap_or(DEFAULT_MAX_CONNECTIONS)
+            .max(1),
+    ));
+    loop {
+        let Ok(permit) = limit.clone().acquire_owned().await else {
+            return Ok(());
+        };
+        let stream = match tcp.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // Out of descriptors, or a connection reset before it was accepted: the next one
+                // may do; wait a moment so a persistent failure does not spin.
+                tracing::warn!(error = %e, %url, "accepting an HTTP connection failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let (router, tls) = (router.clone(), listener.tls.clone());
+        tokio::spawn(async move {
+            let _permit = permit;
+            serve_connection(router, stream, tls).await;
+        });
+    }
+}
+
+/// Serves one connection until it closes.
+async fn serve_connection(router: Router, stream: tokio::net::TcpStream, tls: Option<TlsAcceptor>) {
+    let service = hyper_util::service::TowerToHyperService::new(router);
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_TIMEOUT);
+    let served = match tls {
+        Some(acceptor) => {
+            match tokio::time::timeout(HEADER_TIMEOUT, acceptor.accept(stream)).await {
+                Ok(Ok(stream)) => {
+                    builder
+                        .serve_connection_with_upgrades(TokioIo::new(stream), service)
+                        .await
+                }
+                Ok(Err(e)) => {
+                    tracing::debug!(error = %e, "a TLS handshake failed");
+                    return;
+                }
+                Err(_) => return,
+            }
+        }
+        None => {
+            builder
+                .serve_connection_with_upgrades(TokioIo::new(stream), service)
+                .await
+        }
+    };
+    if let Err(e) = served {
+        tracing::debug!(error = %e, "an HTTP connection ended with an error");
+    }
+}

@@ -1,0 +1,328 @@
+//! HTTP as the tests speak it: a host serving `--listen http://127.0.0.1:0` (its URL read from its
+//! stderr), and a plain HTTP/1.1 client over a TCP (or TLS) stream that sends one request per
+//! connection and reads the response to its end, so a test sees exactly the bytes on the wire.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::mcp::binary;
+
+/// A host with an HTTP listener, killed when dropped.
+pub(crate) struct HttpHost {
+    pub(crate) child: std::process::Child,
+    /// `http://127.0.0.1:PORT/mcp` (or `https://`).
+    pub(crate) url: String,
+    pub(crate) state: std::path::PathBuf,
+}
+
+impl HttpHost {
+    /// A host on `http://127.0.0.1:0` with the state directory `<dir>/state`, its private directory
+    /// under `dir`; `extra` arguments after. Returns once it printed its URL.
+    pub(crate) fn start(dir: &Path, extra: &[&str]) -> Self {
+        Self::start_on(dir, "http://127.0.0.1:0", extra)
+    }
+
+    /// As [`HttpHost::start`], on `listen`.
+    pub(crate) fn start_on(dir: &Path, listen: &str, extra: &[&str]) -> Self {
+        let state = dir.join("state");
+        let mut child = std::process::Command::new(binary())
+            .args(["serve", "--no-watch", "--listen", listen, "--state"])
+            .arg(&state)
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            .env("XDG_RUNTIME_DIR", dir)
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn taskhost");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut sent = false;
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if !sent && let Some(url) = line.strip_prefix("taskhost: MCP over HTTP at ") {
+                    let _ = tx.send(url.to_owned());
+                    sent = true;
+                } else {
+                    eprintln!("{line}");
+                }
+            }
+        });
+        let url = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the host printed its URL");
+        Self { child, url, state }
+    }
+
+    /// `host:port` of the listener.
+    pub(crate) fn authority(&self) -> String {
+        let rest = self.url.split("://").nth(1).unwrap_or_default();
+        rest.trim_end_matches("/mcp").to_owned()
+    }
+
+    /// Makes principal `name`; its token.
+    pub(crate) fn token(&self, name: &str) -> String {
+        token_in(&self.state, name)
+    }
+}
+
+impl Drop for HttpHost {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Makes principal `name` in the state directory `state`; its token (the last line printed).
+pub(crate) fn token_in(state: &Path, name: &str) -> String {
+    let out = std::process::Command::new(binary())
+        .args(["token", "create", name, "--state"])
+        .arg(state)
+        .output()
+        .expect("token create");
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .expect("a token")
+        .to_owned()
+}
+
+/// Revokes principal `name`.
+pub(crate) fn revoke_in(state: &Path, name: &str) {
+    let out = std::process::Command::new(binary())
+        .args(["token", "revoke", name, "--state"])
+        .arg(state)
+        .output()
+        .expect("token revoke");
+    assert!(out.status.success(), "{out:?}");
+}
+
+/// One response: its status, its headers (names lower case) and its body (chunks joined).
+#[derive(Debug)]
+pub(crate) struct Response {
+    pub(crate) status: u16,
+    pub(crate) headers: HashMap<String, String>,
+    pub(crate) body: String,
+}
+
+impl Response {
+    /// The JSON-RPC messages of the body: the `data:` lines of an event stream, or the body itself.
+    pub(crate) fn messages(&self) -> Vec<Value> {
+        if self.body.trim_start().starts_with('{') {
+            return serde_json::from_str(&self.body).into_iter().collect();
+        }
+        self.body
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str(d.trim()).ok())
+            .collect()
+    }
+
+    /// The text of the tool result in the body (its content blocks joined by `\n---\n`), or the
+    /// JSON-RPC error's message.
+    pub(crate) fn tool_text(&self) -> String {
+        let Some(message) = self.messages().into_iter().find(|m| m.get("id").is_some()) else {
+            return format!("(no answer: {} {})", self.status, self.body);
+        };
+        if let Some(error) = message.get("error") {
+            return format!(
+                "JSON-RPC error: {}",
+                error["message"].as_str().unwrap_or("")
+            );
+        }
+        message["result"]["content"]
+            .as_array()
+            .map(|blocks| {
+                blocks
+                    .iter()
+                    .filter_map(|b| b["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n---\n")
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// Sends one request on a new connection (`Connection: close`) and reads the whole response.
+pub(crate) fn send<S: Read + Write>(
+    stream: &mut S,
+    authority: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Response {
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
+        head.push_str(&format!("Host: {authority}\r\n"));
+    }
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).expect("send the head");
+    stream.write_all(body).expect("send the body");
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    parse(&raw)
+}
+
+fn parse(raw: &[u8]) -> Response {
+    let text = String::from_utf8_lossy(raw);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let headers: HashMap<String, String> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let body = if headers
+        .get("transfer-encoding")
+        .is_some_and(|v| v.contains("chunked"))
+    {
+        unchunk(body)
+    } else {
+        body.to_owned()
+    };
+    Response {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn unchunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if n == 0 || rest.len() < n {
+            out.push_str(&rest[..n.min(rest.len())]);
+            break;
+        }
+        out.push_str(&rest[..n]);
+        body = rest[n..].strip_prefix("\r\n").unwrap_or(&rest[n..]);
+    }
+    out
+}
+
+/// A plain HTTP client of one host.
+pub(crate) struct Client {
+    pub(crate) authority: String,
+    pub(crate) token: Option<String>,
+}
+
+impl Client {
+    /// A client of `host` presenting `token`.
+    pub(crate) fn new(host: &HttpHost, token: &str) -> Self {
+        Self {
+            authority: host.authority(),
+            token: Some(token.to_owned()),
+        }
+    }
+
+    /// POSTs `body` to `/mcp` with the MCP headers and `extra` ones (which replace them by name).
+    pub(crate) fn post(&self, extra: &[(&str, &str)], body: &[u8]) -> Response {
+        let bearer = self.token.as_ref().map(|t| format!("Bearer {t}"));
+        let mut headers: Vec<(&str, &str)> = vec![
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ];
+        if let Some(b) = &bearer {
+            headers.push(("Authorization", b));
+        }
+        headers.retain(|(n, _)| !extra.iter().any(|(e, _)| e.eq_ignore_ascii_case(n)));
+        headers.extend_from_slice(extra);
+        let mut stream =
+            std::net::TcpStream::connect(&self.authority).expect("connect to the host");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .expect("timeout");
+        send(&mut stream, &self.authority, "POST", "/mcp", &headers, body)
+    }
+
+    /// A 2026-07-28 (stateless) tool call.
+    pub(crate) fn call(&self, tool: &str, arguments: Value) -> String {
+        self.modern(
+            "tools/call",
+            Some(tool),
+            json!({"name": tool, "arguments": arguments}),
+        )
+        .tool_text()
+    }
+
+    /// A 2026-07-28 request: its version in `_meta` and the headers it needs.
+    pub(crate) fn modern(&self, method: &str, name: Option<&str>, mut params: Value) -> Response {
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        });
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let mut headers = vec![
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", method),
+        ];
+        if let Some(name) = name {
+            headers.push(("Mcp-Name", name));
+        }
+        self.post(&headers, body.to_string().as_bytes())
+    }
+}
+
+/// A legacy (2025-11-25) session over HTTP: initialized, then one request per connection carrying
+/// its `Mcp-Session-Id`.
+pub(crate) struct LegacySession {
+    client: Client,
+    id: String,
+}
+
+impl LegacySession {
+    /// Initializes a session as `client`.
+    pub(crate) fn open(client: Client) -> Self {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "taskhost-tests", "version": "1"}}});
+        let response = client.post(&[], init.to_string().as_bytes());
+        assert_eq!(response.status, 200, "{response:?}");
+        let id = response
+            .headers
+            .get("mcp-session-id")
+            .expect("a session id")
+            .clone();
+        let session = Self { client, id };
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let done = session.post(initialized);
+        assert_eq!(done.status, 202, "{done:?}");
+        session
+    }
+
+    fn post(&self, body: Value) -> Response {
+        self.client.post(
+            &[
+                ("Mcp-Session-Id", &self.id),
+                ("MCP-Protocol-Version", "2025-11-25"),
+            ],
+            body.to_string().as_bytes(),
+        )
+    }
+
+    /// A tool call in this session.
+    pub(crate) fn call(&self, tool: &str, arguments: Value) -> String {
+        self.post(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments}}))
+            .tool_text()
+    }
+}
