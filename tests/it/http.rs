@@ -107,6 +107,29 @@ fn a_principal_shares_its_tasks_across_connections_and_eras_and_others_never_see
         bob_legacy.call("task_list", json!({})),
         "(no background tasks)"
     );
+    // Alice's session named with Bob's token: no such session, for a call and for its stream.
+    let borrowed = LegacySession {
+        client: Client::new(&host, &bob_token),
+        id: legacy.id.clone(),
+    };
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "task_output", "arguments": {"task_id": task}}});
+    assert_eq!(borrowed.post(call).status, 404);
+    let mut stream = std::net::TcpStream::connect(host.authority()).unwrap();
+    let bearer = format!("Bearer {bob_token}");
+    let listen = crate::http_wire::send(
+        &mut stream,
+        &host.authority(),
+        "GET",
+        "/mcp",
+        &[
+            ("Authorization", &bearer),
+            ("Mcp-Session-Id", &legacy.id),
+            ("Accept", "text/event-stream"),
+        ],
+        b"",
+    );
+    assert_eq!(listen.status, 404, "{listen:?}");
 
     // A completion notice rides once on the owner's next tool result, whichever connection.
     let quiet = alice.call(
@@ -230,7 +253,7 @@ fn plain_http_off_loopback_needs_tls_or_insecure_http() {
         stderr.contains("--tls-cert") && stderr.contains("--insecure-http"),
         "{stderr}"
     );
-    let host = HttpHost::start_on(&dir, "http://0.0.0.0:0", &["--insecure-http"]);
+    let host = HttpHost::start_on(&dir, "http://0.0.0.0:0", &["--no-watch", "--insecure-http"]);
     assert!(host.url.starts_with("http://0.0.0.0:"), "{}", host.url);
 }
 
@@ -295,4 +318,128 @@ fn idle_connections_do_not_keep_another_principal_waiting() {
     let answered = bob.call("bash", json!({"command": "echo served"}));
     assert!(answered.starts_with("served\n"), "{answered}");
     drop(flood);
+}
+
+#[test]
+fn tls_serves_mcp_with_a_self_signed_certificate() {
+    use std::sync::Arc;
+    let dir = scratch("http-tls");
+    let made = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert, made.cert.pem()).unwrap();
+    std::fs::write(&key, made.signing_key.serialize_pem()).unwrap();
+    let host = HttpHost::start_on(
+        &dir,
+        "http://localhost:0",
+        &[
+            "--no-watch",
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+        ],
+    );
+    assert!(host.url.starts_with("https://localhost:"), "{}", host.url);
+    let token = host.token("alice");
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(made.cert.der().clone()).unwrap();
+    #[allow(
+        deprecated,
+        reason = "the test client matches the host's ring provider"
+    )]
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let port = host.authority().rsplit(':').next().unwrap().to_owned();
+    let connect = || {
+        let server = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+        let tls = rustls::ClientConnection::new(Arc::new(config.clone()), server).unwrap();
+        let tcp = std::net::TcpStream::connect(format!("127.0.0.1:{port}")).unwrap();
+        rustls::StreamOwned::new(tls, tcp)
+    };
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "bash", "arguments": {"command": "echo over tls"},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    let bearer = format!("Bearer {token}");
+    let headers = [
+        ("Authorization", bearer.as_str()),
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "bash"),
+    ];
+    let authority = format!("localhost:{port}");
+    let answer = crate::http_wire::send(
+        &mut connect(),
+        &authority,
+        "POST",
+        "/mcp",
+        &headers,
+        body.as_bytes(),
+    );
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert!(answer.tool_text().starts_with("over tls\n"), "{answer:?}");
+    // Plain HTTP to the TLS port gets no MCP answer.
+    let plain = Client {
+        authority: format!("127.0.0.1:{port}"),
+        token: Some(token),
+    };
+    assert_ne!(plain.modern("tools/list", None, json!({})).status, 200);
+}
+
+/// Proves, with the official Python SDK over HTTP and one token: a 2026-07-28 client and a legacy
+/// one are one owner (the task one starts the other reads), each hears of a plugin rebuild on its
+/// era's stream, completion notices arrive (on a tool result; as a logging message), and a client
+/// without the token is refused (see `tests/python/http_eras.py`).
+#[test]
+fn the_python_sdk_over_http_shares_one_principals_tasks_in_both_eras() {
+    let Some(python) = crate::clients::sdk_python() else {
+        eprintln!(
+            "the_python_sdk_over_http_shares_one_principals_tasks_in_both_eras: skipped: no Python venv with the mcp SDK at target/mcp-venv"
+        );
+        return;
+    };
+    let dir = scratch("http-python");
+    for p in ["tasks", "bash"] {
+        let name = format!("libtaskhost_plugin_{p}.so");
+        std::fs::copy(artifacts().join(&name), dir.join(&name)).unwrap();
+    }
+    let (tasks, bash) = (
+        dir.join("libtaskhost_plugin_tasks.so"),
+        dir.join("libtaskhost_plugin_bash.so"),
+    );
+    let host = HttpHost::start_on(
+        &dir,
+        "http://127.0.0.1:0",
+        &[
+            "--plugin",
+            tasks.to_str().unwrap(),
+            "--plugin",
+            bash.to_str().unwrap(),
+        ],
+    );
+    let token = host.token("python");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("python/http_eras.py");
+    let out = output_within(
+        std::process::Command::new(python)
+            .arg(script)
+            .arg(&host.url)
+            .arg(&token)
+            .arg(&bash),
+        Duration::from_secs(120),
+    );
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}{stderr}");
+    for scenario in ["ok modern\n", "ok legacy\n", "ok refused"] {
+        assert!(stdout.contains(scenario), "{stdout}{stderr}");
+    }
 }

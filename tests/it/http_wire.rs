@@ -21,16 +21,22 @@ pub(crate) struct HttpHost {
 
 impl HttpHost {
     /// A host on `http://127.0.0.1:0` with the state directory `<dir>/state`, its private directory
-    /// under `dir`; `extra` arguments after. Returns once it printed its URL.
+    /// under `dir`, not watching its plugins; `extra` arguments after. Returns once it printed its
+    /// URL.
     pub(crate) fn start(dir: &Path, extra: &[&str]) -> Self {
-        Self::start_on(dir, "http://127.0.0.1:0", extra)
+        Self::start_on(
+            dir,
+            "http://127.0.0.1:0",
+            &[&["--no-watch"], extra].concat(),
+        )
     }
 
-    /// As [`HttpHost::start`], on `listen`.
+    /// A host on `listen` with the state directory `<dir>/state`, its private directory under
+    /// `dir`; `extra` arguments after.
     pub(crate) fn start_on(dir: &Path, listen: &str, extra: &[&str]) -> Self {
         let state = dir.join("state");
         let mut child = std::process::Command::new(binary())
-            .args(["serve", "--no-watch", "--listen", listen, "--state"])
+            .args(["serve", "--listen", listen, "--state"])
             .arg(&state)
             .args(extra)
             .env("RUST_LOG", "warn")
@@ -285,8 +291,8 @@ impl Client {
 /// A legacy (2025-11-25) session over HTTP: initialized, then one request per connection carrying
 /// its `Mcp-Session-Id`.
 pub(crate) struct LegacySession {
-    client: Client,
-    id: String,
+    pub(crate) client: Client,
+    pub(crate) id: String,
 }
 
 impl LegacySession {
@@ -309,7 +315,7 @@ impl LegacySession {
         session
     }
 
-    fn post(&self, body: Value) -> Response {
+    pub(crate) fn post(&self, body: Value) -> Response {
         self.client.post(
             &[
                 ("Mcp-Session-Id", &self.id),

@@ -5,11 +5,18 @@
 //! extensions. Tokens are the state directory's own (`taskhost token create`), issued for this
 //! resource and no other, so the audience check of RFC 8707 is the lookup itself: a token of
 //! another server never names a principal here.
+//!
+//! A legacy session (`Mcp-Session-Id`) belongs to the principal that opened it: a request of
+//! another principal naming it (a POST, its notice stream, its end) is answered as for a session
+//! that does not exist.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
+use parking_lot::Mutex;
+
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -22,7 +29,12 @@ pub(super) struct Gate {
     pub(super) lookup: Arc<PrincipalLookup>,
     /// The URL of the resource's metadata document.
     pub(super) metadata_url: Arc<str>,
+    /// The owner of each legacy session opened through this gate.
+    pub(super) sessions: Arc<Mutex<HashMap<String, String>>>,
 }
+
+/// The header that names a legacy session.
+const SESSION_ID: &str = "mcp-session-id";
 
 /// The token of an `Authorization: Bearer TOKEN` header (the scheme's case does not matter).
 fn bearer(request: &Request) -> Option<&str> {
@@ -38,6 +50,44 @@ fn bearer(request: &Request) -> Option<&str> {
 }
 
 impl Gate {
+    /// Serves a request of `principal`, fencing legacy sessions by their owner.
+    async fn pass(&self, mut request: Request, next: Next, principal: Principal) -> Response {
+        let session = request
+            .headers()
+            .get(SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        if let Some(id) = &session
+            && self
+                .sessions
+                .lock()
+                .get(id)
+                .is_some_and(|owner| *owner != principal.owner)
+        {
+            return (StatusCode::NOT_FOUND, "no such MCP session").into_response();
+        }
+        let ends = request.method() == Method::DELETE;
+        let owner = principal.owner.clone();
+        request.extensions_mut().insert(principal);
+        let response = next.run(request).await;
+        match session {
+            None => {
+                if let Some(id) = response
+                    .headers()
+                    .get(SESSION_ID)
+                    .and_then(|v| v.to_str().ok())
+                {
+                    self.sessions.lock().insert(id.to_owned(), owner);
+                }
+            }
+            Some(id) if ends && response.status().is_success() => {
+                self.sessions.lock().remove(&id);
+            }
+            Some(_) => {}
+        }
+        response
+    }
+
     /// 401, naming the metadata; `error` per RFC 6750 (none when no token was presented).
     fn challenge(&self, error: Option<&str>, why: &'static str) -> Response {
         let mut value = format!("Bearer resource_metadata=\"{}\"", self.metadata_url);
@@ -57,7 +107,7 @@ impl Gate {
 /// The gate as axum middleware.
 pub(super) async fn require_bearer(
     State(gate): State<Gate>,
-    mut request: Request,
+    request: Request,
     next: Next,
 ) -> Response {
     let Some(presented) = bearer(&request) else {
@@ -67,10 +117,7 @@ pub(super) async fn require_bearer(
         return gate.challenge(Some("invalid_token"), "the token is not a taskhost token");
     };
     match gate.lookup.owner_of(&token) {
-        Ok(Some((name, owner))) => {
-            request.extensions_mut().insert(Principal { name, owner });
-            next.run(request).await
-        }
+        Ok(Some((name, owner))) => gate.pass(request, next, Principal { name, owner }).await,
         Ok(None) => gate.challenge(
             Some("invalid_token"),
             "the token names no principal (unknown or revoked)",

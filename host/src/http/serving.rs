@@ -145,6 +145,7 @@ impl HttpServing {
         let gate = Gate {
             lookup: self.lookup.clone(),
             metadata_url: well_known.into(),
+            sessions: Arc::default(),
         };
         let serve_document = move || {
             let document = document.clone();

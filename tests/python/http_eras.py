@@ -1,0 +1,120 @@
+"""taskhost over Streamable HTTP with the official MCP Python SDK, in both protocol eras, one token.
+
+Usage: http_eras.py URL TOKEN BASH
+URL is the host's /mcp endpoint; TOKEN a principal's bearer token; BASH the bash plugin file the host
+loaded (writable: a "rebuild" is the same bytes under a new GNU build id, renamed into place).
+
+Each scenario prints `ok <name>` or raises. Checks:
+- modern (2026-07-28, stateless over HTTP): a background task starts; subscribed with
+  listen(tools_list_changed=True), the change after the plugin file is replaced arrives on the stream;
+  the task's completion notice rides on a later tool result;
+- legacy (a session over HTTP, same token): the task the modern client started is listed and read
+  (one owner); a change arrives as notifications/tools/list_changed and a completion notice as a
+  logging message;
+- a client without the token is refused (the SDK raises).
+"""
+
+import sys
+
+import anyio
+import mcp_types as types
+from mcp import Client
+from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+
+URL, TOKEN, BASH = sys.argv[1], sys.argv[2], sys.argv[3]
+NOTE = b"\x04\0\0\0\x14\0\0\0\x03\0\0\0GNU\0"
+builds = iter(range(2000, 3000))
+
+
+def rebuild_bash() -> None:
+    data = bytearray(open(BASH, "rb").read())
+    at = data.find(NOTE, 0, 4096)
+    assert at >= 0, "no GNU build id note in the first 4 KiB"
+    at += len(NOTE)
+    data[at : at + 4] = next(builds).to_bytes(4, "little")
+    with open(BASH + ".new", "wb") as f:
+        f.write(data)
+    import os
+
+    os.chmod(BASH + ".new", 0o755)
+    os.rename(BASH + ".new", BASH)
+
+
+def transport(token: str | None = TOKEN):
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return streamable_http_client(URL, http_client=create_mcp_http_client(headers=headers))
+
+
+class Seen:
+    def __init__(self) -> None:
+        self.logs: list[str] = []
+        self.list_changed = 0
+
+    async def log(self, params: types.LoggingMessageNotificationParams) -> None:
+        self.logs.append(str(params.data))
+
+    async def message(self, message) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self.list_changed += 1
+
+
+async def modern() -> str:
+    async with Client(transport(), mode="auto") as client:
+        assert client.protocol_version == "2026-07-28", client.protocol_version
+        started = await client.call_tool("bash", {"command": "echo shared", "run_in_background": True})
+        task = started.content[0].text.removeprefix("started background task ")
+        async with client.listen(tools_list_changed=True) as sub:
+            rebuild_bash()
+            with anyio.fail_after(20):
+                event = await sub.__anext__()
+            assert type(event).__name__ == "ToolsListChanged", event
+        with anyio.fail_after(20):
+            while True:
+                listed = await client.call_tool("task_list", {})
+                texts = [c.text for c in listed.content]
+                if any(task in t and "finished" in t for t in texts[1:]):
+                    break
+                await anyio.sleep(0.05)
+    print("ok modern", flush=True)
+    return task
+
+
+async def legacy(task: str) -> None:
+    seen = Seen()
+    async with Client(
+        transport(), mode="legacy", logging_callback=seen.log, message_handler=seen.message
+    ) as client:
+        assert client.protocol_version != "2026-07-28", client.protocol_version
+        listed = await client.call_tool("task_list", {})
+        assert task in listed.content[0].text, listed
+        read = await client.call_tool("task_output", {"task_id": task})
+        assert read.content[0].text.startswith("shared\n"), read
+        rebuild_bash()
+        with anyio.fail_after(20):
+            while seen.list_changed == 0:
+                await anyio.sleep(0.05)
+        started = await client.call_tool("bash", {"command": "echo hi", "run_in_background": True})
+        second = started.content[0].text.removeprefix("started background task ")
+        with anyio.fail_after(20):
+            while not any(second in line and "finished" in line for line in seen.logs):
+                await anyio.sleep(0.05)
+    print("ok legacy", flush=True)
+
+
+async def refused() -> None:
+    try:
+        async with Client(transport(None), mode="auto") as client:
+            await client.list_tools()
+    except Exception as e:  # noqa: BLE001 - any refusal will do; what matters is that nothing was served
+        print(f"ok refused ({type(e).__name__})", flush=True)
+        return
+    raise AssertionError("a client without a token was served")
+
+
+async def main() -> None:
+    task = await modern()
+    await legacy(task)
+    await refused()
+
+
+anyio.run(main)
