@@ -12,6 +12,7 @@ mod hardening;
 mod http;
 mod http_wire;
 mod interactive;
+mod items;
 mod keeper;
 mod lifecycle;
 mod loading;

@@ -23,9 +23,15 @@ pub struct ToolCall {
     pub session: RString,
     /// The arguments, as JSON text (an object).
     pub arguments_json: RString,
+    /// The rest of the MCP request, as JSON text (an object): its `_meta` (the client's
+    /// capabilities under `io.modelcontextprotocol/clientCapabilities`, whatever the protocol
+    /// era), and on a retried call its `inputResponses` and `requestState`. `{}` for a call that
+    /// did not come over MCP.
+    pub request_json: RString,
 }
 
-/// What a tool call returns: text for the model, and whether it is an error.
+/// What a tool call returns: text for the model, and whether it is an error; or, for a tool that
+/// speaks MCP itself, the whole MCP result.
 #[repr(C)]
 #[derive(StableAbi, Clone, Debug, PartialEq, Eq)]
 pub struct ToolResult {
@@ -33,6 +39,11 @@ pub struct ToolResult {
     pub text: RString,
     /// True for an error result (the model sees `Error: ...`).
     pub is_error: bool,
+    /// The MCP result as JSON text, when the tool gives one: a `CallToolResult` (content blocks of
+    /// any kind, `structuredContent`), an `InputRequiredResult` (`"resultType": "input_required"`),
+    /// or `{"error": {"code", "message", "data"}}` for a JSON-RPC error. MCP clients get it as it
+    /// is; `text` and `is_error` still serve everything else (logs, tests).
+    pub mcp_json: ROption<RString>,
 }
 
 impl ToolCall {
@@ -45,6 +56,11 @@ impl ToolCall {
     pub fn arguments(&self) -> &str {
         self.arguments_json.as_str()
     }
+
+    /// The rest of the MCP request, as JSON text (see [`ToolCall::request_json`]).
+    pub fn request(&self) -> &str {
+        self.request_json.as_str()
+    }
 }
 
 impl ToolResult {
@@ -53,6 +69,7 @@ impl ToolResult {
         Self {
             text: RString::from(text.into()),
             is_error: false,
+            mcp_json: ROption::RNone,
         }
     }
 
@@ -61,6 +78,49 @@ impl ToolResult {
         Self {
             text: RString::from(format!("Error: {}", text.into())),
             is_error: true,
+            mcp_json: ROption::RNone,
+        }
+    }
+
+    /// A result given as MCP JSON (see [`ToolResult::mcp_json`]); `text` is what callers that are
+    /// not MCP see.
+    pub fn mcp(text: impl Into<String>, is_error: bool, mcp: &serde_json::Value) -> Self {
+        Self {
+            text: RString::from(text.into()),
+            is_error,
+            mcp_json: ROption::RSome(mcp.to_string().into()),
+        }
+    }
+
+    /// The MCP result, when the tool gave one.
+    pub fn mcp_json(&self) -> Option<&str> {
+        self.mcp_json.as_ref().map(RString::as_str).into_option()
+    }
+}
+
+/// What a plugin may register besides tools, and whose list may change.
+#[repr(u8)]
+#[derive(StableAbi, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum McpItemKind {
+    /// A tool (only for [`crate::ffi::HostApi::list_changed`]).
+    Tool = 1,
+    /// A prompt (`prompts/list`, `prompts/get`), keyed by its name.
+    Prompt,
+    /// A resource (`resources/list`, `resources/read`), keyed by its URI.
+    Resource,
+    /// A resource template (`resources/templates/list`, and reads of URIs it matches), keyed by
+    /// its URI template.
+    ResourceTemplate,
+}
+
+impl McpItemKind {
+    /// The item's name in messages (`prompt`, `resource`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Tool => "tool",
+            Self::Prompt => "prompt",
+            Self::Resource => "resource",
+            Self::ResourceTemplate => "resource template",
         }
     }
 }

@@ -15,7 +15,8 @@ use abi_stable::sabi_trait;
 use abi_stable::std_types::{RBox, ROption, RResult, RStr, RString, RVec};
 
 use super::data::{
-    FfiKill, FfiOutcome, FfiRead, FfiSnapshot, Level, TaskDecl, ToolCall, ToolResult, ToolSpec,
+    FfiKill, FfiOutcome, FfiRead, FfiSnapshot, Level, McpItemKind, TaskDecl, ToolCall, ToolResult,
+    ToolSpec,
 };
 use super::work::{
     ExternalRequest, ExternalResult, ExternalStarted, ProcessRequest, ProcessResult,
@@ -132,6 +133,32 @@ pub trait HostApi: Send + Sync {
     fn spawn_worker(&self, worker: WorkerBox);
     /// This plugin's own config table, as JSON text (`{}` when none).
     fn config_json(&self) -> RString;
+    /// Registers a prompt, a resource or a resource template: `spec_json` is its MCP description
+    /// (a `Prompt`, a `Resource` or a `ResourceTemplate`, as JSON text), `handler` answers its
+    /// requests. Fails for a malformed spec or a key another plugin serves.
+    fn register_item(
+        &self,
+        kind: McpItemKind,
+        spec_json: RString,
+        handler: McpHandlerBox,
+    ) -> RResult<(), RString>;
+    /// Unregisters one of this plugin's items; unknown keys are ignored.
+    fn unregister_item(&self, kind: McpItemKind, key: RStr<'_>);
+    /// Tells every client that the list of `kind` changed (registering and unregistering already
+    /// do; this is for a change the host cannot see).
+    fn list_changed(&self, kind: McpItemKind);
+    /// Tells the clients that subscribed to `uri` that it changed.
+    fn resource_updated(&self, uri: RStr<'_>);
+    /// Sends a log message to the client of the tool call this thread runs (when it asked for
+    /// messages at `level` or above); `data_json` is the message's data as JSON text. Outside a
+    /// call, or with no MCP client, nothing is sent.
+    fn call_log(&self, level: RStr<'_>, logger: RStr<'_>, data_json: RStr<'_>);
+    /// Reports progress of the tool call this thread runs, when its client asked for it.
+    fn call_progress(&self, progress: f64, total: ROption<f64>, message: RStr<'_>);
+    /// Sends a request to the client of the tool call this thread runs (`sampling/createMessage`,
+    /// `elicitation/create`, `roots/list`) and blocks until it answers: its result as JSON text,
+    /// or why there is none (no client that can be asked, the client's error, the call cancelled).
+    fn call_ask(&self, method: RStr<'_>, params_json: RStr<'_>) -> RResult<RString, RString>;
 }
 
 /// The host handle as the plugin holds it.
@@ -146,6 +173,20 @@ pub trait ToolHandler: Send + Sync {
 
 /// A tool handler as the host holds it.
 pub type ToolHandlerBox = ToolHandler_TO<'static, RBox<()>>;
+
+/// Answers the MCP requests of one registered prompt, resource or resource template. Implemented
+/// by the plugin.
+#[sabi_trait]
+pub trait McpHandler: Send + Sync {
+    /// Answers `method` (`prompts/get`, `resources/read`, `completion/complete`) with `params_json`
+    /// (the request's params as JSON text, `_meta` included): the MCP result as JSON text, or a
+    /// JSON-RPC error object (`{"code", "message", "data"}`) as JSON text. May block (it runs on a
+    /// thread of the plugin's generation).
+    fn handle(&self, method: RStr<'_>, params_json: RStr<'_>) -> RResult<RString, RString>;
+}
+
+/// An item's handler as the host holds it.
+pub type McpHandlerBox = McpHandler_TO<'static, RBox<()>>;
 
 /// Settles one task: the first call wins, later ones are ignored. Implemented by the host.
 #[sabi_trait]

@@ -30,7 +30,8 @@
 //! ```
 //!
 //! Where things are: [`Host`] (`host.rs`: the registry's calls, notices, logs, workers),
-//! task starts (`starts.rs`), tools (`tool.rs`), typed config (`config.rs`), the traits a plugin
+//! task starts (`starts.rs`), tools (`tool.rs`), prompts, resources and a call's client (`mcp.rs`),
+//! typed config (`config.rs`), the traits a plugin
 //! implements (`plugin.rs`), the export (`export.rs`), and the glue between them and the boundary
 //! (`glue.rs`).
 
@@ -39,6 +40,7 @@ mod config;
 mod export;
 mod glue;
 mod host;
+mod mcp;
 mod plugin;
 mod starts;
 mod tool;
@@ -48,6 +50,7 @@ pub use args::{invalid_wait_for, non_empty, open_own_file, shown};
 pub use config::{NonEmpty, Positive, PositiveMs};
 pub use export::{ROOT_MODULE_SYMBOL, root_module, run_init};
 pub use host::Host;
+pub use mcp::{ItemHandler, McpError};
 pub use plugin::{Handler, NoState, Output, Plugin, TaskControl, TaskHandle, panic_text};
 pub use starts::{Declaration, PROCESS_MARKER};
 pub use tool::{NoArgs, Tool};

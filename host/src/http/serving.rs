@@ -14,8 +14,9 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_rustls::TlsAcceptor;
 
+use super::address::HttpAddress;
 use super::auth::{Gate, metadata, require_bearer};
-use super::{HttpAddress, HttpSection};
+use super::section::HttpSection;
 use crate::Taskhost;
 use crate::mcp::{McpSession, Peers, PrincipalOwners};
 
@@ -110,12 +111,16 @@ impl HttpServing {
             .collect();
         hosts.push(listener.address.host.clone());
         hosts.extend(self.section.allowed_hosts.iter().cloned());
-        let port = origin.rsplit(':').next().unwrap_or_default();
         let mut origins = vec![origin.clone()];
         if listener.address.is_loopback() {
-            let scheme = origin.split(':').next().unwrap_or("http");
-            origins.push(format!("{scheme}://localhost:{port}"));
-            origins.push(format!("{scheme}://127.0.0.1:{port}"));
+            // Pages of this machine, on any port (a local proxy or dev server in front): a page can
+            // send no bearer token it was not given, so the check is against pages of other sites
+            // reaching a loopback listener through a rebound name.
+            for scheme in ["http", "https"] {
+                for name in ["localhost", "127.0.0.1", "[::1]"] {
+                    origins.push(format!("{scheme}://{name}:*"));
+                }
+            }
         }
         origins.extend(self.section.allowed_origins.iter().cloned());
         let config = StreamableHttpServerConfig::default()

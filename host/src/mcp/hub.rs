@@ -39,7 +39,7 @@ pub(crate) struct Hub {
 }
 
 /// True when a message at `level` goes to a connection that asked for `wanted` and above.
-fn wants(wanted: Option<LoggingLevel>, level: LoggingLevel) -> bool {
+pub(super) fn wants(wanted: Option<LoggingLevel>, level: LoggingLevel) -> bool {
     // The levels in order of severity, as RFC 5424 (and MCP) list them.
     let rank = |l: LoggingLevel| l as u8;
     wanted.is_some_and(|w| rank(w) <= rank(level))

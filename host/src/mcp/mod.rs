@@ -9,13 +9,16 @@
 //! both, a notice also rides on the session's next tool result, the one path every client shows its
 //! model. rmcp marks logging deprecated (SEP-2577) for 2026-07-28; it is still what clients show.
 
+mod client;
 mod hub;
 mod peers;
 mod principals;
 mod serving;
 mod session;
+mod surface;
 
 pub use peers::Peers;
 pub use principals::{Principal, PrincipalOwners, REVOCATION_CHECK};
 pub use serving::{serve_stdio, serve_unix};
-pub use session::{McpSession, PLUGINS_URI, plugins_json};
+pub use session::McpSession;
+pub use surface::{PLUGINS_URI, plugins_json};

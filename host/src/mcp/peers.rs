@@ -1,25 +1,36 @@
-//! Who is told when the tool set changes: legacy sessions (`initialize`) through their peer, modern
-//! ones (2026-07-28) only through the `subscriptions/listen` streams they opened.
+//! Who is told when a list changes (tools, prompts, resources) or a resource does: legacy sessions
+//! (`initialize`) through their peer, modern ones (2026-07-28) only through the
+//! `subscriptions/listen` streams they opened and on what those accepted.
 
 use parking_lot::{Mutex, MutexGuard};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use rmcp::model::RequestId;
+use rmcp::model::{RequestId, ResourceUpdatedNotificationParam};
 use rmcp::service::{Peer, RoleServer, SubscriptionSink};
+use taskhost_abi::McpItemKind;
 
 #[derive(Default)]
 struct Listeners {
     /// A legacy session's peer, once it is initialized.
     legacy: Option<Peer<RoleServer>>,
-    /// A modern session's open `subscriptions/listen` streams that accepted tools list changes.
+    /// The resources a legacy session subscribed to (`resources/subscribe`).
+    resources: BTreeSet<String>,
+    /// A modern session's open `subscriptions/listen` streams.
     streams: Vec<(RequestId, SubscriptionSink)>,
 }
 
 /// The live sessions' change listeners, by session, and how many tool set changes there were.
 #[derive(Clone, Default)]
 pub struct Peers(Arc<Mutex<HashMap<String, Listeners>>>, Arc<AtomicU64>);
+
+/// What one change tells a legacy peer and a stream.
+#[derive(Clone)]
+enum Change {
+    List(McpItemKind),
+    Resource(String),
+}
 
 impl Peers {
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Listeners>> {
@@ -44,7 +55,7 @@ impl Peers {
     }
 
     /// Registers an open `subscriptions/listen` stream of `session`; as [`Peers::add_legacy`], a
-    /// change since `seen` is sent on it at once.
+    /// tool change since `seen` is sent on it at once (when it accepted tool changes).
     pub(crate) fn add_stream(&self, session: &str, sink: SubscriptionSink, seen: u64) {
         let id = sink.id().clone();
         self.lock()
@@ -52,7 +63,7 @@ impl Peers {
             .or_default()
             .streams
             .push((id, sink.clone()));
-        if self.changes() != seen {
+        if self.changes() != seen && sink.accepted().tools_list_changed == Some(true) {
             tokio::spawn(async move {
                 let _ = sink.notify_tool_list_changed().await;
             });
@@ -66,6 +77,17 @@ impl Peers {
         }
     }
 
+    /// Records (or, with `on` false, drops) a legacy session's subscription to `uri`.
+    pub(crate) fn subscribe(&self, session: &str, uri: &str, on: bool) {
+        let mut g = self.lock();
+        let resources = &mut g.entry(session.to_owned()).or_default().resources;
+        if on {
+            resources.insert(uri.to_owned());
+        } else {
+            resources.remove(uri);
+        }
+    }
+
     /// Forgets a session that ended.
     pub(crate) fn remove(&self, session: &str) {
         self.lock().remove(session);
@@ -74,26 +96,80 @@ impl Peers {
     /// Sends `notifications/tools/list_changed` to every legacy session and on every stream that
     /// asked for it; sessions of neither kind are not told.
     pub fn tools_changed(&self, runtime: &tokio::runtime::Handle) {
+        self.list_changed(McpItemKind::Tool, runtime);
+    }
+
+    /// Sends the list change of `kind` to every legacy session and on every stream that accepted
+    /// it.
+    pub fn list_changed(&self, kind: McpItemKind, runtime: &tokio::runtime::Handle) {
+        self.tell(&Change::List(kind), runtime);
+    }
+
+    /// Sends `notifications/resources/updated` for `uri` to the legacy sessions subscribed to it and
+    /// on the streams that accepted it.
+    pub fn resource_updated(&self, uri: &str, runtime: &tokio::runtime::Handle) {
+        self.tell(&Change::Resource(uri.to_owned()), runtime);
+    }
+
+    fn tell(&self, change: &Change, runtime: &tokio::runtime::Handle) {
         let (peers, sinks): (Vec<_>, Vec<_>) = {
             let g = self.lock();
-            // Counted under the lock: a session registering now either is in the map below or sees
-            // the new count.
-            self.1.fetch_add(1, Ordering::SeqCst);
+            if let Change::List(McpItemKind::Tool) = change {
+                // Counted under the lock: a session registering now either is in the map below or
+                // sees the new count.
+                self.1.fetch_add(1, Ordering::SeqCst);
+            }
+            let told = |l: &&Listeners| match change {
+                Change::Resource(uri) => l.resources.contains(uri),
+                Change::List(_) => true,
+            };
             (
-                g.values().filter_map(|l| l.legacy.clone()).collect(),
+                g.values()
+                    .filter(told)
+                    .filter_map(|l| l.legacy.clone())
+                    .collect(),
                 g.values()
                     .flat_map(|l| l.streams.iter().map(|(_, s)| s.clone()))
                     .collect(),
             )
         };
         for peer in peers {
+            let change = change.clone();
             runtime.spawn(async move {
-                let _ = peer.notify_tool_list_changed().await;
+                let _ = match change {
+                    Change::List(McpItemKind::Tool) => peer.notify_tool_list_changed().await,
+                    Change::List(McpItemKind::Prompt) => peer.notify_prompt_list_changed().await,
+                    Change::List(_) => peer.notify_resource_list_changed().await,
+                    Change::Resource(uri) => {
+                        peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
+                            .await
+                    }
+                };
             });
         }
         for sink in sinks {
+            let change = change.clone();
             runtime.spawn(async move {
-                let _ = sink.notify_tool_list_changed().await;
+                let accepted = sink.accepted();
+                let _ = match change {
+                    Change::List(McpItemKind::Tool)
+                        if accepted.tools_list_changed == Some(true) =>
+                    {
+                        sink.notify_tool_list_changed().await
+                    }
+                    Change::List(McpItemKind::Prompt)
+                        if accepted.prompts_list_changed == Some(true) =>
+                    {
+                        sink.notify_prompt_list_changed().await
+                    }
+                    Change::List(McpItemKind::Resource | McpItemKind::ResourceTemplate)
+                        if accepted.resources_list_changed == Some(true) =>
+                    {
+                        sink.notify_resource_list_changed().await
+                    }
+                    Change::Resource(uri) => sink.notify_resource_updated(uri).await,
+                    Change::List(_) => Ok(()),
+                };
             });
         }
     }

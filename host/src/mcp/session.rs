@@ -1,5 +1,5 @@
-//! One MCP session: its tool calls, the notices it is told, the tool changes it hears of, the
-//! `taskhost://plugins` resource.
+//! One MCP session: its tool calls, the notices it is told, the list changes it hears of, and the
+//! plugins' prompts, resources and completions (answered in `surface.rs`).
 #![allow(
     deprecated,
     reason = "MCP logging notifications carry the notices (SEP-2577 deprecates them in rmcp)"
@@ -9,23 +9,24 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListResourcesResult, ListToolsResult, LoggingLevel, PaginatedRequestParams,
-    ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    Resource, ResourceContents, ServerCapabilities, ServerConfig, SetLevelRequestParams,
-    SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
+    PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::{Value, json};
 
+use super::client::CallClient;
 use super::hub::{Hub, Listener};
 use super::peers::Peers;
 use super::principals::{Principal, PrincipalOwners};
+use super::surface;
+use crate::plugin::CallExtras;
 use crate::{CallError, Taskhost};
-
-/// The URI of the plugin table resource.
-pub const PLUGINS_URI: &str = "taskhost://plugins";
 
 /// One MCP session: a connection's (stdio, a socket), or an HTTP client's (a legacy session, or one
 /// stateless 2026-07-28 request), serving the owner it belongs to.
@@ -147,6 +148,30 @@ impl McpSession {
         }))
     }
 
+    /// The rest of a tool call's request as the plugin gets it: its params but the name and
+    /// arguments, and its `_meta` with the client's capabilities (a legacy session's, from its
+    /// `initialize`, where the request carries none).
+    fn request_json(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Value {
+        let mut value = surface::with_meta(request, &context.meta);
+        if let Value::Object(map) = &mut value {
+            map.remove("name");
+            map.remove("arguments");
+        }
+        const CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+        if value["_meta"].get(CAPABILITIES).is_none()
+            && let Some(info) = context.peer.peer_info()
+            && let Ok(capabilities) = serde_json::to_value(&info.capabilities)
+            && value["_meta"].is_object()
+        {
+            value["_meta"][CAPABILITIES] = capabilities;
+        }
+        value
+    }
+
     fn tool_error(text: String) -> CallToolResult {
         CallToolResult::error(vec![ContentBlock::text(text)])
     }
@@ -162,9 +187,14 @@ impl ServerHandler for McpSession {
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
             .enable_logging()
+            .enable_completions()
+            .enable_prompts()
+            .enable_prompts_list_changed()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .enable_resources_list_changed()
             .enable_tools()
             .enable_tool_list_changed()
-            .enable_resources()
             .build();
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("taskhost", env!("CARGO_PKG_VERSION")))
@@ -182,15 +212,13 @@ impl ServerHandler for McpSession {
             .plugins()
             .tools()
             .into_iter()
-            .map(|t| {
-                let schema = match t.input_schema {
-                    Value::Object(m) => m,
-                    _ => serde_json::Map::new(),
-                };
-                Tool::new(t.name, t.description, Arc::new(schema))
-            })
+            .map(mcp_tool)
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.host.plugins().tool(name).map(mcp_tool)
     }
 
     async fn call_tool(
@@ -200,13 +228,24 @@ impl ServerHandler for McpSession {
     ) -> Result<CallToolResponse, McpError> {
         self.observe(&context);
         let hub = self.hub(&context.extensions).await?;
-        let arguments = request.arguments.map_or_else(|| json!({}), Value::Object);
-        let call = self.host.plugins().call_tool_with_progress(
-            &request.name,
-            &hub.id,
-            &arguments,
-            Self::progress(&context),
-        );
+        let arguments = request
+            .arguments
+            .clone()
+            .map_or_else(|| json!({}), Value::Object);
+        let extras = CallExtras {
+            progress: Self::progress(&context),
+            request: Some(self.request_json(&request, &context)),
+            client: Some(Arc::new(CallClient {
+                peer: context.peer.clone(),
+                progress_token: context.meta.get_progress_token(),
+                listener: self.listener.clone(),
+                runtime: tokio::runtime::Handle::current(),
+            })),
+        };
+        let call = self
+            .host
+            .plugins()
+            .call_tool_with(&request.name, &hub.id, &arguments, extras);
         // `notifications/cancelled` for this request: dropping the call cancels what it started.
         let outcome = tokio::select! {
             outcome = call => outcome,
@@ -214,34 +253,27 @@ impl ServerHandler for McpSession {
                 return Err(McpError::internal_error("cancelled by the client", None));
             }
         };
-        let result = match outcome {
+        match outcome {
             Ok(out) => {
-                let mut blocks = vec![ContentBlock::text(out.text)];
-                let pending = hub.take_pending();
                 let sessions = self.host.sessions();
-                blocks.extend(
-                    pending
-                        .into_iter()
-                        .filter(|n| {
-                            !n.task
-                                .as_deref()
-                                .is_some_and(|t| sessions.already_reported(&hub.id, t))
-                        })
-                        .map(|n| ContentBlock::text(n.text)),
-                );
-                if out.is_error {
-                    CallToolResult::error(blocks)
-                } else {
-                    CallToolResult::success(blocks)
-                }
+                let notices = hub
+                    .take_pending()
+                    .into_iter()
+                    .filter(|n| {
+                        !n.task
+                            .as_deref()
+                            .is_some_and(|t| sessions.already_reported(&hub.id, t))
+                    })
+                    .map(|n| ContentBlock::text(n.text))
+                    .collect();
+                surface::tool_response(&request.name, out, notices)
             }
             Err(
                 e @ (CallError::UnknownTool(_)
                 | CallError::BadArguments { .. }
                 | CallError::Unavailable(_)),
-            ) => Self::tool_error(format!("Error: {e}")),
-        };
-        Ok(result.into())
+            ) => Ok(Self::tool_error(format!("Error: {e}")).into()),
+        }
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -271,17 +303,21 @@ impl ServerHandler for McpSession {
         &self,
         _requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        Some(SubscriptionFilter::builder().tools_list_changed().build())
+        Some(
+            SubscriptionFilter::builder()
+                .tools_list_changed()
+                .prompts_list_changed()
+                .resources_list_changed()
+                .build(),
+        )
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
         self.observe(context.request_context());
         let sink = context.sink().clone();
         let id = sink.id().clone();
-        if sink.accepted().tools_list_changed == Some(true) {
-            self.peers
-                .add_stream(&self.key, sink, self.changes_at_start);
-        }
+        self.peers
+            .add_stream(&self.key, sink, self.changes_at_start);
         // A stream ends when the client cancels it or leaves: rmcp would wait 5 s for the handler
         // of a client that left with its stream open before ending the session.
         tokio::select! {
@@ -298,9 +334,16 @@ impl ServerHandler for McpSession {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
         self.observe(&context);
-        Ok(ListResourcesResult::with_all_items(vec![
-            Resource::new(PLUGINS_URI, "plugins").with_mime_type("application/json"),
-        ]))
+        Ok(surface::list_resources(&self.host))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        self.observe(&context);
+        Ok(surface::list_templates(&self.host))
     }
 
     async fn read_resource(
@@ -309,32 +352,62 @@ impl ServerHandler for McpSession {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         self.observe(&context);
-        if request.uri != PLUGINS_URI {
-            return Err(McpError::resource_not_found(
-                format!("no resource at {}", request.uri),
-                None,
-            ));
-        }
-        let text = plugins_json(&self.host).to_string();
-        let contents = ResourceContents::text(text, PLUGINS_URI).with_mime_type("application/json");
-        Ok(ReadResourceResult::new(vec![contents]).into())
+        surface::read_resource(&self.host, request, &context.meta).await
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.observe(&context);
+        self.peers.subscribe(&self.key, &request.uri, true);
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.observe(&context);
+        self.peers.subscribe(&self.key, &request.uri, false);
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        self.observe(&context);
+        Ok(surface::list_prompts(&self.host))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        self.observe(&context);
+        surface::get_prompt(&self.host, request, &context.meta).await
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        self.observe(&context);
+        surface::complete(&self.host, request, &context.meta).await
     }
 }
 
-/// The plugin table as `taskhost://plugins` serves it.
-pub fn plugins_json(host: &Taskhost) -> Value {
-    let plugins: Vec<Value> = host
-        .plugins()
-        .info()
-        .into_iter()
-        .map(|p| {
-            let generations: Vec<Value> = p
-                .generations
-                .iter()
-                .map(|g| json!({"generation": g.generation, "state": g.state.as_str(), "live_tasks": g.live_tasks}))
-                .collect();
-            json!({"name": p.name, "path": p.path.display().to_string(), "generations": generations})
-        })
-        .collect();
-    json!({"plugins": plugins})
+/// A tool as MCP lists it.
+fn mcp_tool(t: crate::plugin::ToolEntry) -> Tool {
+    let schema = match t.input_schema {
+        Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    };
+    Tool::new(t.name, t.description, Arc::new(schema))
 }

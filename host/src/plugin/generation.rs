@@ -40,6 +40,10 @@ pub(crate) struct GenState {
     pub(crate) instance: Option<PluginBox>,
     /// Tools registered during init, waiting for the swap.
     pub(crate) staged: Vec<ToolEntry>,
+    /// Prompts, resources and templates registered during init, waiting for the swap.
+    pub(crate) staged_items: Vec<ItemEntry>,
+    /// The kinds of item whose list the swap changed, told once the generation is committed.
+    pub(crate) items_changed: Vec<taskhost_abi::McpItemKind>,
     pub(crate) swapped_in: bool,
     pub(crate) surfaces: Vec<(u64, Registration)>,
     /// Keys of every completion listener this generation registered (staged or in force).
@@ -213,3 +217,15 @@ pub struct ToolEntry {
 
 /// A plugin's completion listener, holding its generation.
 pub(crate) type ListenerEntry = Arc<GenBox<ListenerBox>>;
+
+/// A registered item as the host serves it.
+#[derive(Clone)]
+pub struct ItemEntry {
+    /// What it is.
+    pub kind: taskhost_abi::McpItemKind,
+    /// Its key: a prompt's name, a resource's URI, a template's URI template.
+    pub key: String,
+    /// Its MCP description, as the plugin gave it.
+    pub spec: serde_json::Value,
+    pub(crate) handler: Arc<GenBox<taskhost_abi::McpHandlerBox>>,
+}

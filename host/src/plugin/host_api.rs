@@ -10,7 +10,7 @@ use taskhost_abi::abi_stable::sabi_trait::TD_Opaque;
 use taskhost_abi::abi_stable::std_types::{RErr, ROk, ROption, RResult, RStr, RString, RVec};
 use taskhost_abi::{
     Completion_TO, FfiKill, FfiOutcome, FfiRead, FfiSnapshot, HostApi, Level, ListenerBox,
-    StarterBox, TaskDecl, ToolHandlerBox, ToolSpec, WorkerBox,
+    McpHandlerBox, McpItemKind, StarterBox, TaskDecl, ToolHandlerBox, ToolSpec, WorkerBox,
 };
 use taskhost_abi::{
     ExternalRequest, ExternalResult, ExternalStarted, ProcessRequest, ProcessResult,
@@ -413,5 +413,37 @@ impl HostApi for GenHost {
         self.generation
             .upgrade()
             .map_or_else(|| "{}".into(), |g| g.config_json.as_str().into())
+    }
+    fn register_item(
+        &self,
+        kind: McpItemKind,
+        spec_json: RString,
+        handler: McpHandlerBox,
+    ) -> RResult<(), RString> {
+        self.add_item(kind, &spec_json, handler)
+    }
+
+    fn unregister_item(&self, kind: McpItemKind, key: RStr<'_>) {
+        self.drop_item(kind, key);
+    }
+
+    fn list_changed(&self, kind: McpItemKind) {
+        self.tell_list_changed(kind);
+    }
+
+    fn resource_updated(&self, uri: RStr<'_>) {
+        self.tell_resource_updated(uri);
+    }
+
+    fn call_log(&self, level: RStr<'_>, logger: RStr<'_>, data_json: RStr<'_>) {
+        self.log_to_client(level, logger, data_json);
+    }
+
+    fn call_progress(&self, progress: f64, total: ROption<f64>, message: RStr<'_>) {
+        self.progress_to_client(progress, total, message);
+    }
+
+    fn call_ask(&self, method: RStr<'_>, params_json: RStr<'_>) -> RResult<RString, RString> {
+        self.ask_client(method, params_json)
     }
 }

@@ -18,6 +18,8 @@ mod elf;
 mod executor;
 mod generation;
 mod host_api;
+mod host_mcp;
+mod items;
 mod load_options;
 #[expect(
     unsafe_code,
@@ -28,6 +30,7 @@ pub mod mapped;
 mod plugins;
 mod requests;
 mod retire;
+mod served;
 mod signature;
 mod slot;
 mod table;
@@ -35,9 +38,10 @@ mod task_bridge;
 mod tools;
 pub mod watch;
 
-pub use generation::{Generation, ToolEntry};
+pub use generation::{Generation, ItemEntry, ToolEntry};
 pub use load_options::LoadOptions;
 pub use loader::LoadError;
 pub use plugins::Plugins;
+pub use served::{CallExtras, uri_template_matches};
 pub use slot::{GenerationInfo, GenerationState, PluginInfo};
 pub use tools::{CallError, CallOutput};

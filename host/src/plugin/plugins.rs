@@ -11,20 +11,19 @@ use taskhost_abi::HostApi_TO;
 use taskhost_abi::abi_stable::sabi_trait::TD_Opaque;
 use taskhost_registry::Registration;
 
-use super::generation::{Generation, ToolEntry};
+use super::generation::Generation;
 use super::load_options::LoadOptions;
 use super::loader::{self, LoadError};
 use super::retire::{release_off_path, retire_state};
 use super::signature::{FileSignature, fingerprint_then_remove, signature};
 use super::slot::{GenerationInfo, GenerationState, PluginInfo, Slot};
 use super::table::Shared;
-use super::tools::{CallError, CallOutput};
 use super::{elf, host_api};
-use crate::services::{CallContext, Progress, Services};
+use crate::services::Services;
 
 /// The loaded plugins and the tool table they feed.
 pub struct Plugins {
-    shared: Arc<Shared>,
+    pub(super) shared: Arc<Shared>,
     options: LoadOptions,
     slots: Mutex<BTreeMap<PathBuf, Slot>>,
     /// Serializes loads: one swap at a time.
@@ -46,6 +45,9 @@ impl Plugins {
             listeners: Mutex::new(BTreeMap::new()),
             keys: AtomicU64::new(0),
             tools_changed: Mutex::new(Vec::new()),
+            items: RwLock::new(BTreeMap::new()),
+            list_changed: Mutex::new(Vec::new()),
+            resource_updated: Mutex::new(Vec::new()),
         });
         let weak = Arc::downgrade(&shared);
         let fan_out = registry.on_task_done(Arc::new(move |snapshot, _owner| {
@@ -61,59 +63,6 @@ impl Plugins {
             generation_dir: Mutex::new(None),
             _fan_out: fan_out,
         }
-    }
-
-    /// Calls `f` after every change of the tool set.
-    pub fn on_tools_changed(&self, f: impl Fn() + Send + Sync + 'static) {
-        self.shared.tools_changed.lock().push(Arc::new(f));
-    }
-
-    /// The tools served now, by name.
-    pub fn tools(&self) -> Vec<ToolEntry> {
-        self.shared.tools_read().values().cloned().collect()
-    }
-
-    /// Calls a tool for `session` (empty for none).
-    ///
-    /// # Errors
-    /// [`CallError`] when no plugin serves the tool, the arguments are not an object, or the serving
-    /// generation went away.
-    ///
-    /// # Cancel safety
-    /// Dropping the future cancels the call: a foreground command it started is ended as a kill ends
-    /// it (SIGTERM, the grace, SIGKILL), and the plugin's answer is dropped. The session's end does
-    /// the same to every call of the session.
-    pub async fn call_tool(
-        &self,
-        name: &str,
-        session: &str,
-        arguments: &serde_json::Value,
-    ) -> Result<CallOutput, CallError> {
-        self.call_tool_with_progress(name, session, arguments, None)
-            .await
-    }
-
-    /// [`Plugins::call_tool`], with `progress` told how a foreground command the call runs is doing
-    /// (at most ten times a second, only when its output grew).
-    ///
-    /// # Errors
-    /// As [`Plugins::call_tool`].
-    ///
-    /// # Cancel safety
-    /// As [`Plugins::call_tool`].
-    pub async fn call_tool_with_progress(
-        &self,
-        name: &str,
-        session: &str,
-        arguments: &serde_json::Value,
-        progress: Option<Progress>,
-    ) -> Result<CallOutput, CallError> {
-        let entry = self.shared.tools_read().get(name).cloned();
-        let entry = entry.ok_or_else(|| CallError::UnknownTool(name.to_owned()))?;
-        let cancel = self.shared.services.sessions.call_token(session);
-        let _cancel_on_drop = cancel.clone().drop_guard();
-        let context = CallContext { cancel, progress };
-        entry.call(session, arguments, context).await
     }
 
     /// Loads (or reloads) the plugin at `path` as a new generation and swaps it in once its init
@@ -271,6 +220,10 @@ impl Plugins {
         drop(slots);
         // Told only now, so a client that reads the plugin table on the news sees the new generation.
         self.shared.fire_tools_changed();
+        let items_changed = std::mem::take(&mut generation.state().items_changed);
+        for kind in items_changed {
+            self.shared.fire_list_changed(kind);
+        }
         if let Some(old) = old {
             retire_state(&self.shared, &old);
             release_off_path(old);
@@ -313,6 +266,16 @@ impl Plugins {
     fn swap(&self, generation: &Arc<Generation>, path: &Path) -> Result<(), LoadError> {
         let mut state = generation.state();
         let staged = std::mem::take(&mut state.staged);
+        if let Some((item, owner)) = self.shared.item_clash(generation, &state.staged_items) {
+            drop(state);
+            retire_state(&self.shared, generation);
+            return Err(LoadError::ToolClash {
+                plugin: generation.plugin.clone(),
+                path: path.to_owned(),
+                tool: item,
+                owner,
+            });
+        }
         {
             let mut table = self.shared.tools_write();
             for t in &staged {
@@ -337,6 +300,8 @@ impl Plugins {
                 table.insert(t.name.clone(), t);
             }
             self.shared.swap_listeners(generation, &mut state);
+            let items = std::mem::take(&mut state.staged_items);
+            state.items_changed = self.shared.swap_items(generation, items);
             state.swapped_in = true;
         }
         Ok(())
@@ -360,10 +325,14 @@ impl Plugins {
                 table.retain(|_, t| !Arc::ptr_eq(t.handler.generation(), &old));
                 before != table.len()
             };
+            let items_changed = self.shared.drop_items(&old);
             retire_state(&self.shared, &old);
             release_off_path(old);
             if removed {
                 self.shared.fire_tools_changed();
+            }
+            for kind in items_changed {
+                self.shared.fire_list_changed(kind);
             }
         }
     }

@@ -13,6 +13,7 @@ pub(crate) fn retire_state(shared: &Shared, generation: &Arc<Generation>) {
     let (instance, surfaces, listeners) = {
         let mut s = generation.state();
         s.staged.clear();
+        s.staged_items.clear();
         s.staged_listeners.clear();
         (
             s.instance.take(),

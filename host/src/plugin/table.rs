@@ -6,9 +6,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use taskhost_abi::McpItemKind;
+
 use super::convert;
-use super::generation::{GenState, Generation, ListenerEntry, ToolEntry};
-use super::tools;
+use super::generation::{GenState, Generation, ItemEntry, ListenerEntry, ToolEntry};
+use super::{items, tools};
 use crate::services::Services;
 
 /// State every generation's host handle reaches.
@@ -18,7 +20,16 @@ pub(crate) struct Shared {
     pub(crate) listeners: Mutex<BTreeMap<u64, ListenerEntry>>,
     pub(crate) keys: AtomicU64,
     pub(crate) tools_changed: Mutex<Vec<Arc<dyn Fn() + Send + Sync>>>,
+    pub(crate) items: RwLock<items::Table>,
+    pub(crate) list_changed: Mutex<Vec<ListChanged>>,
+    pub(crate) resource_updated: Mutex<Vec<ResourceUpdated>>,
 }
+
+/// Called when the list of prompts, resources or templates changed.
+pub(crate) type ListChanged = Arc<dyn Fn(taskhost_abi::McpItemKind) + Send + Sync>;
+
+/// Called when a resource changed.
+pub(crate) type ResourceUpdated = Arc<dyn Fn(&str) + Send + Sync>;
 
 impl Shared {
     pub(crate) fn next_key(&self) -> u64 {
@@ -121,6 +132,142 @@ impl Shared {
             let snap = convert::snapshot(snapshot);
             let generation = l.generation().clone();
             generation.executor.submit(move || l.get().task_done(snap));
+        }
+    }
+}
+
+/// The prompts, resources and templates in force, changed for one generation at a time.
+impl Shared {
+    /// Registers an item for `generation`: staged until its swap, in force after.
+    pub(crate) fn add_item(
+        &self,
+        generation: &Arc<Generation>,
+        entry: ItemEntry,
+    ) -> Result<(), String> {
+        let mut state = generation.state();
+        let id = (entry.kind, entry.key.clone());
+        if !state.swapped_in {
+            if state
+                .staged_items
+                .iter()
+                .any(|e| (e.kind, e.key.as_str()) == (id.0, id.1.as_str()))
+            {
+                return Err(format!("{} {} registered twice", id.0.as_str(), id.1));
+            }
+            state.staged_items.push(entry);
+            return Ok(());
+        }
+        let mut table = self.items.write();
+        if let Some(existing) = table.get(&id)
+            && existing.plugin() != generation.plugin
+        {
+            return Err(format!(
+                "{} {} is already served by plugin {}",
+                id.0.as_str(),
+                id.1,
+                existing.plugin()
+            ));
+        }
+        table.insert(id.clone(), entry);
+        drop(table);
+        drop(state);
+        self.fire_list_changed(id.0);
+        Ok(())
+    }
+
+    /// Unregisters one of `generation`'s items.
+    pub(crate) fn remove_item(&self, generation: &Arc<Generation>, kind: McpItemKind, key: &str) {
+        let mut state = generation.state();
+        state
+            .staged_items
+            .retain(|e| (e.kind, e.key.as_str()) != (kind, key));
+        let id = (kind, key.to_owned());
+        let removed = {
+            let mut table = self.items.write();
+            let ours = table
+                .get(&id)
+                .is_some_and(|e| Arc::ptr_eq(e.handler.generation(), generation));
+            ours && table.remove(&id).is_some()
+        };
+        drop(state);
+        if removed {
+            self.fire_list_changed(kind);
+        }
+    }
+
+    /// The first item `generation`'s staged ones would take from another plugin, if any.
+    pub(crate) fn item_clash(
+        &self,
+        generation: &Generation,
+        staged: &[ItemEntry],
+    ) -> Option<(String, String)> {
+        let table = self.items.read();
+        staged.iter().find_map(|e| {
+            table
+                .get(&(e.kind, e.key.clone()))
+                .filter(|existing| existing.plugin() != generation.plugin)
+                .map(|existing| {
+                    (
+                        format!("{} {}", e.kind.as_str(), e.key),
+                        existing.plugin().to_owned(),
+                    )
+                })
+        })
+    }
+
+    /// Puts `staged` in force in place of every item of `generation`'s plugin; the kinds that changed.
+    pub(crate) fn swap_items(
+        &self,
+        generation: &Generation,
+        staged: Vec<ItemEntry>,
+    ) -> Vec<McpItemKind> {
+        let mut table = self.items.write();
+        let mut changed: Vec<McpItemKind> = table
+            .values()
+            .filter(|e| e.plugin() == generation.plugin)
+            .map(|e| e.kind)
+            .chain(staged.iter().map(|e| e.kind))
+            .collect();
+        table.retain(|_, e| e.plugin() != generation.plugin);
+        for e in staged {
+            table.insert((e.kind, e.key.clone()), e);
+        }
+        changed.sort();
+        changed.dedup();
+        changed
+    }
+
+    /// Takes every item of the retired `generation` out; the kinds that changed.
+    pub(crate) fn drop_items(&self, generation: &Arc<Generation>) -> Vec<McpItemKind> {
+        let mut table = self.items.write();
+        let mut changed: Vec<McpItemKind> = table
+            .values()
+            .filter(|e| Arc::ptr_eq(e.handler.generation(), generation))
+            .map(|e| e.kind)
+            .collect();
+        table.retain(|_, e| !Arc::ptr_eq(e.handler.generation(), generation));
+        changed.sort();
+        changed.dedup();
+        changed
+    }
+
+    /// Tells the list listeners that the list of `kind` changed.
+    pub(crate) fn fire_list_changed(&self, kind: McpItemKind) {
+        if kind == McpItemKind::Tool {
+            self.fire_tools_changed();
+            return;
+        }
+        let callbacks = self.list_changed.lock().clone();
+        for c in callbacks {
+            c(kind);
+        }
+    }
+
+    /// Tells the resource listeners that `uri` changed.
+    pub(crate) fn fire_resource_updated(&self, uri: &str) {
+        let callbacks = self.resource_updated.lock().clone();
+        for c in callbacks {
+            c(uri);
         }
     }
 }

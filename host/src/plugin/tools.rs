@@ -28,6 +28,8 @@ pub struct CallOutput {
     pub text: String,
     /// True for an error result.
     pub is_error: bool,
+    /// The whole MCP result, when the tool gave one (see [`taskhost_abi::ToolResult::mcp_json`]).
+    pub mcp: Option<serde_json::Value>,
 }
 
 /// Why a tool call did not reach a plugin.
@@ -57,6 +59,7 @@ impl ToolEntry {
         &self,
         session: &str,
         arguments: &serde_json::Value,
+        request: &serde_json::Value,
         context: CallContext,
     ) -> Result<CallOutput, CallError> {
         if !arguments.is_object() {
@@ -68,6 +71,7 @@ impl ToolEntry {
         let call = ToolCall {
             session: session.into(),
             arguments_json: arguments.to_string().into(),
+            request_json: request.to_string().into(),
         };
         let generation = handler.generation().clone();
         let rx = generation
@@ -78,6 +82,7 @@ impl ToolEntry {
                 CallOutput {
                     text: result.text.as_str().to_owned(),
                     is_error: result.is_error,
+                    mcp: result.mcp_json().and_then(|j| serde_json::from_str(j).ok()),
                 }
             })
             .ok_or_else(|| CallError::Unavailable(self.name.clone()))?;

@@ -41,7 +41,7 @@ impl Listeners {
                 if bound.socket.is_some() {
                     return Err(format!("a second unix: listener ({spec}); give one"));
                 }
-                let path = super::unix_path(spec)?;
+                let path = unix_path(spec)?;
                 bound.socket = Some(BoundSocket::bind(&path).map_err(|e| e.to_string())?);
             } else {
                 let address = HttpAddress::parse(spec)?;
@@ -108,4 +108,14 @@ impl Listeners {
             None => Ok(()),
         }
     }
+}
+
+/// `unix:PATH` as a path.
+///
+/// # Errors
+/// The spec without its `unix:` prefix, named.
+pub fn unix_path(spec: &str) -> Result<PathBuf, String> {
+    spec.strip_prefix("unix:")
+        .map(PathBuf::from)
+        .ok_or_else(|| format!("expected unix:PATH, got {spec}"))
 }

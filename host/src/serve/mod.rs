@@ -16,6 +16,7 @@ use crate::listen::PeerPolicy;
 use crate::mcp::Peers;
 use crate::rundir::RunDir;
 use crate::{LoadOptions, ServiceOptions, Taskhost};
+pub use listeners::unix_path;
 use listeners::{Listeners, TlsChoice};
 
 /// What `serve` was asked.
@@ -63,16 +64,6 @@ fn fail(code: u8) -> impl Fn(String) -> ServeError {
     move |message| ServeError { code, message }
 }
 
-/// `unix:PATH` as a path.
-///
-/// # Errors
-/// The spec without its `unix:` prefix, named.
-pub fn unix_path(spec: &str) -> Result<PathBuf, String> {
-    spec.strip_prefix("unix:")
-        .map(PathBuf::from)
-        .ok_or_else(|| format!("expected unix:PATH, got {spec}"))
-}
-
 /// What the host is built from, checked before anything is loaded.
 struct Prepared {
     config: Config,
@@ -104,6 +95,14 @@ pub fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Result<(), S
         let (peers, handle) = (peers.clone(), runtime.handle().clone());
         host.plugins()
             .on_tools_changed(move || peers.tools_changed(&handle));
+    }
+    {
+        let (lists, handle) = (peers.clone(), runtime.handle().clone());
+        host.plugins()
+            .on_list_changed(move |kind| lists.list_changed(kind, &handle));
+        let (resources, handle) = (peers.clone(), runtime.handle().clone());
+        host.plugins()
+            .on_resource_updated(move |uri| resources.resource_updated(uri, &handle));
     }
     let _watch = if args.no_watch {
         None

@@ -18,6 +18,28 @@ pub struct CallContext {
     pub cancel: CancellationToken,
     /// Where progress goes, if the caller asked for it.
     pub progress: Option<Progress>,
+    /// The call's MCP client, when it came from one.
+    pub client: Option<Arc<dyn ClientLink>>,
+}
+
+/// The MCP client of a call, as plugin code running the call reaches it.
+pub trait ClientLink: Send + Sync {
+    /// Sends a log message at `level` (`debug` ... `emergency`), when the client asked for such.
+    fn log(&self, level: &str, logger: &str, data: serde_json::Value);
+    /// Reports the call's progress, when the client asked for it.
+    fn progress(&self, progress: f64, total: Option<f64>, message: &str);
+    /// Sends the client a request (`sampling/createMessage`, `elicitation/create`, `roots/list`)
+    /// and blocks the calling thread (a plugin's, never the runtime's) until it answers or `cancel`
+    /// is cancelled.
+    ///
+    /// # Errors
+    /// The client cannot be asked, answered with an error, or the call was cancelled.
+    fn ask(
+        &self,
+        method: &str,
+        params: serde_json::Value,
+        cancel: &CancellationToken,
+    ) -> Result<serde_json::Value, String>;
 }
 
 /// Tells `progress` (when the caller asked for it) how `process` is doing, at most ten times a second

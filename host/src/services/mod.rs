@@ -20,7 +20,7 @@ pub mod options;
 pub mod process_tasks;
 pub mod subagent;
 
-pub use call::{CallContext, Progress};
+pub use call::{CallContext, ClientLink, Progress};
 pub use declare::TaskDeclaration;
 pub use handles::Services;
 pub use options::ServiceOptions;

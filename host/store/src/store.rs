@@ -300,7 +300,7 @@ impl Store {
         Ok(principals::by_token(&self.reader()?, token)?)
     }
 
-    /// A lookup of tokens that keeps a connection of its own (see [`PrincipalLookup`]).
+    /// A lookup of tokens that keeps a connection of its own (see [`crate::PrincipalLookup`]).
     ///
     /// # Errors
     /// The database could not be opened.

@@ -1,0 +1,81 @@
+//! The part of a generation's host handle that reaches MCP clients: registering prompts, resources
+//! and templates, saying a list or a resource changed, and what a tool call does with its client
+//! (log, progress, ask). The [`HostApi`](taskhost_abi::HostApi) methods call these.
+
+use std::sync::Arc;
+
+use taskhost_abi::abi_stable::std_types::{RErr, ROk, ROption, RResult, RStr, RString};
+use taskhost_abi::{McpHandlerBox, McpItemKind};
+
+use super::call_scope::CallScope;
+use super::generation::GenBox;
+use super::generation::ItemEntry;
+use super::host_api::GenHost;
+
+impl GenHost {
+    pub(super) fn add_item(
+        &self,
+        kind: McpItemKind,
+        spec: &RString,
+        handler: McpHandlerBox,
+    ) -> RResult<(), RString> {
+        let generation = match self.generation.upgrade() {
+            Some(g) => g,
+            None => return RErr("plugin generation is unloading".into()),
+        };
+        let handler = Arc::new(GenBox::new(handler, generation.clone()));
+        let added = ItemEntry::new(kind, spec.as_str(), handler)
+            .and_then(|entry| self.shared.add_item(&generation, entry));
+        match added {
+            Ok(()) => ROk(()),
+            Err(e) => RErr(e.into()),
+        }
+    }
+
+    pub(super) fn drop_item(&self, kind: McpItemKind, key: RStr<'_>) {
+        if let Some(generation) = self.generation.upgrade() {
+            self.shared.remove_item(&generation, kind, key.as_str());
+        }
+    }
+
+    pub(super) fn tell_list_changed(&self, kind: McpItemKind) {
+        self.shared.fire_list_changed(kind);
+    }
+
+    pub(super) fn tell_resource_updated(&self, uri: RStr<'_>) {
+        self.shared.fire_resource_updated(uri.as_str());
+    }
+
+    pub(super) fn log_to_client(&self, level: RStr<'_>, logger: RStr<'_>, data: RStr<'_>) {
+        if let Some(client) = CallScope::current().client {
+            let data = serde_json::from_str(data.as_str())
+                .unwrap_or_else(|_| serde_json::Value::String(data.as_str().to_owned()));
+            client.log(level.as_str(), logger.as_str(), data);
+        }
+    }
+
+    pub(super) fn progress_to_client(&self, progress: f64, total: ROption<f64>, message: RStr<'_>) {
+        if let Some(client) = CallScope::current().client {
+            client.progress(progress, total.into_option(), message.as_str());
+        }
+    }
+
+    pub(super) fn ask_client(
+        &self,
+        method: RStr<'_>,
+        params: RStr<'_>,
+    ) -> RResult<RString, RString> {
+        let call = CallScope::current();
+        let Some(client) = call.client else {
+            return RErr("this call has no MCP client to ask".into());
+        };
+        let params = match serde_json::from_str(params.as_str()) {
+            Ok(p) => p,
+            Err(e) => return RErr(format!("the request's params are not JSON: {e}").into()),
+        };
+        match client.ask(method.as_str(), params, &call.cancel) {
+            Ok(answer) => ROk(answer.to_string().into()),
+            Err(e) => RErr(e.into()),
+        }
+    }
+}
