@@ -537,7 +537,10 @@ async fn ctrl_c_reaches_a_task_of_a_host_started_with_sigint_ignored() {
     let started = call(
         &client,
         "bash",
-        json!({"command": "grep SigIgn /proc/self/status; exec cat", "run_in_background": true, "tty": true}),
+        // One process from the first byte: `cat` prints its own status, then reads the terminal, so
+        // the Ctrl-C below cannot land in a shell between two commands (where bash would hold it
+        // and lose it at its `exec`).
+        json!({"command": "exec cat /proc/self/status -", "run_in_background": true, "tty": true}),
     )
     .await;
     let id = started

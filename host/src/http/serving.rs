@@ -123,7 +123,10 @@ impl HttpServing {
             }
         }
         origins.extend(self.section.allowed_origins.iter().cloned());
+        // No SSE priming event (an event with an id and no data, for SEP-1699 resumption): Gemini
+        // CLI 0.61's client parses its empty data as JSON and drops its connection.
         let config = StreamableHttpServerConfig::default()
+            .with_sse_retry(None)
             .with_allowed_hosts(hosts)
             .with_allowed_origins(origins)
             .enforce_origin_validation()
@@ -141,7 +144,7 @@ impl HttpServing {
                     owners.clone(),
                 ))
             },
-            LocalSessionManager::default().into(),
+            Arc::new(legacy_sessions()),
             config,
         );
         let resource = listener.url();
@@ -165,6 +168,19 @@ impl HttpServing {
             )
             .route("/.well-known/oauth-protected-resource", get(serve_document))
     }
+}
+
+/// How long a legacy session with no traffic at all is kept: an agent's session sits idle while its
+/// person is away, and rmcp's five minutes would end it under them.
+pub const LEGACY_SESSION_IDLE: Duration = Duration::from_secs(24 * 3600);
+
+/// The keeper of legacy sessions: no SSE priming events (see [`HttpServing::router`]), and an idle
+/// session kept for [`LEGACY_SESSION_IDLE`].
+fn legacy_sessions() -> LocalSessionManager {
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.sse_retry = None;
+    sessions.session_config.keep_alive = Some(LEGACY_SESSION_IDLE);
+    sessions
 }
 
 /// Serves `listener` until the future is dropped.
