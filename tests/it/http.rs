@@ -295,9 +295,11 @@ fn malformed_requests_get_their_stated_errors_and_the_host_serves_on() {
         .messages()
         .into_iter()
         .find_map(|m| m.get("error").cloned());
-    assert!(
-        answer.status == 400 || error.is_some(),
-        "a 2026-07-28 request without its _meta version is refused: {answer:?}"
+    assert_eq!(answer.status, 400, "{answer:?}");
+    assert_eq!(
+        error.map(|e| e["code"].clone()),
+        Some(json!(-32602)),
+        "a 2026-07-28 request without its _meta version is refused as invalid params"
     );
     assert_eq!(
         alice.post(&modern, body.as_bytes()).status,
