@@ -35,6 +35,12 @@ pub fn started(what: &str, id: &str) -> String {
     format!("started background {what} {id}")
 }
 
+/// The task id in a start's answer ([`started`]), if `text` is one.
+pub fn started_id(text: &str) -> Option<&str> {
+    let first = text.lines().next()?.strip_prefix("started background ")?;
+    first.split_whitespace().nth(1)
+}
+
 /// The answer to a kill of a live task.
 pub fn kill_requested(id: &str) -> String {
     format!("requested cancellation of task {id}")

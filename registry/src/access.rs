@@ -42,6 +42,29 @@ impl Registry {
         authorize(&st, id, caller).map(Record::snapshot)
     }
 
+    /// Task `id` as [`Registry::get`] sees it; a settled task is marked reported (its owner was
+    /// shown its end another way, as MCP's `tasks/get` shows it), its output left unread, so no
+    /// completion notice follows for it.
+    ///
+    /// # Errors
+    /// As [`Registry::get`].
+    pub fn get_acknowledged(
+        &self,
+        id: &str,
+        caller: Option<&Agent>,
+    ) -> Result<TaskSnapshot, RegistryError> {
+        let mut st = self.inner.state.lock();
+        authorize(&st, id, caller)?;
+        let rec = st
+            .records
+            .get_mut(id)
+            .ok_or_else(|| RegistryError::UnknownTask(id.to_owned()))?;
+        if rec.status.is_terminal() {
+            rec.reported = true;
+        }
+        Ok(rec.snapshot())
+    }
+
     /// The caller's tasks and the unowned ones, live and terminal, in registration order. Costs what
     /// the caller can see, not the registry's size.
     pub fn list(&self, caller: Option<&Agent>) -> Vec<TaskSnapshot> {

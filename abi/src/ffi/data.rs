@@ -13,6 +13,10 @@ pub struct ToolSpec {
     pub description: RString,
     /// The JSON schema of the arguments, as JSON text.
     pub input_schema_json: RString,
+    /// More of the tool's MCP description, as a JSON object's text (`{}` for none): `execution`
+    /// (`{"taskSupport": "optional"}` for a tool MCP clients may run as a task), `annotations`,
+    /// `title`, `outputSchema`.
+    pub mcp_json: RString,
 }
 
 /// One call of a tool.

@@ -159,6 +159,10 @@ pub trait HostApi: Send + Sync {
     /// `elicitation/create`, `roots/list`) and blocks until it answers: its result as JSON text,
     /// or why there is none (no client that can be asked, the client's error, the call cancelled).
     fn call_ask(&self, method: RStr<'_>, params_json: RStr<'_>) -> RResult<RString, RString>;
+    /// As [`HostApi::call_ask`], for several requests at once: `requests_json` maps a key to each
+    /// request (`{"method", "params"}`), and the answer maps each key to its result. A call running
+    /// as an MCP task shows them all open at once.
+    fn call_ask_all(&self, requests_json: RStr<'_>) -> RResult<RString, RString>;
 }
 
 /// The host handle as the plugin holds it.

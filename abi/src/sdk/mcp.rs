@@ -133,6 +133,20 @@ impl Host {
             .call_progress(progress, ROption::from(total), message.into());
     }
 
+    /// Asks the client several things at once: `requests` maps a key to each request
+    /// (`{"method", "params"}`); the answer maps each key to its result.
+    ///
+    /// # Errors
+    /// As [`Host::call_ask`].
+    pub fn call_ask_all(&self, requests: &Value) -> Result<Value, String> {
+        let answer = self
+            .0
+            .call_ask_all(requests.to_string().as_str().into())
+            .into_result()
+            .map_err(|e| e.as_str().to_owned())?;
+        serde_json::from_str(answer.as_str()).map_err(|e| format!("the client's answers: {e}"))
+    }
+
     /// Asks the client of the tool call this thread runs (`sampling/createMessage`,
     /// `elicitation/create`, `roots/list`) and waits for its answer.
     ///

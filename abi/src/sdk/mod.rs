@@ -53,4 +53,4 @@ pub use host::Host;
 pub use mcp::{ItemHandler, McpError};
 pub use plugin::{Handler, NoState, Output, Plugin, TaskControl, TaskHandle, panic_text};
 pub use starts::{Declaration, PROCESS_MARKER};
-pub use tool::{NoArgs, Tool};
+pub use tool::{NoArgs, Tool, runs_as_task, runs_in_background_as_task};

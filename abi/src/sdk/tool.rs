@@ -26,8 +26,29 @@ pub trait Tool: Send + Sync + 'static {
     fn adjust_schema(&self, schema: &mut Value) {
         let _ = schema;
     }
+    /// More of the tool's MCP description (see [`ToolSpec::mcp_json`]); none by default.
+    fn mcp_fields(&self) -> Value {
+        Value::Object(serde_json::Map::new())
+    }
     /// Handles one call whose arguments parsed.
     fn run(&self, call: &ToolCall, args: Self::Args) -> ToolResult;
+}
+
+/// What a tool adds to its MCP description when MCP clients may run it as a task: the host runs
+/// the call as a task of its own.
+pub fn runs_as_task() -> Value {
+    serde_json::json!({"execution": {"taskSupport": "optional"}})
+}
+
+/// What a producer tool adds to its MCP description when MCP clients may run it as a task and it
+/// starts background tasks itself: called with `run_in_background: true`, it answers with
+/// [`crate::wording::started`], and the task it started is the MCP task (its output readable with
+/// `task_output` while it runs, its exit code its result's `isError`).
+pub fn runs_in_background_as_task() -> Value {
+    serde_json::json!({
+        "execution": {"taskSupport": "optional"},
+        "_meta": {"taskhost/background": {"run_in_background": true}},
+    })
 }
 
 /// The arguments of a tool that takes none (any object is accepted).
@@ -42,11 +63,16 @@ impl Host {
     pub fn register<T: Tool>(&self, tool: T) -> Result<(), String> {
         let mut schema = typed::schema::<T::Args>();
         tool.adjust_schema(&mut schema);
-        let (name, description) = (tool.name().to_owned(), tool.description());
-        self.register_tool(
+        let (name, description, fields) = (
+            tool.name().to_owned(),
+            tool.description(),
+            tool.mcp_fields(),
+        );
+        self.register_tool_with(
             &name,
             &description,
             schema,
+            fields,
             move |call: &ToolCall| match typed::parse::<T::Args>(call.arguments()) {
                 Ok(args) => tool.run(call, args),
                 Err(e) => ToolResult::error(e),
@@ -65,10 +91,33 @@ impl Host {
         schema: Value,
         handler: impl Handler,
     ) -> Result<(), String> {
+        self.register_tool_with(
+            name,
+            description,
+            schema,
+            Value::Object(serde_json::Map::new()),
+            handler,
+        )
+    }
+
+    /// [`Host::register_tool`] with more of the tool's MCP description (`fields`, see
+    /// [`ToolSpec::mcp_json`]).
+    ///
+    /// # Errors
+    /// As [`Host::register_tool`].
+    pub fn register_tool_with(
+        &self,
+        name: &str,
+        description: &str,
+        schema: Value,
+        fields: Value,
+        handler: impl Handler,
+    ) -> Result<(), String> {
         let spec = ToolSpec {
             name: name.into(),
             description: description.into(),
             input_schema_json: schema.to_string().into(),
+            mcp_json: fields.to_string().into(),
         };
         let handler = ToolHandler_TO::from_value(ToolGlue(handler), TD_Opaque);
         text_result(self.0.register_tool(spec, handler))

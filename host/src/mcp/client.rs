@@ -73,25 +73,38 @@ impl ClientLink for CallClient {
         });
     }
 
-    fn ask(
+    fn ask_all(
         &self,
-        method: &str,
-        params: Value,
+        requests: serde_json::Map<String, Value>,
         cancel: &CancellationToken,
-    ) -> Result<Value, String> {
+    ) -> Result<serde_json::Map<String, Value>, String> {
         if tokio::runtime::Handle::try_current().is_ok() {
             return Err("a client can be asked only from a plugin's thread".to_owned());
         }
-        let request: ServerRequest =
-            serde_json::from_value(json!({"method": method, "params": params}))
+        let mut sent = Vec::with_capacity(requests.len());
+        for (key, request) in requests {
+            let method = request["method"].as_str().unwrap_or_default().to_owned();
+            let typed: ServerRequest = serde_json::from_value(request)
                 .map_err(|e| format!("{method} is not a request a server may send: {e}"))?;
+            sent.push((key, method, typed));
+        }
         let peer = self.peer.clone();
         let cancel = cancel.clone();
         self.runtime.block_on(async move {
+            let asks = sent.into_iter().map(|(key, method, request)| {
+                let peer = peer.clone();
+                async move {
+                    let answer = peer
+                        .send_request(request)
+                        .await
+                        .map_err(|e| format!("the client did not answer {method}: {e}"))?;
+                    serde_json::to_value(answer)
+                        .map(|v| (key, v))
+                        .map_err(|e| e.to_string())
+                }
+            });
             tokio::select! {
-                answer = peer.send_request(request) => answer
-                    .map_err(|e| format!("the client did not answer {method}: {e}"))
-                    .and_then(|r| serde_json::to_value(r).map_err(|e| e.to_string())),
+                answers = futures::future::try_join_all(asks) => answers.map(|a| a.into_iter().collect()),
                 () = cancel.cancelled() => Err("the call was cancelled".to_owned()),
             }
         })

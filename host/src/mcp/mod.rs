@@ -16,6 +16,7 @@ mod principals;
 mod serving;
 mod session;
 mod surface;
+mod tasks;
 
 pub use peers::Peers;
 pub use principals::{Principal, PrincipalOwners, REVOCATION_CHECK};

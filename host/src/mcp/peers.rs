@@ -21,9 +21,14 @@ struct Listeners {
     streams: Vec<(RequestId, SubscriptionSink)>,
 }
 
-/// The live sessions' change listeners, by session, and how many tool set changes there were.
+/// What every MCP session of one host shares: the live sessions' change listeners, by session, how
+/// many tool set changes there were, and the MCP tasks (`super::tasks`).
 #[derive(Clone, Default)]
-pub struct Peers(Arc<Mutex<HashMap<String, Listeners>>>, Arc<AtomicU64>);
+pub struct Peers(
+    Arc<Mutex<HashMap<String, Listeners>>>,
+    Arc<AtomicU64>,
+    Arc<super::tasks::McpTasks>,
+);
 
 /// What one change tells a legacy peer and a stream.
 #[derive(Clone)]
@@ -35,6 +40,11 @@ enum Change {
 impl Peers {
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Listeners>> {
         self.0.lock()
+    }
+
+    /// The host's MCP tasks.
+    pub(crate) fn tasks(&self) -> &Arc<super::tasks::McpTasks> {
+        &self.2
     }
 
     /// How many times the tool set changed so far: a session notes it when it starts, so that one

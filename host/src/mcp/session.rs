@@ -9,12 +9,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
-    ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
-    PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
-    ReadResourceResponse, ServerCapabilities, ServerConfig, SetLevelRequestParams,
-    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+    CompleteRequestParams, CompleteResult, ContentBlock, GetPromptRequestParams, GetPromptResponse,
+    GetTaskParams, GetTaskResult, Implementation, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, LoggingLevel, PaginatedRequestParams,
+    ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
+    UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData as McpError, ServerHandler};
@@ -172,6 +173,60 @@ impl McpSession {
         value
     }
 
+    /// A call run as an MCP task, when the client declared the tasks extension and the tool
+    /// supports tasks; `None` to run it as a call.
+    ///
+    /// # Errors
+    /// `-32021` for a tool that runs only as a task, called by a client that did not declare the
+    /// extension; the registry's refusal of the task.
+    async fn as_task(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        owner: &str,
+        arguments: &Value,
+    ) -> Result<Option<rmcp::model::CreateTaskResult>, McpError> {
+        let Some(tool) = self.host.plugins().tool(&request.name) else {
+            return Ok(None);
+        };
+        let support = tool.mcp["execution"]["taskSupport"]
+            .as_str()
+            .unwrap_or("forbidden");
+        if tool.mcp["_meta"]["taskhost/escalates"] == json!(true) {
+            // The tool itself answers `resultType: "task"` when it goes on as a task.
+            return Ok(None);
+        }
+        let declared = context
+            .client_capabilities()
+            .is_some_and(|c| c.supports_tasks());
+        let background = tool.mcp["_meta"]["taskhost/background"].as_object();
+        match (support, declared, background) {
+            ("required", false, _) => Err(McpError::missing_required_client_capability(
+                rmcp::model::ClientCapabilities::builder()
+                    .enable_tasks()
+                    .build(),
+            )),
+            ("required" | "optional", true, Some(with)) => self
+                .peers
+                .tasks()
+                .start_background(&self.host, owner, &request.name, arguments.clone(), with)
+                .await
+                .map(Some),
+            ("required" | "optional", true, None) => self
+                .peers
+                .tasks()
+                .start(
+                    &self.host,
+                    owner,
+                    &request.name,
+                    arguments.clone(),
+                    self.request_json(request, context),
+                )
+                .map(Some),
+            _ => Ok(None),
+        }
+    }
+
     fn tool_error(text: String) -> CallToolResult {
         CallToolResult::error(vec![ContentBlock::text(text)])
     }
@@ -195,6 +250,7 @@ impl ServerHandler for McpSession {
             .enable_resources_list_changed()
             .enable_tools()
             .enable_tool_list_changed()
+            .enable_tasks()
             .build();
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("taskhost", env!("CARGO_PKG_VERSION")))
@@ -232,9 +288,16 @@ impl ServerHandler for McpSession {
             .arguments
             .clone()
             .map_or_else(|| json!({}), Value::Object);
+        if let Some(task) = self
+            .as_task(&request, &context, &hub.id, &arguments)
+            .await?
+        {
+            return Ok(task.into());
+        }
+        let request_json = self.request_json(&request, &context);
         let extras = CallExtras {
             progress: Self::progress(&context),
-            request: Some(self.request_json(&request, &context)),
+            request: Some(request_json.clone()),
             client: Some(Arc::new(CallClient {
                 peer: context.peer.clone(),
                 progress_token: context.meta.get_progress_token(),
@@ -254,6 +317,25 @@ impl ServerHandler for McpSession {
             }
         };
         match outcome {
+            Ok(out)
+                if out.mcp.as_ref().and_then(|m| m.get("resultType")) == Some(&json!("task")) =>
+            {
+                // The tool asks to go on as a task (after a first, synchronous round).
+                if !context
+                    .client_capabilities()
+                    .is_some_and(|c| c.supports_tasks())
+                {
+                    return Err(McpError::missing_required_client_capability(
+                        rmcp::model::ClientCapabilities::builder()
+                            .enable_tasks()
+                            .build(),
+                    ));
+                }
+                self.peers
+                    .tasks()
+                    .start(&self.host, &hub.id, &request.name, arguments, request_json)
+                    .map(Into::into)
+            }
             Ok(out) => {
                 let sessions = self.host.sessions();
                 let notices = hub
@@ -393,6 +475,45 @@ impl ServerHandler for McpSession {
         surface::get_prompt(&self.host, request, &context.meta).await
     }
 
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        self.observe(&context);
+        let hub = self.hub(&context.extensions).await?;
+        self.peers
+            .tasks()
+            .get(&self.host, &hub.id, &request.task_id)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.observe(&context);
+        let hub = self.hub(&context.extensions).await?;
+        self.peers.tasks().update(
+            &self.host,
+            &hub.id,
+            &request.task_id,
+            request.input_responses,
+        )
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.observe(&context);
+        let hub = self.hub(&context.extensions).await?;
+        self.peers
+            .tasks()
+            .cancel(&self.host, &hub.id, &request.task_id)
+    }
+
     async fn complete(
         &self,
         request: CompleteRequestParams,
@@ -403,11 +524,26 @@ impl ServerHandler for McpSession {
     }
 }
 
-/// A tool as MCP lists it.
+/// A tool as MCP lists it: its name, description and schema, and the rest of the description the
+/// plugin gave (a field that is not MCP is left out, with the others kept).
 fn mcp_tool(t: crate::plugin::ToolEntry) -> Tool {
     let schema = match t.input_schema {
         Value::Object(m) => m,
         _ => serde_json::Map::new(),
     };
-    Tool::new(t.name, t.description, Arc::new(schema))
+    let plain = Tool::new(t.name, t.description, Arc::new(schema));
+    let Value::Object(fields) = t.mcp else {
+        return plain;
+    };
+    let Ok(Value::Object(mut whole)) = serde_json::to_value(&plain) else {
+        return plain;
+    };
+    for (key, value) in fields {
+        let mut one = whole.clone();
+        one.insert(key.clone(), value.clone());
+        if serde_json::from_value::<Tool>(Value::Object(one)).is_ok() {
+            whole.insert(key, value);
+        }
+    }
+    serde_json::from_value(Value::Object(whole)).unwrap_or(plain)
 }

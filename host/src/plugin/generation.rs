@@ -212,6 +212,8 @@ pub struct ToolEntry {
     pub description: String,
     /// Its JSON schema.
     pub input_schema: serde_json::Value,
+    /// More of its MCP description (`execution`, `annotations`, ...), as the plugin gave it.
+    pub mcp: serde_json::Value,
     pub(crate) handler: Arc<GenBox<ToolHandlerBox>>,
 }
 

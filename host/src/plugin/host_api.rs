@@ -91,6 +91,7 @@ impl HostApi for GenHost {
             name: spec.name.as_str().to_owned(),
             description: spec.description.as_str().to_owned(),
             input_schema: schema,
+            mcp: serde_json::from_str(spec.mcp_json.as_str()).unwrap_or_default(),
             handler: Arc::new(GenBox::new(handler, generation.clone())),
         };
         match self.shared.add_tool(&generation, entry) {
@@ -379,34 +380,11 @@ impl HostApi for GenHost {
     }
 
     fn log(&self, level: Level, target: RStr<'_>, message: RStr<'_>) {
-        let (plugin, generation) = match self.generation.upgrade() {
-            Some(g) => (g.plugin.clone(), g.number),
-            None => ("?".to_owned(), 0),
-        };
-        let (target, message) = (target.as_str(), message.as_str());
-        match level {
-            Level::Error => tracing::error!(%plugin, generation, target, "{message}"),
-            Level::Warn => tracing::warn!(%plugin, generation, target, "{message}"),
-            Level::Info => tracing::info!(%plugin, generation, target, "{message}"),
-            Level::Debug => tracing::debug!(%plugin, generation, target, "{message}"),
-            Level::Trace => tracing::trace!(%plugin, generation, target, "{message}"),
-        }
+        self.write_log(level, target.as_str(), message.as_str());
     }
 
     fn spawn_worker(&self, worker: WorkerBox) {
-        let Ok(generation) = self.generation() else {
-            return;
-        };
-        let keep = generation.clone();
-        let submitted = generation.executor.submit(move || {
-            let mut worker = worker;
-            worker.run();
-            drop(worker);
-            drop(keep);
-        });
-        if !submitted {
-            tracing::error!(plugin = %generation.plugin, generation = generation.number, "cannot start a plugin worker");
-        }
+        self.run_worker(worker);
     }
 
     fn config_json(&self) -> RString {
@@ -414,6 +392,7 @@ impl HostApi for GenHost {
             .upgrade()
             .map_or_else(|| "{}".into(), |g| g.config_json.as_str().into())
     }
+
     fn register_item(
         &self,
         kind: McpItemKind,
@@ -445,5 +424,9 @@ impl HostApi for GenHost {
 
     fn call_ask(&self, method: RStr<'_>, params_json: RStr<'_>) -> RResult<RString, RString> {
         self.ask_client(method, params_json)
+    }
+
+    fn call_ask_all(&self, requests_json: RStr<'_>) -> RResult<RString, RString> {
+        self.ask_client_all(requests_json)
     }
 }

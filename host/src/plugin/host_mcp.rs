@@ -60,6 +60,21 @@ impl GenHost {
         }
     }
 
+    pub(super) fn ask_client_all(&self, requests: RStr<'_>) -> RResult<RString, RString> {
+        let call = CallScope::current();
+        let Some(client) = call.client else {
+            return RErr("this call has no MCP client to ask".into());
+        };
+        let Ok(serde_json::Value::Object(requests)) = serde_json::from_str(requests.as_str())
+        else {
+            return RErr("the requests are not a JSON object of key to request".into());
+        };
+        match client.ask_all(requests, &call.cancel) {
+            Ok(answers) => ROk(serde_json::Value::Object(answers).to_string().into()),
+            Err(e) => RErr(e.into()),
+        }
+    }
+
     pub(super) fn ask_client(
         &self,
         method: RStr<'_>,

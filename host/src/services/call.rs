@@ -39,7 +39,26 @@ pub trait ClientLink: Send + Sync {
         method: &str,
         params: serde_json::Value,
         cancel: &CancellationToken,
-    ) -> Result<serde_json::Value, String>;
+    ) -> Result<serde_json::Value, String> {
+        let requests = serde_json::json!({"0": {"method": method, "params": params}});
+        let serde_json::Value::Object(requests) = requests else {
+            return Err("unreachable: a literal object".to_owned());
+        };
+        let mut answers = self.ask_all(requests, cancel)?;
+        answers
+            .remove("0")
+            .ok_or_else(|| "the client gave no answer".to_owned())
+    }
+    /// Sends the client every request of `requests` (a key to each `{"method", "params"}`) and
+    /// blocks until all are answered: each key's result.
+    ///
+    /// # Errors
+    /// As [`ClientLink::ask`]; the first failure fails them all.
+    fn ask_all(
+        &self,
+        requests: serde_json::Map<String, serde_json::Value>,
+        cancel: &CancellationToken,
+    ) -> Result<serde_json::Map<String, serde_json::Value>, String>;
 }
 
 /// Tells `progress` (when the caller asked for it) how `process` is doing, at most ten times a second

@@ -161,6 +161,10 @@ struct BashTool {
 impl Tool for BashTool {
     type Args = BashArgs;
 
+    fn mcp_fields(&self) -> taskhost_abi::serde_json::Value {
+        taskhost_abi::sdk::runs_in_background_as_task()
+    }
+
     fn name(&self) -> &str {
         "bash"
     }

@@ -42,6 +42,10 @@ struct SlurmTool {
 impl Tool for SlurmTool {
     type Args = SlurmArgs;
 
+    fn mcp_fields(&self) -> taskhost_abi::serde_json::Value {
+        taskhost_abi::sdk::runs_in_background_as_task()
+    }
+
     fn name(&self) -> &str {
         "slurm"
     }

@@ -81,6 +81,14 @@ struct SubagentTool {
 impl Tool for SubagentTool {
     type Args = SubagentArgs;
 
+    fn mcp_fields(&self) -> taskhost_abi::serde_json::Value {
+        if self.config.enable_run_in_background {
+            taskhost_abi::sdk::runs_in_background_as_task()
+        } else {
+            taskhost_abi::sdk::runs_as_task()
+        }
+    }
+
     fn name(&self) -> &str {
         "subagent"
     }

@@ -3,13 +3,14 @@
 //! scenarios call, all through the plugin interface (never in the product's default plugins). What
 //! each returns is what the suite's reference server (`everything-server`) returns.
 //!
-//! Tools are in `tools.rs`, the multi-round (`input_required`) tools in `rounds.rs`, prompts,
-//! resources and completions in `items.rs`.
+//! Tools are in `tools.rs`, the multi-round (`input_required`) tools in `rounds.rs`, the tasks
+//! extension's in `tasks.rs`, prompts, resources and completions in `items.rs`.
 
 #![allow(clippy::unwrap_used, reason = "fixtures built from literals")]
 
 mod items;
 mod rounds;
+mod tasks;
 mod tools;
 
 use taskhost_abi::sdk::NoState;
@@ -24,6 +25,7 @@ fn init(host: Host) -> Result<NoState, String> {
     tools::register(&host)?;
     rounds::register(&host)?;
     items::register(&host)?;
+    tasks::register(&host)?;
     Ok(NoState)
 }
 
