@@ -271,10 +271,31 @@ impl Client {
     }
 
     /// A 2026-07-28 request: its version in `_meta` and the headers it needs.
-    pub(crate) fn modern(&self, method: &str, name: Option<&str>, mut params: Value) -> Response {
+    pub(crate) fn modern(&self, method: &str, name: Option<&str>, params: Value) -> Response {
+        self.modern_with(method, name, params, json!({}))
+    }
+
+    /// A 2026-07-28 request from a client that declared the tasks extension.
+    pub(crate) fn with_tasks(&self, method: &str, name: Option<&str>, params: Value) -> Value {
+        let capabilities = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+        let answer = self.modern_with(method, name, params, capabilities);
+        answer
+            .messages()
+            .into_iter()
+            .find(|m| m.get("id").is_some())
+            .unwrap_or_else(|| json!({"no answer": answer.body}))
+    }
+
+    fn modern_with(
+        &self,
+        method: &str,
+        name: Option<&str>,
+        mut params: Value,
+        capabilities: Value,
+    ) -> Response {
         params["_meta"] = json!({
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientCapabilities": capabilities,
         });
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
         let mut headers = vec![

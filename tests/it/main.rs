@@ -17,6 +17,7 @@ mod keeper;
 mod lifecycle;
 mod loading;
 mod mcp;
+mod mcp_tasks;
 mod owners;
 mod reload;
 mod slurm;

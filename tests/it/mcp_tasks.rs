@@ -1,0 +1,148 @@
+//! MCP Tasks (the 2026-07-28 extension) over HTTP with raw JSON-RPC: a call that asks for a task
+//! gets a registry task that `tasks/get` follows to its result (the `task_*` tools see the same
+//! task), a client that did not declare the extension gets a plain result, `tasks/cancel` ends the
+//! process, another principal's id is refused as an unknown one, and a task resolves on the next
+//! host of the state directory.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::fixtures::*;
+use crate::http_wire::{Client, HttpHost};
+use crate::mcp::alive;
+
+/// Starts `command` as an MCP task; its id.
+fn task(client: &Client, command: &str) -> String {
+    let created = client.with_tasks(
+        "tools/call",
+        Some("bash"),
+        json!({"name": "bash", "arguments": {"command": command}}),
+    );
+    assert_eq!(created["result"]["resultType"], json!("task"), "{created}");
+    assert_eq!(created["result"]["status"], json!("working"), "{created}");
+    created["result"]["taskId"].as_str().unwrap().to_owned()
+}
+
+fn get(client: &Client, id: &str) -> Value {
+    client.with_tasks("tasks/get", Some(id), json!({"taskId": id}))
+}
+
+/// Polls `tasks/get` until the task's status is terminal.
+fn settled(client: &Client, id: &str) -> Value {
+    let mut last = Value::Null;
+    assert!(
+        eventually(Duration::from_secs(30), || {
+            last = get(client, id);
+            last["result"]["status"] != json!("working")
+        }),
+        "{last}"
+    );
+    last["result"].clone()
+}
+
+#[test]
+fn a_call_that_asks_for_a_task_gets_one_followed_to_its_result_in_either_view() {
+    let dir = scratch("mcp-tasks-result");
+    let host = HttpHost::start(&dir, &[]);
+    let alice = Client::new(&host, &host.token("alice"));
+    let id = task(&alice, "echo from the task; exit 3");
+    assert!(id.starts_with("bash-"), "{id}");
+    let done = settled(&alice, &id);
+    assert_eq!(done["status"], json!("completed"), "{done}");
+    assert_eq!(
+        done["result"]["isError"],
+        json!(true),
+        "a non-zero exit: {done}"
+    );
+    let text = done["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("from the task\n"), "{text}");
+    assert!(text.contains("exit code: 3"), "{text}");
+    assert!(alice.call("task_list", json!({})).contains(&id));
+
+    let plain = alice.modern(
+        "tools/call",
+        Some("bash"),
+        json!({"name": "bash", "arguments": {"command": "echo plain"}}),
+    );
+    assert!(
+        plain.body.contains("\"resultType\":\"complete\""),
+        "{plain:?}"
+    );
+    assert!(plain.tool_text().starts_with("plain\n"), "{plain:?}");
+    let greet = alice.with_tasks(
+        "tools/call",
+        Some("task_list"),
+        json!({"name": "task_list", "arguments": {}}),
+    );
+    assert_eq!(
+        greet["result"]["resultType"],
+        json!("complete"),
+        "a tool that does not support tasks answers as a call: {greet}"
+    );
+}
+
+#[test]
+fn tasks_cancel_ends_the_process_and_other_principals_see_no_task() {
+    let dir = scratch("mcp-tasks-cancel");
+    let host = HttpHost::start(&dir, &[]);
+    let alice = Client::new(&host, &host.token("alice"));
+    let bob = Client::new(&host, &host.token("bob"));
+    let id = task(&alice, "echo $$; exec sleep 1000");
+    let mut pid = None;
+    assert!(eventually(Duration::from_secs(20), || {
+        let read = alice.call("task_output", json!({"task_id": id}));
+        pid = read
+            .lines()
+            .next()
+            .and_then(|l| l.trim().parse::<i32>().ok());
+        pid.is_some()
+    }));
+    let pid = pid.unwrap();
+    for foreign in [get(&bob, &id), get(&alice, "bash-999")] {
+        assert_eq!(foreign["error"]["code"], json!(-32602), "{foreign}");
+    }
+    let refused = bob.with_tasks("tasks/cancel", Some(&id), json!({"taskId": id}));
+    assert_eq!(refused["error"]["code"], json!(-32602), "{refused}");
+    assert!(alive(pid), "another principal's cancel left it running");
+
+    let cancelled = alice.with_tasks("tasks/cancel", Some(&id), json!({"taskId": id}));
+    assert!(cancelled.get("error").is_none(), "{cancelled}");
+    assert!(
+        eventually(Duration::from_secs(20), || !alive(pid)),
+        "the process ended"
+    );
+    assert_eq!(settled(&alice, &id)["status"], json!("cancelled"));
+}
+
+#[test]
+fn a_task_resolves_on_the_next_host_as_its_records_say() {
+    let dir = scratch("mcp-tasks-restart");
+    let mut host = HttpHost::start(&dir, &[]);
+    let token = host.token("alice");
+    let alice = Client::new(&host, &token);
+    let finished = task(&alice, "echo kept");
+    assert_eq!(settled(&alice, &finished)["status"], json!("completed"));
+    let running = task(&alice, "exec sleep 1000");
+    host.child.kill().unwrap();
+    host.child.wait().unwrap();
+    drop(host);
+
+    let next = HttpHost::start(&dir, &[]);
+    let alice = Client::new(&next, &token);
+    let lost = get(&alice, &running);
+    assert_eq!(lost["result"]["status"], json!("failed"), "{lost}");
+    let why = lost["result"]["error"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(why.contains("host stopped"), "{lost}");
+    let kept = get(&alice, &finished);
+    assert_eq!(kept["result"]["status"], json!("completed"), "{kept}");
+    assert!(
+        kept["result"]["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("kept\n"),
+        "{kept}"
+    );
+}
