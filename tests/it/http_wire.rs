@@ -319,8 +319,13 @@ pub(crate) struct LegacySession {
 impl LegacySession {
     /// Initializes a session as `client`.
     pub(crate) fn open(client: Client) -> Self {
+        Self::declaring(client, json!({}))
+    }
+
+    /// Initializes a session as `client`, declaring `capabilities`.
+    pub(crate) fn declaring(client: Client, capabilities: Value) -> Self {
         let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
+            "protocolVersion": "2025-11-25", "capabilities": capabilities,
             "clientInfo": {"name": "taskhost-tests", "version": "1"}}});
         let response = client.post(&[], init.to_string().as_bytes());
         assert_eq!(response.status, 200, "{response:?}");

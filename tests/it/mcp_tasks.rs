@@ -1,6 +1,6 @@
 //! MCP Tasks (the 2026-07-28 extension) over HTTP with raw JSON-RPC: a call that asks for a task
 //! gets a registry task that `tasks/get` follows to its result (the `task_*` tools see the same
-//! task), a client that did not declare the extension gets a plain result, `tasks/cancel` ends the
+//! task), a client that did not declare the extension (or a 2025-11-25 session) gets a plain result, `tasks/cancel` ends the
 //! process, another principal's id is refused as an unknown one, and a task resolves on the next
 //! host of the state directory.
 
@@ -70,6 +70,13 @@ fn a_call_that_asks_for_a_task_gets_one_followed_to_its_result_in_either_view() 
         "{plain:?}"
     );
     assert!(plain.tool_text().starts_with("plain\n"), "{plain:?}");
+    // The extension is the 2026-07-28 era's: a 2025-11-25 session declaring it is answered as a call.
+    let legacy = crate::http_wire::LegacySession::declaring(
+        Client::new(&host, alice.token.as_deref().unwrap()),
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}),
+    );
+    let answered = legacy.call("bash", json!({"command": "echo legacy"}));
+    assert!(answered.starts_with("legacy\n"), "{answered}");
     let greet = alice.with_tasks(
         "tools/call",
         Some("task_list"),

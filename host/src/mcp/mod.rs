@@ -9,6 +9,7 @@
 //! both, a notice also rides on the session's next tool result, the one path every client shows its
 //! model. rmcp marks logging deprecated (SEP-2577) for 2026-07-28; it is still what clients show.
 
+mod call;
 mod client;
 mod hub;
 mod peers;

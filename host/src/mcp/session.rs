@@ -9,37 +9,33 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
-    CompleteRequestParams, CompleteResult, ContentBlock, GetPromptRequestParams, GetPromptResponse,
-    GetTaskParams, GetTaskResult, Implementation, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, LoggingLevel, PaginatedRequestParams,
-    ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ServerConfig, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
-    UnsubscribeRequestParams, UpdateTaskParams,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestParams,
+    CompleteResult, GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult,
+    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, LoggingLevel, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData as McpError, ServerHandler};
-use serde_json::{Value, json};
 
-use super::client::CallClient;
 use super::hub::{Hub, Listener};
 use super::peers::Peers;
 use super::principals::{Principal, PrincipalOwners};
 use super::surface;
-use crate::plugin::CallExtras;
-use crate::{CallError, Taskhost};
+use crate::Taskhost;
 
 /// One MCP session: a connection's (stdio, a socket), or an HTTP client's (a legacy session, or one
 /// stateless 2026-07-28 request), serving the owner it belongs to.
 pub struct McpSession {
-    host: Arc<Taskhost>,
+    pub(super) host: Arc<Taskhost>,
     owner: OwnerOf,
     /// This session's key among the change listeners ([`Peers`]): unique on the host, so that a
     /// session ending never forgets another's listeners.
     key: String,
-    peers: Peers,
+    pub(super) peers: Peers,
     /// This session as its owner's hub sees it: its peer and the log level it asked for.
-    listener: Arc<Listener>,
+    pub(super) listener: Arc<Listener>,
     /// The tool set changes counted when the session started ([`Peers::changes`]).
     changes_at_start: u64,
     /// Cancelled when the client's side of the connection closes.
@@ -105,7 +101,10 @@ impl McpSession {
     }
 
     /// The hub of the owner a request (or notification) with `extensions` is served for.
-    async fn hub(&self, extensions: &rmcp::model::Extensions) -> Result<Arc<Hub>, McpError> {
+    pub(super) async fn hub(
+        &self,
+        extensions: &rmcp::model::Extensions,
+    ) -> Result<Arc<Hub>, McpError> {
         match &self.owner {
             OwnerOf::Connection(hub) => Ok(hub.clone()),
             OwnerOf::Principal { owners, bound } => {
@@ -128,107 +127,11 @@ impl McpSession {
 
     /// What every request tells of its session: its peer (a 2026-07-28 session never sends
     /// `notifications/initialized`) and, in the 2026-07-28 era, the log level it opts in to.
-    fn observe(&self, context: &RequestContext<RoleServer>) {
+    pub(super) fn observe(&self, context: &RequestContext<RoleServer>) {
         let _ = self.listener.peer.set(context.peer.clone());
         if let Some(level) = context.meta.log_level() {
             *self.listener.level.lock() = Some(level);
         }
-    }
-
-    /// Reports a foreground command's progress to the caller, when its call carries a token.
-    fn progress(context: &RequestContext<RoleServer>) -> Option<crate::services::Progress> {
-        let token = context.meta.get_progress_token()?;
-        let peer = context.peer.clone();
-        let runtime = tokio::runtime::Handle::current();
-        Some(Arc::new(move |progress: f64, line: String| {
-            let param = ProgressNotificationParam::new(token.clone(), progress).with_message(line);
-            let peer = peer.clone();
-            runtime.spawn(async move {
-                let _ = peer.notify_progress(param).await;
-            });
-        }))
-    }
-
-    /// The rest of a tool call's request as the plugin gets it: its params but the name and
-    /// arguments, and its `_meta` with the client's capabilities (a legacy session's, from its
-    /// `initialize`, where the request carries none).
-    fn request_json(
-        &self,
-        request: &CallToolRequestParams,
-        context: &RequestContext<RoleServer>,
-    ) -> Value {
-        let mut value = surface::with_meta(request, &context.meta);
-        if let Value::Object(map) = &mut value {
-            map.remove("name");
-            map.remove("arguments");
-        }
-        const CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
-        if value["_meta"].get(CAPABILITIES).is_none()
-            && let Some(info) = context.peer.peer_info()
-            && let Ok(capabilities) = serde_json::to_value(&info.capabilities)
-            && value["_meta"].is_object()
-        {
-            value["_meta"][CAPABILITIES] = capabilities;
-        }
-        value
-    }
-
-    /// A call run as an MCP task, when the client declared the tasks extension and the tool
-    /// supports tasks; `None` to run it as a call.
-    ///
-    /// # Errors
-    /// `-32021` for a tool that runs only as a task, called by a client that did not declare the
-    /// extension; the registry's refusal of the task.
-    async fn as_task(
-        &self,
-        request: &CallToolRequestParams,
-        context: &RequestContext<RoleServer>,
-        owner: &str,
-        arguments: &Value,
-    ) -> Result<Option<rmcp::model::CreateTaskResult>, McpError> {
-        let Some(tool) = self.host.plugins().tool(&request.name) else {
-            return Ok(None);
-        };
-        let support = tool.mcp["execution"]["taskSupport"]
-            .as_str()
-            .unwrap_or("forbidden");
-        if tool.mcp["_meta"]["taskhost/escalates"] == json!(true) {
-            // The tool itself answers `resultType: "task"` when it goes on as a task.
-            return Ok(None);
-        }
-        let declared = context
-            .client_capabilities()
-            .is_some_and(|c| c.supports_tasks());
-        let background = tool.mcp["_meta"]["taskhost/background"].as_object();
-        match (support, declared, background) {
-            ("required", false, _) => Err(McpError::missing_required_client_capability(
-                rmcp::model::ClientCapabilities::builder()
-                    .enable_tasks()
-                    .build(),
-            )),
-            ("required" | "optional", true, Some(with)) => self
-                .peers
-                .tasks()
-                .start_background(&self.host, owner, &request.name, arguments.clone(), with)
-                .await
-                .map(Some),
-            ("required" | "optional", true, None) => self
-                .peers
-                .tasks()
-                .start(
-                    &self.host,
-                    owner,
-                    &request.name,
-                    arguments.clone(),
-                    self.request_json(request, context),
-                )
-                .map(Some),
-            _ => Ok(None),
-        }
-    }
-
-    fn tool_error(text: String) -> CallToolResult {
-        CallToolResult::error(vec![ContentBlock::text(text)])
     }
 }
 
@@ -268,13 +171,13 @@ impl ServerHandler for McpSession {
             .plugins()
             .tools()
             .into_iter()
-            .map(mcp_tool)
+            .map(surface::mcp_tool)
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.host.plugins().tool(name).map(mcp_tool)
+        self.host.plugins().tool(name).map(surface::mcp_tool)
     }
 
     async fn call_tool(
@@ -282,80 +185,7 @@ impl ServerHandler for McpSession {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        self.observe(&context);
-        let hub = self.hub(&context.extensions).await?;
-        let arguments = request
-            .arguments
-            .clone()
-            .map_or_else(|| json!({}), Value::Object);
-        if let Some(task) = self
-            .as_task(&request, &context, &hub.id, &arguments)
-            .await?
-        {
-            return Ok(task.into());
-        }
-        let request_json = self.request_json(&request, &context);
-        let extras = CallExtras {
-            progress: Self::progress(&context),
-            request: Some(request_json.clone()),
-            client: Some(Arc::new(CallClient {
-                peer: context.peer.clone(),
-                progress_token: context.meta.get_progress_token(),
-                listener: self.listener.clone(),
-                runtime: tokio::runtime::Handle::current(),
-            })),
-        };
-        let call = self
-            .host
-            .plugins()
-            .call_tool_with(&request.name, &hub.id, &arguments, extras);
-        // `notifications/cancelled` for this request: dropping the call cancels what it started.
-        let outcome = tokio::select! {
-            outcome = call => outcome,
-            () = context.ct.cancelled() => {
-                return Err(McpError::internal_error("cancelled by the client", None));
-            }
-        };
-        match outcome {
-            Ok(out)
-                if out.mcp.as_ref().and_then(|m| m.get("resultType")) == Some(&json!("task")) =>
-            {
-                // The tool asks to go on as a task (after a first, synchronous round).
-                if !context
-                    .client_capabilities()
-                    .is_some_and(|c| c.supports_tasks())
-                {
-                    return Err(McpError::missing_required_client_capability(
-                        rmcp::model::ClientCapabilities::builder()
-                            .enable_tasks()
-                            .build(),
-                    ));
-                }
-                self.peers
-                    .tasks()
-                    .start(&self.host, &hub.id, &request.name, arguments, request_json)
-                    .map(Into::into)
-            }
-            Ok(out) => {
-                let sessions = self.host.sessions();
-                let notices = hub
-                    .take_pending()
-                    .into_iter()
-                    .filter(|n| {
-                        !n.task
-                            .as_deref()
-                            .is_some_and(|t| sessions.already_reported(&hub.id, t))
-                    })
-                    .map(|n| ContentBlock::text(n.text))
-                    .collect();
-                surface::tool_response(&request.name, out, notices)
-            }
-            Err(
-                e @ (CallError::UnknownTool(_)
-                | CallError::BadArguments { .. }
-                | CallError::Unavailable(_)),
-            ) => Ok(Self::tool_error(format!("Error: {e}")).into()),
-        }
+        self.call(request, context).await
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -522,28 +352,4 @@ impl ServerHandler for McpSession {
         self.observe(&context);
         surface::complete(&self.host, request, &context.meta).await
     }
-}
-
-/// A tool as MCP lists it: its name, description and schema, and the rest of the description the
-/// plugin gave (a field that is not MCP is left out, with the others kept).
-fn mcp_tool(t: crate::plugin::ToolEntry) -> Tool {
-    let schema = match t.input_schema {
-        Value::Object(m) => m,
-        _ => serde_json::Map::new(),
-    };
-    let plain = Tool::new(t.name, t.description, Arc::new(schema));
-    let Value::Object(fields) = t.mcp else {
-        return plain;
-    };
-    let Ok(Value::Object(mut whole)) = serde_json::to_value(&plain) else {
-        return plain;
-    };
-    for (key, value) in fields {
-        let mut one = whole.clone();
-        one.insert(key.clone(), value.clone());
-        if serde_json::from_value::<Tool>(Value::Object(one)).is_ok() {
-            whole.insert(key, value);
-        }
-    }
-    serde_json::from_value(Value::Object(whole)).unwrap_or(plain)
 }

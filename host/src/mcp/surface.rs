@@ -217,3 +217,27 @@ pub fn plugins_json(host: &Taskhost) -> Value {
         .collect();
     json!({"plugins": plugins})
 }
+
+/// A tool as MCP lists it: its name, description and schema, and the rest of the description the
+/// plugin gave (a field that is not MCP is left out, with the others kept).
+pub(super) fn mcp_tool(t: crate::plugin::ToolEntry) -> rmcp::model::Tool {
+    let schema = match t.input_schema {
+        Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    };
+    let plain = rmcp::model::Tool::new(t.name, t.description, std::sync::Arc::new(schema));
+    let Value::Object(fields) = t.mcp else {
+        return plain;
+    };
+    let Ok(Value::Object(mut whole)) = serde_json::to_value(&plain) else {
+        return plain;
+    };
+    for (key, value) in fields {
+        let mut one = whole.clone();
+        one.insert(key.clone(), value.clone());
+        if serde_json::from_value::<rmcp::model::Tool>(Value::Object(one)).is_ok() {
+            whole.insert(key, value);
+        }
+    }
+    serde_json::from_value(Value::Object(whole)).unwrap_or(plain)
+}

@@ -11,21 +11,25 @@
 //! `isError: true`); a killed one `cancelled`; `failed` is for a JSON-RPC error of the call, and for
 //! a task the records say was lost with its host.
 
+mod client;
+mod inputs;
+mod view;
+
 use parking_lot::Mutex;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use rmcp::ErrorData as McpError;
-use rmcp::model::{CreateTaskResult, DetailedTask, GetTaskResult, Task, TaskPayload};
+use rmcp::model::{CreateTaskResult, DetailedTask, GetTaskResult, TaskPayload};
 use serde_json::{Value, json};
-use taskhost_registry::{
-    CancellationToken, ProducerError, TaskHooks, TaskOutcome, TaskSnapshot, TaskStatus,
-};
+use taskhost_registry::{CancellationToken, ProducerError, TaskHooks, TaskOutcome, TaskStatus};
 
 use crate::Taskhost;
 use crate::plugin::CallExtras;
 use crate::services::{ClientLink, TaskDeclaration};
+use client::TaskClient;
+use inputs::Inputs;
+use view::{TOOL_ERROR, TOOL_RESULT, base, label, object, recorded};
 
 /// How many settled call tasks' MCP results a host keeps (the oldest go first; a task whose result
 /// went is answered from its recorded output).
@@ -40,18 +44,11 @@ enum Ending {
     Error(Value),
 }
 
-/// A live call task's open requests to its client, and where each answer goes.
-#[derive(Default)]
-struct Parked {
-    requests: serde_json::Map<String, Value>,
-    answers: HashMap<String, tokio::sync::oneshot::Sender<Value>>,
-}
-
 /// The MCP side of the call tasks of one host.
 #[derive(Default)]
 pub struct McpTasks {
     endings: Mutex<VecDeque<(String, Ending)>>,
-    parked: Mutex<HashMap<String, Parked>>,
+    inputs: Arc<Inputs>,
 }
 
 impl McpTasks {
@@ -100,7 +97,7 @@ impl McpTasks {
         host.services().runtime.spawn(async move {
             let client: Arc<dyn ClientLink> = Arc::new(TaskClient {
                 task: task.clone(),
-                tasks: tasks.clone(),
+                inputs: tasks.inputs.clone(),
                 runtime: tokio::runtime::Handle::current(),
             });
             let extras = CallExtras {
@@ -115,7 +112,7 @@ impl McpTasks {
                 out = call => Some(out),
                 () = cancel.cancelled() => None,
             };
-            tasks.parked.lock().remove(&task);
+            tasks.inputs.forget(&task);
             let settled = match outcome {
                 None => TaskOutcome::killed(),
                 Some(Ok(out)) => tasks.ended(&task, out),
@@ -241,9 +238,9 @@ impl McpTasks {
                     json!({"code": -32603, "message": format!("the host stopped while this task ran; its outcome is unknown ({})", snapshot.detail.as_deref().unwrap_or("lost"))}),
                 ),
             },
-            status if !status.is_terminal() => match self.parked.lock().get(id) {
-                Some(p) if !p.requests.is_empty() => TaskPayload::InputRequired {
-                    input_requests: serde_json::from_value(Value::Object(p.requests.clone()))
+            status if !status.is_terminal() => match self.inputs.requests(id) {
+                Some(requests) => TaskPayload::InputRequired {
+                    input_requests: serde_json::from_value(Value::Object(requests))
                         .unwrap_or_default(),
                 },
                 _ => TaskPayload::Working,
@@ -280,15 +277,7 @@ impl McpTasks {
         host.registry()
             .get(id, agent.as_ref())
             .map_err(|_| McpError::invalid_params(format!("no task {id}"), None))?;
-        let mut parked = self.parked.lock();
-        if let Some(p) = parked.get_mut(id) {
-            for (key, response) in responses {
-                if let Some(answer) = p.answers.remove(&key) {
-                    p.requests.remove(&key);
-                    let _ = answer.send(response);
-                }
-            }
-        }
+        self.inputs.answer(id, responses);
         Ok(())
     }
 
@@ -308,187 +297,5 @@ impl McpTasks {
                 }
                 other => McpError::internal_error(other.to_string(), None),
             })
-    }
-}
-
-/// The detail of a call task whose tool answered with a result, and with an error result.
-const TOOL_RESULT: &str = "tool result";
-const TOOL_ERROR: &str = "tool error result";
-
-/// A settled task's MCP result from its record: its output, an error when its detail says the
-/// tool or the process failed.
-fn recorded(
-    host: &Taskhost,
-    snapshot: &TaskSnapshot,
-    agent: Option<&taskhost_registry::Agent>,
-) -> TaskPayload {
-    let detail = snapshot.detail.as_deref().unwrap_or("");
-    if snapshot.status == TaskStatus::Failed {
-        return TaskPayload::Failed {
-            error: object(json!({"code": -32603, "message": detail})),
-        };
-    }
-    let text = host
-        .registry()
-        .peek(snapshot.id.as_str(), agent)
-        .or_else(|_| host.registry().read(snapshot.id.as_str(), agent))
-        .map(|r| r.text)
-        .unwrap_or_default();
-    let failed_exit = detail.starts_with("exit code: ") && detail != "exit code: 0";
-    let is_error = detail == TOOL_ERROR || failed_exit || detail.starts_with("signal: ");
-    let status =
-        taskhost_abi::wording::status_line(snapshot.status.as_str(), snapshot.detail.as_deref());
-    let text = if detail == TOOL_RESULT || detail == TOOL_ERROR {
-        text
-    } else {
-        format!("{text}{status}")
-    };
-    TaskPayload::Completed {
-        result: object(json!({"content": [{"type": "text", "text": text}], "isError": is_error})),
-    }
-}
-
-fn object(value: Value) -> serde_json::Map<String, Value> {
-    match value {
-        Value::Object(map) => map,
-        other => {
-            let mut map = serde_json::Map::new();
-            map.insert("value".to_owned(), other);
-            map
-        }
-    }
-}
-
-/// The task's base fields: times, and how often to poll a task of its kind.
-fn base(snapshot: &TaskSnapshot, status: rmcp::model::TaskStatus) -> Task {
-    let updated = snapshot.finished_at_ms.unwrap_or_else(now_ms);
-    let poll_ms = match snapshot.kind.as_str() {
-        "subagent" => 5_000,
-        "slurm" => 10_000,
-        _ => 1_000,
-    };
-    let mut task = Task::new(
-        snapshot.id.to_string(),
-        status,
-        iso8601(snapshot.started_at_ms),
-        iso8601(updated),
-    )
-    .with_poll_interval_ms(poll_ms);
-    if let Some(detail) = &snapshot.detail {
-        task = task.with_status_message(detail.clone());
-    }
-    task
-}
-
-/// A short label for a call task: the tool and its arguments, cut to 100 characters.
-fn label(tool: &str, arguments: &Value) -> String {
-    let shown = arguments
-        .get("command")
-        .or_else(|| arguments.get("prompt"))
-        .and_then(Value::as_str)
-        .map_or_else(|| arguments.to_string(), str::to_owned);
-    let mut label = format!("{tool}: {shown}");
-    if label.chars().count() > 100 {
-        label = label.chars().take(99).collect::<String>() + "…";
-    }
-    label
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
-/// `ms` since the Unix epoch as an RFC 3339 UTC time with milliseconds.
-fn iso8601(ms: u64) -> String {
-    let (days, rest) = ((ms / 86_400_000) as i64, ms % 86_400_000);
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let (h, m, s, milli) = (
-        rest / 3_600_000,
-        rest / 60_000 % 60,
-        rest / 1_000 % 60,
-        rest % 1_000,
-    );
-    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{milli:03}Z")
-}
-
-/// The client of a call running as a task: it cannot be logged to or told progress (the extension
-/// carries neither), and what the call asks it becomes the task's open input requests, answered
-/// through `tasks/update`.
-struct TaskClient {
-    task: String,
-    tasks: Arc<McpTasks>,
-    runtime: tokio::runtime::Handle,
-}
-
-impl ClientLink for TaskClient {
-    fn log(&self, _level: &str, _logger: &str, _data: Value) {}
-
-    fn progress(&self, _progress: f64, _total: Option<f64>, _message: &str) {}
-
-    fn ask_all(
-        &self,
-        requests: serde_json::Map<String, Value>,
-        cancel: &CancellationToken,
-    ) -> Result<serde_json::Map<String, Value>, String> {
-        static NEXT: AtomicU64 = AtomicU64::new(1);
-        let mut waits = Vec::with_capacity(requests.len());
-        {
-            let mut parked = self.tasks.parked.lock();
-            let p = parked.entry(self.task.clone()).or_default();
-            for (key, request) in requests {
-                // Keys unique over the task's life, as the extension asks.
-                let open = format!("{key}-{}", NEXT.fetch_add(1, Ordering::Relaxed));
-                let (answer, answered) = tokio::sync::oneshot::channel();
-                p.requests.insert(open.clone(), request);
-                p.answers.insert(open.clone(), answer);
-                waits.push((key, open, answered));
-            }
-        }
-        let opened: Vec<String> = waits.iter().map(|(_, open, _)| open.clone()).collect();
-        let cancel = cancel.clone();
-        let got = self.runtime.block_on(async move {
-            let all = futures::future::try_join_all(waits.into_iter().map(
-                |(key, _, answered)| async move {
-                    answered
-                        .await
-                        .map(|v| (key, v))
-                        .map_err(|_| "the task ended before it was answered".to_owned())
-                },
-            ));
-            tokio::select! {
-                got = all => got.map(|a| a.into_iter().collect()),
-                () = cancel.cancelled() => Err("the task was cancelled".to_owned()),
-            }
-        });
-        if let Some(p) = self.tasks.parked.lock().get_mut(&self.task) {
-            for open in &opened {
-                p.requests.remove(open);
-                p.answers.remove(open);
-            }
-        }
-        got
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::iso8601;
-
-    #[test]
-    fn times_are_rfc3339_utc_with_milliseconds() {
-        assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(iso8601(951_782_400_123), "2000-02-29T00:00:00.123Z");
-        assert_eq!(iso8601(1_796_471_999_999), "2026-12-05T11:59:59.999Z");
     }
 }
