@@ -11,19 +11,24 @@ use crate::fixtures::*;
 use crate::http_wire::{Client, HttpHost, LegacySession, revoke_in};
 use crate::mcp::{alive, binary};
 
-/// The pid a task printed as its first line, read through `client`.
+/// The pid a task printed as its first line, read through `client` (reads consume: the line is in
+/// the first read that has output).
 fn printed_pid(client: &Client, task: &str) -> i32 {
+    let mut pid = None;
     let mut seen = String::new();
     assert!(
         eventually(Duration::from_secs(20), || {
-            seen.push_str(&client.call("task_output", json!({"task_id": task})));
-            seen.lines()
+            let read = client.call("task_output", json!({"task_id": task}));
+            pid = read
+                .lines()
                 .next()
-                .is_some_and(|l| l.trim().parse::<i32>().is_ok())
+                .and_then(|l| l.trim().parse::<i32>().ok());
+            seen.push_str(&read);
+            pid.is_some()
         }),
         "{seen}"
     );
-    seen.lines().next().unwrap().trim().parse().unwrap()
+    pid.unwrap_or_default()
 }
 
 #[test]
