@@ -35,6 +35,7 @@ pub mod services;
 pub mod sessions;
 pub mod tasks_cli;
 pub mod token_cli;
+pub mod utc;
 pub mod wire;
 
 /// The process service (the `taskhost-process` crate): every child of every producer.

@@ -136,27 +136,5 @@ fn table(records: &[TaskRecord], dir: &Path) -> String {
 
 /// A time as `YYYY-MM-DD HH:MM:SS` UTC.
 pub(crate) fn clock(ms: u64) -> String {
-    let secs = ms / 1000;
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    let (h, m, s) = (rest / 3600, rest % 3600 / 60, rest % 60);
-    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{d:02} {h:02}:{m:02}:{s:02}")
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn times_are_utc_dates() {
-        assert_eq!(super::clock(0), "1970-01-01 00:00:00");
-        assert_eq!(super::clock(1_764_900_000_000), "2025-12-05 02:00:00");
-    }
+    crate::utc::Utc::from_ms(ms).clock()
 }

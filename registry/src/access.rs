@@ -59,9 +59,7 @@ impl Registry {
             .records
             .get_mut(id)
             .ok_or_else(|| RegistryError::UnknownTask(id.to_owned()))?;
-        if rec.status.is_terminal() {
-            rec.reported = true;
-        }
+        rec.acknowledge();
         Ok(rec.snapshot())
     }
 
@@ -151,8 +149,7 @@ impl Registry {
                 .records
                 .get_mut(id)
                 .ok_or_else(|| RegistryError::UnknownTask(id.to_owned()))?;
-            if rec.status.is_terminal() {
-                rec.reported = true;
+            if rec.acknowledge() {
                 return Ok(KillOutcome::AlreadyFinished(rec.snapshot()));
             }
         }

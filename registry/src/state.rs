@@ -241,6 +241,15 @@ pub(crate) struct Record {
 }
 
 impl Record {
+    /// Marks a settled task reported (its end was shown to its owner); true when it is settled.
+    pub(crate) fn acknowledge(&mut self) -> bool {
+        let settled = self.status.is_terminal();
+        if settled {
+            self.reported = true;
+        }
+        settled
+    }
+
     pub(crate) fn snapshot(&self) -> TaskSnapshot {
         TaskSnapshot {
             id: self.id.clone(),

@@ -17,31 +17,19 @@ Each scenario prints `ok <name>` or raises. Checks:
 
 import os
 import sys
-from itertools import count
 
 import anyio
 import mcp_types as types
 from mcp import Client, StdioServerParameters
+from rebuild import rebuild
 
 TASKHOST, DIR = sys.argv[1], sys.argv[2]
 TASKS = os.path.join(DIR, "libtaskhost_plugin_tasks.so")
 BASH = os.path.join(DIR, "libtaskhost_plugin_bash.so")
-NOTE = b"\x04\0\0\0\x14\0\0\0\x03\0\0\0GNU\0"
-builds = count(1000)
 
 
 def rebuild_bash() -> None:
-    """Replaces the bash plugin the way cargo does: a new file with a new build id, renamed over the old."""
-    data = bytearray(open(BASH, "rb").read())
-    at = data.find(NOTE, 0, 4096)
-    assert at >= 0, "no GNU build id note in the first 4 KiB"
-    at += len(NOTE)
-    data[at : at + 4] = next(builds).to_bytes(4, "little")
-    staged = BASH + ".new"
-    with open(staged, "wb") as f:
-        f.write(data)
-    os.chmod(staged, 0o755)
-    os.rename(staged, BASH)
+    rebuild(BASH)
 
 
 def server(log: str = "warn") -> StdioServerParameters:

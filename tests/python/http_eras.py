@@ -20,24 +20,13 @@ import anyio
 import mcp_types as types
 from mcp import Client
 from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+from rebuild import rebuild
 
 URL, TOKEN, BASH = sys.argv[1], sys.argv[2], sys.argv[3]
-NOTE = b"\x04\0\0\0\x14\0\0\0\x03\0\0\0GNU\0"
-builds = iter(range(2000, 3000))
 
 
 def rebuild_bash() -> None:
-    data = bytearray(open(BASH, "rb").read())
-    at = data.find(NOTE, 0, 4096)
-    assert at >= 0, "no GNU build id note in the first 4 KiB"
-    at += len(NOTE)
-    data[at : at + 4] = next(builds).to_bytes(4, "little")
-    with open(BASH + ".new", "wb") as f:
-        f.write(data)
-    import os
-
-    os.chmod(BASH + ".new", 0o755)
-    os.rename(BASH + ".new", BASH)
+    rebuild(BASH)
 
 
 def transport(token: str | None = TOKEN):

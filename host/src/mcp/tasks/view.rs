@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 use taskhost_registry::{TaskSnapshot, TaskStatus};
 
 use crate::Taskhost;
+use crate::utc::Utc;
 
 /// The detail of a call task whose tool answered with a result, and with an error result.
 pub(super) const TOOL_RESULT: &str = "tool result";
@@ -66,8 +67,8 @@ pub(super) fn base(snapshot: &TaskSnapshot, status: rmcp::model::TaskStatus) -> 
     let mut task = Task::new(
         snapshot.id.to_string(),
         status,
-        iso8601(snapshot.started_at_ms),
-        iso8601(updated),
+        Utc::from_ms(snapshot.started_at_ms).rfc3339(),
+        Utc::from_ms(updated).rfc3339(),
     )
     .with_poll_interval_ms(poll_ms);
     if let Some(detail) = &snapshot.detail {
@@ -94,38 +95,4 @@ fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
-}
-
-/// `ms` since the Unix epoch as an RFC 3339 UTC time with milliseconds.
-fn iso8601(ms: u64) -> String {
-    let (days, rest) = ((ms / 86_400_000) as i64, ms % 86_400_000);
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let (h, m, s, milli) = (
-        rest / 3_600_000,
-        rest / 60_000 % 60,
-        rest / 1_000 % 60,
-        rest % 1_000,
-    );
-    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{milli:03}Z")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::iso8601;
-
-    #[test]
-    fn times_are_rfc3339_utc_with_milliseconds() {
-        assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(iso8601(951_782_400_123), "2000-02-29T00:00:00.123Z");
-        assert_eq!(iso8601(1_796_471_999_999), "2026-12-05T11:59:59.999Z");
-    }
 }
