@@ -46,16 +46,8 @@ impl Utc {
 
     /// `YYYY-MM-DD HH:MM:SS`, as the command line shows it.
     pub fn clock(&self) -> String {
-        let Self {
-            year,
-            month,
-            day,
-            hour,
-            minute,
-            second,
-            ..
-        } = *self;
-        format!("{year:04}-{month:02}-{day:02} {hour:02}:{minute:02}:{second:02}")
+        let full = self.rfc3339();
+        format!("{} {}", &full[..10], &full[11..19])
     }
 
     /// RFC 3339 with milliseconds (`2026-12-05T11:59:59.999Z`), as protocols carry it.

@@ -19,9 +19,8 @@ import os
 import sys
 
 import anyio
-import mcp_types as types
 from mcp import Client, StdioServerParameters
-from rebuild import rebuild
+from shared import Seen, rebuild
 
 TASKHOST, DIR = sys.argv[1], sys.argv[2]
 TASKS = os.path.join(DIR, "libtaskhost_plugin_tasks.so")
@@ -38,19 +37,6 @@ def server(log: str = "warn") -> StdioServerParameters:
         args=["serve", "--plugin", TASKS, "--plugin", BASH],
         env={**os.environ, "RUST_LOG": log},
     )
-
-
-class Seen:
-    def __init__(self) -> None:
-        self.logs: list[str] = []
-        self.list_changed = 0
-
-    async def log(self, params: types.LoggingMessageNotificationParams) -> None:
-        self.logs.append(str(params.data))
-
-    async def message(self, message) -> None:
-        if isinstance(message, types.ToolListChangedNotification):
-            self.list_changed += 1
 
 
 async def notice_arrives(client: Client, seen: Seen) -> None:

@@ -17,10 +17,9 @@ Each scenario prints `ok <name>` or raises. Checks:
 import sys
 
 import anyio
-import mcp_types as types
 from mcp import Client
 from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
-from rebuild import rebuild
+from shared import Seen, rebuild
 
 URL, TOKEN, BASH = sys.argv[1], sys.argv[2], sys.argv[3]
 
@@ -32,19 +31,6 @@ def rebuild_bash() -> None:
 def transport(token: str | None = TOKEN):
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     return streamable_http_client(URL, http_client=create_mcp_http_client(headers=headers))
-
-
-class Seen:
-    def __init__(self) -> None:
-        self.logs: list[str] = []
-        self.list_changed = 0
-
-    async def log(self, params: types.LoggingMessageNotificationParams) -> None:
-        self.logs.append(str(params.data))
-
-    async def message(self, message) -> None:
-        if isinstance(message, types.ToolListChangedNotification):
-            self.list_changed += 1
 
 
 async def modern() -> str:
