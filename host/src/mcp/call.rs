@@ -122,10 +122,13 @@ impl McpSession {
         request: &CallToolRequestParams,
         context: &RequestContext<RoleServer>,
     ) -> Value {
-        let mut value = surface::with_meta(request, &context.meta);
-        if let Value::Object(map) = &mut value {
-            map.remove("name");
-            map.remove("arguments");
+        let mut value =
+            json!({"_meta": serde_json::to_value(&context.meta).unwrap_or_else(|_| json!({}))});
+        if let Some(responses) = &request.input_responses {
+            value["inputResponses"] = json!(responses);
+        }
+        if let Some(state) = &request.request_state {
+            value["requestState"] = json!(state);
         }
         const CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
         if value["_meta"].get(CAPABILITIES).is_none()

@@ -221,23 +221,35 @@ pub fn plugins_json(host: &Taskhost) -> Value {
 /// A tool as MCP lists it: its name, description and schema, and the rest of the description the
 /// plugin gave (a field that is not MCP is left out, with the others kept).
 pub(super) fn mcp_tool(t: crate::plugin::ToolEntry) -> rmcp::model::Tool {
-    let schema = match t.input_schema {
-        Value::Object(m) => m,
+    let schema = match &*t.input_schema {
+        Value::Object(m) => m.clone(),
         _ => serde_json::Map::new(),
     };
     let plain = rmcp::model::Tool::new(t.name, t.description, std::sync::Arc::new(schema));
-    let Value::Object(fields) = t.mcp else {
+    let fields = match &*t.mcp {
+        Value::Object(fields) if !fields.is_empty() => fields,
+        _ => return plain,
+    };
+    let Ok(Value::Object(whole)) = serde_json::to_value(&plain) else {
         return plain;
     };
-    let Ok(Value::Object(mut whole)) = serde_json::to_value(&plain) else {
-        return plain;
+    let with = |keep: &dyn Fn(&str) -> bool| {
+        let mut all = whole.clone();
+        all.extend(
+            fields
+                .iter()
+                .filter(|(k, _)| keep(k))
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
+        serde_json::from_value::<rmcp::model::Tool>(Value::Object(all))
     };
-    for (key, value) in fields {
-        let mut one = whole.clone();
-        one.insert(key.clone(), value.clone());
-        if serde_json::from_value::<rmcp::model::Tool>(Value::Object(one)).is_ok() {
-            whole.insert(key, value);
-        }
+    if let Ok(tool) = with(&|_| true) {
+        return tool;
     }
-    serde_json::from_value(Value::Object(whole)).unwrap_or(plain)
+    // A field that is not MCP: keep each of the others.
+    let good: Vec<&String> = fields
+        .keys()
+        .filter(|k| with(&|key| key == k.as_str()).is_ok())
+        .collect();
+    with(&|key| good.iter().any(|g| g.as_str() == key)).unwrap_or(plain)
 }

@@ -210,10 +210,10 @@ pub struct ToolEntry {
     pub name: String,
     /// Its description.
     pub description: String,
-    /// Its JSON schema.
-    pub input_schema: serde_json::Value,
+    /// Its JSON schema (shared: a call's look-up copies no schema).
+    pub input_schema: Arc<serde_json::Value>,
     /// More of its MCP description (`execution`, `annotations`, ...), as the plugin gave it.
-    pub mcp: serde_json::Value,
+    pub mcp: Arc<serde_json::Value>,
     pub(crate) handler: Arc<GenBox<ToolHandlerBox>>,
 }
 

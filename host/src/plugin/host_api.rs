@@ -90,8 +90,8 @@ impl HostApi for GenHost {
         let entry = ToolEntry {
             name: spec.name.as_str().to_owned(),
             description: spec.description.as_str().to_owned(),
-            input_schema: schema,
-            mcp: serde_json::from_str(spec.mcp_json.as_str()).unwrap_or_default(),
+            input_schema: Arc::new(schema),
+            mcp: Arc::new(serde_json::from_str(spec.mcp_json.as_str()).unwrap_or_default()),
             handler: Arc::new(GenBox::new(handler, generation.clone())),
         };
         match self.shared.add_tool(&generation, entry) {

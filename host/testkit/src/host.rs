@@ -272,7 +272,7 @@ impl TestHost {
             .tools()
             .into_iter()
             .find(|t| t.name == name)
-            .map(|t| t.input_schema)
+            .map(|t| (*t.input_schema).clone())
     }
 
     /// The session's tasks and the unowned ones.
