@@ -29,6 +29,7 @@ mod load_options;
 mod loader;
 pub mod mapped;
 mod plugins;
+mod registered;
 mod requests;
 mod retire;
 mod served;

@@ -10,6 +10,7 @@ use taskhost_abi::McpItemKind;
 
 use super::convert;
 use super::generation::{GenState, Generation, ItemEntry, ListenerEntry, ToolEntry};
+use super::registered::{register, unregister};
 use super::{items, tools};
 use crate::services::Services;
 
@@ -51,40 +52,24 @@ impl Shared {
         entry: ToolEntry,
     ) -> Result<(), String> {
         let mut state = generation.state();
-        if !state.swapped_in {
-            if state.staged.iter().any(|t| t.name == entry.name) {
-                return Err(format!("tool {} registered twice", entry.name));
-            }
-            state.staged.push(entry);
-            return Ok(());
-        }
-        let mut table = self.tools_write();
-        if let Some(existing) = table.get(&entry.name)
-            && existing.plugin() != generation.plugin
-        {
-            return Err(format!(
-                "tool {} is already served by plugin {}",
-                entry.name,
-                existing.plugin()
-            ));
-        }
-        table.insert(entry.name.clone(), entry);
-        drop(table);
+        let swapped_in = state.swapped_in;
+        let changed = register(
+            generation,
+            swapped_in,
+            &mut state.staged,
+            &self.tools,
+            entry,
+        )?;
         drop(state);
-        self.fire_tools_changed();
+        if changed {
+            self.fire_tools_changed();
+        }
         Ok(())
     }
 
     pub(crate) fn remove_tool(&self, generation: &Arc<Generation>, name: &str) {
         let mut state = generation.state();
-        state.staged.retain(|t| t.name != name);
-        let removed = {
-            let mut table = self.tools_write();
-            let ours = table
-                .get(name)
-                .is_some_and(|t| Arc::ptr_eq(t.handler.generation(), generation));
-            ours && table.remove(name).is_some()
-        };
+        let removed = unregister(generation, &mut state.staged, &self.tools, &name.to_owned());
         drop(state);
         if removed {
             self.fire_tools_changed();
@@ -144,51 +129,28 @@ impl Shared {
         generation: &Arc<Generation>,
         entry: ItemEntry,
     ) -> Result<(), String> {
+        let kind = entry.kind;
         let mut state = generation.state();
-        let id = (entry.kind, entry.key.clone());
-        if !state.swapped_in {
-            if state
-                .staged_items
-                .iter()
-                .any(|e| (e.kind, e.key.as_str()) == (id.0, id.1.as_str()))
-            {
-                return Err(format!("{} {} registered twice", id.0.as_str(), id.1));
-            }
-            state.staged_items.push(entry);
-            return Ok(());
-        }
-        let mut table = self.items.write();
-        if let Some(existing) = table.get(&id)
-            && existing.plugin() != generation.plugin
-        {
-            return Err(format!(
-                "{} {} is already served by plugin {}",
-                id.0.as_str(),
-                id.1,
-                existing.plugin()
-            ));
-        }
-        table.insert(id.clone(), entry);
-        drop(table);
+        let swapped_in = state.swapped_in;
+        let changed = register(
+            generation,
+            swapped_in,
+            &mut state.staged_items,
+            &self.items,
+            entry,
+        )?;
         drop(state);
-        self.fire_list_changed(id.0);
+        if changed {
+            self.fire_list_changed(kind);
+        }
         Ok(())
     }
 
     /// Unregisters one of `generation`'s items.
     pub(crate) fn remove_item(&self, generation: &Arc<Generation>, kind: McpItemKind, key: &str) {
         let mut state = generation.state();
-        state
-            .staged_items
-            .retain(|e| (e.kind, e.key.as_str()) != (kind, key));
         let id = (kind, key.to_owned());
-        let removed = {
-            let mut table = self.items.write();
-            let ours = table
-                .get(&id)
-                .is_some_and(|e| Arc::ptr_eq(e.handler.generation(), generation));
-            ours && table.remove(&id).is_some()
-        };
+        let removed = unregister(generation, &mut state.staged_items, &self.items, &id);
         drop(state);
         if removed {
             self.fire_list_changed(kind);
