@@ -11,26 +11,6 @@ use crate::fixtures::*;
 use crate::http_wire::{Client, HttpHost, LegacySession, revoke_in};
 use crate::mcp::{alive, binary};
 
-/// The pid a task printed as its first line, read through `client` (reads consume: the line is in
-/// the first read that has output).
-fn printed_pid(client: &Client, task: &str) -> i32 {
-    let mut pid = None;
-    let mut seen = String::new();
-    assert!(
-        eventually(Duration::from_secs(20), || {
-            let read = client.call("task_output", json!({"task_id": task}));
-            pid = read
-                .lines()
-                .next()
-                .and_then(|l| l.trim().parse::<i32>().ok());
-            seen.push_str(&read);
-            pid.is_some()
-        }),
-        "{seen}"
-    );
-    pid.unwrap_or_default()
-}
-
 #[test]
 fn a_request_without_a_good_token_gets_401_naming_the_metadata() {
     let dir = scratch("http-401");
@@ -202,7 +182,7 @@ fn revoking_a_token_ends_its_owner_and_its_tasks() {
         json!({"command": "echo $$; exec sleep 1000", "run_in_background": true}),
     );
     let task = started.rsplit(' ').next().unwrap().to_owned();
-    let pid = printed_pid(&alice, &task);
+    let pid = crate::http_wire::printed_pid(&alice, &task);
     assert!(alive(pid));
     revoke_in(&host.state, "alice");
     assert_eq!(alice.modern("tools/list", None, json!({})).status, 401);

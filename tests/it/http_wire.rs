@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::fixtures::eventually;
 use crate::mcp::binary;
 
 /// A host with an HTTP listener, killed when dropped.
@@ -357,4 +358,24 @@ impl LegacySession {
             "params": {"name": tool, "arguments": arguments}}))
             .tool_text()
     }
+}
+
+/// The pid a task printed as its first line, read through `client` (reads consume: the line is in
+/// the first read that has output).
+pub(crate) fn printed_pid(client: &Client, task: &str) -> i32 {
+    let mut pid = None;
+    let mut seen = String::new();
+    assert!(
+        eventually(Duration::from_secs(20), || {
+            let read = client.call("task_output", json!({"task_id": task}));
+            pid = read
+                .lines()
+                .next()
+                .and_then(|l| l.trim().parse::<i32>().ok());
+            seen.push_str(&read);
+            pid.is_some()
+        }),
+        "{seen}"
+    );
+    pid.unwrap_or_default()
 }

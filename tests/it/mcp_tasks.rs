@@ -96,16 +96,7 @@ fn tasks_cancel_ends_the_process_and_other_principals_see_no_task() {
     let alice = Client::new(&host, &host.token("alice"));
     let bob = Client::new(&host, &host.token("bob"));
     let id = task(&alice, "echo $$; exec sleep 1000");
-    let mut pid = None;
-    assert!(eventually(Duration::from_secs(20), || {
-        let read = alice.call("task_output", json!({"task_id": id}));
-        pid = read
-            .lines()
-            .next()
-            .and_then(|l| l.trim().parse::<i32>().ok());
-        pid.is_some()
-    }));
-    let pid = pid.unwrap();
+    let pid = crate::http_wire::printed_pid(&alice, &id);
     for foreign in [get(&bob, &id), get(&alice, "bash-999")] {
         assert_eq!(foreign["error"]["code"], json!(-32602), "{foreign}");
     }
