@@ -366,3 +366,24 @@ fn printed(text: String) -> ExitCode {
     println!("{text}");
     ExitCode::SUCCESS
 }
+
+/// Every thread this process starts is created here: the dynamic linker binds each plugin's
+/// `pthread_create` to this definition (`build.rs` exports it), so a thread a plugin starts on its
+/// own keeps that plugin's code mapped until it has ended (`taskhost::plugin::own_threads`).
+///
+/// # Safety
+/// `pthread_create`'s own contract.
+#[expect(
+    unsafe_code,
+    reason = "the exported pthread_create: plugins' own threads hold their code"
+)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_create(
+    thread: *mut libc::pthread_t,
+    attr: *const libc::pthread_attr_t,
+    routine: taskhost::plugin::own_threads::StartRoutine,
+    argument: *mut std::ffi::c_void,
+) -> std::ffi::c_int {
+    // SAFETY: the caller's arguments, with pthread_create's contract, passed on unchanged.
+    unsafe { taskhost::plugin::own_threads::create(thread, attr, routine, argument) }
+}

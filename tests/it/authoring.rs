@@ -202,6 +202,30 @@ fn check_passes_a_plugin_that_unloads_and_reports_each_reload() {
     );
 }
 
+/// Proves: a thread a plugin starts on its own (as a C library it links would: `pthread_create`, no
+/// Rust runtime on it, so glibc does not pin the library) keeps its generation's code mapped while it
+/// runs across two reloads, and the generation unloads once it ends. Before the host held such
+/// threads, the retired generation was closed under the sleeping thread and the host died of SIGSEGV.
+#[test]
+fn a_thread_a_plugin_started_itself_keeps_its_code_mapped_until_it_ends() {
+    let (code, out) = check(
+        &built("taskhost_test_probe"),
+        &[
+            "--reloads",
+            "2",
+            "--call",
+            "probe_c_thread",
+            r#"{"ms": 300}"#,
+        ],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("0 after unloading"), "{out}");
+    assert!(
+        out.contains("its generation stays loaded until the thread ends"),
+        "{out}"
+    );
+}
+
 /// Proves: each way a plugin can fail to unload is diagnosed by name, and the check exits 1: a
 /// thread the plugin left running, a thread-local destructor registered on a thread that outlives
 /// the generation, and `-z nodelete`.

@@ -5,7 +5,8 @@
 //! Plugin code runs only on its generation's threads (`executor.rs`). Every plugin-made object the host
 //! holds is a [`GenBox`], which keeps the generation alive and is dropped on its threads. When the last
 //! holder goes, the executor is shut down, its threads joined (their TLS destructors run) and the library
-//! closed: a real unload, which the tests check against `/proc/self/maps`.
+//! closed: a real unload, which the tests check against `/proc/self/maps`. A thread the plugin started
+//! on its own holds the library open until that thread has ended (`own_threads.rs`).
 
 use parking_lot::{Mutex, MutexGuard};
 use std::path::PathBuf;
@@ -31,7 +32,7 @@ pub struct Generation {
     pub(crate) live_tasks: AtomicUsize,
     pub(crate) retired: AtomicBool,
     pub(crate) state: Mutex<GenState>,
-    libraries: Mutex<Option<Libraries>>,
+    libraries: Mutex<Option<Arc<Libraries>>>,
 }
 
 /// What a generation registered, undone when it is retired.
@@ -59,7 +60,7 @@ impl Generation {
         number: u64,
         source: PathBuf,
         module: PluginModRef,
-        libraries: Option<Libraries>,
+        libraries: Option<Arc<Libraries>>,
         config_json: String,
     ) -> Self {
         Self {

@@ -22,6 +22,7 @@
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use abi_stable::StableAbi;
 use abi_stable::abi_stability::abi_checking::{
@@ -104,7 +105,8 @@ pub enum LoadError {
 }
 
 /// The two handles of one generation's file: the `RTLD_NOW` validation handle and abi_stable's.
-/// Dropping this closes the library (both handles are refcounts on one mapping).
+/// Dropping the last `Arc` of it closes the library (both handles are refcounts on one mapping); its
+/// generation holds one, and so does every thread the plugin started on its own (`own_threads.rs`).
 pub(crate) struct Libraries {
     _abi: RawLibrary,
     _validated: libloading::os::unix::Library,
@@ -223,7 +225,7 @@ pub(crate) fn file_id(meta: &fs::Metadata) -> (u64, u64) {
 pub(crate) fn open(
     source: &Path,
     private: &PrivateFile,
-) -> Result<(PluginModRef, Libraries), LoadError> {
+) -> Result<(PluginModRef, Arc<Libraries>), LoadError> {
     let io = |e| LoadError::Io {
         path: source.to_owned(),
         source: e,
@@ -235,13 +237,13 @@ pub(crate) fn open(
     })?;
     let (validated, raw) = dlopen(source, private)?;
     let module = check_module(source, &raw)?;
-    Ok((
-        module,
-        Libraries {
-            _abi: raw,
-            _validated: validated,
-        },
-    ))
+    let libraries = Arc::new(Libraries {
+        _abi: raw,
+        _validated: validated,
+    });
+    let hold: super::own_threads::Hold = libraries.clone();
+    super::own_threads::track(&hold, module.name() as usize);
+    Ok((module, libraries))
 }
 
 /// `dlopen`s the private file twice (the `RTLD_NOW` validation handle, and abi_stable's), then checks

@@ -28,6 +28,11 @@ mod load_options;
 )]
 mod loader;
 pub mod mapped;
+#[expect(
+    unsafe_code,
+    reason = "pthread_create interposition and dl_iterate_phdr: a plugin's own threads hold its code"
+)]
+pub mod own_threads;
 mod plugins;
 mod registered;
 mod requests;

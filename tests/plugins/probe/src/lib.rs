@@ -2,6 +2,8 @@
 //! their cancel succeeds, fails, panics or is ignored on demand, or calls back into the host for its
 //! own task (`reenter`, as does its reader then); their worker, tools and init panic on demand.
 
+mod c_thread;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -225,6 +227,15 @@ fn init(host: Host) -> Result<Probe, String> {
         "How many probe_block calls of this generation are under way.",
         schema.clone(),
         |_: &ToolCall| ToolResult::ok(BLOCKING.load(Ordering::SeqCst).to_string()),
+    )?;
+    host.register_tool(
+        "probe_c_thread",
+        "Starts a thread the way a C library would; it runs for ms milliseconds.",
+        schema.clone(),
+        |call: &ToolCall| match c_thread::start(args(call)["ms"].as_u64().unwrap_or(100)) {
+            Ok(()) => ToolResult::ok("started"),
+            Err(e) => ToolResult::error(e),
+        },
     )?;
     let h = host.clone();
     host.register_tool(
