@@ -242,6 +242,36 @@ fn output_past_the_spill_cap_keeps_the_head_and_the_tail_and_the_read_says_so() 
     assert!(file.starts_with(&[b'b'; 25_000]) && file.ends_with(b"bbb\nend\n"));
 }
 
+/// Proves: past the cap, output reaches the spill file in batches, and a batch is written once the
+/// task goes quiet: the file ends with the latest line while the task is still running. (The pauses
+/// put the last line in a batch of its own, written only because the pipe went quiet.)
+#[test]
+fn a_rolling_spill_file_catches_up_when_the_task_goes_quiet() {
+    let f = host("quiet", r#"{"max_spill_bytes": 100000}"#);
+    let id = start(
+        &f,
+        "s",
+        "head -c 1000000 /dev/zero | tr '\\0' 'b'; sleep 0.2; echo; sleep 0.02; echo end; exec sleep 600",
+    );
+    let marker = "[some output was dropped from memory; full output: ";
+    let mut path = None;
+    assert!(eventually(Duration::from_secs(30), || {
+        let text = f.call("task_output", "s", json!({"task_id": id}));
+        if let Some(at) = text.find(marker) {
+            path = text[at + marker.len()..]
+                .split(' ')
+                .next()
+                .map(str::to_owned);
+        }
+        path.as_ref()
+            .is_some_and(|p| std::fs::read(p).is_ok_and(|file| file.ends_with(b"bbb\nend\n")))
+    }));
+    let file = std::fs::read(path.unwrap()).unwrap();
+    assert!(file.len() <= 100_000, "{} bytes", file.len());
+    assert!(f.call("task_list", "s", json!({})).contains("running"));
+    f.call("task_kill", "s", json!({"task_id": id}));
+}
+
 /// Run by `credentials_never_reach_a_child` in a child test process whose environment holds a token.
 #[test]
 #[ignore = "run by credentials_never_reach_a_child, in a child process with a token set"]

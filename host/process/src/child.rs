@@ -32,6 +32,13 @@ pub(crate) struct Streams {
     pub(crate) err: StreamBuf,
 }
 
+impl Streams {
+    /// Standard output's stream, or standard error's.
+    pub(crate) fn side(&mut self, stdout: bool) -> &mut StreamBuf {
+        if stdout { &mut self.out } else { &mut self.err }
+    }
+}
+
 /// One child process (or the record of one that failed to spawn).
 pub struct Process {
     pub(crate) pgid: Option<i32>,

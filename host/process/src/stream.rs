@@ -5,11 +5,26 @@
 //! quarter of the cap), a marker line saying how many bytes were skipped, and a rolling window of the
 //! most recent output in the rest: the end of a long build, where its error is, stays readable. A cap
 //! too small to hold a marker drops the spill file instead.
+//!
+//! Once the file rolls, a task's writer never waits for the disk on each write: the latest output
+//! gathers in memory (at most [`PENDING_MAX`] bytes) and goes to the file in one batch every
+//! [`FLUSH_EVERY`], when the pipe goes quiet for that long, and when the stream ends. Output that
+//! fell out of the batch before it was written is counted in the marker as skipped, like everything
+//! else between the head and the window: a writer faster than the disk costs the window's older
+//! part, never the writer's speed. (Measured before: a 1 GiB writer spent most of the reading
+//! thread's time in `pwrite` and in moving the window within the file.)
 
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// The most output a rolling stream gathers in memory before the oldest of it is skipped.
+pub(crate) const PENDING_MAX: usize = 4 << 20;
+
+/// How often a rolling stream's gathered output is written to its file.
+pub(crate) const FLUSH_EVERY: Duration = Duration::from_millis(100);
 
 /// A stream's spill file as a read names it.
 pub(crate) struct SpillFile<'a> {
@@ -51,6 +66,12 @@ pub(crate) struct StreamBuf {
     /// The cap in force once it is fixed: when the file started rolling, or when the host-wide
     /// budget stopped its growth (then smaller than the plan's).
     cap_now: Option<u64>,
+    /// Past the cap: the latest output not yet in the file.
+    pending: VecDeque<u8>,
+    /// Output that fell out of `pending` before it was written: skipped.
+    pending_dropped: u64,
+    /// When `pending` was last written.
+    flushed_at: Instant,
 }
 
 /// A spill file past its cap: `[head][marker][window]`, the window holding the latest output.
@@ -127,6 +148,9 @@ impl StreamBuf {
             rolling: None,
             spill_lost: false,
             cap_now: None,
+            pending: VecDeque::new(),
+            pending_dropped: 0,
+            flushed_at: Instant::now(),
         }
     }
 
@@ -224,10 +248,16 @@ impl StreamBuf {
                 self.cap_now = Some(cap);
             }
         }
-        let budget = plan.budget.clone();
-        let written = if self.rolling.is_some() || self.spilled + data.len() as u64 > cap {
+        if let Some(r) = self.rolling {
+            self.pend(data, r.window_max);
+            if self.flushed_at.elapsed() >= FLUSH_EVERY {
+                self.flush();
+            }
+            return;
+        }
+        let written = if self.spilled + data.len() as u64 > cap {
             self.cap_now = Some(cap);
-            self.roll(data, cap)
+            self.roll(data, cap, 0)
         } else {
             match self.spill.as_mut() {
                 Some(f) => f
@@ -236,12 +266,18 @@ impl StreamBuf {
                 None => Err(std::io::ErrorKind::NotFound.into()),
             }
         };
+        self.settle_write(before, written);
+    }
+
+    /// After a write that took the file from `before` bytes: a failed one drops the file; the
+    /// host-wide budget learns the change.
+    fn settle_write(&mut self, before: u64, written: std::io::Result<()>) {
         if let Err(e) = written {
             let path = self.plan.as_ref().map(|p| p.path.display().to_string());
             tracing::warn!(path, error = %e, "a spill write failed; the spill file is dropped");
             self.lose_spill();
         }
-        if let Some(budget) = &budget {
+        if let Some(budget) = self.plan.as_ref().and_then(|p| p.budget.as_ref()) {
             let after = if self.spill_lost { 0 } else { self.spilled };
             match after.cmp(&before) {
                 std::cmp::Ordering::Greater => budget.grew(after - before),
@@ -251,10 +287,45 @@ impl StreamBuf {
         }
     }
 
+    /// Gathers output of a rolling stream; what no window of `window_max` bytes could hold is skipped.
+    fn pend(&mut self, data: &[u8], window_max: u64) {
+        let max = usize::try_from(window_max)
+            .unwrap_or(usize::MAX)
+            .min(PENDING_MAX);
+        let fresh = &data[data.len().saturating_sub(max)..];
+        let excess = (self.pending.len() + fresh.len()).saturating_sub(max);
+        self.pending_dropped += (data.len() - fresh.len()) as u64;
+        self.pending_dropped += excess as u64;
+        self.pending.drain(..excess.min(self.pending.len()));
+        self.pending.extend(fresh);
+    }
+
+    /// True while output gathered past the cap waits to be written.
+    pub(crate) fn has_pending(&self) -> bool {
+        !self.pending.is_empty() || self.pending_dropped > 0
+    }
+
+    /// Writes the output gathered past the cap to the file now.
+    pub(crate) fn flush(&mut self) {
+        self.flushed_at = Instant::now();
+        if !self.has_pending() {
+            return;
+        }
+        let mut pending = std::mem::take(&mut self.pending);
+        let dropped = std::mem::take(&mut self.pending_dropped);
+        if self.spill_lost {
+            return;
+        }
+        let (before, cap) = (self.spilled, self.cap_now.unwrap_or(self.spilled));
+        let written = self.roll(pending.make_contiguous(), cap, dropped);
+        self.settle_write(before, written);
+    }
+
     /// Appends `data` to a file at its cap: the head stays, the window keeps the latest output. When
     /// the window would overflow, its older half (or all of it, for a write as large as half the
-    /// window) moves out, so each byte is copied O(1) times on average.
-    fn roll(&mut self, data: &[u8], cap: u64) -> std::io::Result<()> {
+    /// window) moves out, so each byte is copied O(1) times on average. `dropped` bytes of the stream
+    /// came between the window and `data` and were never written: the window restarts with `data`.
+    fn roll(&mut self, data: &[u8], cap: u64, dropped: u64) -> std::io::Result<()> {
         use std::os::unix::fs::FileExt;
         let mut r = match self.rolling {
             Some(r) => r,
@@ -277,7 +348,7 @@ impl StreamBuf {
                     return if part == data.len() {
                         Ok(())
                     } else {
-                        self.roll(&data[part..], cap)
+                        self.roll(&data[part..], cap, dropped)
                     };
                 }
                 // What was written past the head is the window's content so far, not yet in place.
@@ -295,13 +366,13 @@ impl StreamBuf {
         let head = cap / 4;
         let target = head + MARKER_LEN;
         let n = data.len() as u64;
-        let fits = r.window_at == target && r.window_len + n <= r.window_max;
+        let fits = dropped == 0 && r.window_at == target && r.window_len + n <= r.window_max;
         if fits {
             file.write_all_at(data, r.window_at + r.window_len)?;
             r.window_len += n;
-        } else if n >= r.window_max / 2 {
+        } else if dropped > 0 || n >= r.window_max / 2 {
             let keep = n.min(r.window_max);
-            r.skipped += r.window_len + (n - keep);
+            r.skipped += r.window_len + dropped + (n - keep);
             file.write_all_at(&data[(n - keep) as usize..], target)?;
             r.window_len = keep;
             r.window_at = target;
@@ -330,6 +401,8 @@ impl StreamBuf {
     fn lose_spill(&mut self) {
         self.spill = None;
         self.spill_lost = true;
+        self.pending = VecDeque::new();
+        self.pending_dropped = 0;
         if let Some(plan) = &self.plan {
             let _ = std::fs::remove_file(&plan.path);
         }
@@ -383,8 +456,10 @@ impl StreamBuf {
         self.tail.range(skip..).copied().collect()
     }
 
-    /// Closes the spill file (the path stays for reads of the full output).
+    /// Writes what is gathered and closes the spill file (the path stays for reads of the full
+    /// output).
     pub(crate) fn finish(&mut self) {
+        self.flush();
         if let Some(f) = self.spill.as_mut() {
             let _ = f.flush();
         }

@@ -116,6 +116,7 @@ fn one_write_larger_than_the_window_keeps_its_end() {
     let big: Vec<u8> = (0..10_000u32).map(|i| b'a' + (i % 26) as u8).collect();
     s.push(&big);
     s.push(b"END\n");
+    s.finish();
     let file = std::fs::read(d.join("s.log")).unwrap();
     assert!(file.len() as u64 <= cap);
     assert!(file.ends_with(b"END\n"));
@@ -138,4 +139,39 @@ fn the_spill_file_is_private_and_dropped_past_a_cap_too_small_to_roll() {
     assert!(s.spill_file().is_none());
     assert!(!d.join("s.log").exists());
     assert!(s.overflowed());
+}
+
+/// Proves: past the cap, output gathers in memory and reaches the file in one batch (here, at the
+/// end); what fell out of the batch before it was written is counted as skipped, so the head, the
+/// skipped count and the window still add up to the whole stream, and the window is its end.
+#[test]
+fn past_the_cap_output_is_batched_and_what_a_batch_dropped_is_counted_as_skipped() {
+    let d = dir("batched");
+    let cap = 64 * 1024;
+    let mut s = StreamBuf::new(16, plan(&d, cap));
+    let mut all = Vec::new();
+    let mut i = 0u32;
+    while all.len() < 10 * cap as usize {
+        let line = format!("line {i:07}\n");
+        all.extend_from_slice(line.as_bytes());
+        s.push(line.as_bytes());
+        i += 1;
+    }
+    s.finish();
+    assert!(!s.has_pending());
+    let file = std::fs::read(d.join("s.log")).unwrap();
+    assert!(file.len() as u64 <= cap);
+    let head = (cap / 4) as usize;
+    assert_eq!(&file[..head], &all[..head]);
+    let rest = String::from_utf8_lossy(&file[head..]).into_owned();
+    let (marker, window) = rest.split_at(MARKER_LEN as usize);
+    let skipped: usize = marker
+        .trim()
+        .strip_prefix("[taskhost: ")
+        .and_then(|m| m.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no marker in {marker:?}"));
+    assert_eq!(head + skipped + window.len(), all.len());
+    assert!(all.ends_with(window.as_bytes()));
+    assert!(window.len() as u64 >= (cap - cap / 4 - MARKER_LEN) / 2);
 }

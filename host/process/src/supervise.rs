@@ -9,6 +9,7 @@ use tokio::io::AsyncReadExt;
 use super::child::signal_group;
 use super::keeper::Keepers;
 use super::spills::Spills;
+use super::stream::FLUSH_EVERY;
 use super::{Exit, Process, escaped};
 
 /// How a process's exit is awaited.
@@ -137,17 +138,23 @@ async fn pump<P: tokio::io::AsyncRead + Unpin>(
     let Some(mut pipe) = pipe else { return };
     let mut buf = vec![0u8; 64 * 1024];
     loop {
-        match pipe.read(&mut buf).await {
+        let pending = process.streams.lock().side(stdout).has_pending();
+        let read = if pending {
+            // Output gathered past the cap goes to the file once the pipe is quiet for a while.
+            match tokio::time::timeout(FLUSH_EVERY, pipe.read(&mut buf)).await {
+                Ok(read) => read,
+                Err(_) => {
+                    process.streams.lock().side(stdout).flush();
+                    continue;
+                }
+            }
+        } else {
+            pipe.read(&mut buf).await
+        };
+        match read {
             Ok(0) | Err(_) => return,
             Ok(n) => {
-                {
-                    let mut s = process.streams.lock();
-                    if stdout {
-                        s.out.push(&buf[..n])
-                    } else {
-                        s.err.push(&buf[..n])
-                    }
-                }
+                process.streams.lock().side(stdout).push(&buf[..n]);
                 process.arrived.send_modify(|n| *n = n.wrapping_add(1));
                 if n == buf.len() && buf.len() < PIPE_BYTES {
                     widen(&pipe);
