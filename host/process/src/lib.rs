@@ -27,6 +27,7 @@ mod render;
 mod service;
 mod spawned;
 mod spec;
+mod spill_layout;
 mod spills;
 mod stream;
 mod supervise;

@@ -20,6 +20,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crate::spill_layout::{MARKER_LEN, Rolling, marker, move_within};
+
 /// The most output a rolling stream gathers in memory before the oldest of it is skipped.
 pub(crate) const PENDING_MAX: usize = 4 << 20;
 
@@ -72,60 +74,6 @@ pub(crate) struct StreamBuf {
     pending_dropped: u64,
     /// When `pending` was last written.
     flushed_at: Instant,
-}
-
-/// A spill file past its cap: `[head][marker][window]`, the window holding the latest output.
-#[derive(Clone, Copy, Debug)]
-struct Rolling {
-    /// Where the window starts (the head's length plus the marker's).
-    window_at: u64,
-    /// How many bytes the window may hold.
-    window_max: u64,
-    /// How many it holds.
-    window_len: u64,
-    /// Bytes of the stream left out between the head and the window.
-    skipped: u64,
-}
-
-/// The marker line's fixed length, so it is rewritten in place as the skipped count grows.
-const MARKER_LEN: u64 = 96;
-
-/// The marker between the head and the window, padded to [`MARKER_LEN`].
-fn marker(skipped: u64) -> Vec<u8> {
-    let text = format!("\n[taskhost: {skipped} bytes skipped; the latest output follows]");
-    let mut line = text.into_bytes();
-    line.resize(MARKER_LEN as usize - 1, b' ');
-    line.push(b'\n');
-    line
-}
-
-/// Copies `len` bytes of `file` from offset `from` to offset `to` (the ranges may overlap).
-fn move_within(file: &File, from: u64, to: u64, len: u64) -> std::io::Result<()> {
-    use std::os::unix::fs::FileExt;
-    const CHUNK: u64 = 1 << 20;
-    if from == to || len == 0 {
-        return Ok(());
-    }
-    let mut buf = vec![0u8; CHUNK.min(len) as usize];
-    let mut copy = |offset: u64| -> std::io::Result<()> {
-        let n = CHUNK.min(len - offset) as usize;
-        file.read_exact_at(&mut buf[..n], from + offset)?;
-        file.write_all_at(&buf[..n], to + offset)
-    };
-    if to < from {
-        let mut offset = 0;
-        while offset < len {
-            copy(offset)?;
-            offset += CHUNK;
-        }
-    } else {
-        let mut offset = len.div_ceil(CHUNK) * CHUNK;
-        while offset > 0 {
-            offset -= CHUNK;
-            copy(offset)?;
-        }
-    }
-    Ok(())
 }
 
 /// What a read of one stream gives.

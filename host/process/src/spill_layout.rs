@@ -1,0 +1,58 @@
+//! The layout of a spill file past its cap: `[head][marker][window]`, the window holding the latest
+//! output, and the marker saying how much was skipped between them.
+
+use std::fs::File;
+
+/// A spill file past its cap: `[head][marker][window]`, the window holding the latest output.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Rolling {
+    /// Where the window starts (the head's length plus the marker's).
+    pub(crate) window_at: u64,
+    /// How many bytes the window may hold.
+    pub(crate) window_max: u64,
+    /// How many it holds.
+    pub(crate) window_len: u64,
+    /// Bytes of the stream left out between the head and the window.
+    pub(crate) skipped: u64,
+}
+
+/// The marker line's fixed length, so it is rewritten in place as the skipped count grows.
+pub(crate) const MARKER_LEN: u64 = 96;
+
+/// The marker between the head and the window, padded to [`MARKER_LEN`].
+pub(crate) fn marker(skipped: u64) -> Vec<u8> {
+    let text = format!("\n[taskhost: {skipped} bytes skipped; the latest output follows]");
+    let mut line = text.into_bytes();
+    line.resize(MARKER_LEN as usize - 1, b' ');
+    line.push(b'\n');
+    line
+}
+
+/// Copies `len` bytes of `file` from offset `from` to offset `to` (the ranges may overlap).
+pub(crate) fn move_within(file: &File, from: u64, to: u64, len: u64) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    const CHUNK: u64 = 1 << 20;
+    if from == to || len == 0 {
+        return Ok(());
+    }
+    let mut buf = vec![0u8; CHUNK.min(len) as usize];
+    let mut copy = |offset: u64| -> std::io::Result<()> {
+        let n = CHUNK.min(len - offset) as usize;
+        file.read_exact_at(&mut buf[..n], from + offset)?;
+        file.write_all_at(&buf[..n], to + offset)
+    };
+    if to < from {
+        let mut offset = 0;
+        while offset < len {
+            copy(offset)?;
+            offset += CHUNK;
+        }
+    } else {
+        let mut offset = len.div_ceil(CHUNK) * CHUNK;
+        while offset > 0 {
+            offset -= CHUNK;
+            copy(offset)?;
+        }
+    }
+    Ok(())
+}
