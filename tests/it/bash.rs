@@ -217,6 +217,16 @@ fn ten_megabytes_of_output_spill_to_a_private_file_and_the_read_says_so() {
     );
 }
 
+/// The spill file a read names (paths here hold no space).
+fn spill_named(text: &str) -> Option<String> {
+    let marker = "[some output was dropped from memory; full output: ";
+    let at = text.find(marker)?;
+    text[at + marker.len()..]
+        .split([' ', ']'])
+        .next()
+        .map(str::to_owned)
+}
+
 /// Proves: past the spill cap the file stays at the cap, holding the head and the latest output, and
 /// the read says so.
 #[test]
@@ -228,15 +238,7 @@ fn output_past_the_spill_cap_keeps_the_head_and_the_tail_and_the_read_says_so() 
         "head -c 1000000 /dev/zero | tr '\\0' 'b'; echo; echo end",
     );
     let text = wait(&f, "s", &id);
-    let marker = "[some output was dropped from memory; full output: ";
-    let at = text
-        .find(marker)
-        .unwrap_or_else(|| panic!("{}", &text[text.len() - 200..]));
-    let path = text[at + marker.len()..]
-        .split(" (its head and its latest output; the middle was skipped)]")
-        .next()
-        .unwrap()
-        .to_owned();
+    let path = spill_named(&text).unwrap_or_else(|| panic!("{}", &text[text.len() - 200..]));
     let file = std::fs::read(&path).expect("the spill file stays");
     assert!(file.len() <= 100_000, "{} bytes", file.len());
     assert!(file.starts_with(&[b'b'; 25_000]) && file.ends_with(b"bbb\nend\n"));
@@ -253,16 +255,10 @@ fn a_rolling_spill_file_catches_up_when_the_task_goes_quiet() {
         "s",
         "head -c 1000000 /dev/zero | tr '\\0' 'b'; sleep 0.2; echo; sleep 0.02; echo end; exec sleep 600",
     );
-    let marker = "[some output was dropped from memory; full output: ";
     let mut path = None;
     assert!(eventually(Duration::from_secs(30), || {
         let text = f.call("task_output", "s", json!({"task_id": id}));
-        if let Some(at) = text.find(marker) {
-            path = text[at + marker.len()..]
-                .split(' ')
-                .next()
-                .map(str::to_owned);
-        }
+        path = path.take().or_else(|| spill_named(&text));
         path.as_ref()
             .is_some_and(|p| std::fs::read(p).is_ok_and(|file| file.ends_with(b"bbb\nend\n")))
     }));

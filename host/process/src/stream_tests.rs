@@ -64,6 +64,19 @@ fn reads_consume_and_a_cursor_behind_the_tail_is_lossy() {
     assert!(s.read().bytes.is_empty());
 }
 
+/// A rolled file's skipped count (from its marker) and its window, after a head of `head` bytes.
+fn rolled(file: &[u8], head: usize) -> (usize, String) {
+    let rest = String::from_utf8_lossy(&file[head..]).into_owned();
+    let (marker, window) = rest.split_at(MARKER_LEN as usize);
+    let skipped = marker
+        .trim()
+        .strip_prefix("[taskhost: ")
+        .and_then(|m| m.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no marker in {marker:?}"));
+    (skipped, window.to_owned())
+}
+
 #[test]
 fn past_the_cap_the_spill_keeps_its_head_a_marker_and_the_latest_output() {
     let d = dir("rolling");
@@ -85,14 +98,7 @@ fn past_the_cap_the_spill_keeps_its_head_a_marker_and_the_latest_output() {
         &all[..head],
         "the head is the stream's start"
     );
-    let rest = String::from_utf8_lossy(&file[head..]).into_owned();
-    let (marker, window) = rest.split_at(MARKER_LEN as usize);
-    let skipped: usize = marker
-        .trim()
-        .strip_prefix("[taskhost: ")
-        .and_then(|m| m.split(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no marker in {marker:?}"));
+    let (skipped, window) = rolled(&file, head);
     assert_eq!(
         head + skipped + window.len(),
         all.len(),
@@ -163,14 +169,7 @@ fn past_the_cap_output_is_batched_and_what_a_batch_dropped_is_counted_as_skipped
     assert!(file.len() as u64 <= cap);
     let head = (cap / 4) as usize;
     assert_eq!(&file[..head], &all[..head]);
-    let rest = String::from_utf8_lossy(&file[head..]).into_owned();
-    let (marker, window) = rest.split_at(MARKER_LEN as usize);
-    let skipped: usize = marker
-        .trim()
-        .strip_prefix("[taskhost: ")
-        .and_then(|m| m.split(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no marker in {marker:?}"));
+    let (skipped, window) = rolled(&file, head);
     assert_eq!(head + skipped + window.len(), all.len());
     assert!(all.ends_with(window.as_bytes()));
     assert!(window.len() as u64 >= (cap - cap / 4 - MARKER_LEN) / 2);
