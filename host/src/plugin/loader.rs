@@ -1,8 +1,9 @@
 //! Opening a plugin file: the trust check, the generation's private file, and the ABI checks.
 //!
-//! This is the one module of the host with `unsafe` code (the crate denies it everywhere else; the
-//! ABI glue in `abi/` is the other place in the workspace): loading a library runs its initializers, and the root module hands out `'static` references that are only
-//! valid while the library stays open. [`Libraries`] owns both handles; a
+//! This module has `unsafe` code (the crate denies it everywhere but here, `own_threads.rs`, which
+//! keeps a plugin's own threads from outliving its code, and `memory.rs`; the ABI glue in `abi/` is
+//! the other place in the workspace): loading a library runs its initializers, and the root module
+//! hands out `'static` references that are only valid while the library stays open. [`Libraries`] owns both handles; a
 //! [`Generation`](super::Generation) owns the libraries and every value that could point into them.
 //!
 //! The file is opened once ([`open_source`]) through the trusted walk of

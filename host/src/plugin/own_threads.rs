@@ -17,7 +17,6 @@
 //! after it.
 
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock, Weak};
 use std::time::Duration;
@@ -43,9 +42,6 @@ struct Tracked {
 
 static TRACKED: RwLock<Vec<Tracked>> = RwLock::new(Vec::new());
 
-/// Threads started by plugins that have not ended yet.
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-
 /// Records where `libraries`' code is mapped: the executable segments of the object that contains
 /// `address` (an address inside the library, such as one of its functions). Entries of libraries
 /// already closed are dropped on the way.
@@ -64,11 +60,6 @@ pub(crate) fn track(libraries: &Hold, address: usize) {
         code,
         libraries: Arc::downgrade(libraries),
     });
-}
-
-/// How many threads that plugins started on their own are still running.
-pub fn live() -> usize {
-    LIVE.load(Ordering::Relaxed)
 }
 
 /// The libraries whose code contains `address`, if a loaded plugin's does.
@@ -174,11 +165,9 @@ pub unsafe fn create(
         argument,
         libraries,
     }));
-    LIVE.fetch_add(1, Ordering::Relaxed);
     // SAFETY: the caller's thread and attributes; `trampoline` takes ownership of `start`.
     let rc = unsafe { real(thread, attr, trampoline, start.cast()) };
     if rc != 0 {
-        LIVE.fetch_sub(1, Ordering::Relaxed);
         // SAFETY: the thread was not created, so `start` is still ours.
         drop(unsafe { Box::from_raw(start) });
     }
@@ -241,12 +230,6 @@ fn reap(finished: &Receiver<Finished>) {
         } else if let Ok(next) = finished.recv_timeout(Duration::from_millis(2)) {
             waiting.push(next);
         }
-        waiting.retain(|(tid, _)| {
-            let alive = std::path::Path::new(&format!("/proc/self/task/{tid}")).exists();
-            if !alive {
-                LIVE.fetch_sub(1, Ordering::Relaxed);
-            }
-            alive
-        });
+        waiting.retain(|(tid, _)| std::path::Path::new(&format!("/proc/self/task/{tid}")).exists());
     }
 }
