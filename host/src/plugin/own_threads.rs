@@ -8,9 +8,8 @@
 //! linker binds every plugin's call to it and it comes here ([`create`]). A thread whose start routine
 //! lies in a loaded plugin's code holds that plugin's libraries (`loader::Libraries`) until it has
 //! ended (its stack and every destructor of it run): only then can the generation's `dlclose` happen.
-//! Other threads pass
-//! straight through. Where the symbol is not exported (a plugin's in-process unit tests, the
-//! testkit), nothing is interposed and nothing changes.
+//! Other threads pass straight through. Where the symbol is not exported (a plugin's in-process unit
+//! tests, the testkit), nothing is interposed and nothing changes.
 //!
 //! The hold is released when the thread's task entry in `/proc/self/task` is gone: the start routine
 //! returning is not enough, since glibc runs the thread's `pthread_key` destructors (plugin code)
