@@ -176,7 +176,9 @@ impl Process {
 
     /// What [`Process::read`] would return now, left unread.
     pub fn peek(&self) -> String {
-        let s = self.streams.lock();
+        let mut s = self.streams.lock();
+        s.out.sync_kept();
+        s.err.sync_kept();
         let (out, err) = (s.out.peek(), s.err.peek());
         self.render(&s, &out, &err)
     }

@@ -12,9 +12,10 @@
 //! fell out of the batch before it was written is counted in the marker as skipped, like everything
 //! else between the head and the window: a writer faster than the disk costs the window's older
 //! part, never the writer's speed. (Measured before: a 1 GiB writer spent most of the reading
-//! thread's time in `pwrite` and in moving the window within the file.) The price: a host killed
-//! between two batches leaves a kept file without the gathered part, at most the last 100 ms (and
-//! 4 MiB) of a stream past its cap; the head and everything up to the cap are written as they come.
+//! thread's time in `pwrite` and in moving the window within the file.) Kept output (the state
+//! directory's) is also written before a read of it is answered, so a host killed after answering
+//! leaves every answered byte in the kept file; killed between two batches with no read, it leaves
+//! out at most the last 100 ms (and 4 MiB) of a stream past its cap.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -250,6 +251,14 @@ impl StreamBuf {
         self.pending.extend(fresh);
     }
 
+    /// Kept output is written before a read of it is answered: a host killed after answering loses
+    /// nothing it answered from the kept file (spills, which die with the host, may lag).
+    pub(crate) fn sync_kept(&mut self) {
+        if self.has_pending() && self.plan.as_ref().is_some_and(|p| p.kept) {
+            self.flush();
+        }
+    }
+
     /// True while output gathered past the cap waits to be written.
     pub(crate) fn has_pending(&self) -> bool {
         !self.pending.is_empty() || self.pending_dropped > 0
@@ -360,6 +369,7 @@ impl StreamBuf {
 
     /// Consumes the output since the previous read.
     pub(crate) fn read(&mut self) -> StreamRead {
+        self.sync_kept();
         let read = self.peek();
         self.cursor = self.total;
         read

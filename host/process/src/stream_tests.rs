@@ -13,6 +13,10 @@ fn plan(dir: &std::path::Path, cap: u64) -> Option<SpillPlan> {
     })
 }
 
+fn kept_plan(dir: &std::path::Path, cap: u64) -> Option<SpillPlan> {
+    plan(dir, cap).map(|p| SpillPlan { kept: true, ..p })
+}
+
 /// A scratch directory, removed when dropped.
 struct Dir(PathBuf);
 impl std::ops::Deref for Dir {
@@ -173,4 +177,24 @@ fn past_the_cap_output_is_batched_and_what_a_batch_dropped_is_counted_as_skipped
     assert_eq!(head + skipped + window.len(), all.len());
     assert!(all.ends_with(window.as_bytes()));
     assert!(window.len() as u64 >= (cap - cap / 4 - MARKER_LEN) / 2);
+}
+
+/// Proves: kept output past the cap is in its file once a read of it is answered (a spill may lag
+/// until its batch is due).
+#[test]
+fn kept_output_is_written_before_a_read_of_it_is_answered() {
+    let d = dir("kept-read");
+    let cap = 4096;
+    let mut s = StreamBuf::new(16, kept_plan(&d, cap));
+    s.push(&[b'x'; 8192]);
+    s.push(b"LATEST\n");
+    assert!(s.read().bytes.ends_with(b"LATEST\n"));
+    assert!(!s.has_pending());
+    let file = std::fs::read(d.join("s.log")).unwrap();
+    assert!(
+        file.ends_with(b"LATEST\n"),
+        "{:?}",
+        &file[file.len() - 16..]
+    );
+    assert!(file.len() as u64 <= cap);
 }
