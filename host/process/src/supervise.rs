@@ -137,14 +137,17 @@ async fn pump<P: tokio::io::AsyncRead + Unpin>(
 ) {
     let Some(mut pipe) = pipe else { return };
     let mut buf = vec![0u8; 64 * 1024];
+    // Only this pump adds to the batch; a read that writes it out early leaves a timer that finds
+    // nothing to do.
+    let mut pending = false;
     loop {
-        let pending = process.streams.lock().side(stdout).has_pending();
         let read = if pending {
             // Output gathered past the cap goes to the file once the pipe is quiet for a while.
             match tokio::time::timeout(FLUSH_EVERY, pipe.read(&mut buf)).await {
                 Ok(read) => read,
                 Err(_) => {
                     process.streams.lock().side(stdout).flush();
+                    pending = false;
                     continue;
                 }
             }
@@ -154,7 +157,12 @@ async fn pump<P: tokio::io::AsyncRead + Unpin>(
         match read {
             Ok(0) | Err(_) => return,
             Ok(n) => {
-                process.streams.lock().side(stdout).push(&buf[..n]);
+                pending = {
+                    let mut streams = process.streams.lock();
+                    let stream = streams.side(stdout);
+                    stream.push(&buf[..n]);
+                    stream.has_pending()
+                };
                 process.arrived.send_modify(|n| *n = n.wrapping_add(1));
                 if n == buf.len() && buf.len() < PIPE_BYTES {
                     widen(&pipe);
