@@ -9,14 +9,7 @@ use serde_json::json;
 
 use crate::fixtures::*;
 use crate::http_wire::{Client, HttpHost, LegacySession, revoke_in};
-use crate::mcp::{alive, binary};
-
-/// The id a background start's answer names (a notice may follow it).
-fn started_id(answer: &str) -> String {
-    taskhost_abi::wording::started_id(answer)
-        .unwrap_or_else(|| panic!("no start in {answer:?}"))
-        .to_owned()
-}
+use crate::mcp::{alive, binary, started_id};
 
 #[test]
 fn a_request_without_a_good_token_gets_401_naming_the_metadata() {

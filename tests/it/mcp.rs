@@ -135,8 +135,8 @@ pub(crate) async fn read_waiting(client: &Client, id: &str, timeout_ms: u64) -> 
     .await
 }
 
-/// Starts `command` in the background and returns its task id (the first block; notices of other
-/// tasks may follow it).
+/// Starts `command` in the background and returns its task id (the first block; notices, its own
+/// among them, may follow it).
 pub(crate) async fn start(client: &Client, command: &str) -> String {
     let text = call(
         client,
@@ -144,10 +144,13 @@ pub(crate) async fn start(client: &Client, command: &str) -> String {
         json!({"command": command, "run_in_background": true}),
     )
     .await;
-    let first = text.split("\n---\n").next().unwrap_or_default();
-    first
-        .strip_prefix("started background task ")
-        .unwrap_or_else(|| panic!("not started: {text}"))
+    started_id(&text)
+}
+
+/// The id a background start's answer names (a notice may follow it).
+pub(crate) fn started_id(answer: &str) -> String {
+    taskhost_abi::wording::started_id(answer)
+        .unwrap_or_else(|| panic!("not started: {answer:?}"))
         .to_owned()
 }
 
@@ -512,9 +515,7 @@ async fn a_completion_notice_arrives_as_a_log_message_and_on_the_next_tool_resul
         json!({"command": "echo quick", "run_in_background": true}),
     )
     .await;
-    let id = taskhost_abi::wording::started_id(&started)
-        .unwrap_or_else(|| panic!("not started: {started}"))
-        .to_owned();
+    let id = started_id(&started);
     first_notice(&watcher);
     let expected = format!(
         "background task {id} (bash: echo quick) finished [status: completed, exit code: 0]. Read its output with task_output."
