@@ -102,6 +102,7 @@ impl StateSection {
 /// [host]
 /// plugin_dir = "plugins"       # every *.so in it is loaded; one that appears loads, one removed unloads
 /// owner_grace_ms = 60000       # a `taskhost connect` owner whose connection was lost may come back this long
+/// handover_grace_ms = 60000    # a --listen host's running tasks wait this long for the next host
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -110,6 +111,8 @@ pub struct HostSection {
     pub plugin_dir: Option<PathBuf>,
     /// How long an owner whose connection was lost without a goodbye is kept for it to come back.
     pub owner_grace_ms: Option<u64>,
+    /// How long a `--listen` host's running tasks wait for a successor once it is gone.
+    pub handover_grace_ms: Option<u64>,
 }
 
 /// `[env]`: what every child process inherits (see [`crate::process::env`]).
@@ -253,6 +256,11 @@ impl Config {
             )));
         }
         Ok(config)
+    }
+
+    /// `[host] handover_grace_ms`, or its default (60 s).
+    pub fn handover_grace_ms(&self) -> u64 {
+        self.host.handover_grace_ms.unwrap_or(60_000)
     }
 
     /// `[host] owner_grace_ms`, or its default.

@@ -9,6 +9,7 @@ use crate::owners::Owners;
 use crate::plugin::watch::{self, Targets, Watch, WatchError};
 use crate::plugin::{LoadOptions, Plugins};
 use crate::process::ProcessService;
+use crate::services::options::HandedTasks;
 use crate::services::{ServiceOptions, Services};
 use crate::sessions::Sessions;
 
@@ -18,6 +19,8 @@ pub struct Taskhost {
     services: Services,
     plugins: Arc<Plugins>,
     owners: Owners,
+    /// What a gone predecessor's keeper handed over, until [`Taskhost::take_back_tasks`].
+    handed: parking_lot::Mutex<Option<crate::process::keeper::Handed>>,
 }
 
 impl Taskhost {
@@ -40,13 +43,21 @@ impl Taskhost {
                 .parent()
                 .map_or_else(|| generations.join("spill"), |p| p.join("spill"))
         });
+        let handed = services.handed.as_ref().and_then(|t| t.0.lock().take());
         let mut processes = ProcessService::new(
             runtime.clone(),
             spill_dir,
             services.spill_budget,
             &services.env,
-            services.keeper.as_deref(),
+            services.keeper.as_deref().filter(|_| handed.is_none()),
         );
+        let mut handed_tasks = None;
+        if let (Some((adopted, HandedTasks(handed))), Some(program)) =
+            (handed, services.keeper.as_deref())
+        {
+            processes = processes.with_adopted_keeper(program, adopted, &handed);
+            handed_tasks = Some(handed);
+        }
         if let Some(state) = &services.state {
             processes = processes.with_kept_output(state.output_dir());
         }
@@ -69,6 +80,16 @@ impl Taskhost {
             services,
             plugins,
             owners,
+            handed: parking_lot::Mutex::new(handed_tasks),
+        }
+    }
+
+    /// Takes back the running tasks a gone predecessor's keeper handed to this host (see
+    /// [`Services::take_back`]); call once the plugins are loaded. Returns their ids.
+    pub fn take_back_tasks(&self) -> Vec<String> {
+        match self.handed.lock().take() {
+            Some(handed) => self.services.take_back(handed),
+            None => Vec::new(),
         }
     }
 

@@ -8,6 +8,7 @@ mod bash;
 mod clients;
 mod faults;
 mod fixtures;
+mod handover;
 mod hardening;
 mod http;
 mod http_wire;

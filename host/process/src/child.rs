@@ -51,11 +51,27 @@ pub struct Process {
     pub(crate) input: Option<Input>,
     /// Bumped each time output arrives, for waits on output.
     pub(crate) arrived: watch::Sender<u64>,
+    /// What a keeper would hold of this process for a handover, until it is asked to.
+    pub(crate) hold: Mutex<Option<(crate::keeper::Hold, Vec<std::os::fd::OwnedFd>)>>,
+    /// Told where the reads stand each time a read moves them.
+    reads: Mutex<Option<ReadsMoved>>,
+}
+
+/// A callback told where the reads of stdout and stderr stand, and where they stood when it was
+/// last told.
+struct ReadsMoved {
+    told: [u64; 2],
+    tell: Box<dyn Fn(u64, u64) + Send + Sync>,
 }
 
 /// Sends `signal` to a whole process group; false if none of it is left.
 pub(crate) fn signal_group(pgid: i32, signal: nix::sys::signal::Signal) -> bool {
     nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), signal).is_ok()
+}
+
+/// Ends process group `pgid` (SIGKILL): a task that cannot be served.
+pub fn end_group(pgid: i32) {
+    signal_group(pgid, nix::sys::signal::Signal::SIGKILL);
 }
 
 /// The name of a signal, as status lines show it (`SIGTERM`).
@@ -82,7 +98,32 @@ impl Process {
             runtime: runtime.clone(),
             input,
             arrived: watch::Sender::new(0),
+            hold: Mutex::new(None),
+            reads: Mutex::new(None),
         })
+    }
+
+    /// Calls `tell` with where the reads of stdout and stderr stand each time a read moves them
+    /// (before the read is answered: a durable record of it keeps a successor from repeating it).
+    pub fn on_reads(&self, tell: impl Fn(u64, u64) + Send + Sync + 'static) {
+        let told = {
+            let s = self.streams.lock();
+            [s.out.cursor(), s.err.cursor()]
+        };
+        *self.reads.lock() = Some(ReadsMoved {
+            told,
+            tell: Box::new(tell),
+        });
+    }
+
+    fn reads_moved(&self, now: [u64; 2]) {
+        let mut reads = self.reads.lock();
+        if let Some(r) = reads.as_mut()
+            && r.told != now
+        {
+            r.told = now;
+            (r.tell)(now[0], now[1]);
+        }
     }
 
     /// True for a process run under a pseudo-terminal: it takes input, and its output is shown as
@@ -132,17 +173,29 @@ impl Process {
     /// The output since the previous read, rendered (stdout, then `[stderr]` and stderr; a notice when
     /// output was dropped from memory).
     pub fn read(&self) -> String {
-        let mut s = self.streams.lock();
-        let (out, err) = (s.out.read(), s.err.read());
-        self.render(&s, &out, &err)
+        let (text, cursors) = {
+            let mut s = self.streams.lock();
+            let (out, err) = (s.out.read(), s.err.read());
+            (
+                self.render(&s, &out, &err),
+                [s.out.cursor(), s.err.cursor()],
+            )
+        };
+        self.reads_moved(cursors);
+        text
     }
 
     /// The output since the previous read as text, stdout and stderr apart (for a command whose
     /// answer is its stdout).
     pub fn read_streams(&self) -> (String, String) {
-        let mut s = self.streams.lock();
-        let (out, err) = (s.out.read(), s.err.read());
-        (render_terminal(&out.bytes), render_terminal(&err.bytes))
+        let (text, cursors) = {
+            let mut s = self.streams.lock();
+            let (out, err) = (s.out.read(), s.err.read());
+            let text = (render_terminal(&out.bytes), render_terminal(&err.bytes));
+            (text, [s.out.cursor(), s.err.cursor()])
+        };
+        self.reads_moved(cursors);
+        text
     }
 
     /// A watch of the output as it grows, from what is unread now, for a wait on output.

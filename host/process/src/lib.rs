@@ -30,12 +30,14 @@ mod spec;
 mod spill_layout;
 mod spills;
 mod stream;
+mod stream_resume;
 mod supervise;
+mod takeover;
 mod terminal;
 pub mod trusted_path;
 
 pub use budget::DEFAULT_SPILL_BUDGET;
-pub use child::{Exit, Process, ProcessWatch, signal_name};
+pub use child::{Exit, Process, ProcessWatch, end_group, signal_name};
 pub use escaped::end_all_children;
 pub use input::InputError;
 pub use render::{SpillRef, render_read};

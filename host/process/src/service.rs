@@ -29,12 +29,12 @@ pub struct ProcessService {
     /// Spawns the task processes and ends them all if the host dies (`None`: no keeper was asked
     /// for).
     pub(crate) keeper: Option<keeper::Keepers>,
-    next: AtomicU64,
-    spills: Arc<Spills>,
+    pub(crate) next: AtomicU64,
+    pub(crate) spills: Arc<Spills>,
     /// What all spill files may hold together.
     pub(crate) budget: Arc<budget::SpillBudget>,
     /// Live process groups by process number, ended at shutdown.
-    live: escaped::Live,
+    pub(crate) live: escaped::Live,
     /// Descendants that left their group, ended when their process settles.
     pub(crate) escaped: Arc<escaped::Escaped>,
 }
@@ -172,7 +172,15 @@ impl ProcessService {
                 return Err(SpawnError(e.to_string()));
             }
         };
+        let mut streams = streams;
+        let hold = self.handover_hold(
+            n,
+            &crate::takeover::HoldSpec::of(spec),
+            &outputs,
+            &mut streams,
+        );
         let process = Process::new(pgid, streams, exit, spec.grace, &self.runtime, input);
+        *process.hold.lock() = hold;
         if let Some(g) = pgid {
             self.live.lock().insert(n, g);
             // After the gate: a sweep holds the known state while it waits for the gate.

@@ -56,3 +56,18 @@ pub(crate) fn move_within(file: &File, from: u64, to: u64, len: u64) -> std::io:
     }
     Ok(())
 }
+
+/// What a file of cap `cap` says was skipped, if it is past its cap (its marker is in place after
+/// the head); `None` for a file that still holds the whole stream.
+pub(crate) fn read_marker(file: &File, cap: u64) -> Option<u64> {
+    use std::os::unix::fs::FileExt;
+    let mut line = vec![0u8; MARKER_LEN as usize];
+    file.read_exact_at(&mut line, cap / 4).ok()?;
+    let text = std::str::from_utf8(&line).ok()?;
+    let skipped = text
+        .strip_prefix("\n[taskhost: ")?
+        .split_once(" bytes skipped; the latest output follows]")?
+        .0;
+    text.ends_with('\n').then_some(())?;
+    skipped.parse().ok()
+}

@@ -54,23 +54,23 @@ pub(crate) struct SpillPlan {
 
 /// A stream's retained output.
 pub(crate) struct StreamBuf {
-    tail: VecDeque<u8>,
-    tail_max: usize,
+    pub(crate) tail: VecDeque<u8>,
+    pub(crate) tail_max: usize,
     /// Bytes ever written.
-    total: u64,
+    pub(crate) total: u64,
     /// Absolute position of the next byte to read.
-    cursor: u64,
-    plan: Option<SpillPlan>,
-    spill: Option<File>,
+    pub(crate) cursor: u64,
+    pub(crate) plan: Option<SpillPlan>,
+    pub(crate) spill: Option<File>,
     /// Bytes in the spill file (head, marker and window once it rolls).
-    spilled: u64,
+    pub(crate) spilled: u64,
     /// Set once the file keeps only the head and the latest output.
-    rolling: Option<Rolling>,
+    pub(crate) rolling: Option<Rolling>,
     /// The spill file was dropped (a write failed, or the cap is too small to roll).
     spill_lost: bool,
     /// The cap in force once it is fixed: when the file started rolling, or when the host-wide
     /// budget stopped its growth (then smaller than the plan's).
-    cap_now: Option<u64>,
+    pub(crate) cap_now: Option<u64>,
     /// Past the cap: the latest output not yet in the file.
     pending: VecDeque<u8>,
     /// Output that fell out of `pending` before it was written: skipped.

@@ -9,6 +9,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+mod handover;
 mod listeners;
 
 use crate::config::Config;
@@ -16,6 +17,7 @@ use crate::listen::PeerPolicy;
 use crate::mcp::Peers;
 use crate::rundir::RunDir;
 use crate::{LoadOptions, ServiceOptions, Taskhost};
+use handover::Handover;
 pub use listeners::unix_path;
 use listeners::{Listeners, TlsChoice};
 
@@ -179,13 +181,16 @@ fn plugin_dirs(config: &Config, args: &ServeArgs) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The opened state, and the handover of a `--listen` host on it.
+type OpenedState = (Arc<taskhost_store::Store>, Option<Handover>);
+
 /// The durable state: `--state`, else `[state] dir`, else the default directory (its missing
 /// parents made 0700), opened (checked, recovered) before anything serves; none with `--no-state`
 /// or `[state] durable = false`. A refused directory or database exits 2, naming it.
 fn open_state(
     config: &Config,
     args: &ServeArgs,
-) -> Result<Option<Arc<taskhost_store::Store>>, ServeError> {
+) -> Result<Option<OpenedState>, ServeError> {
     if args.no_state || config.state.durable == Some(false) {
         return Ok(None);
     }
@@ -215,8 +220,15 @@ fn open_state(
             dir
         }
     };
-    let store =
-        taskhost_store::Store::open(&dir, config.state.sync).map_err(|e| fail(2)(e.to_string()))?;
+    let mut handover = handover::Handover::of(&dir, &args.listen);
+    let taken = handover.as_mut().and_then(handover::Handover::take_waiting);
+    let store = match taken {
+        Some(takeover) => {
+            taskhost_store::Store::open_taking_over(&dir, config.state.sync, takeover)
+        }
+        None => taskhost_store::Store::open(&dir, config.state.sync),
+    }
+    .map_err(|e| fail(2)(e.to_string()))?;
     let recovered = store.recovered();
     if !recovered.lost.is_empty() || !recovered.killed.is_empty() {
         tracing::info!(
@@ -225,7 +237,7 @@ fn open_state(
             "tasks of hosts that stopped are settled as lost or killed"
         );
     }
-    Ok(Some(Arc::new(store)))
+    Ok(Some((Arc::new(store), handover)))
 }
 
 /// Applies the retention at once and then every hour for as long as the host runs, off the path
@@ -264,6 +276,10 @@ fn start_host(
     args: &ServeArgs,
 ) -> Result<Arc<Taskhost>, ServeError> {
     let registry = config.registry().map_err(|e| fail(2)(e.to_string()))?;
+    let (state, mut handover) = match open_state(config, args)? {
+        Some((state, handover)) => (Some(state), handover),
+        None => (None, None),
+    };
     let options = LoadOptions {
         generation_dir: run_dir.generations(),
         allow_untrusted: args.allow_untrusted,
@@ -277,8 +293,9 @@ fn start_host(
         env: config.env.policy(),
         keeper: std::env::current_exe().ok(),
         max_foreground_per_owner: config.max_foreground_per_owner(),
-        state: open_state(config, args)?,
+        state,
         owner_grace: config.owner_grace(),
+        handed: handover.as_mut().and_then(handover::Handover::taken_keeper),
     };
     let host = Arc::new(Taskhost::new(
         registry,
@@ -286,6 +303,9 @@ fn start_host(
         options,
         services,
     ));
+    if let Some(handover) = &handover {
+        handover.offer(&host, config.handover_grace_ms());
+    }
     if let Some(state) = host.services().state.clone() {
         retain_hourly(runtime, state, config.state.retention());
     }
@@ -312,6 +332,10 @@ fn start_host(
         if let Err(e) = host.plugins().load(path, plugin_config.clone(), false) {
             tracing::error!("{e}");
         }
+    }
+    let taken = host.take_back_tasks();
+    if !taken.is_empty() {
+        tracing::info!(tasks = ?taken, "running tasks of the previous host are served on");
     }
     if let Some(state) = host.services().state.clone() {
         let adopted = &state.recovered().adopted;

@@ -19,6 +19,7 @@ mod handles;
 pub mod options;
 pub mod process_tasks;
 pub mod subagent;
+mod take_back;
 
 pub use call::{CallContext, ClientLink, Progress};
 pub use declare::TaskDeclaration;

@@ -55,19 +55,30 @@ impl Services {
         let processes = self.processes.clone();
         // With a durable state, a task's output is kept there, and its record names the files.
         spec.keep_output = self.state.is_some();
-        let files = Arc::new(parking_lot::Mutex::new(None));
-        let kept = files.clone();
+        let started = Arc::new(parking_lot::Mutex::new(None));
+        let kept = started.clone();
         let id = self.declare(decl, move || {
             let process = processes
                 .spawn(&spec, &session)
                 .map_err(|e| ProducerError(e.to_string()))?;
-            *kept.lock() = Some(process.output_files());
+            *kept.lock() = Some(process.clone());
             Ok(process_hooks(process))
         })?;
-        if let (Some(state), Some(files)) = (&self.state, files.lock().take()) {
-            state.set_output(&id, files);
+        if let (Some(state), Some(process)) = (&self.state, started.lock().take()) {
+            state.set_output(&id, process.output_files());
+            self.keep_reads(&process, &id);
+            self.processes.hold_for_handover(&process, &id);
         }
         Ok(id)
+    }
+
+    /// Records where the reads of task `id`'s output stand each time they move, so that a
+    /// successor of this host that takes the task over repeats nothing.
+    pub(crate) fn keep_reads(&self, process: &Process, id: &str) {
+        if let Some(state) = self.state.clone() {
+            let id = id.to_owned();
+            process.on_reads(move |out, err| state.read_to(&id, out, err));
+        }
     }
 
     /// Adopts a running process as the background task `decl` declares: the registry's fence and

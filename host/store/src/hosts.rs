@@ -122,3 +122,29 @@ fn gone(dir: &Path, id: i64) -> Option<Option<Flock<File>>> {
         .ok()
         .map(Some)
 }
+
+/// Makes the running tasks `ids` of host `old` (gone, its keeper handing them over) host `me`'s,
+/// in one transaction; returns their records. A task that settled meanwhile is not taken.
+pub(crate) fn take_over(
+    conn: &mut Connection,
+    me: i64,
+    old: i64,
+    ids: &[String],
+) -> rusqlite::Result<Vec<crate::TaskRecord>> {
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let mut taken = Vec::new();
+    for id in ids {
+        let moved = tx.execute(
+            "UPDATE tasks SET host = ?2 WHERE id = ?1 AND host = ?3
+             AND status IN ('running', 'stopping')",
+            params![id, me, old],
+        )?;
+        if moved == 1
+            && let Some(record) = crate::records::one(&tx, id)?
+        {
+            taken.push(record);
+        }
+    }
+    tx.commit()?;
+    Ok(taken)
+}

@@ -55,7 +55,7 @@ pub use owners::OwnerSecret;
 pub use principals::{Principal, PrincipalLookup, TOKEN_PREFIX, Token, valid_name};
 pub use records::{TaskRecord, kept_output, kept_tail};
 pub use retention::Retention;
-pub use store::{Recovered, Store, Sync};
+pub use store::{Recovered, Store, Sync, Takeover};
 
 #[cfg(test)]
 mod tests;

@@ -31,10 +31,12 @@ pub struct TaskRecord {
     pub expired_at_ms: Option<u64>,
     /// True once its owner was told of its end (a notice or a read).
     pub told: bool,
+    /// Bytes of its stdout and stderr its owner's reads consumed.
+    pub read: [u64; 2],
 }
 
 const COLUMNS: &str = "id, kind, owner, label, status, detail, started_at_ms, finished_at_ms, host, \
-                       stdout_path, stderr_path, expired_at_ms, told";
+                       stdout_path, stderr_path, expired_at_ms, told, read_out, read_err";
 
 fn record(r: &Row<'_>) -> rusqlite::Result<TaskRecord> {
     Ok(TaskRecord {
@@ -51,6 +53,7 @@ fn record(r: &Row<'_>) -> rusqlite::Result<TaskRecord> {
         stderr_path: r.get(10)?,
         expired_at_ms: r.get::<_, Option<i64>>(11)?.map(|t| t as u64),
         told: r.get::<_, i64>(12)? != 0,
+        read: [r.get::<_, i64>(13)? as u64, r.get::<_, i64>(14)? as u64],
     })
 }
 

@@ -4,7 +4,7 @@
 use rusqlite::Connection;
 
 /// The newest schema this build knows.
-pub(crate) const VERSION: i64 = 3;
+pub(crate) const VERSION: i64 = 4;
 
 /// Version 1: hosts, per-kind id counters, tasks.
 const V1: &str = "
@@ -66,8 +66,15 @@ CREATE TABLE external (
 );
 ";
 
+/// Version 4: where each task's owner's reads stand in its stdout and stderr, so a successor that
+/// takes a running task over goes on from there.
+const V4: &str = "
+ALTER TABLE tasks ADD COLUMN read_out INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tasks ADD COLUMN read_err INTEGER NOT NULL DEFAULT 0;
+";
+
 /// The migrations, `MIGRATIONS[n]` taking version `n` to `n + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// Brings the database to [`VERSION`]; returns the version it found.
 ///

@@ -48,6 +48,17 @@ pub struct Store {
     threads: Mutex<Vec<JoinHandle<()>>>,
     recovered: Recovered,
     _lock: Option<Flock<File>>,
+    taken_over: Vec<TaskRecord>,
+}
+
+/// Running tasks a gone host's keeper handed to this host (see [`Store::open_taking_over`]).
+pub struct Takeover {
+    /// The gone host's row.
+    pub host: i64,
+    /// The task ids handed over.
+    pub tasks: Vec<String>,
+    /// The gone host's lock, held until the tasks are this host's.
+    pub lock: std::os::fd::OwnedFd,
 }
 
 fn now_ms() -> u64 {
@@ -64,7 +75,36 @@ impl Store {
     /// # Errors
     /// [`StoreError`] naming the directory or the file; nothing is overwritten.
     pub fn open(dir: &Path, sync: Sync) -> Result<Self, StoreError> {
-        Self::open_as(dir, sync, true)
+        Self::open_as(dir, sync, true, None)
+    }
+
+    /// As [`Store::open`], taking over first the running tasks a gone host's keeper handed to this
+    /// one (`takeover`): they become this host's before the gone host's lock is let go, so no
+    /// host's recovery takes them for lost; [`Store::taken_over`] has their records.
+    ///
+    /// # Errors
+    /// As [`Store::open`].
+    pub fn open_taking_over(
+        dir: &Path,
+        sync: Sync,
+        takeover: Takeover,
+    ) -> Result<Self, StoreError> {
+        Self::open_as(dir, sync, true, Some(takeover))
+    }
+
+    /// The records of the tasks taken over at open (see [`Store::open_taking_over`]).
+    pub fn taken_over(&self) -> &[TaskRecord] {
+        &self.taken_over
+    }
+
+    /// This host's row in the database (`None` for a store opened only to read).
+    pub fn host_id(&self) -> Option<i64> {
+        self.host
+    }
+
+    /// This host's lock, for a keeper that holds it while this host's tasks wait for a successor.
+    pub fn lock_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        self._lock.as_ref().map(|l| std::os::fd::AsFd::as_fd(&**l))
     }
 
     /// Opens the state directory `dir` to read it (`taskhost tasks`): checked and recovered as a host
@@ -73,10 +113,15 @@ impl Store {
     /// # Errors
     /// As [`Store::open`].
     pub fn open_to_read(dir: &Path) -> Result<Self, StoreError> {
-        Self::open_as(dir, Sync::Normal, false)
+        Self::open_as(dir, Sync::Normal, false, None)
     }
 
-    fn open_as(dir: &Path, sync: Sync, as_host: bool) -> Result<Self, StoreError> {
+    fn open_as(
+        dir: &Path,
+        sync: Sync,
+        as_host: bool,
+        takeover: Option<Takeover>,
+    ) -> Result<Self, StoreError> {
         let refused = |e: taskhost_process::private_dir::PrivateDirError| StoreError::Dir {
             path: dir.to_owned(),
             why: e.to_string(),
@@ -93,6 +138,15 @@ impl Store {
             (Some(id), Some(lock))
         } else {
             (None, None)
+        };
+        let taken_over = match (takeover, host) {
+            (Some(t), Some(me)) => {
+                let taken = hosts::take_over(&mut conn, me, t.host, &t.tasks)?;
+                // Only now may the gone host be seen gone.
+                drop(t.lock);
+                taken
+            }
+            _ => Vec::new(),
         };
         let recovered = hosts::recover(&mut conn, &host_dir, host, now_ms())?;
         let (ops, queue) = channel();
@@ -121,6 +175,7 @@ impl Store {
             ops: Mutex::new(Some(ops)),
             threads: Mutex::new(threads),
             recovered,
+            taken_over,
             _lock: lock,
         })
     }
@@ -234,6 +289,19 @@ impl Store {
             id: id.to_owned(),
             offset,
         });
+    }
+
+    /// Records where the reads of task `id`'s stdout and stderr stand; returns once that is durable
+    /// (a successor that takes the task over then repeats nothing its owner was answered).
+    pub fn read_to(&self, id: &str, out: u64, err: u64) {
+        let (reply, done) = sync_channel(1);
+        self.send(Op::Read {
+            id: id.to_owned(),
+            out,
+            err,
+            reply,
+        });
+        let _ = done.recv();
     }
 
     /// Records that task `id`'s owner was told of its end.

@@ -43,6 +43,13 @@ pub(crate) enum Op {
     },
     /// Where the reads of a task's external work stand.
     ExternalRead { id: String, offset: u64 },
+    /// Where the reads of a task's stdout and stderr stand; answered once durable.
+    Read {
+        id: String,
+        out: u64,
+        err: u64,
+        reply: SyncSender<()>,
+    },
     /// An owner ended: its secret names nobody from now on.
     EndOwner {
         name: String,
@@ -201,6 +208,10 @@ fn update(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
         Op::Told { id } => run("UPDATE tasks SET told = 1 WHERE id = ?1", params![id]),
         Op::External { id, record } => crate::external::set(tx, id, record),
         Op::ExternalRead { id, offset } => crate::external::read_to(tx, id, *offset),
+        Op::Read { id, out, err, .. } => run(
+            "UPDATE tasks SET read_out = ?2, read_err = ?3 WHERE id = ?1",
+            params![id, *out as i64, *err as i64],
+        ),
         Op::EndOwner { name, at_ms, .. } => crate::owners::end(tx, name, *at_ms),
         Op::Abandon { kind, number } => {
             run(
@@ -272,7 +283,7 @@ fn answer(batch: Vec<Op>, answers: Result<Answers, String>, notifier: &Sender<Th
                 };
                 let _ = reply.send(name);
             }
-            Op::EndHost { reply, .. } | Op::EndOwner { reply, .. } => {
+            Op::EndHost { reply, .. } | Op::EndOwner { reply, .. } | Op::Read { reply, .. } => {
                 let _ = reply.send(());
             }
             Op::Retain { reply, .. } => {

@@ -82,15 +82,15 @@ enum Answer {
 }
 
 /// A process whose exit is awaited.
-struct Awaited {
-    pid: Option<i32>,
-    exit: oneshot::Sender<Exit>,
+pub(super) struct Awaited {
+    pub(super) pid: Option<i32>,
+    pub(super) exit: oneshot::Sender<Exit>,
 }
 
 #[derive(Default)]
-struct Pending {
+pub(super) struct Pending {
     answers: HashMap<u64, SyncSender<Answer>>,
-    exits: HashMap<u64, Awaited>,
+    pub(super) exits: HashMap<u64, Awaited>,
     /// The keeper's socket has closed: nothing more will be answered.
     gone: bool,
     /// The host closed its side on purpose: the keeper's end is no death.
@@ -99,13 +99,15 @@ struct Pending {
 
 /// The host's end of the keeper.
 pub struct Keeper {
-    socket: UnixStream,
+    pub(super) socket: UnixStream,
     /// False once the host stopped writing (shut down, or a write failed); held across each write so
     /// that frames never interleave.
-    open: Mutex<bool>,
-    pending: Arc<Mutex<Pending>>,
-    child: Mutex<Option<Child>>,
-    next: AtomicU64,
+    pub(super) open: Mutex<bool>,
+    pub(super) pending: Arc<Mutex<Pending>>,
+    pub(super) child: Mutex<Option<Child>>,
+    /// The pid of a keeper taken over from a host that is gone (not started by this one).
+    pub(super) adopted_pid: Option<i32>,
+    pub(super) next: AtomicU64,
 }
 
 impl Keeper {
@@ -141,19 +143,54 @@ impl Keeper {
         let reader = pending.clone();
         std::thread::Builder::new()
             .name("taskhost-keeper".into())
-            .spawn(move || read_reports(reports, &reader, on_death))?;
+            .spawn(move || read_reports(reports, fds::Receiver::new(), &reader, on_death))?;
         Ok(Self {
             socket,
             open: Mutex::new(true),
             pending,
             child: Mutex::new(Some(child)),
+            adopted_pid: None,
             next: AtomicU64::new(0),
         })
     }
 
     /// The keeper's pid while it runs.
     pub fn pid(&self) -> Option<u32> {
-        self.child.lock().as_ref().map(Child::id)
+        match self.child.lock().as_ref() {
+            Some(child) => Some(child.id()),
+            None => self.adopted_pid.map(i32::cast_unsigned),
+        }
+    }
+
+    /// Asks the keeper to hold the running task in group `pgid` for a handover, with the
+    /// descriptors `hold` describes, in its order.
+    pub fn hold(&self, pgid: i32, hold: &super::wire::Hold, fds: &[BorrowedFd<'_>]) {
+        let frame = Request::Hold {
+            pgid,
+            hold: hold.clone(),
+        };
+        self.write(&frame.encode(), fds);
+    }
+
+    /// Asks the keeper to hand the held tasks to a successor that connects to `listener` within
+    /// `grace_ms` once this host is gone, holding `lock` (the host's) meanwhile.
+    pub fn handover(
+        &self,
+        grace_ms: u64,
+        host: i64,
+        listener: BorrowedFd<'_>,
+        lock: BorrowedFd<'_>,
+    ) {
+        let frame = Request::Handover { grace_ms, host };
+        self.write(&frame.encode(), &[listener, lock]);
+    }
+
+    /// Asks the keeper to end the processes marked with `prefix` too when the host is gone.
+    pub fn mark(&self, prefix: &str) {
+        let frame = Request::Mark {
+            prefix: prefix.to_owned(),
+        };
+        self.write(&frame.encode(), &[]);
     }
 
     /// Has the keeper start `launch` in a process group of its own with `streams`. Blocks until the
@@ -279,7 +316,20 @@ impl Keeper {
                 let _ = child.kill();
                 let _ = child.wait();
             }
+        } else if let Some(pid) = self.adopted_pid {
+            super::adopt::wait_gone(pid, Duration::from_secs(2));
         }
+    }
+
+    /// Lets go of the keeper for a successor of this host (an upgrade): its side of the socket is
+    /// closed, so the keeper holds the tasks for the successor, and the keeper is neither awaited
+    /// nor ended.
+    pub fn leave(&self) {
+        let mut open = self.open.lock();
+        *open = false;
+        self.pending.lock().stopped = true;
+        let _ = self.socket.shutdown(Shutdown::Both);
+        drop(self.child.lock().take());
     }
 }
 
@@ -292,8 +342,12 @@ impl Drop for Keeper {
 /// Hands each report to whoever waits for it, until the keeper's socket closes; then, unless the host
 /// stopped it, `on_death` is called and the processes still running, adopted by the host (a child
 /// subreaper) when the keeper died, are reaped here.
-fn read_reports(socket: UnixStream, pending: &Mutex<Pending>, on_death: impl FnOnce()) {
-    let mut frames = fds::Receiver::new();
+pub(super) fn read_reports(
+    socket: UnixStream,
+    mut frames: fds::Receiver,
+    pending: &Mutex<Pending>,
+    on_death: impl FnOnce(),
+) {
     while let Ok(Some(body)) = frames.next(socket.as_fd()) {
         let Ok(report) = Report::decode(&body) else {
             frames.discard_fds();
@@ -324,6 +378,8 @@ fn read_reports(socket: UnixStream, pending: &Mutex<Pending>, on_death: impl FnO
                     let _ = w.exit.send(exit);
                 }
             }
+            // Only a successor's first frames, read before this thread starts.
+            Report::Adopt { .. } | Report::Handed { .. } => frames.discard_fds(),
         }
     }
     let (orphans, stopped): (Vec<(i32, oneshot::Sender<Exit>)>, bool) = {

@@ -45,17 +45,21 @@
 //! dead keeper), `Keeper::spawn` (`client.rs`), `serve` (`server.rs`, the keeper process), the messages
 //! (`wire.rs`) and their descriptors (`fds.rs`).
 
+mod adopt;
 mod client;
 mod fds;
+mod handover;
 mod os_bytes;
 mod server;
 mod slot;
 mod wire;
 
+pub use adopt::{Handed, HandedTask, HandoverError};
 pub use client::{Keeper, KeeperSpawnError, KeptProcess, KeptStreams};
 pub use server::serve;
-pub use slot::Keepers;
+pub use slot::{AdoptedKeeper, HoldSetup, Keepers};
 pub(crate) use wire::Launch;
+pub use wire::{HeldStream, Hold};
 
 #[cfg(test)]
 mod tests;

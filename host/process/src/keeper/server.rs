@@ -21,27 +21,36 @@ use nix::sys::wait::waitpid;
 use nix::unistd::Pid;
 
 use super::fds::{self, Receiver};
-use super::wire::{Launch, Report, Request, Slot, Streams};
+use super::handover::{Held, HeldFds, Setup};
+use super::wire::{Hold, Launch, Report, Request, Slot, Streams};
 use crate::escaped::MARKER;
 
 /// What the spawning thread and the reaping thread share.
-struct Shared {
-    state: Mutex<State>,
+pub(crate) struct Shared {
+    pub(crate) state: Mutex<State>,
     spawned: Condvar,
 }
 
 /// Spawns and reaps both happen under this lock, so a child is never reaped before its spawn is
 /// registered, and a child whose `exec` failed is reaped by the spawn that reports the failure (std
 /// waits for it, and would panic if the reaper had taken it first).
-struct State {
+pub(crate) struct State {
     /// The host's socket, written under this lock so that a process's `Spawned` precedes its `Exited`.
-    out: UnixStream,
+    pub(crate) out: UnixStream,
     /// Request ids of the running children.
     ids: HashMap<i32, u64>,
     /// Children spawned so far (the reaper waits for this to change when it has none).
     count: u64,
     /// Set once the host cannot be written to.
-    host_gone: bool,
+    pub(crate) host_gone: bool,
+    /// What the host holds here for a handover, by process group.
+    pub(crate) held: HashMap<i32, Held>,
+    /// Set by the host when its tasks are to be handed to a successor.
+    pub(crate) handover: Option<Setup>,
+    /// The marker prefixes whose processes are ended with the host.
+    pub(crate) markers: Vec<String>,
+    /// Above every request id seen (a successor goes on from it).
+    pub(crate) next_id: u64,
 }
 
 impl State {
@@ -75,11 +84,13 @@ pub fn serve(socket: BorrowedFd<'_>, marker_prefix: &str, cgroup: Option<&Path>)
     ended
 }
 
-/// [`serve`] less the cgroup: spawns until the host's socket closes, then ends what is left.
+/// [`serve`] less the cgroup: spawns until the host's socket closes, hands the host's tasks to a
+/// successor when the host asked for a handover, then ends what is left.
 fn serve_host(socket: BorrowedFd<'_>, marker_prefix: &str) -> usize {
+    let markers = vec![marker_prefix.to_owned()];
     let out = match socket.try_clone_to_owned() {
         Ok(fd) => UnixStream::from(fd),
-        Err(_) => return end_everything(&HashSet::new(), marker_prefix, Duration::from_secs(1)),
+        Err(_) => return end_everything(&HashSet::new(), &markers, Duration::from_secs(1)),
     };
     let shared = Arc::new(Shared {
         state: Mutex::new(State {
@@ -87,6 +98,10 @@ fn serve_host(socket: BorrowedFd<'_>, marker_prefix: &str) -> usize {
             ids: HashMap::new(),
             count: 0,
             host_gone: false,
+            held: HashMap::new(),
+            handover: None,
+            markers: markers.clone(),
+            next_id: 0,
         }),
         spawned: Condvar::new(),
     });
@@ -97,9 +112,19 @@ fn serve_host(socket: BorrowedFd<'_>, marker_prefix: &str) -> usize {
         .is_err()
     {
         // A keeper that cannot reap must not spawn: exiting makes the host start another.
-        return end_everything(&HashSet::new(), marker_prefix, Duration::from_secs(1));
+        return end_everything(&HashSet::new(), &markers, Duration::from_secs(1));
     }
     let mut groups = HashSet::new();
+    serve_one(&shared, socket, &mut groups);
+    while let Some(successor) = super::handover::wait(&shared, &mut groups) {
+        serve_one(&shared, successor.as_fd(), &mut groups);
+    }
+    let markers = shared.state.lock().markers.clone();
+    end_everything(&groups, &markers, Duration::from_secs(1))
+}
+
+/// Serves one host's requests until its socket closes.
+fn serve_one(shared: &Shared, socket: BorrowedFd<'_>, groups: &mut HashSet<i32>) {
     let mut frames = Receiver::new();
     while let Ok(Some(body)) = frames.next(socket) {
         match Request::decode(&body) {
@@ -115,6 +140,7 @@ fn serve_host(socket: BorrowedFd<'_>, marker_prefix: &str) -> usize {
                     Streams::Terminal(_) => Ok(Vec::new()),
                 };
                 let mut st = shared.state.lock();
+                st.next_id = st.next_id.max(id + 1);
                 let spawned = fds
                     .map_err(|e| e.to_string())
                     .and_then(|fds| spawn(&launch, streams, fds).map_err(|e| e.to_string()));
@@ -142,12 +168,78 @@ fn serve_host(socket: BorrowedFd<'_>, marker_prefix: &str) -> usize {
             }
             Ok(Request::Forget { pgid }) => {
                 groups.remove(&pgid);
+                shared.state.lock().held.remove(&pgid);
+            }
+            Ok(Request::Hold { pgid, hold }) => {
+                let count = hold
+                    .streams
+                    .iter()
+                    .map(|s| 1 + usize::from(s.kept))
+                    .sum::<usize>()
+                    + usize::from(hold.stdin);
+                match frames.take_fds(count) {
+                    Ok(fds) => hold_task(shared, pgid, hold, fds),
+                    Err(_) => frames.discard_fds(),
+                }
+            }
+            Ok(Request::Handover { grace_ms, host }) => match frames.take_fds(2) {
+                Ok(fds) => {
+                    let mut fds = fds.into_iter();
+                    if let (Some(listener), Some(lock)) = (fds.next(), fds.next()) {
+                        shared.state.lock().handover = Some(Setup {
+                            grace: Duration::from_millis(grace_ms),
+                            host,
+                            listener,
+                            lock,
+                        });
+                    }
+                }
+                Err(_) => frames.discard_fds(),
+            },
+            Ok(Request::Mark { prefix }) => {
+                let mut st = shared.state.lock();
+                if !st.markers.contains(&prefix) {
+                    st.markers.push(prefix);
+                }
             }
             // Out of step with the host: descriptors received so far belong to no request it knows.
             Err(_) => frames.discard_fds(),
         }
     }
-    end_everything(&groups, marker_prefix, Duration::from_secs(1))
+}
+
+/// Holds a running task's descriptors for a handover; a process already reaped is not held (its
+/// host has its exit).
+fn hold_task(shared: &Shared, pgid: i32, hold: Hold, fds: Vec<OwnedFd>) {
+    let mut st = shared.state.lock();
+    let Some(&id) = st.ids.get(&pgid) else {
+        return;
+    };
+    let mut fds = fds.into_iter();
+    let mut streams = Vec::new();
+    for s in &hold.streams {
+        let Some(read) = fds.next() else { return };
+        let file = if s.kept {
+            match fds.next() {
+                Some(f) => Some(std::fs::File::from(f)),
+                None => return,
+            }
+        } else {
+            None
+        };
+        streams.push(HeldFds::new(read, file));
+    }
+    let stdin = if hold.stdin { fds.next() } else { None };
+    st.held.insert(
+        pgid,
+        Held {
+            id,
+            hold,
+            streams,
+            stdin,
+            exit: None,
+        },
+    );
 }
 
 /// Gives the tasks the default actions of SIGINT and SIGQUIT whatever the host inherited. A shell
@@ -254,6 +346,9 @@ fn reap_forever(shared: &Shared) {
                 // Nothing more has exited (or a spawn's failed child was already reaped by it).
                 Err(_) => break,
             };
+            if let Some(held) = st.held.get_mut(&pid) {
+                held.exit = Some(exit.clone());
+            }
             if let Some(id) = st.ids.remove(&pid) {
                 st.report(&Report::Exited { id, exit });
             }
@@ -265,10 +360,13 @@ fn reap_forever(shared: &Shared) {
 /// `within` has passed.
 pub(crate) fn end_everything(
     groups: &HashSet<i32>,
-    marker_prefix: &str,
+    marker_prefixes: &[String],
     within: Duration,
 ) -> usize {
-    let prefix = format!("{MARKER}={marker_prefix}");
+    let prefixes: Vec<String> = marker_prefixes
+        .iter()
+        .map(|p| format!("{MARKER}={p}"))
+        .collect();
     let own = std::process::id() as i32;
     let deadline = Instant::now() + within;
     let mut signals = 0;
@@ -280,7 +378,7 @@ pub(crate) fn end_everything(
                 signals += 1;
             }
         }
-        for pid in marked(&prefix) {
+        for pid in prefixes.iter().flat_map(|p| marked(p)) {
             if pid != own && kill(Pid::from_raw(pid), Signal::SIGKILL).is_ok() {
                 found = true;
                 signals += 1;

@@ -10,11 +10,15 @@
 
 use parking_lot::{Condvar, Mutex};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
+use std::collections::HashMap;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+use super::adopt::{Handed, HandoverError};
 use super::client::{Keeper, KeeperSpawnError, KeptProcess, KeptStreams};
-use super::wire::Launch;
+use super::wire::{Hold, Launch};
 use crate::escaped::Live;
 
 /// Deaths in a row that are answered with an immediate restart.
@@ -39,9 +43,50 @@ struct Inner {
     cgroup: Option<PathBuf>,
     /// The service's live process groups: a new keeper is told of those its predecessor spawned.
     live: Live,
+    /// What every keeper is told for a handover: the setup, and each running task held.
+    handover: Mutex<HandoverState>,
     state: Mutex<State>,
     /// Signalled whenever `current` changes.
     changed: Condvar,
+}
+
+/// What a host's tasks are held with for its successor.
+pub struct HoldSetup {
+    /// How long the keeper waits for a successor, ms.
+    pub grace_ms: u64,
+    /// The host's row in the state database.
+    pub host: i64,
+    /// The listening socket a successor connects to.
+    pub listener: OwnedFd,
+    /// The host's lock in the state directory.
+    pub lock: OwnedFd,
+}
+
+/// A host's handover as every keeper of it is told.
+#[derive(Default)]
+struct HandoverState {
+    /// The grace, this host's row, the successors' listener and this host's lock.
+    setup: Option<(u64, i64, OwnedFd, OwnedFd)>,
+    /// Marker prefixes of processes to end with the host besides the keeper's own.
+    marks: Vec<String>,
+    /// Each held task's group, what is held and its descriptors.
+    held: HashMap<i32, (Hold, Vec<OwnedFd>)>,
+}
+
+impl HandoverState {
+    /// Tells `keeper` everything (a new keeper, or the setup changed).
+    fn tell(&self, keeper: &Keeper) {
+        if let Some((grace, host, listener, lock)) = &self.setup {
+            keeper.handover(*grace, *host, listener.as_fd(), lock.as_fd());
+        }
+        for prefix in &self.marks {
+            keeper.mark(prefix);
+        }
+        for (pgid, (hold, fds)) in &self.held {
+            let fds: Vec<BorrowedFd<'_>> = fds.iter().map(AsFd::as_fd).collect();
+            keeper.hold(*pgid, hold, &fds);
+        }
+    }
 }
 
 struct State {
@@ -78,11 +123,106 @@ impl Keepers {
     /// spawns into it. A keeper that cannot start is logged and tried again later;
     /// meanwhile starts are refused.
     pub fn start(program: &Path, marker_prefix: &str, cgroup: Option<PathBuf>, live: Live) -> Self {
-        let inner = Arc::new(Inner {
+        let inner = Self::inner(program, marker_prefix, cgroup, live);
+        start_now(&inner);
+        Self(inner)
+    }
+
+    /// Takes the keeper a predecessor of this host left waiting on `path` (see [`Keeper::adopt`]),
+    /// before this host's services exist: [`Keepers::with_adopted`] puts it in service.
+    ///
+    /// # Errors
+    /// As [`Keeper::adopt`].
+    pub fn take_waiting(path: &Path) -> Result<(AdoptedKeeper, Handed), HandoverError> {
+        let slot = Arc::new(OnceLock::new());
+        let (died, named) = death_watch(slot.clone());
+        let (keeper, handed) = Keeper::adopt(path, died)?;
+        Ok((
+            AdoptedKeeper {
+                keeper,
+                slot,
+                named,
+            },
+            handed,
+        ))
+    }
+
+    /// Serves with `adopted`, whose processes' markers start with one of `markers`; this
+    /// service's own processes carry `marker_prefix`. Should it die, keepers of `program` take its
+    /// place as [`Keepers::start`] would start them.
+    pub fn with_adopted(
+        program: &Path,
+        marker_prefix: &str,
+        adopted: AdoptedKeeper,
+        markers: &[String],
+        live: Live,
+    ) -> Self {
+        let inner = Self::inner(program, marker_prefix, None, live);
+        let _ = adopted.slot.set(Arc::downgrade(&inner));
+        adopted.keeper.mark(marker_prefix);
+        let keeper = Arc::new(adopted.keeper);
+        let _ = adopted.named.send(Arc::downgrade(&keeper));
+        inner.handover.lock().marks = markers.to_vec();
+        inner.state.lock().current = Some(keeper);
+        Self(inner)
+    }
+
+    /// Tells this keeper, and every keeper after it, to hold the host's tasks for a successor for
+    /// the setup's grace once the host is gone: the successor connects to its listener; its lock
+    /// (this host's) is held meanwhile.
+    pub fn enable_handover(&self, setup: HoldSetup) {
+        let mut h = self.0.handover.lock();
+        h.setup = Some((setup.grace_ms, setup.host, setup.listener, setup.lock));
+        if let Some(k) = self.current()
+            && let Some((grace, host, listener, lock)) = &h.setup
+        {
+            k.handover(*grace, *host, listener.as_fd(), lock.as_fd());
+        }
+    }
+
+    /// True once [`Keepers::enable_handover`] was called.
+    pub fn hands_over(&self) -> bool {
+        self.0.handover.lock().setup.is_some()
+    }
+
+    /// Holds the running task in group `pgid` for a handover (see [`Keeper::hold`]), with every
+    /// keeper from now on, until the group ends.
+    pub fn hold(&self, pgid: i32, hold: Hold, fds: Vec<OwnedFd>) {
+        let mut h = self.0.handover.lock();
+        if let Some(k) = self.current() {
+            let borrowed: Vec<BorrowedFd<'_>> = fds.iter().map(AsFd::as_fd).collect();
+            k.hold(pgid, &hold, &borrowed);
+        }
+        h.held.insert(pgid, (hold, fds));
+    }
+
+    /// Lets the keeper hold the tasks for a successor of this host (an upgrade): see
+    /// [`Keeper::leave`]. No keeper is started after it.
+    pub fn leave(&self) {
+        let current = {
+            let mut st = self.0.state.lock();
+            st.stopped = true;
+            st.next_start = None;
+            self.0.changed.notify_all();
+            st.current.take()
+        };
+        if let Some(k) = current {
+            k.leave();
+        }
+    }
+
+    fn inner(
+        program: &Path,
+        marker_prefix: &str,
+        cgroup: Option<PathBuf>,
+        live: Live,
+    ) -> Arc<Inner> {
+        Arc::new(Inner {
             program: program.to_owned(),
             marker_prefix: marker_prefix.to_owned(),
             cgroup,
             live,
+            handover: Mutex::default(),
             state: Mutex::new(State {
                 current: None,
                 since: Instant::now(),
@@ -91,9 +231,7 @@ impl Keepers {
                 stopped: false,
             }),
             changed: Condvar::new(),
-        });
-        start_now(&inner);
-        Self(inner)
+        })
     }
 
     /// Has the current keeper start a process; see [`Keeper::spawn`]. A start that finds its
@@ -136,9 +274,11 @@ impl Keepers {
 
     /// Tells the current keeper that a process group is gone.
     pub fn group_ended(&self, pgid: i32) {
+        let held = self.0.handover.lock().held.remove(&pgid);
         if let Some(k) = self.current() {
             k.group_ended(pgid);
         }
+        drop(held);
     }
 
     /// The current keeper's pid.
@@ -162,6 +302,40 @@ impl Keepers {
         if let Some(k) = current {
             k.stop();
         }
+    }
+}
+
+/// What a keeper of the service in `slot` calls should it die, and where it is named once it is
+/// current.
+fn death_watch(
+    slot: Arc<OnceLock<Weak<Inner>>>,
+) -> (
+    impl FnOnce() + Send + 'static,
+    std::sync::mpsc::Sender<Weak<Keeper>>,
+) {
+    let (tx, rx) = std::sync::mpsc::channel::<Weak<Keeper>>();
+    let died = move || {
+        if let Ok(me) = rx.recv()
+            && let Some(inner) = slot.get().and_then(Weak::upgrade)
+        {
+            on_death(&inner, &me);
+        }
+    };
+    (died, tx)
+}
+
+/// A keeper a gone predecessor left, taken back before this host's services exist.
+pub struct AdoptedKeeper {
+    keeper: Keeper,
+    slot: Arc<OnceLock<Weak<Inner>>>,
+    named: std::sync::mpsc::Sender<Weak<Keeper>>,
+}
+
+impl std::fmt::Debug for AdoptedKeeper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdoptedKeeper")
+            .field("pid", &self.keeper.pid())
+            .finish()
     }
 }
 
@@ -233,13 +407,7 @@ fn start_now(inner: &Arc<Inner>) {
         if st.stopped || st.current.is_some() {
             return;
         }
-        let (tx, rx) = std::sync::mpsc::channel::<Weak<Keeper>>();
-        let weak = Arc::downgrade(inner);
-        let died = move || {
-            if let (Some(inner), Ok(me)) = (weak.upgrade(), rx.recv()) {
-                on_death(&inner, &me);
-            }
-        };
+        let (died, tx) = death_watch(Arc::new(OnceLock::from(Arc::downgrade(inner))));
         match Keeper::start(
             &inner.program,
             &inner.marker_prefix,
@@ -251,6 +419,7 @@ fn start_now(inner: &Arc<Inner>) {
                 for &g in live.values() {
                     keeper.watch(g);
                 }
+                inner.handover.lock().tell(&keeper);
                 let _ = tx.send(Arc::downgrade(&keeper));
                 st.current = Some(keeper);
                 st.since = Instant::now();

@@ -179,7 +179,7 @@ fn the_keeper_ends_registered_groups_and_marked_processes() {
         .spawn()
         .expect("sleep");
     let groups: HashSet<i32> = [grouped.id() as i32].into();
-    let signals = end_everything(&groups, &format!("{fake_host}:"), Duration::from_secs(1));
+    let signals = end_everything(&groups, &[format!("{fake_host}:")], Duration::from_secs(1));
     assert!(signals >= 2, "{signals}");
     for (child, ended) in [
         (&mut grouped, true),

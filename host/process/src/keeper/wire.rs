@@ -89,8 +89,53 @@ pub(crate) enum Request {
     },
     /// A process group the keeper did not spawn (a dead keeper's): end it if the host dies.
     Watch { pgid: i32 },
-    /// A process group that is gone: never signal that number again.
+    /// A process group that is gone: never signal that number again (and let go of what was held
+    /// for it).
     Forget { pgid: i32 },
+    /// What the keeper holds for the running task in group `pgid` so that a successor of the host
+    /// can take it over: its output's read ends (with their kept files) and its input, beside the
+    /// frame in the order [`HeldStream`] says, then the input.
+    Hold { pgid: i32, hold: Hold },
+    /// When the host is gone, keep its held tasks for `grace_ms` and hand them to the successor
+    /// that connects to the listener beside the frame (then the host's lock, held meanwhile).
+    Handover { grace_ms: u64, host: i64 },
+    /// Also end processes whose marker starts with `prefix` when the host is gone (a successor
+    /// marks its own tasks with its own prefix).
+    Mark { prefix: String },
+}
+
+/// What the keeper holds of one task for a handover, and what it hands over.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hold {
+    /// The task's id in the registry.
+    pub task: String,
+    /// The host's number for the process (its marker's).
+    pub n: u64,
+    /// Bytes of each stream kept in memory.
+    pub tail_bytes: u64,
+    /// The kill's grace, ms.
+    pub grace_ms: u64,
+    /// Its output is one terminal's master (which also takes its input).
+    pub terminal: bool,
+    /// Its output streams, stdout first.
+    pub streams: Vec<HeldStream>,
+    /// A write end of its stdin travels last.
+    pub stdin: bool,
+}
+
+/// One output stream held for a handover: its read end travels beside the frame, then its kept
+/// file when `kept`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldStream {
+    /// The kept file's cap (past it the file holds the head and the latest output).
+    pub cap: u64,
+    /// A kept file travels after the read end.
+    pub kept: bool,
+    /// Output the keeper drained while no host ran and could not write to the file (the file is
+    /// past its cap), oldest first.
+    pub pending: Vec<u8>,
+    /// Output drained while no host ran that was dropped (beyond what the keeper keeps in memory).
+    pub dropped: u64,
 }
 
 /// From the keeper to the host.
@@ -103,6 +148,21 @@ pub(crate) enum Report {
     Refused { id: u64, cause: String },
     /// The process of request `id` has exited and been reaped.
     Exited { id: u64, exit: Exit },
+    /// To a successor: a task of the host that is gone, held for it (descriptors beside, as for
+    /// [`Request::Hold`]); `exit` once its process was reaped.
+    Adopt {
+        id: u64,
+        pgid: i32,
+        exit: Option<Exit>,
+        hold: Hold,
+    },
+    /// To a successor, after the last [`Report::Adopt`]: the gone host's row, the marker prefixes
+    /// the keeper ends, the next request id to use, and its lock beside the frame.
+    Handed {
+        host: i64,
+        markers: Vec<String>,
+        next_id: u64,
+    },
 }
 
 /// `message` in a frame: its length, then its body.

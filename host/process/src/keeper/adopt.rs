@@ -1,0 +1,213 @@
+//! The host's side of a handover: a successor connects to the keeper its predecessor left, takes
+//! back the held tasks and makes that keeper its own.
+
+use std::fs::File;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use tokio::sync::oneshot;
+
+use super::client::{Awaited, Keeper, Pending, read_reports};
+use super::fds;
+use super::wire::{Hold, Report};
+use crate::Exit;
+
+/// How long a successor waits for a keeper that accepted it to tell it the tasks (its host may
+/// still be dying: the keeper answers once its socket closed).
+const INVENTORY_WAIT: Duration = Duration::from_secs(10);
+
+/// A task a successor takes back from its predecessor's keeper.
+pub struct HandedTask {
+    /// The predecessor's request id of its process (the keeper reports its exit under it).
+    pub id: u64,
+    /// Its process group (its leader's pid).
+    pub pgid: i32,
+    /// What was held: the task id, the process number, the streams.
+    pub hold: Hold,
+    /// Each output stream's read end and kept file, in `hold.streams`' order.
+    pub streams: Vec<(OwnedFd, Option<File>)>,
+    /// Its stdin's write end, when it had one.
+    pub stdin: Option<OwnedFd>,
+    /// Resolves with its exit (at once when the keeper had reaped it already).
+    pub exit: oneshot::Receiver<Exit>,
+}
+
+/// What a successor got from the keeper besides the keeper.
+pub struct Handed {
+    /// The tasks held for this host.
+    pub tasks: Vec<HandedTask>,
+    /// The predecessor's row in the state database.
+    pub host: i64,
+    /// The marker prefixes the keeper ends with its host.
+    pub markers: Vec<String>,
+    /// The predecessor's lock: held until its tasks are recorded as this host's (taken then).
+    pub lock: Option<OwnedFd>,
+}
+
+/// Why no handover was had.
+#[derive(Debug, thiserror::Error)]
+pub enum HandoverError {
+    /// No keeper waits on that path.
+    #[error("no keeper waits for a successor")]
+    NoneWaiting,
+    /// A keeper accepted and then failed to hand over.
+    #[error("the keeper waiting for a successor failed to hand over: {0}")]
+    Failed(String),
+}
+
+impl Keeper {
+    /// Connects to the keeper waiting on `path` for a successor of its host, takes the tasks it
+    /// holds and makes it this host's keeper (`on_death` called should it die).
+    ///
+    /// # Errors
+    /// [`HandoverError::NoneWaiting`] when nothing listens there; [`HandoverError::Failed`] when the
+    /// keeper is not this user's or its inventory is broken or late.
+    pub fn adopt(
+        path: &Path,
+        on_death: impl FnOnce() + Send + 'static,
+    ) -> Result<(Keeper, Handed), HandoverError> {
+        let conn = UnixStream::connect(path).map_err(|_| HandoverError::NoneWaiting)?;
+        let failed = |e: &dyn std::fmt::Display| HandoverError::Failed(e.to_string());
+        let creds = nix::sys::socket::getsockopt(&conn, nix::sys::socket::sockopt::PeerCredentials)
+            .map_err(|e| failed(&e))?;
+        if creds.uid() != nix::unistd::getuid().as_raw() {
+            return Err(failed(&format!("it runs as uid {}", creds.uid())));
+        }
+        conn.set_read_timeout(Some(INVENTORY_WAIT))
+            .map_err(|e| failed(&e))?;
+        let pending: Arc<Mutex<Pending>> = Arc::default();
+        let mut frames = fds::Receiver::new();
+        let mut tasks = Vec::new();
+        let (host, markers, next_id, lock) = loop {
+            let body = frames
+                .next(conn.as_fd())
+                .map_err(|e| failed(&e))?
+                .ok_or_else(|| failed(&"the keeper closed the connection"))?;
+            match Report::decode(&body).map_err(|e| failed(&e))? {
+                Report::Adopt {
+                    id,
+                    pgid,
+                    exit,
+                    hold,
+                } => {
+                    let task = take_task(&mut frames, &pending, id, pgid, exit, hold)
+                        .map_err(|e| failed(&e))?;
+                    tasks.push(task);
+                }
+                Report::Handed {
+                    host,
+                    markers,
+                    next_id,
+                } => {
+                    let lock = frames.take_fds(1).map_err(|e| failed(&e))?;
+                    let lock = lock.into_iter().next().ok_or_else(|| failed(&"no lock"))?;
+                    break (host, markers, next_id, lock);
+                }
+                _ => return Err(failed(&"an unexpected report before the handover")),
+            }
+        };
+        conn.set_read_timeout(None).map_err(|e| failed(&e))?;
+        let reports = conn.try_clone().map_err(|e| failed(&e))?;
+        let reader = pending.clone();
+        std::thread::Builder::new()
+            .name("taskhost-keeper".into())
+            .spawn(move || read_reports(reports, frames, &reader, on_death))
+            .map_err(|e| failed(&e))?;
+        let keeper = Keeper {
+            socket: conn,
+            open: Mutex::new(true),
+            pending,
+            child: Mutex::new(None),
+            adopted_pid: Some(creds.pid()),
+            next: AtomicU64::new(next_id),
+        };
+        Ok((
+            keeper,
+            Handed {
+                tasks,
+                host,
+                markers,
+                lock: Some(lock),
+            },
+        ))
+    }
+}
+
+/// One handed task's descriptors, and its exit awaited under its id.
+fn take_task(
+    frames: &mut fds::Receiver,
+    pending: &Mutex<Pending>,
+    id: u64,
+    pgid: i32,
+    exit: Option<Exit>,
+    hold: Hold,
+) -> Result<HandedTask, super::wire::WireError> {
+    let count = hold
+        .streams
+        .iter()
+        .map(|s| 1 + usize::from(s.kept))
+        .sum::<usize>()
+        + usize::from(hold.stdin);
+    let mut fds = frames.take_fds(count)?.into_iter();
+    let mut streams = Vec::new();
+    for s in &hold.streams {
+        let read = fds
+            .next()
+            .ok_or(super::wire::WireError::MissingDescriptors)?;
+        let file = match s.kept {
+            true => Some(File::from(
+                fds.next()
+                    .ok_or(super::wire::WireError::MissingDescriptors)?,
+            )),
+            false => None,
+        };
+        streams.push((read, file));
+    }
+    let stdin = if hold.stdin { fds.next() } else { None };
+    let (tx, rx) = oneshot::channel();
+    match exit {
+        Some(exit) => {
+            let _ = tx.send(exit);
+        }
+        None => {
+            pending.lock().exits.insert(
+                id,
+                Awaited {
+                    pid: Some(pgid),
+                    exit: tx,
+                },
+            );
+        }
+    }
+    Ok(HandedTask {
+        id,
+        pgid,
+        hold,
+        streams,
+        stdin,
+        exit: rx,
+    })
+}
+
+/// Waits up to `within` for the process `pid` (a keeper this host did not start) to be gone,
+/// reaping it when it is this process's child (a host that re-executed itself).
+pub(super) fn wait_gone(pid: i32, within: Duration) {
+    use nix::sys::wait::{WaitPidFlag, waitpid};
+    let pid = nix::unistd::Pid::from_raw(pid);
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
+            Ok(nix::sys::wait::WaitStatus::StillAlive) => {}
+            Ok(_) => return,
+            Err(_) if nix::sys::signal::kill(pid, None).is_err() => return,
+            Err(_) => {}
+        }
+        // Polling a process that is not this one's child: nothing to wait on.
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}

@@ -1,0 +1,243 @@
+//! The keeper's side of a handover: when its host is gone (a crash, a SIGKILL, an upgrade), the
+//! tasks the host held here keep running for the grace window while the keeper drains their output
+//! into their kept files, and the first successor of the host (same user, on the listener the host
+//! gave) gets them back, with their descriptors, their exits and what could not be written, and
+//! goes on with this keeper as its own.
+//!
+//! A task the host did not hold (a subagent's agent, a foreground call's process) cannot be carried:
+//! it is ended when the handover starts. With no successor within the grace, everything is ended as
+//! when no handover was asked for. While the keeper waits it holds the gone host's lock, so no other
+//! host of the state directory takes that host's running tasks for lost.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::fs::FileExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+
+use super::fds;
+use super::server::Shared;
+use super::wire::{Hold, Report};
+use crate::Exit;
+use crate::spill_layout;
+
+/// The most output one stream keeps in memory while no host runs and its file cannot take it.
+const STREAM_MEMORY: usize = 4 << 20;
+/// The most output all streams keep in memory together while no host runs.
+const ALL_MEMORY: usize = 256 << 20;
+
+/// What a host asked for with [`super::wire::Request::Handover`].
+pub(crate) struct Setup {
+    pub(crate) grace: Duration,
+    pub(crate) host: i64,
+    pub(crate) listener: OwnedFd,
+    pub(crate) lock: OwnedFd,
+}
+
+/// One output stream of a held task.
+pub(crate) struct HeldFds {
+    pub(crate) read: OwnedFd,
+    pub(crate) file: Option<File>,
+    /// The file's length once draining started (`None` before: the host writes it).
+    len: Option<u64>,
+    /// The file holds the head and the latest output: drained output stays in memory.
+    rolled: bool,
+    /// Its end was read (or it failed).
+    ended: bool,
+}
+
+impl HeldFds {
+    pub(crate) fn new(read: OwnedFd, file: Option<File>) -> Self {
+        Self {
+            read,
+            file,
+            len: None,
+            rolled: false,
+            ended: false,
+        }
+    }
+}
+
+/// What the keeper holds of a task of its host.
+pub(crate) struct Held {
+    /// The host's request id of the task's process.
+    pub(crate) id: u64,
+    pub(crate) hold: Hold,
+    pub(crate) streams: Vec<HeldFds>,
+    pub(crate) stdin: Option<OwnedFd>,
+    /// Set when the process was reaped.
+    pub(crate) exit: Option<Exit>,
+}
+
+/// After the host's socket closed: waits for a successor with the tasks held, draining them. Returns
+/// the successor's connection, already told everything and installed as the keeper's host; `None`
+/// when there was no handover to make or none came within the grace (the caller ends everything).
+pub(crate) fn wait(shared: &Shared, groups: &mut HashSet<i32>) -> Option<UnixStream> {
+    let setup = shared.state.lock().handover.take()?;
+    let carried: HashSet<i32> = shared.state.lock().held.keys().copied().collect();
+    let uncarried: HashSet<i32> = groups.difference(&carried).copied().collect();
+    super::server::end_everything(&uncarried, &[], Duration::from_millis(200));
+    groups.retain(|g| carried.contains(g));
+    if carried.is_empty() {
+        return None;
+    }
+    let listener = UnixListener::from(setup.listener.try_clone().ok()?);
+    listener.set_nonblocking(true).ok()?;
+    let deadline = Instant::now() + setup.grace;
+    let mut in_memory = 0usize;
+    loop {
+        if let Some(conn) = accept(&listener)
+            && let Some(conn) = hand_over(shared, &setup, conn)
+        {
+            return Some(conn);
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return None;
+        }
+        let wait = (deadline - now).min(Duration::from_millis(100));
+        drain_ready(shared, listener.as_fd(), wait, &mut in_memory);
+    }
+}
+
+/// A successor that connected, if it runs as this user.
+fn accept(listener: &UnixListener) -> Option<UnixStream> {
+    let (conn, _) = listener.accept().ok()?;
+    let creds =
+        nix::sys::socket::getsockopt(&conn, nix::sys::socket::sockopt::PeerCredentials).ok()?;
+    if creds.uid() != nix::unistd::getuid().as_raw() {
+        return None;
+    }
+    conn.set_nonblocking(false).ok()?;
+    Some(conn)
+}
+
+/// Waits up to `wait` for output (or a successor on `listener`), and drains what is ready. The
+/// state stays locked meanwhile (the reaper waits at most one wait to record an exit).
+fn drain_ready(shared: &Shared, listener: BorrowedFd<'_>, wait: Duration, in_memory: &mut usize) {
+    let mut st = shared.state.lock();
+    let mut open: Vec<(i32, usize)> = Vec::new();
+    for (&pgid, held) in &mut st.held {
+        for (i, s) in held.streams.iter_mut().enumerate() {
+            if s.len.is_none() {
+                start_draining(s, held.hold.streams[i].cap);
+            }
+            if !s.ended {
+                open.push((pgid, i));
+            }
+        }
+    }
+    let ready: Vec<bool> = {
+        let mut polled = vec![PollFd::new(listener, PollFlags::POLLIN)];
+        for (pgid, i) in &open {
+            if let Some(held) = st.held.get(pgid) {
+                polled.push(PollFd::new(
+                    held.streams[*i].read.as_fd(),
+                    PollFlags::POLLIN,
+                ));
+            }
+        }
+        let timeout = PollTimeout::try_from(wait).unwrap_or(PollTimeout::MAX);
+        if matches!(poll(&mut polled, timeout), Ok(0) | Err(_)) {
+            return;
+        }
+        polled[1..]
+            .iter()
+            .map(|p| p.revents().is_some_and(|r| !r.is_empty()))
+            .collect()
+    };
+    for ((pgid, i), ready) in open.into_iter().zip(ready) {
+        if let (true, Some(held)) = (ready, st.held.get_mut(&pgid)) {
+            let (fds, meta) = (&mut held.streams[i], &mut held.hold.streams[i]);
+            drain_one(fds, meta, in_memory);
+        }
+    }
+}
+
+/// Takes the file's length and whether the host had rolled it.
+fn start_draining(s: &mut HeldFds, cap: u64) {
+    let len = s
+        .file
+        .as_ref()
+        .and_then(|f| f.metadata().ok())
+        .map_or(0, |m| m.len());
+    s.rolled = s
+        .file
+        .as_ref()
+        .is_none_or(|f| spill_layout::read_marker(f, cap).is_some());
+    s.len = Some(len);
+}
+
+/// Reads what one stream has ready into its file, or into memory past the file's cap.
+fn drain_one(s: &mut HeldFds, meta: &mut super::wire::HeldStream, in_memory: &mut usize) {
+    let mut buf = vec![0u8; 64 * 1024];
+    let n = match nix::unistd::read(&s.read, &mut buf) {
+        Ok(0) => {
+            s.ended = true;
+            return;
+        }
+        Ok(n) => n,
+        Err(Errno::EAGAIN | Errno::EINTR) => return,
+        // A terminal's master fails with EIO once its other side is closed everywhere: the end.
+        Err(_) => {
+            s.ended = true;
+            return;
+        }
+    };
+    let data = &buf[..n];
+    let len = s.len.unwrap_or(0);
+    if !s.rolled
+        && meta.pending.is_empty()
+        && meta.dropped == 0
+        && len + n as u64 <= meta.cap
+        && let Some(file) = &s.file
+        && file.write_all_at(data, len).is_ok()
+    {
+        s.len = Some(len + n as u64);
+        return;
+    }
+    let room = STREAM_MEMORY
+        .saturating_sub(meta.pending.len())
+        .min(ALL_MEMORY.saturating_sub(*in_memory));
+    let kept = n.min(room);
+    meta.pending.extend_from_slice(&data[..kept]);
+    *in_memory += kept;
+    meta.dropped += (n - kept) as u64;
+}
+
+/// Tells `conn` every held task, with its descriptors, then the gone host's row and lock; on
+/// success the connection is the keeper's host from now on.
+fn hand_over(shared: &Shared, setup: &Setup, conn: UnixStream) -> Option<UnixStream> {
+    let mut st = shared.state.lock();
+    for (&pgid, held) in &st.held {
+        let mut fds: Vec<BorrowedFd<'_>> = Vec::new();
+        for s in &held.streams {
+            fds.push(s.read.as_fd());
+            fds.extend(s.file.as_ref().map(AsFd::as_fd));
+        }
+        fds.extend(held.stdin.as_ref().map(AsFd::as_fd));
+        let report = Report::Adopt {
+            id: held.id,
+            pgid,
+            exit: held.exit.clone(),
+            hold: held.hold.clone(),
+        };
+        if fds::send(conn.as_fd(), &report.encode(), &fds).is_err() {
+            return None;
+        }
+    }
+    let handed = Report::Handed {
+        host: setup.host,
+        markers: st.markers.clone(),
+        next_id: st.next_id,
+    };
+    fds::send(conn.as_fd(), &handed.encode(), &[setup.lock.as_fd()]).ok()?;
+    st.out = conn.try_clone().ok()?;
+    st.host_gone = false;
+    st.held = HashMap::new();
+    Some(conn)
+}

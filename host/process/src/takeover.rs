@@ -1,0 +1,253 @@
+//! Running tasks that outlive their host: what the keeper holds of each for a successor, and a
+//! successor taking them back (same processes, output going on where the kept files stand).
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::child::{Process, Streams};
+use crate::keeper::{AdoptedKeeper, Handed, HandedTask, HeldStream, Hold, HoldSetup, Keepers};
+use crate::master;
+use crate::service::ProcessService;
+use crate::spec::{ProcessSpec, SpawnError};
+use crate::stream::StreamBuf;
+use crate::supervise::{Outputs, Supervised, Waiter};
+
+/// What a held process keeps, as its spec said.
+pub(crate) struct HoldSpec {
+    pub(crate) keep_output: bool,
+    pub(crate) spill_cap: u64,
+    pub(crate) tail_bytes: u64,
+    pub(crate) grace_ms: u64,
+}
+
+impl HoldSpec {
+    pub(crate) fn of(spec: &ProcessSpec) -> Self {
+        Self {
+            keep_output: spec.keep_output,
+            spill_cap: spec.spill_cap,
+            tail_bytes: spec.tail_bytes as u64,
+            grace_ms: u64::try_from(spec.grace.as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+}
+
+impl ProcessService {
+    /// Serves with `adopted`, the keeper a gone predecessor handed `handed` over with (see
+    /// [`Keepers::take_waiting`]), instead of a keeper of its own; should it die, keepers of
+    /// `program` take its place. Its tasks are then taken back with [`ProcessService::take_over`].
+    #[must_use]
+    pub fn with_adopted_keeper(
+        mut self,
+        program: &Path,
+        adopted: AdoptedKeeper,
+        handed: &Handed,
+    ) -> Self {
+        let prefix = self.escaped.marker_prefix();
+        let next = handed.tasks.iter().map(|t| t.hold.n).max().unwrap_or(0);
+        self.next.fetch_max(next, Ordering::Relaxed);
+        if let Some(k) = self.keeper.take() {
+            k.stop();
+        }
+        self.keeper = Some(Keepers::with_adopted(
+            program,
+            &prefix,
+            adopted,
+            &handed.markers,
+            self.live.clone(),
+        ));
+        self
+    }
+
+    /// Asks the keeper (and every later one) to hold this host's running tasks for a successor
+    /// once the host is gone (see [`Keepers::enable_handover`]).
+    pub fn enable_handover(&self, setup: HoldSetup) {
+        if let Some(k) = &self.keeper {
+            k.enable_handover(setup);
+        }
+    }
+
+    /// Lets the keeper hold the running tasks for a successor (an upgrade): no keeper is started
+    /// after it, and nothing is ended.
+    pub fn leave_keeper(&self) {
+        if let Some(k) = &self.keeper {
+            k.leave();
+        }
+    }
+
+    /// Asks the keeper to hold `process`, the task `task`, for a handover: its output's read ends
+    /// and kept files (only a process with kept output that is still running, and only once).
+    pub fn hold_for_handover(&self, process: &Arc<Process>, task: &str) {
+        let (Some(k), Some(pgid)) = (&self.keeper, process.pgid) else {
+            return;
+        };
+        let Some((mut hold, fds)) = process.hold.lock().take() else {
+            return;
+        };
+        if process.exit.borrow().is_some() {
+            return;
+        }
+        hold.task = task.to_owned();
+        k.hold(pgid, hold, fds);
+    }
+
+    /// The plan of a kept file at `path` (in the kept directory) of cap `cap`.
+    fn kept_plan(&self, path: &Path, cap: u64) -> Option<crate::stream::SpillPlan> {
+        let dir = self.kept_dir.clone()?;
+        let name = path.file_name()?.to_str()?.to_owned();
+        Some(crate::stream::SpillPlan {
+            path: dir.path().join(&name),
+            dir,
+            name,
+            cap,
+            budget: Some(self.budget.clone()),
+            kept: true,
+        })
+    }
+
+    /// What the keeper would hold of process `n` for a handover, when the keeper hands over and the
+    /// process keeps its output: second handles of its output's read ends and of its kept files.
+    pub(crate) fn handover_hold(
+        &self,
+        n: u64,
+        spec: &HoldSpec,
+        outputs: &Outputs,
+        streams: &mut Streams,
+    ) -> Option<(Hold, Vec<OwnedFd>)> {
+        if !spec.keep_output || !self.keeper.as_ref().is_some_and(Keepers::hands_over) {
+            return None;
+        }
+        let dup = |fd: std::os::fd::BorrowedFd<'_>| fd.try_clone_to_owned().ok();
+        let (terminal, fds) = match outputs {
+            Outputs::Pipes {
+                stdout: Some(out),
+                stderr: Some(err),
+            } => {
+                let (out_file, err_file) = (streams.out.open_kept()?, streams.err.open_kept()?);
+                let fds = vec![
+                    dup(out.as_fd())?,
+                    OwnedFd::from(out_file),
+                    dup(err.as_fd())?,
+                    OwnedFd::from(err_file),
+                ];
+                (false, fds)
+            }
+            Outputs::Terminal(master) => {
+                let file = streams.out.open_kept()?;
+                (true, vec![dup(master.as_fd())?, OwnedFd::from(file)])
+            }
+            Outputs::Pipes { .. } => return None,
+        };
+        let stream = HeldStream {
+            cap: spec.spill_cap,
+            kept: true,
+            pending: Vec::new(),
+            dropped: 0,
+        };
+        let hold = Hold {
+            task: String::new(),
+            n,
+            tail_bytes: spec.tail_bytes,
+            grace_ms: spec.grace_ms,
+            terminal,
+            streams: vec![stream; if terminal { 1 } else { 2 }],
+            stdin: false,
+        };
+        Some((hold, fds))
+    }
+
+    /// Takes back a task the predecessor's keeper handed over: its output goes on into its kept
+    /// files `files` (stdout, stderr) from their ends, with its owner's reads at `read`, after
+    /// what the keeper drained and could not write; its exit comes from the keeper. The task's
+    /// spill files belong to `session`.
+    ///
+    /// # Errors
+    /// [`SpawnError`] when its descriptors cannot be served (the task is then left to the keeper,
+    /// which ends it with this host).
+    pub fn take_over(
+        &self,
+        task: HandedTask,
+        files: [Option<PathBuf>; 2],
+        read: [u64; 2],
+        session: &str,
+    ) -> Result<Arc<Process>, SpawnError> {
+        let err = |e: &dyn std::fmt::Display| SpawnError(e.to_string());
+        let HandedTask {
+            pgid,
+            hold,
+            streams: fds,
+            exit,
+            ..
+        } = task;
+        let tail = usize::try_from(hold.tail_bytes).unwrap_or(usize::MAX);
+        let mut bufs = Vec::new();
+        for (i, ((read_end, file), meta)) in fds.into_iter().zip(&hold.streams).enumerate() {
+            let plan = files[i].as_ref().and_then(|p| self.kept_plan(p, meta.cap));
+            let mut buf = match (plan, file) {
+                (Some(plan), Some(file)) => StreamBuf::resume(tail, plan, file, read[i]),
+                _ => StreamBuf::new(tail, None),
+            };
+            if meta.dropped > 0 {
+                let note = format!(
+                    "\n[taskhost: {} bytes of output were dropped while no host ran]\n",
+                    meta.dropped
+                );
+                buf.push(note.as_bytes());
+            }
+            buf.push(&meta.pending);
+            bufs.push((read_end, buf));
+        }
+        let _guard = self.runtime.enter();
+        let mut bufs = bufs.into_iter();
+        let (out_end, out) = bufs.next().ok_or_else(|| err(&"no output stream"))?;
+        let err_stream = bufs.next();
+        let (outputs, input, err_buf) = if hold.terminal {
+            let (reader, writer) = master::split(out_end).map_err(|e| err(&e))?;
+            (
+                Outputs::Terminal(reader),
+                Some(crate::input::Input::new(writer)),
+                StreamBuf::new(tail, None),
+            )
+        } else {
+            let (err_end, err_buf) = err_stream.ok_or_else(|| err(&"no stderr stream"))?;
+            let pipe = |fd| tokio::net::unix::pipe::Receiver::from_owned_fd(fd);
+            let outputs = Outputs::Pipes {
+                stdout: Some(pipe(out_end).map_err(|e| err(&e))?),
+                stderr: Some(pipe(err_end).map_err(|e| err(&e))?),
+            };
+            (outputs, None, err_buf)
+        };
+        let mut streams = Streams { out, err: err_buf };
+        let spec = HoldSpec {
+            keep_output: true,
+            spill_cap: hold.streams.first().map_or(0, |s| s.cap),
+            tail_bytes: hold.tail_bytes,
+            grace_ms: hold.grace_ms,
+        };
+        let again = self.handover_hold(hold.n, &spec, &outputs, &mut streams);
+        let grace = Duration::from_millis(hold.grace_ms);
+        let (exit_tx, _) = watch::channel(None);
+        let process = Process::new(Some(pgid), streams, exit_tx, grace, &self.runtime, input);
+        *process.hold.lock() = again;
+        self.next.fetch_max(hold.n, Ordering::Relaxed);
+        self.live.lock().insert(hold.n, pgid);
+        self.escaped.own_group(pgid);
+        let supervised = Supervised {
+            n: hold.n,
+            process: process.clone(),
+            live: self.live.clone(),
+            escaped: self.escaped.clone(),
+            spills: self.spills.clone(),
+            budget: self.budget.clone(),
+            session: session.to_owned(),
+            keeper: self.keeper.clone(),
+        };
+        self.runtime
+            .spawn(supervised.run(Waiter::Kept(exit), Some(pgid), outputs));
+        Ok(process)
+    }
+}

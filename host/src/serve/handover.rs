@@ -1,0 +1,124 @@
+//! A `--listen` host's handover: at start, the keeper of a gone predecessor on the same state
+//! directory and addresses is taken with its running tasks; then this host's own keeper is told to
+//! hold its tasks for the next host, on a socket in the state directory named after the addresses.
+
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::Taskhost;
+use crate::process::keeper::{HoldSetup, Keepers};
+use crate::services::options::{HandedTasks, TakenKeeper};
+
+/// Where a host's keeper waits for its successor, and what was taken from a predecessor's.
+pub(super) struct Handover {
+    /// The socket's path: `<state>/hosts/handover-<hash of the addresses>.sock`.
+    path: PathBuf,
+    taken: Option<Arc<TakenKeeper>>,
+}
+
+impl Handover {
+    /// The handover of a host of state directory `state` listening on `listen` (none for a stdio
+    /// host, which has no successor).
+    pub(super) fn of(state: &Path, listen: &[String]) -> Option<Self> {
+        if listen.is_empty() {
+            return None;
+        }
+        let mut specs: Vec<String> = listen
+            .iter()
+            .map(|spec| match spec.strip_prefix("unix:") {
+                Some(path) => format!(
+                    "unix:{}",
+                    std::path::absolute(path)
+                        .map_or_else(|_| path.to_owned(), |p| p.display().to_string())
+                ),
+                None => spec.clone(),
+            })
+            .collect();
+        specs.sort();
+        // FNV-1a: a stable name, not a secret.
+        let hash = specs
+            .join("\n")
+            .bytes()
+            .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+            });
+        Some(Self {
+            path: state
+                .join("hosts")
+                .join(format!("handover-{hash:016x}.sock")),
+            taken: None,
+        })
+    }
+
+    /// Takes the keeper a predecessor left waiting, if one waits: the takeover the state opens
+    /// with. Its keeper is kept for the services ([`Handover::taken_keeper`]).
+    pub(super) fn take_waiting(&mut self) -> Option<taskhost_store::Takeover> {
+        let (keeper, mut handed) = match Keepers::take_waiting(&self.path) {
+            Ok(taken) => taken,
+            Err(crate::process::keeper::HandoverError::NoneWaiting) => return None,
+            Err(e) => {
+                tracing::warn!(error = %e, "the previous host's tasks are not taken over");
+                return None;
+            }
+        };
+        let takeover = taskhost_store::Takeover {
+            host: handed.host,
+            tasks: handed.tasks.iter().map(|t| t.hold.task.clone()).collect(),
+            lock: handed.lock.take()?,
+        };
+        tracing::info!(
+            tasks = takeover.tasks.len(),
+            "the previous host's keeper handed its running tasks over"
+        );
+        self.taken = Some(Arc::new(TakenKeeper(parking_lot::Mutex::new(Some((
+            keeper,
+            HandedTasks(handed),
+        ))))));
+        Some(takeover)
+    }
+
+    /// The keeper taken from a predecessor, for the services.
+    pub(super) fn taken_keeper(&mut self) -> Option<Arc<TakenKeeper>> {
+        self.taken.take()
+    }
+
+    /// Tells `host`'s keeper to hold its running tasks for the next host for `grace_ms` once this
+    /// one is gone. A socket that cannot be made is logged: the tasks then end with the host.
+    pub(super) fn offer(&self, host: &Taskhost, grace_ms: u64) {
+        let Some(state) = host.services().state.as_ref() else {
+            return;
+        };
+        let (Some(row), Some(lock)) = (state.host_id(), state.lock_fd()) else {
+            return;
+        };
+        let made = listen(&self.path).and_then(|listener| {
+            let lock = lock.try_clone_to_owned()?;
+            Ok(HoldSetup {
+                grace_ms,
+                host: row,
+                listener,
+                lock,
+            })
+        });
+        match made {
+            Ok(setup) => host.services().processes.enable_handover(setup),
+            Err(e) => tracing::warn!(
+                path = %self.path.display(),
+                error = %e,
+                "no handover: running tasks will end with this host"
+            ),
+        }
+    }
+}
+
+/// A listening socket at `path`, replacing what is there (a predecessor's, whose keeper has let
+/// go of it: this host holds the state directory's address now).
+fn listen(path: &Path) -> std::io::Result<OwnedFd> {
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    Ok(OwnedFd::from(std::os::unix::net::UnixListener::bind(path)?))
+}

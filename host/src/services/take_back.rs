@@ -1,0 +1,76 @@
+//! Running processes a gone predecessor's keeper handed to this host, served again as the same
+//! tasks.
+
+use taskhost_registry::TaskId;
+
+use super::declare::TaskDeclaration;
+use super::handles::Services;
+use super::process_tasks::process_hooks;
+use crate::process::keeper::Handed;
+
+impl Services {
+    /// Takes back the tasks `handed` holds that opening the state made this host's
+    /// ([`taskhost_store::Store::taken_over`]): each keeps its id, owner, process and kept output,
+    /// and its owner's reads go on where they stood. An owner not connected here gets its session
+    /// opened (its notices wait for it). A handed task without such a record (it settled
+    /// meanwhile) is ended. Returns the ids taken back.
+    pub fn take_back(&self, handed: Handed) -> Vec<String> {
+        let Some(state) = self.state.clone() else {
+            return Vec::new();
+        };
+        let mut taken = Vec::new();
+        for task in handed.tasks {
+            let record = state
+                .taken_over()
+                .iter()
+                .find(|r| r.id == task.hold.task)
+                .cloned();
+            let (Some(record), Some((_, number))) =
+                (record, TaskId::new(task.hold.task.as_str()).parts())
+            else {
+                crate::process::end_group(task.pgid);
+                continue;
+            };
+            if let Some(session) = &record.owner
+                && !self.sessions.is_open(session)
+            {
+                self.sessions.open(session);
+            }
+            let decl = TaskDeclaration {
+                kind: record.kind.clone(),
+                label: record.label.clone(),
+                output_limit_bytes: None,
+                owner_session: record.owner.clone(),
+            };
+            let files = [&record.stdout_path, &record.stderr_path]
+                .map(|p| p.as_ref().map(std::path::PathBuf::from));
+            let pgid = task.pgid;
+            let process = match self.processes.take_over(
+                task,
+                files,
+                record.read,
+                &decl.session_key(),
+            ) {
+                Ok(process) => process,
+                Err(e) => {
+                    tracing::warn!(task = %record.id, error = %e, "a handed task could not be served");
+                    crate::process::end_group(pgid);
+                    continue;
+                }
+            };
+            self.keep_reads(&process, &record.id);
+            let hooks = process.clone();
+            match self.take_over(&decl, number, move || Ok(process_hooks(hooks))) {
+                Ok(id) => {
+                    self.processes.hold_for_handover(&process, &id);
+                    taken.push(id);
+                }
+                Err(e) => {
+                    tracing::warn!(task = %record.id, error = %e, "a handed task could not be registered");
+                    process.kill();
+                }
+            }
+        }
+        taken
+    }
+}
