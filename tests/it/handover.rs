@@ -136,3 +136,111 @@ async fn a_running_task_is_handed_to_the_next_host_after_a_sigkill_with_every_li
     assert!(after.contains(&format!("{id} [bash] completed")), "{after}");
     a.cancel().await.expect("close");
 }
+
+/// A config file in `dir` with `[host] handover_grace_ms = grace_ms`; its path.
+pub(crate) fn grace_config(dir: &std::path::Path, grace_ms: u64) -> String {
+    let path = dir.join(format!("handover-{grace_ms}.toml"));
+    std::fs::write(&path, format!("[host]\nhandover_grace_ms = {grace_ms}\n")).unwrap();
+    path.display().to_string()
+}
+
+/// Proves (c): with no successor, a SIGKILLed host's running task lives through the grace, then is
+/// ended; the next look at the records (`taskhost tasks`, no host running) finds it `lost`, its
+/// output kept to the last line it wrote while no host ran.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_successor_the_tasks_end_after_the_grace_and_are_recorded_lost() {
+    let dir = scratch("handover-none");
+    let state = dir.join("state");
+    let config = grace_config(&dir, 3000);
+    let args = [
+        "--no-watch",
+        "--state",
+        state.to_str().unwrap(),
+        "--config",
+        &config,
+    ];
+    let mut host = SocketHost::start(&dir, &args);
+    let (a, _) = bridged(&host.socket, Watcher::default(), &[]).await;
+    let id = mcp::start(
+        &a,
+        "echo pid $$; sleep 2; echo while no host ran; exec sleep 1000",
+    )
+    .await;
+    let pid = first_pid(&a, &id).await;
+    host.child.kill().unwrap();
+    host.child.wait().unwrap();
+    assert!(alive(pid), "the task waits for a successor");
+    assert!(
+        eventually(Duration::from_secs(30), || !alive(pid)),
+        "the task ended after the grace"
+    );
+    let out = output_within(
+        std::process::Command::new(mcp::binary())
+            .args(["tasks", "--json", "--all", "--state"])
+            .arg(&state),
+        Duration::from_secs(30),
+    );
+    let listed = String::from_utf8_lossy(&out.stdout).into_owned();
+    let record = listed
+        .lines()
+        .find(|l| l.contains(&format!("\"{id}\"")))
+        .unwrap_or_else(|| panic!("no record of {id}: {listed}"));
+    assert!(record.contains("\"status\":\"lost\""), "{record}");
+    let kept = output_within(
+        std::process::Command::new(mcp::binary())
+            .args(["tasks", "--output", &id, "--state"])
+            .arg(&state),
+        Duration::from_secs(30),
+    );
+    let kept = String::from_utf8_lossy(&kept.stdout).into_owned();
+    assert!(
+        kept.contains("while no host ran"),
+        "drained into the kept file: {kept}"
+    );
+    a.cancel().await.ok();
+}
+
+/// The pid a task printed as its first line (`pid N`), once it did.
+async fn first_pid(client: &Client, id: &str) -> i32 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let answer = try_call(
+            client,
+            "task_output",
+            json!({"task_id": id, "wait": true, "timeout_ms": 200}),
+        )
+        .await
+        .unwrap_or_default();
+        if let Some(pid) = answer
+            .lines()
+            .find_map(|l| l.strip_prefix("pid ")?.parse().ok())
+        {
+            return pid;
+        }
+        assert!(std::time::Instant::now() < deadline, "no pid line");
+    }
+}
+
+/// Proves (d): a second `serve` on the address and state of a live host is refused with a clear
+/// error, and the live host's task is untouched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_host_on_a_live_hosts_state_and_address_is_refused() {
+    let dir = scratch("handover-twice");
+    let state = dir.join("state");
+    let args = ["--no-watch", "--state", state.to_str().unwrap()];
+    let host = SocketHost::start(&dir, &args);
+    let out = output_within(
+        std::process::Command::new(mcp::binary())
+            .arg("serve")
+            .arg("--listen")
+            .arg(format!("unix:{}", host.socket.display()))
+            .args(args)
+            .env("XDG_RUNTIME_DIR", &*dir)
+            .stdin(std::process::Stdio::null()),
+        Duration::from_secs(30),
+    );
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("another taskhost serves"), "{err}");
+    assert!(std::os::unix::net::UnixStream::connect(&host.socket).is_ok());
+}

@@ -116,7 +116,9 @@ fn tasks_cancel_ends_the_process_and_other_principals_see_no_task() {
 #[test]
 fn a_task_resolves_on_the_next_host_as_its_records_say() {
     let dir = scratch("mcp-tasks-restart");
-    let mut host = HttpHost::start(&dir, &[]);
+    // No handover: the running task is lost with its host.
+    let config = crate::handover::grace_config(&dir, 0);
+    let mut host = HttpHost::start(&dir, &["--config", &config]);
     let token = host.token("alice");
     let alice = Client::new(&host, &token);
     let finished = task(&alice, "echo kept");
@@ -126,7 +128,7 @@ fn a_task_resolves_on_the_next_host_as_its_records_say() {
     host.child.wait().unwrap();
     drop(host);
 
-    let next = HttpHost::start(&dir, &[]);
+    let next = HttpHost::start(&dir, &["--config", &config]);
     let alice = Client::new(&next, &token);
     let lost = get(&alice, &running);
     assert_eq!(lost["result"]["status"], json!("failed"), "{lost}");

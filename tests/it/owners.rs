@@ -23,7 +23,15 @@ use crate::mcp::{self, SocketHost, Watcher, alive, call, printed_pids};
 async fn a_bridge_comes_back_through_a_host_restart_as_the_same_owner() {
     let dir = scratch("owner-restart");
     let state = dir.join("state");
-    let args = ["--no-watch", "--state", state.to_str().unwrap()];
+    // No handover: the running task is lost with its host.
+    let config = crate::handover::grace_config(&dir, 0);
+    let args = [
+        "--no-watch",
+        "--state",
+        state.to_str().unwrap(),
+        "--config",
+        &config,
+    ];
     let mut host = SocketHost::start(&dir, &args);
     let (a, _) = bridged(&host.socket, Watcher::default(), &[]).await;
     let (b, _) = bridged(&host.socket, Watcher::default(), &[]).await;
@@ -249,7 +257,15 @@ fn a_2026_client_through_the_bridge_goes_on_through_a_host_restart() {
     };
     let dir = scratch("owner-python");
     let state = dir.join("state");
-    let args = ["--no-watch", "--state", state.to_str().unwrap()];
+    // No handover: the running task is lost with its host.
+    let config = crate::handover::grace_config(&dir, 0);
+    let args = [
+        "--no-watch",
+        "--state",
+        state.to_str().unwrap(),
+        "--config",
+        &config,
+    ];
     let mut host = SocketHost::start(&dir, &args);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/bridge_restart.py");
     let mut client = std::process::Command::new(python)

@@ -8,23 +8,13 @@ use std::time::Duration;
 use tokio::runtime::Handle;
 use tokio::sync::watch;
 
+pub use crate::exit::Exit;
 use crate::input::{Input, InputError};
 use crate::render::{SpillRef, render_read};
 use crate::stream::{StreamBuf, StreamRead};
 use crate::terminal::render_terminal;
 use taskhost_abi::wording;
 use taskhost_registry::{TaskOutcome, TerminalStatus};
-
-/// How a process ended.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum Exit {
-    /// It exited with this code.
-    Code(i32),
-    /// A signal ended it.
-    Signal(i32),
-    /// It never ran (spawn failure) or its status is unknown.
-    Unknown,
-}
 
 /// The output and status of a settled process.
 pub(crate) struct Streams {

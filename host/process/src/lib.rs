@@ -18,6 +18,7 @@ mod cgroup;
 mod child;
 pub mod env;
 mod escaped;
+mod exit;
 mod input;
 pub mod keeper;
 mod launch;

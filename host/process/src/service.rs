@@ -173,12 +173,7 @@ impl ProcessService {
             }
         };
         let mut streams = streams;
-        let hold = self.handover_hold(
-            n,
-            &crate::takeover::HoldSpec::of(spec),
-            &outputs,
-            &mut streams,
-        );
+        let hold = self.handover_hold(n, &crate::spec::HoldSpec::of(spec), &outputs, &mut streams);
         let process = Process::new(pgid, streams, exit, spec.grace, &self.runtime, input);
         *process.hold.lock() = hold;
         if let Some(g) = pgid {

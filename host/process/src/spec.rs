@@ -81,3 +81,22 @@ pub(crate) fn check_workdir(spec: &ProcessSpec) -> Result<(), SpawnError> {
 #[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
 #[error("cannot start the command: {0}")]
 pub struct SpawnError(pub String);
+
+/// What a held process keeps, as its spec said.
+pub(crate) struct HoldSpec {
+    pub(crate) keep_output: bool,
+    pub(crate) spill_cap: u64,
+    pub(crate) tail_bytes: u64,
+    pub(crate) grace_ms: u64,
+}
+
+impl HoldSpec {
+    pub(crate) fn of(spec: &ProcessSpec) -> Self {
+        Self {
+            keep_output: spec.keep_output,
+            spill_cap: spec.spill_cap,
+            tail_bytes: spec.tail_bytes as u64,
+            grace_ms: u64::try_from(spec.grace.as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+}

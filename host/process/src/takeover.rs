@@ -13,28 +13,9 @@ use crate::child::{Process, Streams};
 use crate::keeper::{AdoptedKeeper, Handed, HandedTask, HeldStream, Hold, HoldSetup, Keepers};
 use crate::master;
 use crate::service::ProcessService;
-use crate::spec::{ProcessSpec, SpawnError};
+use crate::spec::{HoldSpec, SpawnError};
 use crate::stream::StreamBuf;
 use crate::supervise::{Outputs, Supervised, Waiter};
-
-/// What a held process keeps, as its spec said.
-pub(crate) struct HoldSpec {
-    pub(crate) keep_output: bool,
-    pub(crate) spill_cap: u64,
-    pub(crate) tail_bytes: u64,
-    pub(crate) grace_ms: u64,
-}
-
-impl HoldSpec {
-    pub(crate) fn of(spec: &ProcessSpec) -> Self {
-        Self {
-            keep_output: spec.keep_output,
-            spill_cap: spec.spill_cap,
-            tail_bytes: spec.tail_bytes as u64,
-            grace_ms: u64::try_from(spec.grace.as_millis()).unwrap_or(u64::MAX),
-        }
-    }
-}
 
 impl ProcessService {
     /// Serves with `adopted`, the keeper a gone predecessor handed `handed` over with (see

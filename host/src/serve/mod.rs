@@ -187,10 +187,7 @@ type OpenedState = (Arc<taskhost_store::Store>, Option<Handover>);
 /// The durable state: `--state`, else `[state] dir`, else the default directory (its missing
 /// parents made 0700), opened (checked, recovered) before anything serves; none with `--no-state`
 /// or `[state] durable = false`. A refused directory or database exits 2, naming it.
-fn open_state(
-    config: &Config,
-    args: &ServeArgs,
-) -> Result<Option<OpenedState>, ServeError> {
+fn open_state(config: &Config, args: &ServeArgs) -> Result<Option<OpenedState>, ServeError> {
     if args.no_state || config.state.durable == Some(false) {
         return Ok(None);
     }

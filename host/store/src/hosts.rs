@@ -148,3 +148,13 @@ pub(crate) fn take_over(
     tx.commit()?;
     Ok(taken)
 }
+
+/// Running tasks a gone host's keeper handed to this host (see `Store::open_taking_over`).
+pub struct Takeover {
+    /// The gone host's row.
+    pub host: i64,
+    /// The task ids handed over.
+    pub tasks: Vec<String>,
+    /// The gone host's lock, held until the tasks are this host's.
+    pub lock: std::os::fd::OwnedFd,
+}

@@ -47,15 +47,17 @@ mod records;
 mod retention;
 mod schema;
 mod store;
+mod takeover;
 mod writer;
 
 pub use error::StoreError;
 pub use external::{Adopted, ExternalRecord};
+pub use hosts::Takeover;
 pub use owners::OwnerSecret;
 pub use principals::{Principal, PrincipalLookup, TOKEN_PREFIX, Token, valid_name};
 pub use records::{TaskRecord, kept_output, kept_tail};
 pub use retention::Retention;
-pub use store::{Recovered, Store, Sync, Takeover};
+pub use store::{Recovered, Store, Sync};
 
 #[cfg(test)]
 mod tests;

@@ -16,7 +16,6 @@ use taskhost_process::private_dir::{HeldDir, euid};
 use taskhost_registry::Journal;
 
 use crate::error::StoreError;
-use crate::external::ExternalRecord;
 pub use crate::hosts::Recovered;
 use crate::journal::StoreJournal;
 use crate::owners::{self, OwnerSecret};
@@ -43,22 +42,12 @@ pub struct Store {
     dir: Arc<HeldDir>,
     output: Arc<HeldDir>,
     db: PathBuf,
-    host: Option<i64>,
+    pub(crate) host: Option<i64>,
     ops: Mutex<Option<Sender<Op>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     recovered: Recovered,
-    _lock: Option<Flock<File>>,
-    taken_over: Vec<TaskRecord>,
-}
-
-/// Running tasks a gone host's keeper handed to this host (see [`Store::open_taking_over`]).
-pub struct Takeover {
-    /// The gone host's row.
-    pub host: i64,
-    /// The task ids handed over.
-    pub tasks: Vec<String>,
-    /// The gone host's lock, held until the tasks are this host's.
-    pub lock: std::os::fd::OwnedFd,
+    pub(crate) _lock: Option<Flock<File>>,
+    pub(crate) taken_over: Vec<TaskRecord>,
 }
 
 fn now_ms() -> u64 {
@@ -78,35 +67,6 @@ impl Store {
         Self::open_as(dir, sync, true, None)
     }
 
-    /// As [`Store::open`], taking over first the running tasks a gone host's keeper handed to this
-    /// one (`takeover`): they become this host's before the gone host's lock is let go, so no
-    /// host's recovery takes them for lost; [`Store::taken_over`] has their records.
-    ///
-    /// # Errors
-    /// As [`Store::open`].
-    pub fn open_taking_over(
-        dir: &Path,
-        sync: Sync,
-        takeover: Takeover,
-    ) -> Result<Self, StoreError> {
-        Self::open_as(dir, sync, true, Some(takeover))
-    }
-
-    /// The records of the tasks taken over at open (see [`Store::open_taking_over`]).
-    pub fn taken_over(&self) -> &[TaskRecord] {
-        &self.taken_over
-    }
-
-    /// This host's row in the database (`None` for a store opened only to read).
-    pub fn host_id(&self) -> Option<i64> {
-        self.host
-    }
-
-    /// This host's lock, for a keeper that holds it while this host's tasks wait for a successor.
-    pub fn lock_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
-        self._lock.as_ref().map(|l| std::os::fd::AsFd::as_fd(&**l))
-    }
-
     /// Opens the state directory `dir` to read it (`taskhost tasks`): checked and recovered as a host
     /// would, without registering a host.
     ///
@@ -116,11 +76,11 @@ impl Store {
         Self::open_as(dir, Sync::Normal, false, None)
     }
 
-    fn open_as(
+    pub(crate) fn open_as(
         dir: &Path,
         sync: Sync,
         as_host: bool,
-        takeover: Option<Takeover>,
+        takeover: Option<crate::hosts::Takeover>,
     ) -> Result<Self, StoreError> {
         let refused = |e: taskhost_process::private_dir::PrivateDirError| StoreError::Dir {
             path: dir.to_owned(),
@@ -275,40 +235,6 @@ impl Store {
         let _ = done.recv();
     }
 
-    /// Records how task `id`'s external work is followed, so a later host can take it over.
-    pub fn set_external(&self, id: &str, record: ExternalRecord) {
-        self.send(Op::External {
-            id: id.to_owned(),
-            record,
-        });
-    }
-
-    /// Records that the reads of task `id`'s external work consumed its output up to `offset`.
-    pub fn external_read(&self, id: &str, offset: u64) {
-        self.send(Op::ExternalRead {
-            id: id.to_owned(),
-            offset,
-        });
-    }
-
-    /// Records where the reads of task `id`'s stdout and stderr stand; returns once that is durable
-    /// (a successor that takes the task over then repeats nothing its owner was answered).
-    pub fn read_to(&self, id: &str, out: u64, err: u64) {
-        let (reply, done) = sync_channel(1);
-        self.send(Op::Read {
-            id: id.to_owned(),
-            out,
-            err,
-            reply,
-        });
-        let _ = done.recv();
-    }
-
-    /// Records that task `id`'s owner was told of its end.
-    pub fn told(&self, id: &str) {
-        self.send(Op::Told { id: id.to_owned() });
-    }
-
     /// Owner `name`'s records, oldest first.
     ///
     /// # Errors
@@ -376,7 +302,7 @@ impl Store {
         Ok(crate::PrincipalLookup::new(self.reader()?))
     }
 
-    fn send(&self, op: Op) {
+    pub(crate) fn send(&self, op: Op) {
         if let Some(ops) = self.ops.lock().as_ref() {
             let _ = ops.send(op);
         }

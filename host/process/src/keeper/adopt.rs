@@ -7,7 +7,7 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
@@ -192,22 +192,4 @@ fn take_task(
         stdin,
         exit: rx,
     })
-}
-
-/// Waits up to `within` for the process `pid` (a keeper this host did not start) to be gone,
-/// reaping it when it is this process's child (a host that re-executed itself).
-pub(super) fn wait_gone(pid: i32, within: Duration) {
-    use nix::sys::wait::{WaitPidFlag, waitpid};
-    let pid = nix::unistd::Pid::from_raw(pid);
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
-        match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
-            Ok(nix::sys::wait::WaitStatus::StillAlive) => {}
-            Ok(_) => return,
-            Err(_) if nix::sys::signal::kill(pid, None).is_err() => return,
-            Err(_) => {}
-        }
-        // Polling a process that is not this one's child: nothing to wait on.
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }

@@ -112,8 +112,7 @@ pub struct Keeper {
 
 impl Keeper {
     /// Starts `program keeper --marker <marker_prefix> [--cgroup <cgroup>]` (the `taskhost` binary's
-    /// keeper command) on
-    /// a socket of its own, and a thread that reads its reports and calls `on_death` should the
+    /// keeper command) on a socket of its own, and a thread that reads its reports and calls `on_death` should the
     /// keeper end before [`Keeper::stop`].
     ///
     /// # Errors
@@ -317,7 +316,7 @@ impl Keeper {
                 let _ = child.wait();
             }
         } else if let Some(pid) = self.adopted_pid {
-            super::adopt::wait_gone(pid, Duration::from_secs(2));
+            wait_gone(pid, Duration::from_secs(2));
         }
     }
 
@@ -430,5 +429,22 @@ fn orphan_exit(pid: i32) -> Option<Exit> {
         // Not the host's child (it is no subreaper): the status is lost once the process is gone.
         Err(Errno::ECHILD) if nix::sys::signal::kill(pid, None).is_err() => Some(Exit::Unknown),
         _ => None,
+    }
+}
+
+/// Waits up to `within` for the process `pid` (a keeper this host did not start) to be gone,
+/// reaping it when it is this process's child (a host that re-executed itself).
+fn wait_gone(pid: i32, within: Duration) {
+    use nix::sys::wait::{WaitPidFlag, waitpid};
+    let pid = nix::unistd::Pid::from_raw(pid);
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
+            Ok(nix::sys::wait::WaitStatus::StillAlive) => {}
+            Ok(_) => return,
+            Err(_) if nix::sys::signal::kill(pid, None).is_err() => return,
+            Err(_) => {}
+        }
+        std::thread::sleep(Duration::from_millis(5));
     }
 }

@@ -10,8 +10,7 @@
 //! host of the state directory takes that host's running tasks for lost.
 
 use std::collections::{HashMap, HashSet};
-use std::fs::File;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::FileExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::time::{Duration, Instant};
@@ -20,58 +19,15 @@ use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
 use super::fds;
-use super::server::Shared;
-use super::wire::{Hold, Report};
-use crate::Exit;
+use super::held::{HeldFds, Setup};
+use super::shared::Shared;
+use super::wire::Report;
 use crate::spill_layout;
 
 /// The most output one stream keeps in memory while no host runs and its file cannot take it.
 const STREAM_MEMORY: usize = 4 << 20;
 /// The most output all streams keep in memory together while no host runs.
 const ALL_MEMORY: usize = 256 << 20;
-
-/// What a host asked for with [`super::wire::Request::Handover`].
-pub(crate) struct Setup {
-    pub(crate) grace: Duration,
-    pub(crate) host: i64,
-    pub(crate) listener: OwnedFd,
-    pub(crate) lock: OwnedFd,
-}
-
-/// One output stream of a held task.
-pub(crate) struct HeldFds {
-    pub(crate) read: OwnedFd,
-    pub(crate) file: Option<File>,
-    /// The file's length once draining started (`None` before: the host writes it).
-    len: Option<u64>,
-    /// The file holds the head and the latest output: drained output stays in memory.
-    rolled: bool,
-    /// Its end was read (or it failed).
-    ended: bool,
-}
-
-impl HeldFds {
-    pub(crate) fn new(read: OwnedFd, file: Option<File>) -> Self {
-        Self {
-            read,
-            file,
-            len: None,
-            rolled: false,
-            ended: false,
-        }
-    }
-}
-
-/// What the keeper holds of a task of its host.
-pub(crate) struct Held {
-    /// The host's request id of the task's process.
-    pub(crate) id: u64,
-    pub(crate) hold: Hold,
-    pub(crate) streams: Vec<HeldFds>,
-    pub(crate) stdin: Option<OwnedFd>,
-    /// Set when the process was reaped.
-    pub(crate) exit: Option<Exit>,
-}
 
 /// After the host's socket closed: waits for a successor with the tasks held, draining them. Returns
 /// the successor's connection, already told everything and installed as the keeper's host; `None`
@@ -80,7 +36,7 @@ pub(crate) fn wait(shared: &Shared, groups: &mut HashSet<i32>) -> Option<UnixStr
     let setup = shared.state.lock().handover.take()?;
     let carried: HashSet<i32> = shared.state.lock().held.keys().copied().collect();
     let uncarried: HashSet<i32> = groups.difference(&carried).copied().collect();
-    super::server::end_everything(&uncarried, &[], Duration::from_millis(200));
+    super::ending::end_everything(&uncarried, &[], Duration::from_millis(200));
     groups.retain(|g| carried.contains(g));
     if carried.is_empty() {
         return None;

@@ -47,17 +47,22 @@
 
 mod adopt;
 mod client;
+mod ending;
 mod fds;
 mod handover;
+mod handover_state;
+mod held;
 mod os_bytes;
 mod server;
+mod shared;
 mod slot;
 mod wire;
 
 pub use adopt::{Handed, HandedTask, HandoverError};
 pub use client::{Keeper, KeeperSpawnError, KeptProcess, KeptStreams};
+pub use handover_state::HoldSetup;
 pub use server::serve;
-pub use slot::{AdoptedKeeper, HoldSetup, Keepers};
+pub use slot::{AdoptedKeeper, Keepers};
 pub(crate) use wire::Launch;
 pub use wire::{HeldStream, Hold};
 

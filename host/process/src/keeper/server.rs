@@ -13,57 +13,17 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nix::errno::Errno;
-use nix::sys::signal::{Signal, kill, killpg};
 use nix::sys::wait::waitpid;
 use nix::unistd::Pid;
 
-use super::fds::{self, Receiver};
-use super::handover::{Held, HeldFds, Setup};
+use super::ending::end_everything;
+use super::fds::Receiver;
+use super::held::{Held, HeldFds, Setup};
+use super::shared::{Shared, State};
 use super::wire::{Hold, Launch, Report, Request, Slot, Streams};
-use crate::escaped::MARKER;
-
-/// What the spawning thread and the reaping thread share.
-pub(crate) struct Shared {
-    pub(crate) state: Mutex<State>,
-    spawned: Condvar,
-}
-
-/// Spawns and reaps both happen under this lock, so a child is never reaped before its spawn is
-/// registered, and a child whose `exec` failed is reaped by the spawn that reports the failure (std
-/// waits for it, and would panic if the reaper had taken it first).
-pub(crate) struct State {
-    /// The host's socket, written under this lock so that a process's `Spawned` precedes its `Exited`.
-    pub(crate) out: UnixStream,
-    /// Request ids of the running children.
-    ids: HashMap<i32, u64>,
-    /// Children spawned so far (the reaper waits for this to change when it has none).
-    count: u64,
-    /// Set once the host cannot be written to.
-    pub(crate) host_gone: bool,
-    /// What the host holds here for a handover, by process group.
-    pub(crate) held: HashMap<i32, Held>,
-    /// Set by the host when its tasks are to be handed to a successor.
-    pub(crate) handover: Option<Setup>,
-    /// The marker prefixes whose processes are ended with the host.
-    pub(crate) markers: Vec<String>,
-    /// Above every request id seen (a successor goes on from it).
-    pub(crate) next_id: u64,
-}
-
-impl State {
-    fn report(&mut self, report: &Report) {
-        self.report_with(report, &[]);
-    }
-
-    fn report_with(&mut self, report: &Report, fds: &[BorrowedFd<'_>]) {
-        if !self.host_gone && fds::send(self.out.as_fd(), &report.encode(), fds).is_err() {
-            self.host_gone = true;
-        }
-    }
-}
 
 /// Serves the host on `socket` (the keeper's stdin) until it closes, then ends every group the host
 /// registered or the keeper spawned and every process whose marker starts with `marker_prefix`,
@@ -170,41 +130,49 @@ fn serve_one(shared: &Shared, socket: BorrowedFd<'_>, groups: &mut HashSet<i32>)
                 groups.remove(&pgid);
                 shared.state.lock().held.remove(&pgid);
             }
-            Ok(Request::Hold { pgid, hold }) => {
-                let count = hold
-                    .streams
-                    .iter()
-                    .map(|s| 1 + usize::from(s.kept))
-                    .sum::<usize>()
-                    + usize::from(hold.stdin);
-                match frames.take_fds(count) {
-                    Ok(fds) => hold_task(shared, pgid, hold, fds),
-                    Err(_) => frames.discard_fds(),
-                }
-            }
-            Ok(Request::Handover { grace_ms, host }) => match frames.take_fds(2) {
-                Ok(fds) => {
-                    let mut fds = fds.into_iter();
-                    if let (Some(listener), Some(lock)) = (fds.next(), fds.next()) {
-                        shared.state.lock().handover = Some(Setup {
-                            grace: Duration::from_millis(grace_ms),
-                            host,
-                            listener,
-                            lock,
-                        });
-                    }
-                }
-                Err(_) => frames.discard_fds(),
-            },
-            Ok(Request::Mark { prefix }) => {
-                let mut st = shared.state.lock();
-                if !st.markers.contains(&prefix) {
-                    st.markers.push(prefix);
-                }
-            }
+            Ok(request) => held_request(shared, request, &mut frames),
             // Out of step with the host: descriptors received so far belong to no request it knows.
             Err(_) => frames.discard_fds(),
         }
+    }
+}
+
+/// A request about holding tasks for a handover: `Hold`, `Handover` or `Mark`.
+fn held_request(shared: &Shared, request: Request, frames: &mut Receiver) {
+    match request {
+        Request::Hold { pgid, hold } => {
+            let count = hold
+                .streams
+                .iter()
+                .map(|s| 1 + usize::from(s.kept))
+                .sum::<usize>()
+                + usize::from(hold.stdin);
+            match frames.take_fds(count) {
+                Ok(fds) => hold_task(shared, pgid, hold, fds),
+                Err(_) => frames.discard_fds(),
+            }
+        }
+        Request::Handover { grace_ms, host } => match frames.take_fds(2) {
+            Ok(fds) => {
+                let mut fds = fds.into_iter();
+                if let (Some(listener), Some(lock)) = (fds.next(), fds.next()) {
+                    shared.state.lock().handover = Some(Setup {
+                        grace: Duration::from_millis(grace_ms),
+                        host,
+                        listener,
+                        lock,
+                    });
+                }
+            }
+            Err(_) => frames.discard_fds(),
+        },
+        Request::Mark { prefix } => {
+            let mut st = shared.state.lock();
+            if !st.markers.contains(&prefix) {
+                st.markers.push(prefix);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -354,64 +322,4 @@ fn reap_forever(shared: &Shared) {
             }
         }
     }
-}
-
-/// SIGKILLs the groups and the marked processes, in rounds, until a round finds nothing alive or
-/// `within` has passed.
-pub(crate) fn end_everything(
-    groups: &HashSet<i32>,
-    marker_prefixes: &[String],
-    within: Duration,
-) -> usize {
-    let prefixes: Vec<String> = marker_prefixes
-        .iter()
-        .map(|p| format!("{MARKER}={p}"))
-        .collect();
-    let own = std::process::id() as i32;
-    let deadline = Instant::now() + within;
-    let mut signals = 0;
-    loop {
-        let mut found = false;
-        for &g in groups {
-            if killpg(Pid::from_raw(g), Signal::SIGKILL).is_ok() {
-                found = true;
-                signals += 1;
-            }
-        }
-        for pid in prefixes.iter().flat_map(|p| marked(p)) {
-            if pid != own && kill(Pid::from_raw(pid), Signal::SIGKILL).is_ok() {
-                found = true;
-                signals += 1;
-            }
-        }
-        if !found || Instant::now() >= deadline {
-            return signals;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// Live (not zombie) processes whose environment holds a variable starting with `prefix`.
-fn marked(prefix: &str) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
-                env.split(|b| *b == 0)
-                    .any(|var| var.starts_with(prefix.as_bytes()))
-            }) && !is_zombie(*pid)
-        })
-        .collect()
-}
-
-fn is_zombie(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            == Some("Z")
-    })
 }

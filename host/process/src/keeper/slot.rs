@@ -13,11 +13,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
-use std::collections::HashMap;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use super::adopt::{Handed, HandoverError};
 use super::client::{Keeper, KeeperSpawnError, KeptProcess, KeptStreams};
+use super::handover_state::{HandoverState, HoldSetup};
 use super::wire::{Hold, Launch};
 use crate::escaped::Live;
 
@@ -48,45 +48,6 @@ struct Inner {
     state: Mutex<State>,
     /// Signalled whenever `current` changes.
     changed: Condvar,
-}
-
-/// What a host's tasks are held with for its successor.
-pub struct HoldSetup {
-    /// How long the keeper waits for a successor, ms.
-    pub grace_ms: u64,
-    /// The host's row in the state database.
-    pub host: i64,
-    /// The listening socket a successor connects to.
-    pub listener: OwnedFd,
-    /// The host's lock in the state directory.
-    pub lock: OwnedFd,
-}
-
-/// A host's handover as every keeper of it is told.
-#[derive(Default)]
-struct HandoverState {
-    /// The grace, this host's row, the successors' listener and this host's lock.
-    setup: Option<(u64, i64, OwnedFd, OwnedFd)>,
-    /// Marker prefixes of processes to end with the host besides the keeper's own.
-    marks: Vec<String>,
-    /// Each held task's group, what is held and its descriptors.
-    held: HashMap<i32, (Hold, Vec<OwnedFd>)>,
-}
-
-impl HandoverState {
-    /// Tells `keeper` everything (a new keeper, or the setup changed).
-    fn tell(&self, keeper: &Keeper) {
-        if let Some((grace, host, listener, lock)) = &self.setup {
-            keeper.handover(*grace, *host, listener.as_fd(), lock.as_fd());
-        }
-        for prefix in &self.marks {
-            keeper.mark(prefix);
-        }
-        for (pgid, (hold, fds)) in &self.held {
-            let fds: Vec<BorrowedFd<'_>> = fds.iter().map(AsFd::as_fd).collect();
-            keeper.hold(*pgid, hold, &fds);
-        }
-    }
 }
 
 struct State {

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use super::ending::end_everything;
 use super::fds::{self, Receiver};
-use super::server::end_everything;
 use super::wire::{self, Launch, Report, Request, Slot, Streams, WireError};
 use crate::Exit;
 use crate::escaped::MARKER;

@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::os_bytes;
-use crate::{Exit, TtySize};
+use crate::TtySize;
+use crate::exit::Exit;
 
 /// Largest frame either side accepts (a spawn request carries a command and an environment, which
 /// the kernel caps far below this).

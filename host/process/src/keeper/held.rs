@@ -1,0 +1,51 @@
+//! What the keeper holds of its host's tasks for a handover (the keeper's side).
+
+use std::fs::File;
+use std::os::fd::OwnedFd;
+use std::time::Duration;
+
+use super::wire::Hold;
+use crate::exit::Exit;
+
+/// What a host asked for with [`super::wire::Request::Handover`].
+pub(crate) struct Setup {
+    pub(crate) grace: Duration,
+    pub(crate) host: i64,
+    pub(crate) listener: OwnedFd,
+    pub(crate) lock: OwnedFd,
+}
+
+/// One output stream of a held task.
+pub(crate) struct HeldFds {
+    pub(crate) read: OwnedFd,
+    pub(crate) file: Option<File>,
+    /// The file's length once draining started (`None` before: the host writes it).
+    pub(crate) len: Option<u64>,
+    /// The file holds the head and the latest output: drained output stays in memory.
+    pub(crate) rolled: bool,
+    /// Its end was read (or it failed).
+    pub(crate) ended: bool,
+}
+
+impl HeldFds {
+    pub(crate) fn new(read: OwnedFd, file: Option<File>) -> Self {
+        Self {
+            read,
+            file,
+            len: None,
+            rolled: false,
+            ended: false,
+        }
+    }
+}
+
+/// What the keeper holds of a task of its host.
+pub(crate) struct Held {
+    /// The host's request id of the task's process.
+    pub(crate) id: u64,
+    pub(crate) hold: Hold,
+    pub(crate) streams: Vec<HeldFds>,
+    pub(crate) stdin: Option<OwnedFd>,
+    /// Set when the process was reaped.
+    pub(crate) exit: Option<Exit>,
+}
