@@ -106,6 +106,38 @@ impl BoundSocket {
         Ok(bound)
     }
 
+    /// Serves on `listener`, a listening socket bound at `path` by a predecessor of this host (handed
+    /// over by its keeper), if `path` is still a socket.
+    ///
+    /// # Errors
+    /// [`ListenError`] when the path is gone or is not a socket.
+    pub fn inherit(path: &Path, listener: std::os::unix::net::UnixListener) -> Result<Self, ListenError> {
+        let meta = std::fs::symlink_metadata(path).map_err(|source| ListenError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        if !meta.file_type().is_socket() {
+            return Err(ListenError::NotASocket(path.to_owned()));
+        }
+        listener
+            .set_nonblocking(true)
+            .map_err(|source| ListenError::Io {
+                path: path.to_owned(),
+                source,
+            })?;
+        Ok(Self {
+            path: path.to_owned(),
+            id: (meta.dev(), meta.ino()),
+            listener: Some(listener),
+        })
+    }
+
+    /// A second handle of the listening socket while it is not taken (for a handover).
+    pub fn duplicate(&self) -> Option<std::os::fd::OwnedFd> {
+        use std::os::fd::AsFd;
+        self.listener.as_ref()?.as_fd().try_clone_to_owned().ok()
+    }
+
     /// The listener, for the runtime that serves it (once).
     ///
     /// # Errors

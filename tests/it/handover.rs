@@ -39,12 +39,15 @@ struct Seen {
     notices: usize,
     /// Calls that failed because the host went away under them.
     failed: usize,
+    /// A read showed the task's end (its owner was told by the read: no notice is due).
+    read_the_end: bool,
 }
 
 impl Seen {
     fn take(&mut self, id: &str, answer: &str) {
         let mut blocks = answer.split("\n---\n");
         if let Some(read) = blocks.next() {
+            self.read_the_end |= read.contains("[status: completed");
             self.lines.extend(
                 read.lines()
                     .filter(|l| l.starts_with('n') || l.starts_with("pid "))
@@ -118,9 +121,10 @@ async fn a_running_task_is_handed_to_the_next_host_after_a_sigkill_with_every_li
         seen.lines.iter().filter(|l| l.starts_with("pid ")).count(),
         1
     );
-    // The task sleeps a second after its last line: its end is told on a later answer, once.
+    // The task sleeps a second after its last line: its end is told on a later answer, once (unless
+    // a loaded machine read its end with the last line: that read told it).
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while seen.notices == 0 {
+    while seen.notices == 0 && !seen.read_the_end {
         assert!(
             std::time::Instant::now() < deadline,
             "the end was never told"
@@ -132,7 +136,11 @@ async fn a_running_task_is_handed_to_the_next_host_after_a_sigkill_with_every_li
     }
     let after = call(&a, "task_list", json!({})).await;
     seen.take(&id, &after);
-    assert_eq!(seen.notices, 1, "told once");
+    assert!(
+        seen.notices == 1 || (seen.notices == 0 && seen.read_the_end),
+        "told once, by a notice or by the read: {} notices",
+        seen.notices
+    );
     assert!(after.contains(&format!("{id} [bash] completed")), "{after}");
     a.cancel().await.expect("close");
 }

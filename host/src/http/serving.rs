@@ -37,7 +37,8 @@ pub struct HttpListener {
 }
 
 impl HttpListener {
-    /// Binds `address`; with `tls` (a certificate chain and its key, PEM) it serves HTTPS. A
+    /// Binds `address` (or serves on `inherited`, the listening socket a predecessor of this host
+    /// bound there); with `tls` (a certificate chain and its key, PEM) it serves HTTPS. A
     /// non-loopback address without TLS is refused unless `insecure` (tokens would cross the
     /// network in the clear).
     ///
@@ -47,6 +48,7 @@ impl HttpListener {
         address: HttpAddress,
         tls: Option<(PathBuf, PathBuf)>,
         insecure: bool,
+        inherited: Option<std::net::TcpListener>,
     ) -> Result<Self, String> {
         if !address.is_loopback() && tls.is_none() && !insecure {
             return Err(format!(
@@ -57,8 +59,11 @@ impl HttpListener {
         let tls = tls
             .map(|(cert, key)| super::tls::acceptor(&cert, &key))
             .transpose()?;
-        let listener = std::net::TcpListener::bind(address.addr)
-            .map_err(|e| format!("cannot listen on {}: {e}", address.addr))?;
+        let listener = match inherited {
+            Some(listener) => listener,
+            None => std::net::TcpListener::bind(address.addr)
+                .map_err(|e| format!("cannot listen on {}: {e}", address.addr))?,
+        };
         listener
             .set_nonblocking(true)
             .map_err(|e| format!("cannot listen on {}: {e}", address.addr))?;
@@ -77,6 +82,12 @@ impl HttpListener {
             .local_addr()
             .map_or(self.address.addr.port(), |a| a.port());
         format!("{scheme}://{}:{port}", self.address.host)
+    }
+
+    /// A second handle of the listening socket (for a handover).
+    pub fn duplicate(&self) -> Option<std::os::fd::OwnedFd> {
+        use std::os::fd::AsFd;
+        self.listener.as_fd().try_clone_to_owned().ok()
     }
 
     /// The URL of its MCP endpoint.

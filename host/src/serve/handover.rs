@@ -24,17 +24,7 @@ impl Handover {
         if listen.is_empty() {
             return None;
         }
-        let mut specs: Vec<String> = listen
-            .iter()
-            .map(|spec| match spec.strip_prefix("unix:") {
-                Some(path) => format!(
-                    "unix:{}",
-                    std::path::absolute(path)
-                        .map_or_else(|_| path.to_owned(), |p| p.display().to_string())
-                ),
-                None => spec.clone(),
-            })
-            .collect();
+        let mut specs: Vec<String> = listen.iter().map(|s| normalized(s)).collect();
         specs.sort();
         // FNV-1a: a stable name, not a secret.
         let hash = specs
@@ -78,6 +68,18 @@ impl Handover {
         Some(takeover)
     }
 
+    /// The predecessor's listening sockets by normalized address (taken once).
+    pub(super) fn take_listens(&self) -> std::collections::HashMap<String, OwnedFd> {
+        let Some(taken) = &self.taken else {
+            return std::collections::HashMap::new();
+        };
+        let mut guard = taken.0.lock();
+        match guard.as_mut() {
+            Some((_, HandedTasks(handed))) => std::mem::take(&mut handed.listens).into_iter().collect(),
+            None => std::collections::HashMap::new(),
+        }
+    }
+
     /// The keeper taken from a predecessor, for the services.
     pub(super) fn taken_keeper(&mut self) -> Option<Arc<TakenKeeper>> {
         self.taken.take()
@@ -85,7 +87,7 @@ impl Handover {
 
     /// Tells `host`'s keeper to hold its running tasks for the next host for `grace_ms` once this
     /// one is gone. A socket that cannot be made is logged: the tasks then end with the host.
-    pub(super) fn offer(&self, host: &Taskhost, grace_ms: u64) {
+    pub(super) fn offer(&self, host: &Taskhost, grace_ms: u64, listens: Vec<(String, OwnedFd)>) {
         let Some(state) = host.services().state.as_ref() else {
             return;
         };
@@ -99,6 +101,7 @@ impl Handover {
                 host: row,
                 listener,
                 lock,
+                listens,
             })
         });
         match made {
@@ -109,6 +112,17 @@ impl Handover {
                 "no handover: running tasks will end with this host"
             ),
         }
+    }
+}
+
+/// `spec` (a `--listen` value) as the handover names it: a Unix socket's path made absolute.
+pub(super) fn normalized(spec: &str) -> String {
+    match spec.strip_prefix("unix:") {
+        Some(path) => format!(
+            "unix:{}",
+            std::path::absolute(path).map_or_else(|_| path.to_owned(), |p| p.display().to_string())
+        ),
+        None => spec.to_owned(),
     }
 }
 

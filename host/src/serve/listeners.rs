@@ -29,7 +29,11 @@ impl Listeners {
     ///
     /// # Errors
     /// A bad spec, a second `unix:`, TLS half given, or a bind refused, as one message.
-    pub(super) fn bind(specs: &[String], tls: &TlsChoice) -> Result<Self, String> {
+    pub(super) fn bind(
+        specs: &[String],
+        tls: &TlsChoice,
+        mut inherited: std::collections::HashMap<String, std::os::fd::OwnedFd>,
+    ) -> Result<Self, String> {
         let tls_files = match (&tls.cert, &tls.key) {
             (Some(cert), Some(key)) => Some((cert.clone(), key.clone())),
             (None, None) => None,
@@ -42,13 +46,24 @@ impl Listeners {
                     return Err(format!("a second unix: listener ({spec}); give one"));
                 }
                 let path = unix_path(spec)?;
-                bound.socket = Some(BoundSocket::bind(&path).map_err(|e| e.to_string())?);
+                let handed = inherited
+                    .remove(&super::handover::normalized(spec))
+                    .and_then(|fd| BoundSocket::inherit(&path, fd.into()).ok());
+                let socket = match handed {
+                    Some(socket) => socket,
+                    None => BoundSocket::bind(&path).map_err(|e| e.to_string())?,
+                };
+                bound.socket = Some(socket);
             } else {
                 let address = HttpAddress::parse(spec)?;
+                let handed = inherited
+                    .remove(&super::handover::normalized(spec))
+                    .map(std::net::TcpListener::from);
                 bound.http.push(HttpListener::bind(
                     address,
                     tls_files.clone(),
                     tls.insecure,
+                    handed,
                 )?);
             }
         }
@@ -56,6 +71,22 @@ impl Listeners {
             return Err("--tls-cert and --tls-key need an http:// listener".to_owned());
         }
         Ok(bound)
+    }
+
+    /// Second handles of every listening socket by its normalized address, for the keeper to keep
+    /// for a successor (before [`Listeners::serve`] takes them).
+    pub(super) fn duplicates(&self, specs: &[String]) -> Vec<(String, std::os::fd::OwnedFd)> {
+        let mut http = self.http.iter();
+        specs
+            .iter()
+            .filter_map(|spec| {
+                let fd = match spec.starts_with("unix:") {
+                    true => self.socket.as_ref()?.duplicate(),
+                    false => http.next()?.duplicate(),
+                }?;
+                Some((super::handover::normalized(spec), fd))
+            })
+            .collect()
     }
 
     /// True when nothing was bound: the host serves stdio.

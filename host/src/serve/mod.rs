@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 mod handover;
 mod listeners;
+mod state;
 
 use crate::config::Config;
 use crate::listen::PeerPolicy;
@@ -71,6 +72,9 @@ struct Prepared {
     config: Config,
     run_dir: RunDir,
     listeners: Listeners,
+    /// The state directory, and what a predecessor's keeper handed over there.
+    state: Option<(PathBuf, Option<taskhost_store::Takeover>)>,
+    handover: Option<Handover>,
 }
 
 /// Serves until the client leaves or a stop signal arrives (a second one exits at once).
@@ -89,8 +93,15 @@ pub fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Result<(), S
         config,
         run_dir,
         mut listeners,
+        state,
+        mut handover,
     } = prepared;
-    let host = start_host(runtime, &config, &run_dir, &args)?;
+    let host = start_host(runtime, &config, &run_dir, &args, state, handover.as_mut())?;
+    if let Some(handover) = &handover {
+        let listens = listeners.duplicates(&args.listen);
+        handover.offer(&host, config.handover_grace_ms(), listens);
+    }
+    load_plugins(&host, &config, &args)?;
     crate::memory::trim_periodically(runtime.handle());
     let peers = Peers::default();
     {
@@ -162,11 +173,20 @@ fn prepare(args: &ServeArgs) -> Result<Prepared, ServeError> {
         key: args.tls_key.clone(),
         insecure: args.insecure_http,
     };
-    let listeners = Listeners::bind(&args.listen, &tls).map_err(fail(2))?;
+    let dir = state::state_dir(&config, args)?;
+    let mut handover = dir.as_deref().and_then(|d| Handover::of(d, &args.listen));
+    let takeover = handover.as_mut().and_then(Handover::take_waiting);
+    let inherited = handover
+        .as_ref()
+        .map(Handover::take_listens)
+        .unwrap_or_default();
+    let listeners = Listeners::bind(&args.listen, &tls, inherited).map_err(fail(2))?;
     Ok(Prepared {
         config,
         run_dir,
         listeners,
+        state: dir.map(|d| (d, takeover)),
+        handover,
     })
 }
 
@@ -181,101 +201,20 @@ fn plugin_dirs(config: &Config, args: &ServeArgs) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The opened state, and the handover of a `--listen` host on it.
-type OpenedState = (Arc<taskhost_store::Store>, Option<Handover>);
-
-/// The durable state: `--state`, else `[state] dir`, else the default directory (its missing
-/// parents made 0700), opened (checked, recovered) before anything serves; none with `--no-state`
-/// or `[state] durable = false`. A refused directory or database exits 2, naming it.
-fn open_state(config: &Config, args: &ServeArgs) -> Result<Option<OpenedState>, ServeError> {
-    if args.no_state || config.state.durable == Some(false) {
-        return Ok(None);
-    }
-    let chosen = args.state.clone().or_else(|| config.state.dir.clone());
-    let dir = match chosen {
-        Some(dir) => dir,
-        None => {
-            let Some(dir) = crate::config::default_state_dir() else {
-                tracing::warn!(
-                    "neither XDG_STATE_HOME nor HOME is set: task records are kept in memory only (pass --state DIR to keep them)"
-                );
-                return Ok(None);
-            };
-            if let Some(parent) = dir.parent() {
-                std::os::unix::fs::DirBuilderExt::mode(
-                    std::fs::DirBuilder::new().recursive(true),
-                    0o700,
-                )
-                .create(parent)
-                .map_err(|e| {
-                    fail(2)(format!(
-                        "cannot make the state directory's parent {}: {e}",
-                        parent.display()
-                    ))
-                })?;
-            }
-            dir
-        }
-    };
-    let mut handover = handover::Handover::of(&dir, &args.listen);
-    let taken = handover.as_mut().and_then(handover::Handover::take_waiting);
-    let store = match taken {
-        Some(takeover) => {
-            taskhost_store::Store::open_taking_over(&dir, config.state.sync, takeover)
-        }
-        None => taskhost_store::Store::open(&dir, config.state.sync),
-    }
-    .map_err(|e| fail(2)(e.to_string()))?;
-    let recovered = store.recovered();
-    if !recovered.lost.is_empty() || !recovered.killed.is_empty() {
-        tracing::info!(
-            lost = recovered.lost.len(),
-            killed = recovered.killed.len(),
-            "tasks of hosts that stopped are settled as lost or killed"
-        );
-    }
-    Ok(Some((Arc::new(store), handover)))
-}
-
-/// Applies the retention at once and then every hour for as long as the host runs, off the path
-/// to serving (it looks at every kept file's size, which a client waiting for its first answer
-/// should not wait for).
-fn retain_hourly(
-    runtime: &tokio::runtime::Runtime,
-    state: Arc<taskhost_store::Store>,
-    keep: taskhost_store::Retention,
-) {
-    runtime.spawn(async move {
-        let mut hourly = tokio::time::interval(std::time::Duration::from_secs(3600));
-        loop {
-            hourly.tick().await;
-            let state = state.clone();
-            let expired = tokio::task::spawn_blocking(move || state.retain(keep)).await;
-            if let Ok(expired) = expired
-                && !expired.is_empty()
-            {
-                tracing::info!(
-                    expired = expired.len(),
-                    "settled tasks' output expired (retention)"
-                );
-            }
-        }
-    });
-}
-
-/// Creates the host and loads its plugins: the config's, then `--plugin`s, then the plugin
-/// directories' libraries, else the default set. A plugin that fails to load is logged; the others
-/// serve. A plugin directory that cannot be read is an error (exit 2).
+/// Creates the host on its state (taking what a predecessor handed over) and its keeper; a bad
+/// config exits 2.
 fn start_host(
     runtime: &tokio::runtime::Runtime,
     config: &Config,
     run_dir: &RunDir,
     args: &ServeArgs,
+    state: Option<(PathBuf, Option<taskhost_store::Takeover>)>,
+    handover: Option<&mut Handover>,
 ) -> Result<Arc<Taskhost>, ServeError> {
     let registry = config.registry().map_err(|e| fail(2)(e.to_string()))?;
-    let (state, mut handover) = match open_state(config, args)? {
-        Some((state, handover)) => (Some(state), handover),
-        None => (None, None),
+    let state = match state {
+        Some((dir, takeover)) => Some(state::open_state(config, &dir, takeover)?),
+        None => None,
     };
     let options = LoadOptions {
         generation_dir: run_dir.generations(),
@@ -292,7 +231,7 @@ fn start_host(
         max_foreground_per_owner: config.max_foreground_per_owner(),
         state,
         owner_grace: config.owner_grace(),
-        handed: handover.as_mut().and_then(handover::Handover::taken_keeper),
+        handed: handover.and_then(Handover::taken_keeper),
     };
     let host = Arc::new(Taskhost::new(
         registry,
@@ -300,12 +239,16 @@ fn start_host(
         options,
         services,
     ));
-    if let Some(handover) = &handover {
-        handover.offer(&host, config.handover_grace_ms());
-    }
     if let Some(state) = host.services().state.clone() {
-        retain_hourly(runtime, state, config.state.retention());
+        state::retain_hourly(runtime, state, config.state.retention());
     }
+    Ok(host)
+}
+
+/// Loads the plugins: the config's, then `--plugin`s, then the plugin directories' libraries,
+/// else the default set; then takes back what a predecessor handed over. A plugin that fails to
+/// load is logged; the others serve. A plugin directory that cannot be read is an error (exit 2).
+fn load_plugins(host: &Taskhost, config: &Config, args: &ServeArgs) -> Result<(), ServeError> {
     let mut entries: Vec<(PathBuf, Option<String>)> = config
         .plugins
         .iter()
@@ -344,7 +287,7 @@ fn start_host(
             );
         }
     }
-    Ok(host)
+    Ok(())
 }
 
 /// Serves (the listeners, or stdio) until that ends or a stop signal arrives, then shuts the host

@@ -19,7 +19,7 @@ use crate::Exit;
 
 /// How long a successor waits for a keeper that accepted it to tell it the tasks (its host may
 /// still be dying: the keeper answers once its socket closed).
-const INVENTORY_WAIT: Duration = Duration::from_secs(10);
+const INVENTORY_WAIT: Duration = Duration::from_secs(3);
 
 /// A task a successor takes back from its predecessor's keeper.
 pub struct HandedTask {
@@ -47,6 +47,8 @@ pub struct Handed {
     pub markers: Vec<String>,
     /// The predecessor's lock: held until its tasks are recorded as this host's (taken then).
     pub lock: Option<OwnedFd>,
+    /// The predecessor's listening sockets by address, for this host to serve on.
+    pub listens: Vec<(String, OwnedFd)>,
 }
 
 /// Why no handover was had.
@@ -83,7 +85,7 @@ impl Keeper {
         let pending: Arc<Mutex<Pending>> = Arc::default();
         let mut frames = fds::Receiver::new();
         let mut tasks = Vec::new();
-        let (host, markers, next_id, lock) = loop {
+        let (host, markers, next_id, lock, listens) = loop {
             let body = frames
                 .next(conn.as_fd())
                 .map_err(|e| failed(&e))?
@@ -103,10 +105,13 @@ impl Keeper {
                     host,
                     markers,
                     next_id,
+                    listens,
                 } => {
-                    let lock = frames.take_fds(1).map_err(|e| failed(&e))?;
-                    let lock = lock.into_iter().next().ok_or_else(|| failed(&"no lock"))?;
-                    break (host, markers, next_id, lock);
+                    let fds = frames.take_fds(1 + listens.len()).map_err(|e| failed(&e))?;
+                    let mut fds = fds.into_iter();
+                    let lock = fds.next().ok_or_else(|| failed(&"no lock"))?;
+                    let listens = listens.into_iter().zip(fds).collect();
+                    break (host, markers, next_id, lock, listens);
                 }
                 _ => return Err(failed(&"an unexpected report before the handover")),
             }
@@ -133,6 +138,7 @@ impl Keeper {
                 host,
                 markers,
                 lock: Some(lock),
+            listens,
             },
         ))
     }

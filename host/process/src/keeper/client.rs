@@ -171,17 +171,18 @@ impl Keeper {
         self.write(&frame.encode(), fds);
     }
 
-    /// Asks the keeper to hand the held tasks to a successor that connects to `listener` within
-    /// `grace_ms` once this host is gone, holding `lock` (the host's) meanwhile.
-    pub fn handover(
-        &self,
-        grace_ms: u64,
-        host: i64,
-        listener: BorrowedFd<'_>,
-        lock: BorrowedFd<'_>,
-    ) {
-        let frame = Request::Handover { grace_ms, host };
-        self.write(&frame.encode(), &[listener, lock]);
+    /// Asks the keeper to hand the held tasks to a successor that connects to the setup's listener
+    /// within its grace once this host is gone, holding the host's lock and listening sockets
+    /// meanwhile.
+    pub fn handover(&self, setup: &super::HoldSetup) {
+        let frame = Request::Handover {
+            grace_ms: setup.grace_ms,
+            host: setup.host,
+            listens: setup.listens.iter().map(|(a, _)| a.clone()).collect(),
+        };
+        let mut fds = vec![setup.listener.as_fd(), setup.lock.as_fd()];
+        fds.extend(setup.listens.iter().map(|(_, fd)| fd.as_fd()));
+        self.write(&frame.encode(), &fds);
     }
 
     /// Asks the keeper to end the processes marked with `prefix` too when the host is gone.

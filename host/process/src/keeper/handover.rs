@@ -190,8 +190,11 @@ fn hand_over(shared: &Shared, setup: &Setup, conn: UnixStream) -> Option<UnixStr
         host: setup.host,
         markers: st.markers.clone(),
         next_id: st.next_id,
+        listens: setup.listens.iter().map(|(a, _)| a.clone()).collect(),
     };
-    fds::send(conn.as_fd(), &handed.encode(), &[setup.lock.as_fd()]).ok()?;
+    let mut fds = vec![setup.lock.as_fd()];
+    fds.extend(setup.listens.iter().map(|(_, fd)| fd.as_fd()));
+    fds::send(conn.as_fd(), &handed.encode(), &fds).ok()?;
     st.out = conn.try_clone().ok()?;
     st.host_gone = false;
     st.held = HashMap::new();

@@ -17,13 +17,16 @@ pub struct HoldSetup {
     pub listener: OwnedFd,
     /// The host's lock in the state directory.
     pub lock: OwnedFd,
+    /// The host's own listening sockets by address (`unix:PATH`, `http://...`), kept open for
+    /// the successor.
+    pub listens: Vec<(String, OwnedFd)>,
 }
 
 /// A host's handover as every keeper of it is told.
 #[derive(Default)]
 pub(super) struct HandoverState {
     /// The grace, this host's row, the successors' listener and this host's lock.
-    pub(super) setup: Option<(u64, i64, OwnedFd, OwnedFd)>,
+    pub(super) setup: Option<HoldSetup>,
     /// Marker prefixes of processes to end with the host besides the keeper's own.
     pub(super) marks: Vec<String>,
     /// Each held task's group, what is held and its descriptors.
@@ -33,8 +36,8 @@ pub(super) struct HandoverState {
 impl HandoverState {
     /// Tells `keeper` everything (a new keeper, or the setup changed).
     pub(super) fn tell(&self, keeper: &Keeper) {
-        if let Some((grace, host, listener, lock)) = &self.setup {
-            keeper.handover(*grace, *host, listener.as_fd(), lock.as_fd());
+        if let Some(setup) = &self.setup {
+            keeper.handover(setup);
         }
         for prefix in &self.marks {
             keeper.mark(prefix);

@@ -13,6 +13,9 @@ pub(crate) struct Setup {
     pub(crate) host: i64,
     pub(crate) listener: OwnedFd,
     pub(crate) lock: OwnedFd,
+    /// The host's listening sockets by address: clients that connect while no host runs wait in
+    /// their backlog for the successor.
+    pub(crate) listens: Vec<(String, OwnedFd)>,
 }
 
 /// One output stream of a held task.

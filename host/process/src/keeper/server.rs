@@ -152,7 +152,11 @@ fn held_request(shared: &Shared, request: Request, frames: &mut Receiver) {
                 Err(_) => frames.discard_fds(),
             }
         }
-        Request::Handover { grace_ms, host } => match frames.take_fds(2) {
+        Request::Handover {
+            grace_ms,
+            host,
+            listens,
+        } => match frames.take_fds(2 + listens.len()) {
             Ok(fds) => {
                 let mut fds = fds.into_iter();
                 if let (Some(listener), Some(lock)) = (fds.next(), fds.next()) {
@@ -161,6 +165,7 @@ fn held_request(shared: &Shared, request: Request, frames: &mut Receiver) {
                         host,
                         listener,
                         lock,
+                        listens: listens.into_iter().zip(fds).collect(),
                     });
                 }
             }

@@ -133,12 +133,10 @@ impl Keepers {
     /// (this host's) is held meanwhile.
     pub fn enable_handover(&self, setup: HoldSetup) {
         let mut h = self.0.handover.lock();
-        h.setup = Some((setup.grace_ms, setup.host, setup.listener, setup.lock));
-        if let Some(k) = self.current()
-            && let Some((grace, host, listener, lock)) = &h.setup
-        {
-            k.handover(*grace, *host, listener.as_fd(), lock.as_fd());
+        if let Some(k) = self.current() {
+            k.handover(&setup);
         }
+        h.setup = Some(setup);
     }
 
     /// True once [`Keepers::enable_handover`] was called.

@@ -98,8 +98,13 @@ pub(crate) enum Request {
     /// frame in the order [`HeldStream`] says, then the input.
     Hold { pgid: i32, hold: Hold },
     /// When the host is gone, keep its held tasks for `grace_ms` and hand them to the successor
-    /// that connects to the listener beside the frame (then the host's lock, held meanwhile).
-    Handover { grace_ms: u64, host: i64 },
+    /// that connects to the listener beside the frame (then the host's lock, held meanwhile, then
+    /// the host's listening sockets, one per address in `listens`).
+    Handover {
+        grace_ms: u64,
+        host: i64,
+        listens: Vec<String>,
+    },
     /// Also end processes whose marker starts with `prefix` when the host is gone (a successor
     /// marks its own tasks with its own prefix).
     Mark { prefix: String },
@@ -158,11 +163,13 @@ pub(crate) enum Report {
         hold: Hold,
     },
     /// To a successor, after the last [`Report::Adopt`]: the gone host's row, the marker prefixes
-    /// the keeper ends, the next request id to use, and its lock beside the frame.
+    /// the keeper ends, the next request id to use, and beside the frame its lock and its
+    /// listening sockets (one per address in `listens`).
     Handed {
         host: i64,
         markers: Vec<String>,
         next_id: u64,
+        listens: Vec<String>,
     },
 }
 

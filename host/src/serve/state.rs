@@ -1,0 +1,95 @@
+//! The durable state a host serves with: where it is, opened (and what a predecessor handed over
+//! taken first), and its retention applied hourly.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::{ServeArgs, ServeError, fail};
+use crate::config::Config;
+
+/// The durable state's directory: `--state`, else `[state] dir`, else the default directory (its
+/// missing parents made 0700); none with `--no-state` or `[state] durable = false`.
+pub(super) fn state_dir(config: &Config, args: &ServeArgs) -> Result<Option<PathBuf>, ServeError> {
+    if args.no_state || config.state.durable == Some(false) {
+        return Ok(None);
+    }
+    let chosen = args.state.clone().or_else(|| config.state.dir.clone());
+    let dir = match chosen {
+        Some(dir) => dir,
+        None => {
+            let Some(dir) = crate::config::default_state_dir() else {
+                tracing::warn!(
+                    "neither XDG_STATE_HOME nor HOME is set: task records are kept in memory only (pass --state DIR to keep them)"
+                );
+                return Ok(None);
+            };
+            if let Some(parent) = dir.parent() {
+                std::os::unix::fs::DirBuilderExt::mode(
+                    std::fs::DirBuilder::new().recursive(true),
+                    0o700,
+                )
+                .create(parent)
+                .map_err(|e| {
+                    fail(2)(format!(
+                        "cannot make the state directory's parent {}: {e}",
+                        parent.display()
+                    ))
+                })?;
+            }
+            dir
+        }
+    };
+    Ok(Some(dir))
+}
+
+/// Opens (checks, recovers) the state in `dir`, first taking over what a predecessor's keeper
+/// handed to this host (`takeover`). A refused directory or database exits 2, naming it.
+pub(super) fn open_state(
+    config: &Config,
+    dir: &Path,
+    takeover: Option<taskhost_store::Takeover>,
+) -> Result<Arc<taskhost_store::Store>, ServeError> {
+    let store = match takeover {
+        Some(takeover) => {
+            taskhost_store::Store::open_taking_over(&dir, config.state.sync, takeover)
+        }
+        None => taskhost_store::Store::open(dir, config.state.sync),
+    }
+    .map_err(|e| fail(2)(e.to_string()))?;
+    let recovered = store.recovered();
+    if !recovered.lost.is_empty() || !recovered.killed.is_empty() {
+        tracing::info!(
+            lost = recovered.lost.len(),
+            killed = recovered.killed.len(),
+            "tasks of hosts that stopped are settled as lost or killed"
+        );
+    }
+    Ok(Arc::new(store))
+}
+
+
+/// Applies the retention at once and then every hour for as long as the host runs, off the path
+/// to serving (it looks at every kept file's size, which a client waiting for its first answer
+/// should not wait for).
+pub(super) fn retain_hourly(
+    runtime: &tokio::runtime::Runtime,
+    state: Arc<taskhost_store::Store>,
+    keep: taskhost_store::Retention,
+) {
+    runtime.spawn(async move {
+        let mut hourly = tokio::time::interval(std::time::Duration::from_secs(3600));
+        loop {
+            hourly.tick().await;
+            let state = state.clone();
+            let expired = tokio::task::spawn_blocking(move || state.retain(keep)).await;
+            if let Ok(expired) = expired
+                && !expired.is_empty()
+            {
+                tracing::info!(
+                    expired = expired.len(),
+                    "settled tasks' output expired (retention)"
+                );
+            }
+        }
+    });
+}
