@@ -69,8 +69,13 @@ struct Replay {
     initialized: Option<Vec<u8>>,
     /// Open `subscriptions/listen` requests by id.
     listens: HashMap<String, Vec<u8>>,
-    /// Requests the client waits on, by id.
-    in_flight: HashMap<String, Value>,
+    /// Requests the client waits on, by id, with their lines.
+    in_flight: HashMap<String, (Value, Vec<u8>)>,
+    /// The host said it took its last request ([`crate::drain::RESTARTING`]): what it did not
+    /// answer, it never read.
+    restarting: bool,
+    /// Requests to send again to the next host (those the restarting host never read).
+    resend: Vec<Vec<u8>>,
 }
 
 impl Replay {
@@ -94,12 +99,16 @@ impl Replay {
             if method == "subscriptions/listen" {
                 self.listens.insert(key.clone(), line.to_vec());
             }
-            self.in_flight.insert(key, id);
+            self.in_flight.insert(key, (id, line.to_vec()));
         }
     }
 
     /// Notes a line from the host; false when the client must not see it (the answer to a replay).
     fn host_line(&mut self, line: &[u8]) -> bool {
+        if line.trim_ascii() == crate::drain::RESTARTING.as_bytes() {
+            self.restarting = true;
+            return false;
+        }
         let Ok(message) = serde_json::from_slice::<Envelope>(line) else {
             return true;
         };
@@ -117,12 +126,19 @@ impl Replay {
     }
 
     /// The errors owed to the client for its requests the gone host took (listens excepted: they
-    /// are replayed).
+    /// are replayed). After the host said it was restarting, none: every request it did not
+    /// answer is sent again to the next host.
     fn orphaned(&mut self) -> Vec<Vec<u8>> {
         let listens = &self.listens;
         let mut lines = Vec::new();
-        self.in_flight.retain(|key, id| {
+        let restarting = std::mem::take(&mut self.restarting);
+        let resend = &mut self.resend;
+        self.in_flight.retain(|key, (id, request)| {
             if listens.contains_key(key) {
+                return true;
+            }
+            if restarting {
+                resend.push(request.clone());
                 return true;
             }
             let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603,
@@ -289,6 +305,9 @@ async fn resume(
     }
     for listen in replay.listens.values() {
         link.to_host.write_all(listen).await.map_err(gone)?;
+    }
+    for request in std::mem::take(&mut replay.resend) {
+        link.to_host.write_all(&request).await.map_err(gone)?;
     }
     Ok(())
 }

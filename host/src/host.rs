@@ -21,6 +21,8 @@ pub struct Taskhost {
     owners: Owners,
     /// What a gone predecessor's keeper handed over, until [`Taskhost::take_back_tasks`].
     handed: parking_lot::Mutex<Option<crate::process::keeper::Handed>>,
+    /// The bridges' sessions' pause for an upgrade.
+    drain: crate::drain::Drain,
 }
 
 impl Taskhost {
@@ -81,7 +83,13 @@ impl Taskhost {
             plugins,
             owners,
             handed: parking_lot::Mutex::new(handed_tasks),
+            drain: crate::drain::Drain::default(),
         }
+    }
+
+    /// The bridges' sessions' pause before an upgrade ([`crate::drain`]).
+    pub fn drain(&self) -> &crate::drain::Drain {
+        &self.drain
     }
 
     /// Takes back the running tasks a gone predecessor's keeper handed to this host (see

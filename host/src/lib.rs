@@ -15,6 +15,7 @@ pub mod check;
 pub mod client_cli;
 pub mod config;
 pub mod dial;
+pub mod drain;
 pub mod env_check;
 pub mod host;
 pub mod http;

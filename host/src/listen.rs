@@ -111,7 +111,10 @@ impl BoundSocket {
     ///
     /// # Errors
     /// [`ListenError`] when the path is gone or is not a socket.
-    pub fn inherit(path: &Path, listener: std::os::unix::net::UnixListener) -> Result<Self, ListenError> {
+    pub fn inherit(
+        path: &Path,
+        listener: std::os::unix::net::UnixListener,
+    ) -> Result<Self, ListenError> {
         let meta = std::fs::symlink_metadata(path).map_err(|source| ListenError::Io {
             path: path.to_owned(),
             source,

@@ -39,8 +39,14 @@ pub struct Guarded {
 }
 
 /// Puts the guard between `transport` (whose first bytes, already read, are `prefix`) and the
-/// stream rmcp serves. Runs until both directions are closed.
-pub fn guard<T>(transport: T, prefix: Vec<u8>) -> Guarded
+/// stream rmcp serves. Runs until both directions are closed. With `pausing` (a bridge's session),
+/// an upgrade's pause stops the session taking requests and tells the bridge once all it took are
+/// answered ([`crate::drain`]).
+pub(crate) fn guard<T>(
+    transport: T,
+    prefix: Vec<u8>,
+    pausing: Option<crate::drain::Pausing>,
+) -> Guarded
 where
     T: AsyncRead + AsyncWrite + Send + 'static,
 {
@@ -52,10 +58,11 @@ where
     let (from_rmcp, to_rmcp) = tokio::io::split(ours);
     let (lines, outgoing) = mpsc::channel::<Vec<u8>>(64);
     tokio::spawn(write_out(outgoing, to_client));
-    tokio::spawn(forward_lines(from_rmcp, lines.clone()));
+    let in_flight = pausing.as_ref().map(|p| p.in_flight.clone());
+    tokio::spawn(forward_tracked(from_rmcp, lines.clone(), in_flight));
     let (gone, said) = (client_gone.clone(), goodbye.clone());
     tokio::spawn(async move {
-        if read_in(from_client, to_rmcp, lines).await {
+        if read_in(from_client, to_rmcp, lines, pausing).await {
             said.store(true, Ordering::Release);
         }
         gone.cancel();
@@ -80,12 +87,24 @@ async fn write_out(mut lines: mpsc::Receiver<Vec<u8>>, mut to_client: impl Async
 /// Hands what `from` says to `lines` a whole line at a time (each with its newline), until it ends
 /// or nobody takes the lines.
 pub(crate) async fn forward_lines(from: impl AsyncRead + Unpin, lines: mpsc::Sender<Vec<u8>>) {
+    forward_tracked(from, lines, None).await;
+}
+
+/// As [`forward_lines`], noting each answer in `in_flight`.
+async fn forward_tracked(
+    from: impl AsyncRead + Unpin,
+    lines: mpsc::Sender<Vec<u8>>,
+    in_flight: Option<std::sync::Arc<crate::drain::InFlight>>,
+) {
     let mut reader = BufReader::new(from);
     loop {
         let mut line = Vec::new();
         match reader.read_until(b'\n', &mut line).await {
             Ok(0) | Err(_) => break,
             Ok(_) => {
+                if let Some(f) = &in_flight {
+                    f.sent(&line);
+                }
                 if lines.send(line).await.is_err() {
                     break;
                 }
@@ -100,13 +119,29 @@ async fn read_in(
     from_client: impl AsyncRead + Unpin,
     mut to_rmcp: impl AsyncWrite + Unpin,
     lines: mpsc::Sender<Vec<u8>>,
+    mut pausing: Option<crate::drain::Pausing>,
 ) -> bool {
     let mut goodbye = false;
     let mut reader = BufReader::with_capacity(64 * 1024, from_client);
     let mut line = Vec::new();
     loop {
         line.clear();
-        let (read, complete) = match read_line_bounded(&mut reader, &mut line).await {
+        let read = tokio::select! {
+            biased;
+            () = pause_asked(pausing.as_ref()) => {
+                // A line being read now is dropped whole: its bridge sends it again.
+                if let Some(p) = pausing.as_mut() {
+                    p.answered().await;
+                    let _ = lines.send(format!("{}\n", crate::drain::RESTARTING).into_bytes()).await;
+                    p.paused();
+                }
+                // Nothing more is taken; the host re-executes itself.
+                std::future::pending::<()>().await;
+                break;
+            }
+            read = read_line_bounded(&mut reader, &mut line) => read,
+        };
+        let (read, complete) = match read {
             Ok(r) => r,
             Err(_) => break,
         };
@@ -134,6 +169,9 @@ async fn read_in(
         }
         match check(&line) {
             Verdict::Pass => {
+                if let Some(p) = &pausing {
+                    p.in_flight.took(&line);
+                }
                 if to_rmcp.write_all(&line).await.is_err() {
                     break;
                 }
@@ -152,6 +190,14 @@ async fn read_in(
     }
     let _ = to_rmcp.shutdown().await;
     goodbye
+}
+
+/// Resolves when the host asks `pausing`'s session to pause; never without one.
+async fn pause_asked(pausing: Option<&crate::drain::Pausing>) {
+    match pausing {
+        Some(p) => p.asked().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Reads one line into `line`, keeping at most [`MAX_LINE`] bytes: returns the bytes read and

@@ -252,3 +252,112 @@ async fn a_second_host_on_a_live_hosts_state_and_address_is_refused() {
     assert!(err.contains("another taskhost serves"), "{err}");
     assert!(std::os::unix::net::UnixStream::connect(&host.socket).is_ok());
 }
+
+/// A host run from a copy of the binary at `exe`, on `<dir>/taskhost.sock` with its state in
+/// `<dir>/state`, serving the bash and tasks plugins built beside the original.
+fn copied_host(dir: &std::path::Path, exe: &std::path::Path) -> SocketHost {
+    let socket = dir.join("taskhost.sock");
+    let child = std::process::Command::new(exe)
+        .args(["serve", "--no-watch", "--listen"])
+        .arg(format!("unix:{}", socket.display()))
+        .arg("--state")
+        .arg(dir.join("state"))
+        .arg("--plugin")
+        .arg(built("taskhost_plugin_tasks"))
+        .arg("--plugin")
+        .arg(built("taskhost_plugin_bash"))
+        .env("RUST_LOG", "warn")
+        .env("XDG_RUNTIME_DIR", dir)
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn the copied taskhost");
+    assert!(
+        eventually(Duration::from_secs(20), || {
+            std::os::unix::net::UnixStream::connect(&socket).is_ok()
+        }),
+        "the copied host never listened"
+    );
+    SocketHost { child, socket }
+}
+
+/// The inode of the file `pid` runs.
+fn running_inode(pid: u32) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(format!("/proc/{pid}/exe"))
+        .ok()
+        .map(|m| m.ino())
+}
+
+/// Proves (b): `SIGHUP` to a `--listen` host whose binary was replaced on disk (a rebuild renames a
+/// new file over it) re-executes the new binary in the same process, which takes the running task
+/// back: its client, polling all along through `taskhost connect`, sees no error, reads every
+/// number once and in order, and is told of the end once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_re_executes_the_binary_on_disk_and_the_client_sees_no_error() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = scratch("handover-hup");
+    let bin = dir.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let exe = bin.join("taskhost");
+    std::fs::copy(mcp::binary(), &exe).unwrap();
+    let host = copied_host(&dir, &exe);
+    let host_pid = host.child.id();
+    let (a, _) = bridged(&host.socket, Watcher::default(), &[]).await;
+    let id = mcp::start(
+        &a,
+        "echo pid $$; for i in $(seq 1 150); do echo n$i; sleep 0.02; done; sleep 1",
+    )
+    .await;
+    let mut seen = Seen::default();
+    read_until(&a, &id, "n5", &mut seen).await;
+    let pid: i32 = seen.lines[0]
+        .strip_prefix("pid ")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no pid line first: {:?}", seen.lines));
+    let rebuilt = bin.join("taskhost.new");
+    std::fs::copy(mcp::binary(), &rebuilt).unwrap();
+    std::fs::rename(&rebuilt, &exe).unwrap();
+    let new_inode = std::fs::metadata(&exe).unwrap().ino();
+    assert_ne!(running_inode(host_pid), Some(new_inode));
+    let polling = async {
+        read_until(&a, &id, "n150", &mut seen).await;
+    };
+    let hup = async {
+        // While the client polls: the upgrade lands between, or during, its calls.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(host_pid as i32),
+            nix::sys::signal::Signal::SIGHUP,
+        )
+        .unwrap();
+    };
+    tokio::join!(polling, hup);
+    assert!(
+        eventually(Duration::from_secs(20), || running_inode(host_pid)
+            == Some(new_inode)),
+        "the same process runs the new binary"
+    );
+    assert!(alive(pid), "the task runs on under the new image");
+    assert_eq!(seen.failed, 0, "the client saw no error");
+    assert_eq!(seen.numbers(), (1..=150).collect::<Vec<_>>());
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while seen.notices == 0 && !seen.read_the_end {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the end was never told"
+        );
+        let answer = call(&a, "task_list", json!({})).await;
+        seen.take(&id, &answer);
+        // Polling pace for the task's last second.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let after = call(&a, "task_list", json!({})).await;
+    seen.take(&id, &after);
+    assert!(
+        seen.notices == 1 || (seen.notices == 0 && seen.read_the_end),
+        "told once: {} notices",
+        seen.notices
+    );
+    drop(host);
+    a.cancel().await.ok();
+}

@@ -313,7 +313,7 @@ impl SocketHost {
             .args(["serve", "--listen"])
             .arg(format!("unix:{}", socket.display()))
             .args(extra)
-            .env("RUST_LOG", "warn")
+            .env("RUST_LOG", "info,rmcp=warn")
             // The generation and spill files, and the default state, go under the test's directory.
             .env("XDG_RUNTIME_DIR", dir)
             .env("XDG_STATE_HOME", dir.join("state-home"))
@@ -344,8 +344,18 @@ impl SocketHost {
 }
 
 impl Drop for SocketHost {
+    /// Stops the host as a person would (SIGTERM: its tasks are cancelled and awaited), and kills
+    /// it if it has not stopped within 20 s: a SIGKILLed host's keeper would hold its running
+    /// tasks for a successor for the handover's grace.
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let stopped = eventually(Duration::from_secs(20), || {
+            matches!(self.child.try_wait(), Ok(Some(_)) | Err(_))
+        });
+        if !stopped {
+            let _ = self.child.kill();
+        }
         let _ = self.child.wait();
     }
 }

@@ -52,6 +52,12 @@ impl ProcessService {
         }
     }
 
+    /// True once the keeper holds this host's tasks for a successor (see
+    /// [`ProcessService::enable_handover`]).
+    pub fn hands_over(&self) -> bool {
+        self.keeper.as_ref().is_some_and(Keepers::hands_over)
+    }
+
     /// Lets the keeper hold the running tasks for a successor (an upgrade): no keeper is started
     /// after it, and nothing is ended.
     pub fn leave_keeper(&self) {

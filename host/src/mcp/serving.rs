@@ -27,11 +27,12 @@ async fn run_session<T>(
     id: &str,
     transport: T,
     prefix: Vec<u8>,
+    pausing: Option<crate::drain::Pausing>,
 ) -> Ended
 where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
 {
-    let guarded = crate::wire::guard(transport, prefix);
+    let guarded = crate::wire::guard(transport, prefix, pausing);
     let session = McpSession::new(
         host.clone(),
         id.to_owned(),
@@ -88,6 +89,7 @@ pub async fn serve_stdio(host: Arc<Taskhost>, peers: Peers) -> Result<(), String
         &id,
         tokio::io::join(stdin, stdout),
         Vec::new(),
+        None,
     )
     .await;
     host.end_owner(&id).await;
@@ -178,7 +180,9 @@ async fn serve_connection(
             tracing::info!(session = %id, restored, "an owner came back from an earlier host");
         }
     }
-    let ended = run_session(host.clone(), peers, &id, stream, prefix).await;
+    // A bridge's session pauses for an upgrade (its bridge sends again what was not taken).
+    let pausing = may_return.then(|| host.drain().enter());
+    let ended = run_session(host.clone(), peers, &id, stream, prefix, pausing).await;
     match host
         .owners()
         .leave(&id, admission.lease, ended.goodbye, may_return)

@@ -75,7 +75,9 @@ impl Handover {
         };
         let mut guard = taken.0.lock();
         match guard.as_mut() {
-            Some((_, HandedTasks(handed))) => std::mem::take(&mut handed.listens).into_iter().collect(),
+            Some((_, HandedTasks(handed))) => {
+                std::mem::take(&mut handed.listens).into_iter().collect()
+            }
             None => std::collections::HashMap::new(),
         }
     }

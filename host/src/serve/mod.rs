@@ -12,6 +12,7 @@ use std::sync::Arc;
 mod handover;
 mod listeners;
 mod state;
+mod upgrade;
 
 use crate::config::Config;
 use crate::listen::PeerPolicy;
@@ -143,9 +144,23 @@ pub fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Result<(), S
         (policy, config.http.clone()),
         &mut stop,
     ));
+    if let Ok(Ended::Upgrade) = served {
+        // The listeners stay open (the keeper holds them too) and their files in place: the next
+        // image serves them.
+        drop(run_dir);
+        return Err(fail(1)(upgrade::exec_self()));
+    }
     drop(listeners);
     drop(run_dir);
-    served.map_err(fail(1))
+    served.map(|_| ()).map_err(fail(1))
+}
+
+/// How serving ended.
+enum Ended {
+    /// Stopped: the tasks were cancelled and the host shut down.
+    Stopped,
+    /// `SIGHUP` to a host that hands over: its keeper holds the tasks for the binary on disk.
+    Upgrade,
 }
 
 /// Children (same uid) must not read the host's environment or memory through `/proc`; thousands of
@@ -298,17 +313,20 @@ async fn run_until_stopped(
     listeners: &mut Listeners,
     (policy, http): (PeerPolicy, crate::http::HttpSection),
     stop: &mut StopSignals,
-) -> Result<(), String> {
-    let stopped = async {
-        let signal = stop.first().await;
-        tracing::info!(
-            signal,
-            "stopping: tasks are cancelled and awaited; a second signal exits at once"
-        );
-    };
+) -> Result<Ended, String> {
     let result = tokio::select! {
         r = listeners.serve(host.clone(), peers.clone(), policy, http) => r,
-        () = stopped => Ok(()),
+        signal = stop.first() => {
+            if signal == libc::SIGHUP && host.services().processes.hands_over() {
+                upgrade::hand_over_in_place(&host).await;
+                return Ok(Ended::Upgrade);
+            }
+            tracing::info!(
+                signal,
+                "stopping: tasks are cancelled and awaited; a second signal exits at once"
+            );
+            Ok(())
+        }
     };
     let shutdown = host.shutdown();
     tokio::pin!(shutdown);
@@ -329,7 +347,7 @@ async fn run_until_stopped(
     if left > 0 {
         tracing::info!(ended = left, "ended descendants no task claimed");
     }
-    result
+    result.map(|()| Ended::Stopped)
 }
 
 /// The default plugin set: the three plugins built next to this binary.
@@ -344,7 +362,8 @@ fn default_plugins() -> Vec<PathBuf> {
         .collect()
 }
 
-/// SIGTERM, SIGINT and SIGHUP: each asks the host to stop.
+/// SIGTERM, SIGINT and SIGHUP: each asks the host to stop (SIGHUP to a host that hands over: to
+/// hand its tasks to the binary on disk, see [`upgrade`]).
 struct StopSignals([tokio::signal::unix::Signal; 3]);
 
 impl StopSignals {

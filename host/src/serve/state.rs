@@ -51,7 +51,7 @@ pub(super) fn open_state(
 ) -> Result<Arc<taskhost_store::Store>, ServeError> {
     let store = match takeover {
         Some(takeover) => {
-            taskhost_store::Store::open_taking_over(&dir, config.state.sync, takeover)
+            taskhost_store::Store::open_taking_over(dir, config.state.sync, takeover)
         }
         None => taskhost_store::Store::open(dir, config.state.sync),
     }
@@ -66,7 +66,6 @@ pub(super) fn open_state(
     }
     Ok(Arc::new(store))
 }
-
 
 /// Applies the retention at once and then every hour for as long as the host runs, off the path
 /// to serving (it looks at every kept file's size, which a client waiting for its first answer

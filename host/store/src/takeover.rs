@@ -13,6 +13,14 @@ use crate::writer::Op;
 use std::sync::mpsc::sync_channel;
 
 impl Store {
+    /// Returns once every write queued so far is durable, the host's row left live (a host that
+    /// hands its tasks to its successor in place: an upgrade).
+    pub fn sync(&self) {
+        let (reply, done) = sync_channel(1);
+        self.send(Op::Sync { reply });
+        let _ = done.recv();
+    }
+
     /// As [`Store::open`], taking over first the running tasks a gone host's keeper handed to this
     /// one (`takeover`): they become this host's before the gone host's lock is let go, so no
     /// host's recovery takes them for lost; [`Store::taken_over`] has their records.

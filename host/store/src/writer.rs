@@ -43,6 +43,8 @@ pub(crate) enum Op {
     },
     /// Where the reads of a task's external work stand.
     ExternalRead { id: String, offset: u64 },
+    /// Nothing: answered once every write queued before it is durable.
+    Sync { reply: SyncSender<()> },
     /// Where the reads of a task's stdout and stderr stand; answered once durable.
     Read {
         id: String,
@@ -208,6 +210,7 @@ fn update(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
         Op::Told { id } => run("UPDATE tasks SET told = 1 WHERE id = ?1", params![id]),
         Op::External { id, record } => crate::external::set(tx, id, record),
         Op::ExternalRead { id, offset } => crate::external::read_to(tx, id, *offset),
+        Op::Sync { .. } => Ok(()),
         Op::Read { id, out, err, .. } => run(
             "UPDATE tasks SET read_out = ?2, read_err = ?3 WHERE id = ?1",
             params![id, *out as i64, *err as i64],
@@ -283,7 +286,10 @@ fn answer(batch: Vec<Op>, answers: Result<Answers, String>, notifier: &Sender<Th
                 };
                 let _ = reply.send(name);
             }
-            Op::EndHost { reply, .. } | Op::EndOwner { reply, .. } | Op::Read { reply, .. } => {
+            Op::EndHost { reply, .. }
+            | Op::EndOwner { reply, .. }
+            | Op::Read { reply, .. }
+            | Op::Sync { reply } => {
                 let _ = reply.send(());
             }
             Op::Retain { reply, .. } => {

@@ -138,7 +138,7 @@ impl Keeper {
                 host,
                 markers,
                 lock: Some(lock),
-            listens,
+                listens,
             },
         ))
     }

@@ -1,0 +1,136 @@
+//! An upgrade's pause on the bridges' sessions: every session of a `taskhost connect` bridge stops
+//! taking requests, finishes those it took, and then tells its bridge [`RESTARTING`]: what the
+//! bridge sent that was not answered by then was never read, and the bridge sends it again to the
+//! next host. So a client whose request was on its way during an upgrade sees no error.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+/// The line a host sends a bridge once it took its last request before re-executing itself.
+pub const RESTARTING: &str = "#taskhost restarting";
+
+/// The host's side of the pause, shared by every bridge session (see the module doc).
+#[derive(Clone, Default)]
+pub struct Drain(Arc<Inner>);
+
+#[derive(Default)]
+struct Inner {
+    asked: CancellationToken,
+    /// Sessions that have not yet told their bridge.
+    pausing: AtomicUsize,
+    changed: Notify,
+}
+
+impl Drain {
+    /// Asks every bridge session to pause, and waits until each has told its bridge (or has
+    /// ended), for at most `within`; false when some had not by then.
+    pub async fn pause_all(&self, within: Duration) -> bool {
+        self.0.asked.cancel();
+        tokio::time::timeout(within, async {
+            loop {
+                let changed = self.0.changed.notified();
+                if self.0.pausing.load(Ordering::Acquire) == 0 {
+                    return;
+                }
+                changed.await;
+            }
+        })
+        .await
+        .is_ok()
+    }
+
+    /// A session's part: counted until it has paused or ended.
+    pub(crate) fn enter(&self) -> Pausing {
+        self.0.pausing.fetch_add(1, Ordering::AcqRel);
+        Pausing {
+            drain: self.clone(),
+            in_flight: Arc::default(),
+            done: false,
+        }
+    }
+}
+
+/// One bridge session's part of a [`Drain`]: the requests it took and has not answered.
+pub(crate) struct Pausing {
+    drain: Drain,
+    pub(crate) in_flight: Arc<InFlight>,
+    done: bool,
+}
+
+impl Pausing {
+    /// Resolves when the host asks its sessions to pause.
+    pub(crate) async fn asked(&self) {
+        self.drain.0.asked.cancelled().await;
+    }
+
+    /// Waits until every request taken was answered.
+    pub(crate) async fn answered(&self) {
+        loop {
+            let changed = self.in_flight.changed.notified();
+            if self.in_flight.ids.lock().is_empty() {
+                return;
+            }
+            changed.await;
+        }
+    }
+
+    /// This session told its bridge.
+    pub(crate) fn paused(&mut self) {
+        if !self.done {
+            self.done = true;
+            self.drain.0.pausing.fetch_sub(1, Ordering::AcqRel);
+            self.drain.0.changed.notify_waiters();
+        }
+    }
+}
+
+impl Drop for Pausing {
+    fn drop(&mut self) {
+        self.paused();
+    }
+}
+
+/// The ids of the requests a session took and has not answered.
+#[derive(Default)]
+pub(crate) struct InFlight {
+    ids: Mutex<HashSet<String>>,
+    changed: Notify,
+}
+
+/// What the pause reads of a JSON-RPC line: its id, and whether it is a request.
+#[derive(serde::Deserialize)]
+struct Envelope {
+    id: Option<serde_json::Value>,
+    method: Option<serde::de::IgnoredAny>,
+}
+
+impl InFlight {
+    /// Notes a line the session takes: a request is in flight until answered.
+    pub(crate) fn took(&self, line: &[u8]) {
+        if let Ok(Envelope {
+            id: Some(id),
+            method: Some(_),
+        }) = serde_json::from_slice(line)
+        {
+            self.ids.lock().insert(id.to_string());
+        }
+    }
+
+    /// Notes a line the session sends: an answer ends its request.
+    pub(crate) fn sent(&self, line: &[u8]) {
+        if let Ok(Envelope {
+            id: Some(id),
+            method: None,
+        }) = serde_json::from_slice(line)
+            && self.ids.lock().remove(&id.to_string())
+        {
+            self.changed.notify_waiters();
+        }
+    }
+}
