@@ -109,6 +109,11 @@ async fn a_running_task_is_handed_to_the_next_host_after_a_sigkill_with_every_li
     host.child.kill().unwrap();
     host.child.wait().unwrap();
     assert!(alive(pid), "the task outlives its host");
+    // Another host starting meanwhile (it ends what the cgroups of dead hosts hold) leaves the
+    // waiting keeper's cgroup alone.
+    let other = scratch("handover-kill-other");
+    drop(SocketHost::start(&other, &["--no-watch"]));
+    assert!(alive(pid), "the task outlives another host's start");
     let _next = SocketHost::start(&dir, &args);
     read_until(&a, &id, "n150", &mut seen).await;
     assert!(alive(pid), "the same process runs on under the next host");

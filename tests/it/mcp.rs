@@ -313,7 +313,7 @@ impl SocketHost {
             .args(["serve", "--listen"])
             .arg(format!("unix:{}", socket.display()))
             .args(extra)
-            .env("RUST_LOG", "info,rmcp=warn")
+            .env("RUST_LOG", "warn")
             // The generation and spill files, and the default state, go under the test's directory.
             .env("XDG_RUNTIME_DIR", dir)
             .env("XDG_STATE_HOME", dir.join("state-home"))

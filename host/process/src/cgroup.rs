@@ -6,7 +6,8 @@
 //! its host is gone, kills the cgroup after its own rounds and removes it. Should the keeper and the
 //! host both be killed, the next host started by a user who may write there ends what a dead host's
 //! cgroup still holds: the cgroup is named after its host's pid and start time, so a dead host's is
-//! told from a live one's without a guess.
+//! told from a live one's without a guess. A dead host's cgroup whose keeper still runs is left to
+//! it: the keeper holds the tasks for a successor (or serves one) and ends the cgroup itself.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -67,11 +68,24 @@ fn sweep_dead(parent: &Path) {
         else {
             continue;
         };
-        if start_time(pid) != Some(started) {
+        // A dead host's keeper that still runs holds its tasks for a successor (or serves one):
+        // its cgroup is the keeper's to end.
+        if start_time(pid) != Some(started) && !holds_a_keeper(&entry.path()) {
             let ended = kill_and_remove(&entry.path());
             tracing::info!(cgroup = %entry.path().display(), ended, "ended what a dead host's cgroup held");
         }
     }
+}
+
+/// True when a keeper process (`taskhost keeper ...`) is a member of `cgroup`.
+fn holds_a_keeper(cgroup: &Path) -> bool {
+    let Ok(procs) = std::fs::read_to_string(cgroup.join("cgroup.procs")) else {
+        return false;
+    };
+    procs.split_whitespace().any(|pid| {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|cmdline| cmdline.split(|b| *b == 0).nth(1) == Some(b"keeper"))
+    })
 }
 
 /// Moves the calling process into `cgroup`, so every process it starts from now on is born there.

@@ -50,9 +50,7 @@ pub(super) fn open_state(
     takeover: Option<taskhost_store::Takeover>,
 ) -> Result<Arc<taskhost_store::Store>, ServeError> {
     let store = match takeover {
-        Some(takeover) => {
-            taskhost_store::Store::open_taking_over(dir, config.state.sync, takeover)
-        }
+        Some(takeover) => taskhost_store::Store::open_taking_over(dir, config.state.sync, takeover),
         None => taskhost_store::Store::open(dir, config.state.sync),
     }
     .map_err(|e| fail(2)(e.to_string()))?;
