@@ -121,6 +121,9 @@ enum Command {
         /// The host's cgroup, which the keeper joins and ends when the host is gone.
         #[arg(long)]
         cgroup: Option<PathBuf>,
+        /// Run as the keeper's watchdog during a handover wait (reads what to end on stdin).
+        #[arg(long)]
+        watchdog: bool,
     },
     /// The reload regression check for a plugin file: loads it into a fresh host, runs the calls
     /// between N reloads, then unloads it and reports what was left (exit 0 only when nothing was).
@@ -231,7 +234,16 @@ fn check(
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Command::Keeper { marker, cgroup } = &cli.command {
+    if let Command::Keeper {
+        marker,
+        cgroup,
+        watchdog,
+    } = &cli.command
+    {
+        if *watchdog {
+            taskhost::process::keeper::watchdog(std::io::stdin());
+            return ExitCode::SUCCESS;
+        }
         taskhost::process::keeper::serve(
             std::os::fd::AsFd::as_fd(&std::io::stdin()),
             marker,

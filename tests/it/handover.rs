@@ -366,3 +366,48 @@ async fn sighup_re_executes_the_binary_on_disk_and_the_client_sees_no_error() {
     drop(host);
     a.cancel().await.ok();
 }
+
+/// The keeper among `host`'s children.
+fn keeper_of(host: u32) -> Option<i32> {
+    let tasks = std::fs::read_dir(format!("/proc/{host}/task")).ok()?;
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|list| {
+            list.split_whitespace()
+                .filter_map(|p| p.parse::<i32>().ok())
+                .collect::<Vec<_>>()
+        })
+        .find(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.split(|b| *b == 0).nth(1) == Some(b"keeper".as_slice()))
+        })
+}
+
+/// Proves (f): the keeper SIGKILLed while it holds a dead host's tasks for a successor leaves no
+/// task behind (its watchdog ends them): with both the host and the keeper gone, nothing of the
+/// host's work outlives them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keeper_killed_while_it_waits_for_a_successor_leaves_no_task_behind() {
+    let dir = scratch("handover-keeper-killed");
+    let state = dir.join("state");
+    let args = ["--no-watch", "--state", state.to_str().unwrap()];
+    let mut host = SocketHost::start(&dir, &args);
+    let (a, _) = bridged(&host.socket, Watcher::default(), &[]).await;
+    let id = mcp::start(&a, "echo pid $$; exec sleep 1000").await;
+    let pid = first_pid(&a, &id).await;
+    let keeper = keeper_of(host.child.id()).expect("the host's keeper");
+    host.child.kill().unwrap();
+    host.child.wait().unwrap();
+    assert!(alive(pid), "the task waits for a successor");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(keeper),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert!(
+        eventually(Duration::from_secs(20), || !alive(pid)),
+        "the task ended with its keeper"
+    );
+    a.cancel().await.ok();
+}

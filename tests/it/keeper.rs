@@ -172,7 +172,9 @@ async fn a_task_outlives_a_killed_keeper_and_settles_with_its_exit_code() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_keeper_is_replaced_and_the_new_one_ends_every_task_when_the_host_dies() {
     let dir = scratch("keeper-replaced");
-    let mut host = SocketHost::start(&dir, &["--no-watch"]);
+    // No handover: a SIGKILLed host's tasks end at once.
+    let config = crate::handover::grace_config(&dir, 0);
+    let mut host = SocketHost::start(&dir, &["--no-watch", "--config", &config]);
     let host_pid = host.child.id() as i32;
     let client = mcp::socket_client(&host.socket, Watcher::default()).await;
     let first = mcp::start(&client, "echo $$; exec env -i sleep 1000").await;
@@ -226,7 +228,9 @@ fn assert_all_end(pids: &[i32]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn six_keeper_kills_then_a_host_kill_leave_no_task_alive() {
     let dir = scratch("keeper-six-kills");
-    let mut host = SocketHost::start(&dir, &["--no-watch"]);
+    // No handover: a SIGKILLed host's tasks end at once.
+    let config = crate::handover::grace_config(&dir, 0);
+    let mut host = SocketHost::start(&dir, &["--no-watch", "--config", &config]);
     let host_pid = host.child.id() as i32;
     let client = mcp::socket_client(&host.socket, Watcher::default()).await;
     let sleeper = mcp::start(&client, "echo $$; exec sleep 1010").await;
@@ -447,7 +451,9 @@ fn host_cgroup(host: i32) -> Option<std::path::PathBuf> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_descendant_that_hid_from_group_and_marker_ends_with_the_host_in_its_cgroup() {
     let dir = scratch("keeper-cgroup");
-    let mut host = SocketHost::start(&dir, &["--no-watch"]);
+    // No handover: a SIGKILLed host's tasks end at once.
+    let config = crate::handover::grace_config(&dir, 0);
+    let mut host = SocketHost::start(&dir, &["--no-watch", "--config", &config]);
     let host_pid = host.child.id() as i32;
     if host_cgroup(host_pid).is_none() {
         eprintln!(

@@ -15,7 +15,9 @@ use crate::mcp::{self, SocketHost, Watcher, alive, binary, call, host_dir, print
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_killed_with_sigkill_leaves_no_task_process_alive() {
     let dir = scratch("sigkill");
-    let mut host = SocketHost::start(&dir, &["--no-watch"]);
+    // No handover: a SIGKILLed host's tasks end at once.
+    let config = crate::handover::grace_config(&dir, 0);
+    let mut host = SocketHost::start(&dir, &["--no-watch", "--config", &config]);
     let client = mcp::socket_client(&host.socket, Watcher::default()).await;
     let plain = mcp::start(&client, "echo $$; exec sleep 1000").await;
     let nested = mcp::start(

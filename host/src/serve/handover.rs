@@ -41,13 +41,29 @@ impl Handover {
         })
     }
 
+    /// Runs `f` with a path of the socket short enough for any state directory: through this
+    /// process's descriptor of its directory (`/proc/self/fd/N/NAME`), since a socket's path is
+    /// limited to about a hundred bytes.
+    fn at_short_path<T>(&self, f: impl FnOnce(&Path) -> std::io::Result<T>) -> std::io::Result<T> {
+        use std::os::fd::AsRawFd;
+        let (Some(dir), Some(name)) = (self.path.parent(), self.path.file_name()) else {
+            return f(&self.path);
+        };
+        let held = std::fs::File::open(dir)?;
+        let short = Path::new("/proc/self/fd")
+            .join(held.as_raw_fd().to_string())
+            .join(name);
+        f(&short)
+    }
+
     /// Takes the keeper a predecessor left waiting, if one waits: the takeover the state opens
     /// with. Its keeper is kept for the services ([`Handover::taken_keeper`]).
     pub(super) fn take_waiting(&mut self) -> Option<taskhost_store::Takeover> {
-        let (keeper, mut handed) = match Keepers::take_waiting(&self.path) {
-            Ok(taken) => taken,
-            Err(crate::process::keeper::HandoverError::NoneWaiting) => return None,
-            Err(e) => {
+        let taken = self.at_short_path(|path| Ok(Keepers::take_waiting(path)));
+        let (keeper, mut handed) = match taken {
+            Ok(Ok(taken)) => taken,
+            Ok(Err(crate::process::keeper::HandoverError::NoneWaiting)) | Err(_) => return None,
+            Ok(Err(e)) => {
                 tracing::warn!(error = %e, "the previous host's tasks are not taken over");
                 return None;
             }
@@ -96,16 +112,18 @@ impl Handover {
         let (Some(row), Some(lock)) = (state.host_id(), state.lock_fd()) else {
             return;
         };
-        let made = listen(&self.path).and_then(|listener| {
-            let lock = lock.try_clone_to_owned()?;
-            Ok(HoldSetup {
-                grace_ms,
-                host: row,
-                listener,
-                lock,
-                listens,
-            })
-        });
+        let made = self
+            .at_short_path(|short| listen(&self.path, short))
+            .and_then(|listener| {
+                let lock = lock.try_clone_to_owned()?;
+                Ok(HoldSetup {
+                    grace_ms,
+                    host: row,
+                    listener,
+                    lock,
+                    listens,
+                })
+            });
         match made {
             Ok(setup) => host.services().processes.enable_handover(setup),
             Err(e) => tracing::warn!(
@@ -128,13 +146,16 @@ pub(super) fn normalized(spec: &str) -> String {
     }
 }
 
-/// A listening socket at `path`, replacing what is there (a predecessor's, whose keeper has let
-/// go of it: this host holds the state directory's address now).
-fn listen(path: &Path) -> std::io::Result<OwnedFd> {
+/// A listening socket at `path` (bound through `short`, the same file), replacing what is there
+/// (a predecessor's, whose keeper has let go of it: this host holds the state directory's address
+/// now).
+fn listen(path: &Path, short: &Path) -> std::io::Result<OwnedFd> {
     match std::fs::remove_file(path) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),
     }
-    Ok(OwnedFd::from(std::os::unix::net::UnixListener::bind(path)?))
+    Ok(OwnedFd::from(std::os::unix::net::UnixListener::bind(
+        short,
+    )?))
 }

@@ -21,6 +21,7 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use super::fds;
 use super::held::{HeldFds, Setup};
 use super::shared::Shared;
+use super::watchdog::Watchdog;
 use super::wire::Report;
 use crate::spill_layout;
 
@@ -32,7 +33,11 @@ const ALL_MEMORY: usize = 256 << 20;
 /// After the host's socket closed: waits for a successor with the tasks held, draining them. Returns
 /// the successor's connection, already told everything and installed as the keeper's host; `None`
 /// when there was no handover to make or none came within the grace (the caller ends everything).
-pub(crate) fn wait(shared: &Shared, groups: &mut HashSet<i32>) -> Option<UnixStream> {
+pub(crate) fn wait(
+    shared: &Shared,
+    groups: &mut HashSet<i32>,
+    cgroup: Option<&std::path::Path>,
+) -> Option<UnixStream> {
     let setup = shared.state.lock().handover.take()?;
     let carried: HashSet<i32> = shared.state.lock().held.keys().copied().collect();
     let uncarried: HashSet<i32> = groups.difference(&carried).copied().collect();
@@ -41,13 +46,28 @@ pub(crate) fn wait(shared: &Shared, groups: &mut HashSet<i32>) -> Option<UnixStr
     if carried.is_empty() {
         return None;
     }
+    let markers = shared.state.lock().markers.clone();
+    let watchdog = Watchdog::start(groups, &markers, cgroup);
+    let handed = wait_with(shared, &setup);
+    if handed.is_none() {
+        // Ended before the watchdog stands down: no moment without one or the other.
+        super::ending::end_everything(groups, &markers, Duration::from_secs(1));
+    }
+    if let Some(w) = watchdog {
+        w.stand_down();
+    }
+    handed
+}
+
+/// Drains the held tasks until a successor takes them or the grace has passed.
+fn wait_with(shared: &Shared, setup: &Setup) -> Option<UnixStream> {
     let listener = UnixListener::from(setup.listener.try_clone().ok()?);
     listener.set_nonblocking(true).ok()?;
     let deadline = Instant::now() + setup.grace;
     let mut in_memory = 0usize;
     loop {
         if let Some(conn) = accept(&listener)
-            && let Some(conn) = hand_over(shared, &setup, conn)
+            && let Some(conn) = hand_over(shared, setup, conn)
         {
             return Some(conn);
         }

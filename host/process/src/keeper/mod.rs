@@ -56,6 +56,7 @@ mod os_bytes;
 mod server;
 mod shared;
 mod slot;
+mod watchdog;
 mod wire;
 
 pub use adopt::{Handed, HandedTask, HandoverError};
@@ -63,6 +64,7 @@ pub use client::{Keeper, KeeperSpawnError, KeptProcess, KeptStreams};
 pub use handover_state::HoldSetup;
 pub use server::serve;
 pub use slot::{AdoptedKeeper, Keepers};
+pub use watchdog::watch as watchdog;
 pub(crate) use wire::Launch;
 pub use wire::{HeldStream, Hold};
 

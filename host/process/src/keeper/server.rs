@@ -37,7 +37,7 @@ pub fn serve(socket: BorrowedFd<'_>, marker_prefix: &str, cgroup: Option<&Path>)
     default_terminal_signals();
     // Every child is born in the host's cgroup, whatever it later does to its group or environment.
     let cgroup = cgroup.filter(|c| crate::cgroup::join(c).is_ok());
-    let ended = serve_host(socket, marker_prefix);
+    let ended = serve_host(socket, marker_prefix, cgroup);
     if let Some(c) = cgroup {
         crate::cgroup::kill_and_remove(c);
     }
@@ -46,7 +46,7 @@ pub fn serve(socket: BorrowedFd<'_>, marker_prefix: &str, cgroup: Option<&Path>)
 
 /// [`serve`] less the cgroup: spawns until the host's socket closes, hands the host's tasks to a
 /// successor when the host asked for a handover, then ends what is left.
-fn serve_host(socket: BorrowedFd<'_>, marker_prefix: &str) -> usize {
+fn serve_host(socket: BorrowedFd<'_>, marker_prefix: &str, cgroup: Option<&Path>) -> usize {
     let markers = vec![marker_prefix.to_owned()];
     let out = match socket.try_clone_to_owned() {
         Ok(fd) => UnixStream::from(fd),
@@ -76,7 +76,7 @@ fn serve_host(socket: BorrowedFd<'_>, marker_prefix: &str) -> usize {
     }
     let mut groups = HashSet::new();
     serve_one(&shared, socket, &mut groups);
-    while let Some(successor) = super::handover::wait(&shared, &mut groups) {
+    while let Some(successor) = super::handover::wait(&shared, &mut groups, cgroup) {
         serve_one(&shared, successor.as_fd(), &mut groups);
     }
     let markers = shared.state.lock().markers.clone();

@@ -1,0 +1,95 @@
+//! The keeper's watchdog while it waits for a successor: a second small process that ends the
+//! held tasks should the keeper itself be killed before it handed them over or ended them. Then
+//! the host and the keeper are both gone, and nothing else would end the tasks (the stage-2
+//! promise: no task outlives its host and its keeper).
+//!
+//! The keeper starts it (`taskhost keeper --watchdog`) with a pipe as its stdin and writes what to
+//! end: the groups, the marker prefixes and the cgroup. It keeps the pipe open while it waits and
+//! writes [`STAND_DOWN`] when the tasks are handed over or ended. The pipe's end without that line
+//! is the keeper's death: the watchdog ends everything it was told of, then exits.
+
+use std::collections::HashSet;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::Duration;
+
+/// The line that tells the watchdog the keeper is done with the wait.
+const STAND_DOWN: &str = "stand down";
+
+/// A running watchdog (the keeper's side).
+pub(crate) struct Watchdog {
+    child: Child,
+    stdin: ChildStdin,
+}
+
+impl Watchdog {
+    /// Starts a watchdog over `groups`, the processes marked with `markers` and `cgroup`; `None`
+    /// when it cannot be started (the keeper then waits without one).
+    pub(crate) fn start(
+        groups: &HashSet<i32>,
+        markers: &[String],
+        cgroup: Option<&Path>,
+    ) -> Option<Self> {
+        use std::os::unix::process::CommandExt;
+        let mut child = Command::new("/proc/self/exe")
+            .args(["keeper", "--marker", "-", "--watchdog"])
+            .env_clear()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .ok()?;
+        let mut stdin = child.stdin.take()?;
+        let groups: Vec<String> = groups.iter().map(i32::to_string).collect();
+        let cgroup = cgroup.map(|c| c.display().to_string()).unwrap_or_default();
+        let told = writeln!(
+            stdin,
+            "groups {}\nmarkers {}\ncgroup {cgroup}",
+            groups.join(" "),
+            markers.join(" ")
+        );
+        if told.is_err() {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        Some(Self { child, stdin })
+    }
+
+    /// The wait is over (handed over, or ended by the keeper): the watchdog exits, and is reaped.
+    pub(crate) fn stand_down(mut self) {
+        let _ = writeln!(self.stdin, "{STAND_DOWN}");
+        drop(self.stdin);
+        let _ = self.child.wait();
+    }
+}
+
+/// The watchdog process: reads what to end from `input`, then waits for the keeper's word; the
+/// input's end without it ends everything it was told of.
+pub fn watch(input: impl std::io::Read) {
+    let mut groups = HashSet::new();
+    let mut markers = Vec::new();
+    let mut cgroup: Option<PathBuf> = None;
+    for line in std::io::BufReader::new(input).lines() {
+        let Ok(line) = line else { break };
+        if line == STAND_DOWN {
+            return;
+        }
+        if let Some(list) = line.strip_prefix("groups ") {
+            groups.extend(
+                list.split_whitespace()
+                    .filter_map(|g| g.parse::<i32>().ok()),
+            );
+        } else if let Some(list) = line.strip_prefix("markers ") {
+            markers.extend(list.split_whitespace().map(str::to_owned));
+        } else if let Some(path) = line.strip_prefix("cgroup ") {
+            cgroup = (!path.is_empty()).then(|| PathBuf::from(path));
+        }
+    }
+    super::ending::end_everything(&groups, &markers, Duration::from_secs(1));
+    if let Some(c) = cgroup {
+        crate::cgroup::kill_and_remove(&c);
+    }
+}
