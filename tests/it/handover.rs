@@ -187,18 +187,26 @@ async fn without_a_successor_the_tasks_end_after_the_grace_and_are_recorded_lost
         eventually(Duration::from_secs(30), || !alive(pid)),
         "the task ended after the grace"
     );
-    let out = output_within(
-        std::process::Command::new(mcp::binary())
-            .args(["tasks", "--json", "--all", "--state"])
-            .arg(&state),
-        Duration::from_secs(30),
+    // The gone host is seen gone once its keeper has exited (it holds the host's lock).
+    let record = || {
+        let out = output_within(
+            std::process::Command::new(mcp::binary())
+                .args(["tasks", "--json", "--all", "--state"])
+                .arg(&state),
+            Duration::from_secs(30),
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find(|l| l.contains(&format!("\"{id}\"")))
+            .map(str::to_owned)
+            .unwrap_or_default()
+    };
+    assert!(
+        eventually(Duration::from_secs(30), || record()
+            .contains("\"status\":\"lost\"")),
+        "{}",
+        record()
     );
-    let listed = String::from_utf8_lossy(&out.stdout).into_owned();
-    let record = listed
-        .lines()
-        .find(|l| l.contains(&format!("\"{id}\"")))
-        .unwrap_or_else(|| panic!("no record of {id}: {listed}"));
-    assert!(record.contains("\"status\":\"lost\""), "{record}");
     let kept = output_within(
         std::process::Command::new(mcp::binary())
             .args(["tasks", "--output", &id, "--state"])

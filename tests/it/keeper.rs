@@ -103,7 +103,12 @@ async fn live_tasks_hold_two_descriptors_each_in_the_host_and_none_in_the_keeper
     const TASKS: usize = 100;
     let dir = scratch("keeper-fds");
     let config = dir.join("taskhost.toml");
-    std::fs::write(&config, "[tasks]\nmax_concurrent_tasks_per_owner = 200\n").unwrap();
+    // Without a handover (which has the keeper hold every task's read ends and kept files).
+    std::fs::write(
+        &config,
+        "[tasks]\nmax_concurrent_tasks_per_owner = 200\n[host]\nhandover_grace_ms = 0\n",
+    )
+    .unwrap();
     let mut host = SocketHost::start(&dir, &["--no-watch", "--config", config.to_str().unwrap()]);
     let client = mcp::socket_client(&host.socket, Watcher::default()).await;
     // One task first, so that whatever the host opens once (the spill directory, the runtime's

@@ -109,6 +109,10 @@ impl Handover {
         let Some(state) = host.services().state.as_ref() else {
             return;
         };
+        if grace_ms == 0 {
+            // No wait, no handover: the tasks end with the host at once, as without one.
+            return;
+        }
         let (Some(row), Some(lock)) = (state.host_id(), state.lock_fd()) else {
             return;
         };

@@ -1,11 +1,11 @@
-//! What every keeper of a host is told for a handover (the host's side): the setup, the extra
-//! marker prefixes, and each running task held.
+//! What every keeper of a host is told for a handover (the host's side): the setup and the extra
+//! marker prefixes. The tasks held are not kept here (the host would hold a second copy of every
+//! task's descriptors for a keeper that may never die): a keeper that replaces a dead one holds
+//! only the tasks started after it, and those started before end with the host.
 
-use std::collections::HashMap;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::OwnedFd;
 
 use super::client::Keeper;
-use super::wire::Hold;
 
 /// What a host's tasks are held with for its successor.
 pub struct HoldSetup {
@@ -29,8 +29,6 @@ pub(super) struct HandoverState {
     pub(super) setup: Option<HoldSetup>,
     /// Marker prefixes of processes to end with the host besides the keeper's own.
     pub(super) marks: Vec<String>,
-    /// Each held task's group, what is held and its descriptors.
-    pub(super) held: HashMap<i32, (Hold, Vec<OwnedFd>)>,
 }
 
 impl HandoverState {
@@ -41,10 +39,6 @@ impl HandoverState {
         }
         for prefix in &self.marks {
             keeper.mark(prefix);
-        }
-        for (pgid, (hold, fds)) in &self.held {
-            let fds: Vec<BorrowedFd<'_>> = fds.iter().map(AsFd::as_fd).collect();
-            keeper.hold(*pgid, hold, &fds);
         }
     }
 }

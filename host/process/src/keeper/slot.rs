@@ -144,15 +144,13 @@ impl Keepers {
         self.0.handover.lock().setup.is_some()
     }
 
-    /// Holds the running task in group `pgid` for a handover (see [`Keeper::hold`]), with every
-    /// keeper from now on, until the group ends.
+    /// Holds the running task in group `pgid` for a handover (see [`Keeper::hold`]) in the current
+    /// keeper, until the group ends (a keeper that replaces it does not hold it).
     pub fn hold(&self, pgid: i32, hold: Hold, fds: Vec<OwnedFd>) {
-        let mut h = self.0.handover.lock();
         if let Some(k) = self.current() {
             let borrowed: Vec<BorrowedFd<'_>> = fds.iter().map(AsFd::as_fd).collect();
             k.hold(pgid, &hold, &borrowed);
         }
-        h.held.insert(pgid, (hold, fds));
     }
 
     /// Lets the keeper hold the tasks for a successor of this host (an upgrade): see
@@ -233,11 +231,9 @@ impl Keepers {
 
     /// Tells the current keeper that a process group is gone.
     pub fn group_ended(&self, pgid: i32) {
-        let held = self.0.handover.lock().held.remove(&pgid);
         if let Some(k) = self.current() {
             k.group_ended(pgid);
         }
-        drop(held);
     }
 
     /// The current keeper's pid.
