@@ -419,3 +419,53 @@ async fn a_keeper_killed_while_it_waits_for_a_successor_leaves_no_task_behind() 
     );
     a.cancel().await.ok();
 }
+
+/// Proves (e): a task on a terminal keeps taking input across a handover: a line typed before the
+/// host's SIGKILL and one typed to the next host are both read by the same process, and its
+/// screen shows both answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminal_task_keeps_taking_input_across_a_handover() {
+    let dir = scratch("handover-tty");
+    let state = dir.join("state");
+    let args = ["--no-watch", "--state", state.to_str().unwrap()];
+    let mut host = SocketHost::start(&dir, &args);
+    let (a, _) = bridged(&host.socket, Watcher::default(), &[]).await;
+    let started = call(
+        &a,
+        "bash",
+        json!({"command": "echo pid $$; while read line; do echo got:$line; done",
+               "run_in_background": true, "tty": true}),
+    )
+    .await;
+    let id = mcp::started_id(&started);
+    let wait_for = |pattern: &'static str| {
+        let (a, id) = (&a, id.clone());
+        async move {
+            call(
+                a,
+                "task_output",
+                json!({"task_id": id, "wait_for": pattern, "timeout_ms": 20000}),
+            )
+            .await
+        }
+    };
+    let first = wait_for("pid ").await;
+    let pid: i32 = first
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("pid ")?.parse().ok())
+        .unwrap_or_else(|| panic!("no pid: {first}"));
+    call(&a, "task_input", json!({"task_id": id, "text": "one\n"})).await;
+    assert!(wait_for("got:one").await.contains("got:one"));
+    host.child.kill().unwrap();
+    host.child.wait().unwrap();
+    let _next = SocketHost::start(&dir, &args);
+    // The first call after the restart waits for the bridge to come back.
+    let typed = call(&a, "task_input", json!({"task_id": id, "text": "two\n"})).await;
+    assert!(!typed.starts_with("Error"), "{typed}");
+    assert!(
+        wait_for("got:two").await.contains("got:two"),
+        "the same process read the line typed to the next host"
+    );
+    assert!(alive(pid));
+    a.cancel().await.ok();
+}

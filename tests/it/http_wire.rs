@@ -78,9 +78,9 @@ impl HttpHost {
 }
 
 impl Drop for HttpHost {
+    /// Stops the host ([`crate::mcp::stop_host`]).
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        crate::mcp::stop_host(&mut self.child);
     }
 }
 

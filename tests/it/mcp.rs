@@ -343,20 +343,25 @@ impl SocketHost {
     }
 }
 
+/// Stops a host as a person would (SIGTERM: its tasks are cancelled and awaited), and kills it if
+/// it has not stopped within 20 s: a SIGKILLed host's keeper would hold its running tasks for a
+/// successor for the handover's grace.
+pub(crate) fn stop_host(child: &mut std::process::Child) {
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+    let stopped = eventually(Duration::from_secs(20), || {
+        matches!(child.try_wait(), Ok(Some(_)) | Err(_))
+    });
+    if !stopped {
+        let _ = child.kill();
+    }
+    let _ = child.wait();
+}
+
 impl Drop for SocketHost {
-    /// Stops the host as a person would (SIGTERM: its tasks are cancelled and awaited), and kills
-    /// it if it has not stopped within 20 s: a SIGKILLed host's keeper would hold its running
-    /// tasks for a successor for the handover's grace.
+    /// Stops the host ([`stop_host`]).
     fn drop(&mut self) {
-        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let stopped = eventually(Duration::from_secs(20), || {
-            matches!(self.child.try_wait(), Ok(Some(_)) | Err(_))
-        });
-        if !stopped {
-            let _ = self.child.kill();
-        }
-        let _ = self.child.wait();
+        stop_host(&mut self.child);
     }
 }
 

@@ -52,6 +52,14 @@ impl ProcessService {
         }
     }
 
+    /// Withdraws the handover (a host that stops has no successor): from now on the tasks end with
+    /// the host however it ends, a second stop signal's exit included.
+    pub fn cancel_handover(&self) {
+        if let Some(k) = &self.keeper {
+            k.cancel_handover();
+        }
+    }
+
     /// True once the keeper holds this host's tasks for a successor (see
     /// [`ProcessService::enable_handover`]).
     pub fn hands_over(&self) -> bool {

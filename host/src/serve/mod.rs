@@ -188,7 +188,7 @@ fn prepare(args: &ServeArgs) -> Result<Prepared, ServeError> {
         key: args.tls_key.clone(),
         insecure: args.insecure_http,
     };
-    let dir = state::state_dir(&config, args)?;
+    let dir = state::state_dir(&config, args.state.as_deref(), args.no_state).map_err(fail(2))?;
     let mut handover = dir.as_deref().and_then(|d| Handover::of(d, &args.listen));
     let takeover = handover.as_mut().and_then(Handover::take_waiting);
     let inherited = handover
@@ -228,7 +228,7 @@ fn start_host(
 ) -> Result<Arc<Taskhost>, ServeError> {
     let registry = config.registry().map_err(|e| fail(2)(e.to_string()))?;
     let state = match state {
-        Some((dir, takeover)) => Some(state::open_state(config, &dir, takeover)?),
+        Some((dir, takeover)) => Some(state::open_state(config, &dir, takeover).map_err(fail(2))?),
         None => None,
     };
     let options = LoadOptions {
@@ -328,6 +328,8 @@ async fn run_until_stopped(
             Ok(())
         }
     };
+    // A host that stops has no successor: its tasks end with it, however it ends from here.
+    host.services().processes.cancel_handover();
     let shutdown = host.shutdown();
     tokio::pin!(shutdown);
     tokio::select! {

@@ -4,16 +4,22 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{ServeArgs, ServeError, fail};
 use crate::config::Config;
 
-/// The durable state's directory: `--state`, else `[state] dir`, else the default directory (its
-/// missing parents made 0700); none with `--no-state` or `[state] durable = false`.
-pub(super) fn state_dir(config: &Config, args: &ServeArgs) -> Result<Option<PathBuf>, ServeError> {
-    if args.no_state || config.state.durable == Some(false) {
+/// The durable state's directory: `state` (`--state`), else `[state] dir`, else the default
+/// directory (its missing parents made 0700); none with `no_state` (`--no-state`) or `[state]
+/// durable = false`. The error is the message of an exit 2.
+pub(super) fn state_dir(
+    config: &Config,
+    state: Option<&Path>,
+    no_state: bool,
+) -> Result<Option<PathBuf>, String> {
+    if no_state || config.state.durable == Some(false) {
         return Ok(None);
     }
-    let chosen = args.state.clone().or_else(|| config.state.dir.clone());
+    let chosen = state
+        .map(Path::to_path_buf)
+        .or_else(|| config.state.dir.clone());
     let dir = match chosen {
         Some(dir) => dir,
         None => {
@@ -30,10 +36,10 @@ pub(super) fn state_dir(config: &Config, args: &ServeArgs) -> Result<Option<Path
                 )
                 .create(parent)
                 .map_err(|e| {
-                    fail(2)(format!(
+                    format!(
                         "cannot make the state directory's parent {}: {e}",
                         parent.display()
-                    ))
+                    )
                 })?;
             }
             dir
@@ -43,17 +49,18 @@ pub(super) fn state_dir(config: &Config, args: &ServeArgs) -> Result<Option<Path
 }
 
 /// Opens (checks, recovers) the state in `dir`, first taking over what a predecessor's keeper
-/// handed to this host (`takeover`). A refused directory or database exits 2, naming it.
+/// handed to this host (`takeover`). The error (a refused directory or database, named) is the
+/// message of an exit 2.
 pub(super) fn open_state(
     config: &Config,
     dir: &Path,
     takeover: Option<taskhost_store::Takeover>,
-) -> Result<Arc<taskhost_store::Store>, ServeError> {
+) -> Result<Arc<taskhost_store::Store>, String> {
     let store = match takeover {
         Some(takeover) => taskhost_store::Store::open_taking_over(dir, config.state.sync, takeover),
         None => taskhost_store::Store::open(dir, config.state.sync),
     }
-    .map_err(|e| fail(2)(e.to_string()))?;
+    .map_err(|e| e.to_string())?;
     let recovered = store.recovered();
     if !recovered.lost.is_empty() || !recovered.killed.is_empty() {
         tracing::info!(

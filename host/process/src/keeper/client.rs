@@ -94,7 +94,7 @@ pub(super) struct Pending {
     /// The keeper's socket has closed: nothing more will be answered.
     gone: bool,
     /// The host closed its side on purpose: the keeper's end is no death.
-    stopped: bool,
+    pub(super) stopped: bool,
 }
 
 /// The host's end of the keeper.
@@ -159,38 +159,6 @@ impl Keeper {
             Some(child) => Some(child.id()),
             None => self.adopted_pid.map(i32::cast_unsigned),
         }
-    }
-
-    /// Asks the keeper to hold the running task in group `pgid` for a handover, with the
-    /// descriptors `hold` describes, in its order.
-    pub fn hold(&self, pgid: i32, hold: &super::wire::Hold, fds: &[BorrowedFd<'_>]) {
-        let frame = Request::Hold {
-            pgid,
-            hold: hold.clone(),
-        };
-        self.write(&frame.encode(), fds);
-    }
-
-    /// Asks the keeper to hand the held tasks to a successor that connects to the setup's listener
-    /// within its grace once this host is gone, holding the host's lock and listening sockets
-    /// meanwhile.
-    pub fn handover(&self, setup: &super::HoldSetup) {
-        let frame = Request::Handover {
-            grace_ms: setup.grace_ms,
-            host: setup.host,
-            listens: setup.listens.iter().map(|(a, _)| a.clone()).collect(),
-        };
-        let mut fds = vec![setup.listener.as_fd(), setup.lock.as_fd()];
-        fds.extend(setup.listens.iter().map(|(_, fd)| fd.as_fd()));
-        self.write(&frame.encode(), &fds);
-    }
-
-    /// Asks the keeper to end the processes marked with `prefix` too when the host is gone.
-    pub fn mark(&self, prefix: &str) {
-        let frame = Request::Mark {
-            prefix: prefix.to_owned(),
-        };
-        self.write(&frame.encode(), &[]);
     }
 
     /// Has the keeper start `launch` in a process group of its own with `streams`. Blocks until the
@@ -285,7 +253,7 @@ impl Keeper {
     }
 
     /// Writes one frame; false (and logged once) when the keeper cannot be written to.
-    fn write(&self, frame: &[u8], fds: &[BorrowedFd<'_>]) -> bool {
+    pub(super) fn write(&self, frame: &[u8], fds: &[BorrowedFd<'_>]) -> bool {
         let mut open = self.open.lock();
         if !*open {
             return false;
@@ -319,17 +287,6 @@ impl Keeper {
         } else if let Some(pid) = self.adopted_pid {
             wait_gone(pid, Duration::from_secs(2));
         }
-    }
-
-    /// Lets go of the keeper for a successor of this host (an upgrade): its side of the socket is
-    /// closed, so the keeper holds the tasks for the successor, and the keeper is neither awaited
-    /// nor ended.
-    pub fn leave(&self) {
-        let mut open = self.open.lock();
-        *open = false;
-        self.pending.lock().stopped = true;
-        let _ = self.socket.shutdown(Shutdown::Both);
-        drop(self.child.lock().take());
     }
 }
 

@@ -3,24 +3,8 @@
 //! task's descriptors for a keeper that may never die): a keeper that replaces a dead one holds
 //! only the tasks started after it, and those started before end with the host.
 
-use std::os::fd::OwnedFd;
-
 use super::client::Keeper;
-
-/// What a host's tasks are held with for its successor.
-pub struct HoldSetup {
-    /// How long the keeper waits for a successor, ms.
-    pub grace_ms: u64,
-    /// The host's row in the state database.
-    pub host: i64,
-    /// The listening socket a successor connects to.
-    pub listener: OwnedFd,
-    /// The host's lock in the state directory.
-    pub lock: OwnedFd,
-    /// The host's own listening sockets by address (`unix:PATH`, `http://...`), kept open for
-    /// the successor.
-    pub listens: Vec<(String, OwnedFd)>,
-}
+use super::held::HoldSetup;
 
 /// A host's handover as every keeper of it is told.
 #[derive(Default)]

@@ -52,3 +52,18 @@ pub(crate) struct Held {
     /// Set when the process was reaped.
     pub(crate) exit: Option<Exit>,
 }
+
+/// What a host's tasks are held with for its successor.
+pub struct HoldSetup {
+    /// How long the keeper waits for a successor, ms.
+    pub grace_ms: u64,
+    /// The host's row in the state database.
+    pub host: i64,
+    /// The listening socket a successor connects to.
+    pub listener: OwnedFd,
+    /// The host's lock in the state directory.
+    pub lock: OwnedFd,
+    /// The host's own listening sockets by address (`unix:PATH`, `http://...`), kept open for
+    /// the successor.
+    pub listens: Vec<(String, OwnedFd)>,
+}

@@ -33,7 +33,7 @@
 //! table is a handful of entries, so a start costs the same at any scale.
 //!
 //! **What holds where.** The host alive, or the host dead and a keeper alive: no task process survives
-//! (groups, then the marker sweep, then the cgroup). A keeper killed while the host lives: its tasks
+//! beyond the handover's grace (groups, then the marker sweep, then the cgroup). A keeper killed while the host lives: its tasks
 //! run on (the host reaps them) and the next keeper, told of their groups (`Watch`), takes over. Where
 //! the host may make a cgroup v2, should the keeper and the host both be killed before another keeper
 //! started, the next host ends and removes the dead host's cgroup (a dead host is told by its pid's
@@ -41,12 +41,24 @@
 //! namespace with the keeper as init (tasks would see other pids than the host), and
 //! `PR_SET_PDEATHSIG` on tasks (it would end them with their keeper, the opposite of a restart).
 //!
+//! **Handover.** A `--listen` host asks its keeper to hold its running tasks for a successor
+//! (`Request::Handover`, then a `Request::Hold` per task with its output's read ends and kept
+//! files). When that host is gone, the keeper ends what it does not hold (a subagent's agent, a
+//! foreground call), keeps the held tasks for the grace while draining their output into their kept
+//! files (`handover.rs`), with a watchdog that ends them should the keeper be killed meanwhile
+//! (`watchdog.rs`), and hands them to the first successor of the same user that connects: every
+//! task with its descriptors and exit, then the gone host's lock and listening sockets. The
+//! successor takes the keeper as its own (`adopt.rs`). A host that stops withdraws the handover
+//! (`Request::NoHandover`): its tasks end with it.
+//!
 //! Entry points: `Keepers::start` and `Keepers::spawn` (`slot.rs`, the host's side, which replaces a
 //! dead keeper), `Keeper::spawn` (`client.rs`), `serve` (`server.rs`, the keeper process), the messages
-//! (`wire.rs`) and their descriptors (`fds.rs`).
+//! (`wire.rs`) and their descriptors (`fds.rs`); for a handover `Keepers::enable_handover`,
+//! `handover::wait` and `Keepers::take_waiting`.
 
 mod adopt;
 mod client;
+mod client_handover;
 mod ending;
 mod fds;
 mod handover;
@@ -61,7 +73,7 @@ mod wire;
 
 pub use adopt::{Handed, HandedTask, HandoverError};
 pub use client::{Keeper, KeeperSpawnError, KeptProcess, KeptStreams};
-pub use handover_state::HoldSetup;
+pub use held::HoldSetup;
 pub use server::serve;
 pub use slot::{AdoptedKeeper, Keepers};
 pub use watchdog::watch as watchdog;

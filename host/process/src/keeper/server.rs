@@ -171,6 +171,11 @@ fn held_request(shared: &Shared, request: Request, frames: &mut Receiver) {
             }
             Err(_) => frames.discard_fds(),
         },
+        Request::NoHandover => {
+            let mut st = shared.state.lock();
+            st.handover = None;
+            st.held.clear();
+        }
         Request::Mark { prefix } => {
             let mut st = shared.state.lock();
             if !st.markers.contains(&prefix) {

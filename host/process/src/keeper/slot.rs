@@ -17,7 +17,8 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use super::adopt::{Handed, HandoverError};
 use super::client::{Keeper, KeeperSpawnError, KeptProcess, KeptStreams};
-use super::handover_state::{HandoverState, HoldSetup};
+use super::handover_state::HandoverState;
+use super::held::HoldSetup;
 use super::wire::{Hold, Launch};
 use crate::escaped::Live;
 
@@ -139,7 +140,15 @@ impl Keepers {
         h.setup = Some(setup);
     }
 
-    /// True once [`Keepers::enable_handover`] was called.
+    /// Withdraws the handover: the host is stopping, and its tasks end with it however it ends.
+    pub fn cancel_handover(&self) {
+        self.0.handover.lock().setup = None;
+        if let Some(k) = self.current() {
+            k.no_handover();
+        }
+    }
+
+    /// True once [`Keepers::enable_handover`] was called (and not withdrawn).
     pub fn hands_over(&self) -> bool {
         self.0.handover.lock().setup.is_some()
     }

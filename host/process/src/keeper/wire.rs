@@ -108,6 +108,9 @@ pub(crate) enum Request {
     /// Also end processes whose marker starts with `prefix` when the host is gone (a successor
     /// marks its own tasks with its own prefix).
     Mark { prefix: String },
+    /// The host is stopping: no successor will come, so nothing is held for one (the handover
+    /// asked for before is dropped).
+    NoHandover,
 }
 
 /// What the keeper holds of one task for a handover, and what it hands over.
