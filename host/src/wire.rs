@@ -57,12 +57,13 @@ where
     let from_client = std::io::Cursor::new(prefix).chain(from_client);
     let (from_rmcp, to_rmcp) = tokio::io::split(ours);
     let (lines, outgoing) = mpsc::channel::<Vec<u8>>(64);
-    tokio::spawn(write_out(outgoing, to_client));
+    let restarting_written = Arc::new(tokio::sync::Notify::new());
+    tokio::spawn(write_out(outgoing, to_client, restarting_written.clone()));
     let in_flight = pausing.as_ref().map(|p| p.in_flight.clone());
     tokio::spawn(forward_tracked(from_rmcp, lines.clone(), in_flight));
     let (gone, said) = (client_gone.clone(), goodbye.clone());
     tokio::spawn(async move {
-        if read_in(from_client, to_rmcp, lines, pausing).await {
+        if read_in(from_client, to_rmcp, lines, pausing, restarting_written).await {
             said.store(true, Ordering::Release);
         }
         gone.cancel();
@@ -75,12 +76,23 @@ where
 }
 
 /// Writes each line it is handed to the client.
-async fn write_out(mut lines: mpsc::Receiver<Vec<u8>>, mut to_client: impl AsyncWrite + Unpin) {
+/// Writes each line it is handed to the client. Once it has written an upgrade's
+/// [`crate::drain::RESTARTING`], `written` is told (a permit, if nobody waits yet).
+async fn write_out(
+    mut lines: mpsc::Receiver<Vec<u8>>,
+    mut to_client: impl AsyncWrite + Unpin,
+    written: Arc<tokio::sync::Notify>,
+) {
     while let Some(line) = lines.recv().await {
         if to_client.write_all(&line).await.is_err() || to_client.flush().await.is_err() {
             break;
         }
+        if line.trim_ascii_end() == crate::drain::RESTARTING.as_bytes() {
+            written.notify_one();
+        }
     }
+    // The client is gone: nothing will be written, nobody waits for it.
+    written.notify_one();
     let _ = to_client.shutdown().await;
 }
 
@@ -120,6 +132,7 @@ async fn read_in(
     mut to_rmcp: impl AsyncWrite + Unpin,
     lines: mpsc::Sender<Vec<u8>>,
     mut pausing: Option<crate::drain::Pausing>,
+    restarting_written: Arc<tokio::sync::Notify>,
 ) -> bool {
     let mut goodbye = false;
     let mut reader = BufReader::with_capacity(64 * 1024, from_client);
@@ -132,7 +145,11 @@ async fn read_in(
                 // A line being read now is dropped whole: its bridge sends it again.
                 if let Some(p) = pausing.as_mut() {
                     p.answered().await;
-                    let _ = lines.send(format!("{}\n", crate::drain::RESTARTING).into_bytes()).await;
+                    let line = format!("{}\n", crate::drain::RESTARTING).into_bytes();
+                    if lines.send(line).await.is_ok() {
+                        // Told only once it is on its way to the bridge, before the host goes.
+                        restarting_written.notified().await;
+                    }
                     p.paused();
                 }
                 // Nothing more is taken; the host re-executes itself.

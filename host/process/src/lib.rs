@@ -30,6 +30,7 @@ mod spawned;
 mod spec;
 mod spill_layout;
 mod spills;
+mod splice;
 mod stream;
 mod stream_resume;
 mod supervise;

@@ -67,7 +67,7 @@ pub(crate) struct StreamBuf {
     /// Set once the file keeps only the head and the latest output.
     pub(crate) rolling: Option<Rolling>,
     /// The spill file was dropped (a write failed, or the cap is too small to roll).
-    spill_lost: bool,
+    pub(crate) spill_lost: bool,
     /// The cap in force once it is fixed: when the file started rolling, or when the host-wide
     /// budget stopped its growth (then smaller than the plan's).
     pub(crate) cap_now: Option<u64>,
@@ -144,8 +144,12 @@ impl StreamBuf {
         if !self.spill_lost && (kept || self.spill.is_some() || self.total > self.tail_max as u64) {
             self.spill_write(data, before == self.tail.len() as u64);
         }
-        // Only what the tail keeps is copied into it, so it never grows past its size for a large
-        // write, and a tail grown beyond twice its size is given back.
+        self.keep_in_tail(data);
+    }
+
+    /// Keeps the end of `data` in the tail. Only what the tail keeps is copied into it, so it never
+    /// grows past its size for a large write, and a tail grown beyond twice its size is given back.
+    pub(crate) fn keep_in_tail(&mut self, data: &[u8]) {
         self.tail
             .extend(&data[data.len().saturating_sub(self.tail_max)..]);
         let excess = self.tail.len().saturating_sub(self.tail_max);

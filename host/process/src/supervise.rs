@@ -9,6 +9,7 @@ use tokio::io::AsyncReadExt;
 use super::child::signal_group;
 use super::keeper::Keepers;
 use super::spills::Spills;
+use super::splice::{Spliced, splice_kept};
 use super::stream::FLUSH_EVERY;
 use super::{Exit, Process, escaped};
 
@@ -126,21 +127,37 @@ impl Supervised {
     }
 }
 
-/// Copies one pipe into its stream until EOF. Starts with the kernel's default 64 KiB; a read that
-/// fills the buffer marks a busy stream, which then gets a 1 MiB read size and `widen` is asked to
-/// enlarge its pipe (fewer wakeups).
-async fn pump<P: tokio::io::AsyncRead + Unpin>(
-    pipe: Option<P>,
+/// Copies one pipe into its stream until EOF: by splicing it into the stream's kept file while
+/// the file holds the whole stream ([`splice_kept`]), else by reading it. Starts with the kernel's
+/// default 64 KiB; a read that fills the buffer marks a busy stream, which then gets a 1 MiB read
+/// size and `widen` is asked to enlarge its pipe (fewer wakeups).
+async fn pump(
+    pipe: Option<tokio::net::unix::pipe::Receiver>,
     process: Arc<Process>,
     stdout: bool,
-    widen: fn(&P),
+    widen: fn(&tokio::net::unix::pipe::Receiver),
 ) {
     let Some(mut pipe) = pipe else { return };
     let mut buf = vec![0u8; 64 * 1024];
     // Only this pump adds to the batch; a read that writes it out early leaves a timer that finds
     // nothing to do.
     let mut pending = false;
+    let mut splicing = true;
     loop {
+        if splicing {
+            match splice_kept(&pipe, &process, stdout, &mut buf).await {
+                Spliced::Moved(n) => {
+                    process.arrived.send_modify(|n| *n = n.wrapping_add(1));
+                    if n == buf.len() && buf.len() < PIPE_BYTES {
+                        widen(&pipe);
+                        buf.resize(PIPE_BYTES, 0);
+                    }
+                    continue;
+                }
+                Spliced::End => return,
+                Spliced::Declined => splicing = false,
+            }
+        }
         let read = if pending {
             // Output gathered past the cap goes to the file once the pipe is quiet for a while.
             match tokio::time::timeout(FLUSH_EVERY, pipe.read(&mut buf)).await {

@@ -1,7 +1,6 @@
 //! What the host tells its keeper for a handover: the setup, each task held, the markers of a
 //! successor, the handover withdrawn; and letting go of the keeper for an upgrade.
 
-use std::net::Shutdown;
 use std::os::fd::{AsFd, BorrowedFd};
 
 use super::client::Keeper;
@@ -45,14 +44,14 @@ impl Keeper {
         self.write(&frame.encode(), &[]);
     }
 
-    /// Lets go of the keeper for a successor of this host (an upgrade): its side of the socket is
-    /// closed, so the keeper holds the tasks for the successor, and the keeper is neither awaited
-    /// nor ended.
+    /// Lets go of the keeper for a successor of this host (an upgrade, by `exec`): nothing more is
+    /// asked of it, its end is no death, and it is neither awaited nor ended. The socket stays open
+    /// until the `exec` closes it (it is close-on-exec): the keeper starts draining the tasks'
+    /// output only once this process's pumps are gone with its image, so no byte is read twice or
+    /// written over.
     pub fn leave(&self) {
-        let mut open = self.open.lock();
-        *open = false;
+        *self.open.lock() = false;
         self.pending.lock().stopped = true;
-        let _ = self.socket.shutdown(Shutdown::Both);
         drop(self.child.lock().take());
     }
 }

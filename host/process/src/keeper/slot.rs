@@ -163,14 +163,16 @@ impl Keepers {
     }
 
     /// Lets the keeper hold the tasks for a successor of this host (an upgrade): see
-    /// [`Keeper::leave`]. No keeper is started after it.
+    /// [`Keeper::leave`]. No keeper is started after it. The keeper stays current, so nothing
+    /// drops (and so closes) it before the `exec`: the keeper must not start draining the tasks'
+    /// output while this image still reads it.
     pub fn leave(&self) {
         let current = {
             let mut st = self.0.state.lock();
             st.stopped = true;
             st.next_start = None;
             self.0.changed.notify_all();
-            st.current.take()
+            st.current.clone()
         };
         if let Some(k) = current {
             k.leave();
