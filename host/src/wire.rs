@@ -144,13 +144,7 @@ async fn read_in(
             () = pause_asked(pausing.as_ref()) => {
                 // A line being read now is dropped whole: its bridge sends it again.
                 if let Some(p) = pausing.as_mut() {
-                    p.answered().await;
-                    let line = format!("{}\n", crate::drain::RESTARTING).into_bytes();
-                    if lines.send(line).await.is_ok() {
-                        // Told only once it is on its way to the bridge, before the host goes.
-                        restarting_written.notified().await;
-                    }
-                    p.paused();
+                    pause(p, &lines, &restarting_written).await;
                 }
                 // Nothing more is taken; the host re-executes itself.
                 std::future::pending::<()>().await;
@@ -207,6 +201,21 @@ async fn read_in(
     }
     let _ = to_rmcp.shutdown().await;
     goodbye
+}
+
+/// An upgrade's pause of one session: once what it took is answered, it tells its bridge
+/// ([`crate::drain::RESTARTING`]), and is counted paused once that line is written.
+async fn pause(
+    pausing: &mut crate::drain::Pausing,
+    lines: &mpsc::Sender<Vec<u8>>,
+    written: &tokio::sync::Notify,
+) {
+    pausing.answered().await;
+    let line = format!("{}\n", crate::drain::RESTARTING).into_bytes();
+    if lines.send(line).await.is_ok() {
+        written.notified().await;
+    }
+    pausing.paused();
 }
 
 /// Resolves when the host asks `pausing`'s session to pause; never without one.

@@ -198,3 +198,69 @@ fn kept_output_is_written_before_a_read_of_it_is_answered() {
     );
     assert!(file.len() as u64 <= cap);
 }
+
+/// A stream written through `plan`, then resumed from its kept file as a successor would, with its
+/// reads at `cursor`.
+fn resumed(d: &Dir, cap: u64, written: &[u8], cursor: u64) -> StreamBuf {
+    let mut first = StreamBuf::new(64, kept_plan(d, cap));
+    first.push(written);
+    first.finish();
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(d.join("s.log"))
+        .unwrap();
+    StreamBuf::resume(64, kept_plan(d, cap).unwrap(), file, cursor)
+}
+
+#[test]
+fn a_resumed_stream_goes_on_from_its_kept_file_where_its_reads_stood() {
+    let d = dir("resume-plain");
+    let mut s = resumed(&d, 1 << 20, b"line one\nline two\n", 9);
+    s.push(b"line three\n");
+    let read = s.read();
+    assert_eq!(read.bytes, b"line two\nline three\n");
+    assert!(!read.lossy);
+    assert_eq!(s.total(), 29);
+    assert_eq!(
+        std::fs::read(d.join("s.log")).unwrap(),
+        b"line one\nline two\nline three\n",
+        "the file goes on at its end"
+    );
+}
+
+#[test]
+fn a_resumed_stream_past_its_cap_keeps_its_skipped_count_and_rolls_on() {
+    let d = dir("resume-rolled");
+    let cap = 400;
+    let written: Vec<u8> = (0..100)
+        .flat_map(|i| format!("{i:04}\n").into_bytes())
+        .collect();
+    let mut s = resumed(&d, cap, &written, written.len() as u64);
+    let before =
+        crate::spill_layout::read_marker(&std::fs::File::open(d.join("s.log")).unwrap(), cap)
+            .expect("the file rolled");
+    assert_eq!(
+        s.total(),
+        written.len() as u64,
+        "head, skipped and window add up"
+    );
+    s.push(b"9999\n");
+    s.finish();
+    assert_eq!(s.read().bytes, b"9999\n", "nothing read twice");
+    let file = std::fs::read(d.join("s.log")).unwrap();
+    assert!(file.len() as u64 <= cap);
+    assert!(file.ends_with(b"9999\n"));
+    let after =
+        crate::spill_layout::read_marker(&std::fs::File::open(d.join("s.log")).unwrap(), cap)
+            .unwrap();
+    assert!(after >= before, "{after} < {before}");
+}
+
+#[test]
+fn a_file_that_never_rolled_has_no_marker() {
+    let d = dir("no-marker");
+    let _ = resumed(&d, 1 << 20, b"short\n", 0);
+    let file = std::fs::File::open(d.join("s.log")).unwrap();
+    assert_eq!(crate::spill_layout::read_marker(&file, 1 << 20), None);
+}
