@@ -137,19 +137,29 @@ impl ProcessService {
             }
             Outputs::Pipes { .. } => return None,
         };
-        let stream = HeldStream {
+        let name = |s: &StreamBuf| {
+            s.planned_path()
+                .and_then(|p| Some(p.file_name()?.to_str()?.to_owned()))
+                .unwrap_or_default()
+        };
+        let stream = |file: String| HeldStream {
             cap: spec.spill_cap,
             kept: true,
+            file,
             pending: Vec::new(),
             dropped: 0,
         };
+        let mut held = vec![stream(name(&streams.out))];
+        if !terminal {
+            held.push(stream(name(&streams.err)));
+        }
         let hold = Hold {
             task: String::new(),
             n,
             tail_bytes: spec.tail_bytes,
             grace_ms: spec.grace_ms,
             terminal,
-            streams: vec![stream; if terminal { 1 } else { 2 }],
+            streams: held,
             stdin: false,
         };
         Some((hold, fds))
@@ -181,7 +191,13 @@ impl ProcessService {
         let tail = usize::try_from(hold.tail_bytes).unwrap_or(usize::MAX);
         let mut bufs = Vec::new();
         for (i, ((read_end, file), meta)) in fds.into_iter().zip(&hold.streams).enumerate() {
-            let plan = files[i].as_ref().and_then(|p| self.kept_plan(p, meta.cap));
+            // The record's path, else the name the keeper held (a start killed before its record
+            // named its files).
+            let path = files[i].clone().or_else(|| {
+                let dir = self.kept_dir.as_ref()?;
+                (!meta.file.is_empty()).then(|| dir.path().join(&meta.file))
+            });
+            let plan = path.as_ref().and_then(|p| self.kept_plan(p, meta.cap));
             let mut buf = match (plan, file) {
                 (Some(plan), Some(file)) => StreamBuf::resume(tail, plan, file, read[i]),
                 _ => StreamBuf::new(tail, None),

@@ -58,6 +58,9 @@ impl Services {
                     continue;
                 }
             };
+            if record.stdout_path.is_none() {
+                state.set_output(&record.id, process.output_files());
+            }
             self.keep_reads(&process, &record.id);
             let hooks = process.clone();
             match self.take_over(&decl, number, move || Ok(process_hooks(hooks))) {

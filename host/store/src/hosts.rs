@@ -134,9 +134,12 @@ pub(crate) fn take_over(
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     let mut taken = Vec::new();
     for id in ids {
+        // A held task was spawned: one still `starting` (its start killed before the record
+        // said so) runs.
         let moved = tx.execute(
-            "UPDATE tasks SET host = ?2 WHERE id = ?1 AND host = ?3
-             AND status IN ('running', 'stopping')",
+            "UPDATE tasks SET host = ?2,
+                 status = CASE status WHEN 'starting' THEN 'running' ELSE status END
+             WHERE id = ?1 AND host = ?3 AND status IN ('starting', 'running', 'stopping')",
             params![id, me, old],
         )?;
         if moved == 1

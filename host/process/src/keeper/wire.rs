@@ -140,6 +140,8 @@ pub struct HeldStream {
     pub cap: u64,
     /// A kept file travels after the read end.
     pub kept: bool,
+    /// The kept file's name in the host's kept directory (its record may not name it yet).
+    pub file: String,
     /// Output the keeper drained while no host ran and could not write to the file (the file is
     /// past its cap), oldest first.
     pub pending: Vec<u8>,
