@@ -85,6 +85,31 @@ async fn read_until(client: &Client, id: &str, until: &str, seen: &mut Seen) {
     }
 }
 
+/// Waits for task `id`'s end to be told (the task sleeps a second after its last line, so it is
+/// told on a later answer, unless a loaded machine read its end with the last line: that read told
+/// it), then checks it was told once; the last `task_list` answer.
+async fn told_once(client: &Client, id: &str, seen: &mut Seen) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while seen.notices == 0 && !seen.read_the_end {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the end was never told"
+        );
+        let answer = call(client, "task_list", json!({})).await;
+        seen.take(id, &answer);
+        // Polling pace for the task's last second.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let after = call(client, "task_list", json!({})).await;
+    seen.take(id, &after);
+    assert!(
+        seen.notices == 1 || (seen.notices == 0 && seen.read_the_end),
+        "told once, by a notice or by the read: {} notices",
+        seen.notices
+    );
+    after
+}
+
 /// Proves (a): a task printing a numbered line every 20 ms, its host SIGKILLed and another started
 /// on the same socket and state: the task is the same process, the client (through `taskhost
 /// connect`) reads every number exactly once and in order, then is told of its end once.
@@ -126,26 +151,7 @@ async fn a_running_task_is_handed_to_the_next_host_after_a_sigkill_with_every_li
         seen.lines.iter().filter(|l| l.starts_with("pid ")).count(),
         1
     );
-    // The task sleeps a second after its last line: its end is told on a later answer, once (unless
-    // a loaded machine read its end with the last line: that read told it).
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while seen.notices == 0 && !seen.read_the_end {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the end was never told"
-        );
-        let answer = call(&a, "task_list", json!({})).await;
-        seen.take(&id, &answer);
-        // Polling pace for the task's last second.
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let after = call(&a, "task_list", json!({})).await;
-    seen.take(&id, &after);
-    assert!(
-        seen.notices == 1 || (seen.notices == 0 && seen.read_the_end),
-        "told once, by a notice or by the read: {} notices",
-        seen.notices
-    );
+    let after = told_once(&a, &id, &mut seen).await;
     assert!(after.contains(&format!("{id} [bash] completed")), "{after}");
     a.cancel().await.expect("close");
 }
@@ -353,24 +359,7 @@ async fn sighup_re_executes_the_binary_on_disk_and_the_client_sees_no_error() {
     assert!(alive(pid), "the task runs on under the new image");
     assert_eq!(seen.failed, 0, "the client saw no error");
     assert_eq!(seen.numbers(), (1..=150).collect::<Vec<_>>());
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while seen.notices == 0 && !seen.read_the_end {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the end was never told"
-        );
-        let answer = call(&a, "task_list", json!({})).await;
-        seen.take(&id, &answer);
-        // Polling pace for the task's last second.
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let after = call(&a, "task_list", json!({})).await;
-    seen.take(&id, &after);
-    assert!(
-        seen.notices == 1 || (seen.notices == 0 && seen.read_the_end),
-        "told once: {} notices",
-        seen.notices
-    );
+    told_once(&a, &id, &mut seen).await;
     drop(host);
     a.cancel().await.ok();
 }

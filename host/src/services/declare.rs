@@ -40,6 +40,22 @@ impl Services {
         self.register(decl, None, run)
     }
 
+    /// The declaration of the task `record` describes, taken over from a host that is gone; its
+    /// owner's session is opened if it is not (its notices wait for it to come back).
+    pub(crate) fn declaration_of(&self, record: &taskhost_store::TaskRecord) -> TaskDeclaration {
+        if let Some(session) = &record.owner
+            && !self.sessions.is_open(session)
+        {
+            self.sessions.open(session);
+        }
+        TaskDeclaration {
+            kind: record.kind.clone(),
+            label: record.label.clone(),
+            output_limit_bytes: None,
+            owner_session: record.owner.clone(),
+        }
+    }
+
     /// As [`Services::declare`], for task `kind-number` of the records, which an earlier host
     /// started: it keeps its id.
     ///

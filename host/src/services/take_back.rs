@@ -3,7 +3,6 @@
 
 use taskhost_registry::TaskId;
 
-use super::declare::TaskDeclaration;
 use super::handles::Services;
 use super::process_tasks::process_hooks;
 use crate::process::keeper::Handed;
@@ -31,17 +30,7 @@ impl Services {
                 crate::process::end_group(task.pgid);
                 continue;
             };
-            if let Some(session) = &record.owner
-                && !self.sessions.is_open(session)
-            {
-                self.sessions.open(session);
-            }
-            let decl = TaskDeclaration {
-                kind: record.kind.clone(),
-                label: record.label.clone(),
-                output_limit_bytes: None,
-                owner_session: record.owner.clone(),
-            };
+            let decl = self.declaration_of(&record);
             let files = [&record.stdout_path, &record.stderr_path]
                 .map(|p| p.as_ref().map(std::path::PathBuf::from));
             let pgid = task.pgid;

@@ -153,12 +153,7 @@ fn take_task(
     exit: Option<Exit>,
     hold: Hold,
 ) -> Result<HandedTask, super::wire::WireError> {
-    let count = hold
-        .streams
-        .iter()
-        .map(|s| 1 + usize::from(s.kept))
-        .sum::<usize>()
-        + usize::from(hold.stdin);
+    let count = hold.descriptors();
     let mut fds = frames.take_fds(count)?.into_iter();
     let mut streams = Vec::new();
     for s in &hold.streams {

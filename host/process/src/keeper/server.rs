@@ -141,12 +141,7 @@ fn serve_one(shared: &Shared, socket: BorrowedFd<'_>, groups: &mut HashSet<i32>)
 fn held_request(shared: &Shared, request: Request, frames: &mut Receiver) {
     match request {
         Request::Hold { pgid, hold } => {
-            let count = hold
-                .streams
-                .iter()
-                .map(|s| 1 + usize::from(s.kept))
-                .sum::<usize>()
-                + usize::from(hold.stdin);
+            let count = hold.descriptors();
             match frames.take_fds(count) {
                 Ok(fds) => hold_task(shared, pgid, hold, fds),
                 Err(_) => frames.discard_fds(),

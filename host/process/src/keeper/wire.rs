@@ -132,6 +132,17 @@ pub struct Hold {
     pub stdin: bool,
 }
 
+impl Hold {
+    /// How many descriptors travel with it: each stream's read end and kept file, then the input.
+    pub(crate) fn descriptors(&self) -> usize {
+        self.streams
+            .iter()
+            .map(|s| 1 + usize::from(s.kept))
+            .sum::<usize>()
+            + usize::from(self.stdin)
+    }
+}
+
 /// One output stream held for a handover: its read end travels beside the frame, then its kept
 /// file when `kept`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

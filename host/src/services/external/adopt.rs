@@ -3,7 +3,7 @@
 use taskhost_registry::TaskId;
 
 use super::work::ExternalWork;
-use crate::services::{Services, TaskDeclaration};
+use crate::services::Services;
 
 impl Services {
     /// Takes over the external tasks `adopted` (what opening the state found of hosts that are
@@ -20,17 +20,7 @@ impl Services {
                 tracing::warn!(task = %record.id, "an external task's record has a malformed id");
                 continue;
             };
-            if let Some(session) = &record.owner
-                && !self.sessions.is_open(session)
-            {
-                self.sessions.open(session);
-            }
-            let decl = TaskDeclaration {
-                kind: record.kind.clone(),
-                label: record.label.clone(),
-                output_limit_bytes: None,
-                owner_session: record.owner.clone(),
-            };
+            let decl = self.declaration_of(record);
             let work = ExternalWork::resume(
                 &self.processes,
                 &self.runtime,
