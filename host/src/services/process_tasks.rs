@@ -73,8 +73,12 @@ impl Services {
     }
 
     /// Records where the reads of task `id`'s output stand each time they move, so that a
-    /// successor of this host that takes the task over repeats nothing.
+    /// successor of this host that takes the task over repeats nothing (only a host that hands
+    /// over has one: a read of another host's task costs no write).
     pub(crate) fn keep_reads(&self, process: &Process, id: &str) {
+        if !self.processes.hands_over() {
+            return;
+        }
         if let Some(state) = self.state.clone() {
             let id = id.to_owned();
             process.on_reads(move |out, err| state.read_to(&id, out, err));
