@@ -364,9 +364,19 @@ async fn sighup_re_executes_the_binary_on_disk_and_the_client_sees_no_error() {
     a.cancel().await.ok();
 }
 
-/// The keeper among `host`'s children.
-fn keeper_of(host: u32) -> Option<i32> {
-    let tasks = std::fs::read_dir(format!("/proc/{host}/task")).ok()?;
+/// The watchdog among `keeper`'s children.
+fn watchdog_of(keeper: u32) -> Option<i32> {
+    children(keeper).into_iter().find(|pid| {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == b"--watchdog"))
+    })
+}
+
+/// The children of process `parent`.
+fn children(parent: u32) -> Vec<i32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{parent}/task")) else {
+        return Vec::new();
+    };
     tasks
         .flatten()
         .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
@@ -375,10 +385,15 @@ fn keeper_of(host: u32) -> Option<i32> {
                 .filter_map(|p| p.parse::<i32>().ok())
                 .collect::<Vec<_>>()
         })
-        .find(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| c.split(|b| *b == 0).nth(1) == Some(b"keeper".as_slice()))
-        })
+        .collect()
+}
+
+/// The keeper among `host`'s children.
+fn keeper_of(host: u32) -> Option<i32> {
+    children(host).into_iter().find(|pid| {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|c| c.split(|b| *b == 0).nth(1) == Some(b"keeper".as_slice()))
+    })
 }
 
 /// Proves (f): the keeper SIGKILLed while it holds a dead host's tasks for a successor leaves no
@@ -397,6 +412,12 @@ async fn a_keeper_killed_while_it_waits_for_a_successor_leaves_no_task_behind() 
     host.child.kill().unwrap();
     host.child.wait().unwrap();
     assert!(alive(pid), "the task waits for a successor");
+    // The keeper notices its host's end and starts its watchdog, then is killed.
+    assert!(
+        eventually(Duration::from_secs(30), || watchdog_of(keeper as u32)
+            .is_some()),
+        "the waiting keeper started no watchdog"
+    );
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(keeper),
         nix::sys::signal::Signal::SIGKILL,

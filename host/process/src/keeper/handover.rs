@@ -41,13 +41,15 @@ pub(crate) fn wait(
     let setup = shared.state.lock().handover.take()?;
     let carried: HashSet<i32> = shared.state.lock().held.keys().copied().collect();
     let uncarried: HashSet<i32> = groups.difference(&carried).copied().collect();
-    super::ending::end_everything(&uncarried, &[], Duration::from_millis(200));
     groups.retain(|g| carried.contains(g));
     if carried.is_empty() {
+        super::ending::end_everything(&uncarried, &[], Duration::from_millis(200));
         return None;
     }
+    // First the watchdog (the keeper may be killed from now on), then what is not carried.
     let markers = shared.state.lock().markers.clone();
     let watchdog = Watchdog::start(groups, &markers, cgroup);
+    super::ending::end_everything(&uncarried, &[], Duration::from_millis(200));
     let handed = wait_with(shared, &setup);
     if handed.is_none() {
         // Ended before the watchdog stands down: no moment without one or the other.
