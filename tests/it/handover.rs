@@ -110,6 +110,23 @@ async fn told_once(client: &Client, id: &str, seen: &mut Seen) -> String {
     after
 }
 
+/// Starts a task printing its pid, then a numbered line every 20 ms (150 of them), then sleeping a
+/// second, and reads it to its fifth line: its id, its pid and what was read.
+async fn numbered_task(client: &Client) -> (String, i32, Seen) {
+    let id = mcp::start(
+        client,
+        "echo pid $$; for i in $(seq 1 150); do echo n$i; sleep 0.02; done; sleep 1",
+    )
+    .await;
+    let mut seen = Seen::default();
+    read_until(client, &id, "n5", &mut seen).await;
+    let pid: i32 = seen.lines[0]
+        .strip_prefix("pid ")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no pid line first: {:?}", seen.lines));
+    (id, pid, seen)
+}
+
 /// Proves (a): a task printing a numbered line every 20 ms, its host SIGKILLed and another started
 /// on the same socket and state: the task is the same process, the client (through `taskhost
 /// connect`) reads every number exactly once and in order, then is told of its end once.
@@ -120,17 +137,7 @@ async fn a_running_task_is_handed_to_the_next_host_after_a_sigkill_with_every_li
     let args = ["--no-watch", "--state", state.to_str().unwrap()];
     let mut host = SocketHost::start(&dir, &args);
     let (a, _) = bridged(&host.socket, Watcher::default(), &[]).await;
-    let id = mcp::start(
-        &a,
-        "echo pid $$; for i in $(seq 1 150); do echo n$i; sleep 0.02; done; sleep 1",
-    )
-    .await;
-    let mut seen = Seen::default();
-    read_until(&a, &id, "n5", &mut seen).await;
-    let pid: i32 = seen.lines[0]
-        .strip_prefix("pid ")
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no pid line first: {:?}", seen.lines));
+    let (id, pid, mut seen) = numbered_task(&a).await;
     host.child.kill().unwrap();
     host.child.wait().unwrap();
     assert!(alive(pid), "the task outlives its host");
@@ -322,17 +329,7 @@ async fn sighup_re_executes_the_binary_on_disk_and_the_client_sees_no_error() {
     let host = copied_host(&dir, &exe);
     let host_pid = host.child.id();
     let (a, _) = bridged(&host.socket, Watcher::default(), &[]).await;
-    let id = mcp::start(
-        &a,
-        "echo pid $$; for i in $(seq 1 150); do echo n$i; sleep 0.02; done; sleep 1",
-    )
-    .await;
-    let mut seen = Seen::default();
-    read_until(&a, &id, "n5", &mut seen).await;
-    let pid: i32 = seen.lines[0]
-        .strip_prefix("pid ")
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no pid line first: {:?}", seen.lines));
+    let (id, pid, mut seen) = numbered_task(&a).await;
     let rebuilt = bin.join("taskhost.new");
     std::fs::copy(mcp::binary(), &rebuilt).unwrap();
     std::fs::rename(&rebuilt, &exe).unwrap();
