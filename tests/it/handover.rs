@@ -5,30 +5,11 @@
 
 use std::time::Duration;
 
-use rmcp::model::CallToolRequestParams;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::clients::bridged;
 use crate::fixtures::*;
-use crate::mcp::{self, Client, SocketHost, Watcher, alive, call};
-
-/// A call whose failure (the host restarted while it ran) is returned, not a panic.
-async fn try_call(client: &Client, tool: &str, args: Value) -> Result<String, String> {
-    let Value::Object(args) = args else {
-        panic!("arguments must be an object")
-    };
-    let result = client
-        .peer()
-        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok(result
-        .content
-        .iter()
-        .filter_map(|b| b.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n---\n"))
-}
+use crate::mcp::{self, Client, SocketHost, Watcher, alive, call, try_call};
 
 /// What a task's reads and the notices riding on them said, gathered across calls.
 #[derive(Default)]

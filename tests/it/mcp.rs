@@ -109,6 +109,11 @@ pub(crate) async fn socket_client(path: &Path, watcher: Watcher) -> Client {
 }
 
 pub(crate) async fn call(client: &Client, tool: &str, args: Value) -> String {
+    try_call(client, tool, args).await.expect("call")
+}
+
+/// As [`call`], the call's failure (a host that restarted under it) returned, not a panic.
+pub(crate) async fn try_call(client: &Client, tool: &str, args: Value) -> Result<String, String> {
     let Value::Object(args) = args else {
         panic!("arguments must be an object")
     };
@@ -116,13 +121,13 @@ pub(crate) async fn call(client: &Client, tool: &str, args: Value) -> String {
         .peer()
         .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
         .await
-        .expect("call");
-    result
+        .map_err(|e| e.to_string())?;
+    Ok(result
         .content
         .iter()
         .filter_map(|b| b.as_text().map(|t| t.text.clone()))
         .collect::<Vec<_>>()
-        .join("\n---\n")
+        .join("\n---\n"))
 }
 
 /// Reads a task's output, waiting up to `timeout_ms` for it to settle.
