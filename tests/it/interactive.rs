@@ -55,6 +55,12 @@ fn python_is_driven_through_its_terminal_and_ends_on_ctrl_d() {
         !answered.contains('\x1b') && !answered.contains('\r'),
         "the model's text has no escapes or carriage returns: {answered:?}"
     );
+    // Ctrl-D once the next prompt is drawn: typed before readline has the terminal again, the
+    // end-of-file can be lost in the mode change (seen once on a loaded machine).
+    if !answered.trim_end().ends_with(">>>") {
+        let prompt = wait_for(&f, &id, ">>> ");
+        assert!(prompt.contains(">>> "), "{prompt}");
+    }
     input(&f, &id, json!({"text": "\u{4}"}));
     let end = wait(&f, "s", &id);
     assert!(end.ends_with("[status: completed, exit code: 0]"), "{end}");
