@@ -78,6 +78,7 @@ impl Taskhost {
             state: services.state,
         };
         let plugins = Arc::new(Plugins::new(services.clone(), options));
+        crate::status::install(&plugins, services.clone());
         Self {
             services,
             plugins,

@@ -34,6 +34,7 @@ pub mod rundir;
 pub mod serve;
 pub mod services;
 pub mod sessions;
+pub mod status;
 pub mod tasks_cli;
 pub mod token_cli;
 pub mod utc;

@@ -25,3 +25,6 @@ mod slurm;
 mod state;
 mod subagent;
 mod watch;
+mod web;
+mod web_browser;
+mod webdriver;

@@ -115,6 +115,10 @@ pub enum McpItemKind {
     /// A resource template (`resources/templates/list`, and reads of URIs it matches), keyed by
     /// its URI template.
     ResourceTemplate,
+    /// Not an MCP item: a set of routes on the host's HTTP listener, keyed by the path prefix it
+    /// serves (`{"prefix": "/"}`); the handler answers each request as the SDK's `http` module
+    /// says. Its changes tell no MCP client.
+    HttpRoute,
 }
 
 impl McpItemKind {
@@ -125,6 +129,7 @@ impl McpItemKind {
             Self::Prompt => "prompt",
             Self::Resource => "resource",
             Self::ResourceTemplate => "resource template",
+            Self::HttpRoute => "HTTP route",
         }
     }
 }

@@ -163,6 +163,21 @@ pub trait HostApi: Send + Sync {
     /// request (`{"method", "params"}`), and the answer maps each key to its result. A call running
     /// as an MCP task shows them all open at once.
     fn call_ask_all(&self, requests_json: RStr<'_>) -> RResult<RString, RString>;
+    /// The last `max_bytes` of each of a task's kept output streams, as a read shows them (stdout,
+    /// then `[stderr]` and stderr, terminal output as a terminal would draw it), authorized for
+    /// `caller` as [`HostApi::get_task`] is; nothing is consumed. Served from the state
+    /// directory's kept files, so a settled or lost task has one too; empty for a task that kept
+    /// none (a host without a state directory, a final-output task).
+    fn task_tail(
+        &self,
+        caller: RStr<'_>,
+        id: RStr<'_>,
+        max_bytes: u64,
+    ) -> RResult<RString, RString>;
+    /// The host as people watch it, as a JSON object's text: `plugins` (each with `name`,
+    /// `generation`, `loaded_at_ms`, `path`) and `health` (`tasks_live`, `threads`,
+    /// `descriptors`, `rss_bytes`, `keeper_pid`, `store_bytes`, `uptime_ms`).
+    fn host_status_json(&self) -> RString;
 }
 
 /// The host handle as the plugin holds it.

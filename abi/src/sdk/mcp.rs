@@ -65,7 +65,8 @@ impl<F: Fn(&str, Value) -> Result<Value, McpError> + Send + Sync + 'static> Item
     }
 }
 
-struct ItemGlue<H>(H);
+/// An item handler as the boundary's [`McpHandler`].
+pub(crate) struct ItemGlue<H>(pub(crate) H);
 
 impl<H: ItemHandler> McpHandler for ItemGlue<H> {
     fn handle(&self, method: RStr<'_>, params_json: RStr<'_>) -> RResult<RString, RString> {

@@ -31,7 +31,7 @@
 //!
 //! Where things are: [`Host`] (`host.rs`: the registry's calls, notices, logs, workers),
 //! task starts (`starts.rs`), tools (`tool.rs`), prompts, resources and a call's client (`mcp.rs`),
-//! typed config (`config.rs`), the traits a plugin
+//! HTTP routes for surfaces that serve people (`http.rs`), typed config (`config.rs`), the traits a plugin
 //! implements (`plugin.rs`), the export (`export.rs`), and the glue between them and the boundary
 //! (`glue.rs`).
 
@@ -40,6 +40,7 @@ mod config;
 mod export;
 mod glue;
 mod host;
+pub mod http;
 mod mcp;
 mod plugin;
 mod starts;

@@ -38,11 +38,12 @@ const SESSION_ID: &str = "mcp-session-id";
 
 /// The token of an `Authorization: Bearer TOKEN` header (the scheme's case does not matter).
 fn bearer(request: &Request) -> Option<&str> {
-    let value = request
-        .headers()
-        .get(header::AUTHORIZATION)?
-        .to_str()
-        .ok()?;
+    bearer_of(request.headers())
+}
+
+/// The token of an `Authorization: Bearer TOKEN` header among `headers`.
+pub(super) fn bearer_of(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.trim().split_once(' ')?;
     scheme
         .eq_ignore_ascii_case("bearer")

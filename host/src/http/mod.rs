@@ -3,13 +3,17 @@
 //! sessions), behind a bearer-token gate that names each request's principal, the owner of the tasks
 //! it starts (see [`crate::mcp::PrincipalOwners`]). The resource's RFC 9728 metadata is served at
 //! its well-known path, and a refused request is told where to find it. Loopback addresses serve
-//! plain HTTP; any other needs TLS (`--tls-cert`, `--tls-key`) or `--insecure-http`.
+//! plain HTTP; any other needs TLS (`--tls-cert`, `--tls-key`) or `--insecure-http`. Every other
+//! path goes to the plugin routes (a surface for people, such as `web`), behind a token given once
+//! and then kept in a cookie.
 
 mod address;
 mod auth;
+mod routes;
 mod section;
 mod serving;
 mod tls;
+mod viewer;
 
 pub use address::HttpAddress;
 pub use section::HttpSection;

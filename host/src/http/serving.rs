@@ -178,6 +178,18 @@ impl HttpServing {
                 get(serve_document.clone()),
             )
             .route("/.well-known/oauth-protected-resource", get(serve_document))
+            .fallback(super::routes::serve)
+            .with_state(super::routes::Routes::new(super::routes::RoutesOf {
+                host: self.host.clone(),
+                owners: self.owners.clone(),
+                lookup: self.lookup.clone(),
+                max_body_bytes: self
+                    .section
+                    .max_body_bytes
+                    .unwrap_or(DEFAULT_MAX_BODY_BYTES),
+                origin,
+                tls: listener.tls.is_some(),
+            }))
     }
 }
 

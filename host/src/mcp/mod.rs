@@ -23,4 +23,4 @@ pub use peers::Peers;
 pub use principals::{Principal, PrincipalOwners, REVOCATION_CHECK};
 pub use serving::{serve_stdio, serve_unix};
 pub use session::McpSession;
-pub use surface::{PLUGINS_URI, plugins_json};
+pub use surface::PLUGINS_URI;

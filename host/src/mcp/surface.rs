@@ -131,7 +131,7 @@ pub(super) async fn read_resource(
     meta: &RequestMetaObject,
 ) -> Result<ReadResourceResponse, McpError> {
     if request.uri == PLUGINS_URI {
-        let text = plugins_json(host).to_string();
+        let text = crate::status::plugins_json(host.plugins()).to_string();
         let contents = ResourceContents::text(text, PLUGINS_URI).with_mime_type("application/json");
         return Ok(ReadResourceResult::new(vec![contents]).into());
     }
@@ -199,24 +199,6 @@ pub(super) fn tool_response(
 
 /// The URI of the plugin table resource.
 pub const PLUGINS_URI: &str = "taskhost://plugins";
-
-/// The plugin table as `taskhost://plugins` serves it.
-pub fn plugins_json(host: &Taskhost) -> Value {
-    let plugins: Vec<Value> = host
-        .plugins()
-        .info()
-        .into_iter()
-        .map(|p| {
-            let generations: Vec<Value> = p
-                .generations
-                .iter()
-                .map(|g| json!({"generation": g.generation, "state": g.state.as_str(), "live_tasks": g.live_tasks}))
-                .collect();
-            json!({"name": p.name, "path": p.path.display().to_string(), "generations": generations})
-        })
-        .collect();
-    json!({"plugins": plugins})
-}
 
 /// A tool as MCP lists it: its name, description and schema, and the rest of the description the
 /// plugin gave (a field that is not MCP is left out, with the others kept).

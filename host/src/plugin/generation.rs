@@ -31,6 +31,8 @@ pub struct Generation {
     pub(crate) config_json: String,
     pub(crate) live_tasks: AtomicUsize,
     pub(crate) retired: AtomicBool,
+    /// When it was loaded, in ms since the Unix epoch.
+    pub(crate) loaded_at_ms: u64,
     pub(crate) state: Mutex<GenState>,
     libraries: Mutex<Option<Arc<Libraries>>>,
 }
@@ -72,6 +74,9 @@ impl Generation {
             config_json,
             live_tasks: AtomicUsize::new(0),
             retired: AtomicBool::new(false),
+            loaded_at_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             state: Mutex::new(GenState::default()),
             libraries: Mutex::new(libraries),
         }

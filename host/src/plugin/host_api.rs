@@ -32,7 +32,7 @@ pub(crate) struct GenHost {
     pub(crate) shared: Arc<Shared>,
 }
 
-fn err(e: impl ToString) -> RString {
+pub(super) fn err(e: impl ToString) -> RString {
     RString::from(e.to_string())
 }
 
@@ -45,7 +45,7 @@ fn answer<T, S: Into<T>>(result: Result<S, String>) -> RResult<T, RString> {
 }
 
 impl GenHost {
-    fn services(&self) -> &Services {
+    pub(super) fn services(&self) -> &Services {
         &self.shared.services
     }
 
@@ -57,7 +57,7 @@ impl GenHost {
 
     /// The caller's agent for authorization: the open session's agent, or a stand-in carrying the
     /// session id (authorization compares sessions), or none for an empty caller.
-    fn caller(&self, caller: RStr<'_>) -> Option<Agent> {
+    pub(super) fn caller(&self, caller: RStr<'_>) -> Option<Agent> {
         let id = caller.as_str();
         if id.is_empty() {
             return None;
@@ -424,6 +424,19 @@ impl HostApi for GenHost {
 
     fn call_ask(&self, method: RStr<'_>, params_json: RStr<'_>) -> RResult<RString, RString> {
         self.ask_client(method, params_json)
+    }
+
+    fn task_tail(
+        &self,
+        caller: RStr<'_>,
+        id: RStr<'_>,
+        max_bytes: u64,
+    ) -> RResult<RString, RString> {
+        self.kept_tail(caller, id, max_bytes)
+    }
+
+    fn host_status_json(&self) -> RString {
+        self.status_json()
     }
 
     fn call_ask_all(&self, requests_json: RStr<'_>) -> RResult<RString, RString> {

@@ -25,6 +25,7 @@ impl ItemEntry {
             McpItemKind::Prompt => "name",
             McpItemKind::Resource => "uri",
             McpItemKind::ResourceTemplate => "uriTemplate",
+            McpItemKind::HttpRoute => "prefix",
             McpItemKind::Tool => return Err("tools are registered with register_tool".to_owned()),
         };
         let spec: Value = serde_json::from_str(spec)
@@ -35,6 +36,9 @@ impl ItemEntry {
             .filter(|k| !k.is_empty())
             .ok_or_else(|| format!("a {} spec needs its \"{field}\"", kind.as_str()))?
             .to_owned();
+        if kind == McpItemKind::HttpRoute {
+            check_prefix(&key)?;
+        }
         Ok(Self {
             kind,
             key,
@@ -74,6 +78,38 @@ impl ItemEntry {
             Err(_) => Err(unavailable()),
         }
     }
+}
+
+/// The prefixes the host keeps for itself.
+const KEPT: [&str; 2] = ["/mcp", "/.well-known"];
+
+/// Checks a route's prefix: it starts with `/` and is none the host keeps.
+///
+/// # Errors
+/// Which rule the prefix breaks.
+pub(crate) fn check_prefix(prefix: &str) -> Result<(), String> {
+    if !prefix.starts_with('/') {
+        return Err(format!(
+            "an HTTP route's prefix must start with /: {prefix:?}"
+        ));
+    }
+    if KEPT
+        .iter()
+        .any(|k| under(prefix, k) || under(k, prefix) && prefix != "/")
+    {
+        return Err(format!("the host serves {prefix} itself"));
+    }
+    Ok(())
+}
+
+/// True when `path` is `prefix` or below it.
+pub fn under(path: &str, prefix: &str) -> bool {
+    let base = prefix.trim_end_matches('/');
+    path == prefix
+        || base.is_empty()
+        || path
+            .strip_prefix(base)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
 /// The items in force, by kind and key.

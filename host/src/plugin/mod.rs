@@ -20,6 +20,7 @@ mod generation;
 mod host_api;
 mod host_log;
 mod host_mcp;
+mod host_view;
 mod items;
 mod load_options;
 #[expect(
@@ -46,6 +47,7 @@ mod tools;
 pub mod watch;
 
 pub use generation::{Generation, ItemEntry, ToolEntry};
+pub use items::under;
 pub use load_options::LoadOptions;
 pub use loader::LoadError;
 pub use plugins::Plugins;

@@ -48,6 +48,7 @@ impl Plugins {
             items: RwLock::new(BTreeMap::new()),
             list_changed: Mutex::new(Vec::new()),
             resource_updated: Mutex::new(Vec::new()),
+            status: RwLock::new(None),
         });
         let weak = Arc::downgrade(&shared);
         let fan_out = registry.on_task_done(Arc::new(move |snapshot, _owner| {
@@ -337,6 +338,11 @@ impl Plugins {
         }
     }
 
+    /// Sets what the plugins' host handles answer `host_status_json` with.
+    pub(crate) fn set_status_source(&self, source: super::table::StatusSource) {
+        *self.shared.status.write() = Some(source);
+    }
+
     /// The plugin table: each plugin with its mapped generations.
     pub fn info(&self) -> Vec<PluginInfo> {
         let mut slots = self.slots.lock();
@@ -352,6 +358,7 @@ impl Plugins {
                         generation: g.number,
                         state: GenerationState::Retiring,
                         live_tasks: g.live_tasks(),
+                        loaded_at_ms: g.loaded_at_ms,
                     })
                     .collect();
                 if let Some(g) = &slot.active {
@@ -359,6 +366,7 @@ impl Plugins {
                         generation: g.number,
                         state: GenerationState::Active,
                         live_tasks: g.live_tasks(),
+                        loaded_at_ms: g.loaded_at_ms,
                     });
                 }
                 generations.sort_by_key(|g| g.generation);

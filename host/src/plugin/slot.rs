@@ -65,6 +65,8 @@ pub struct GenerationInfo {
     pub state: GenerationState,
     /// Its unsettled tasks.
     pub live_tasks: usize,
+    /// When it was loaded, in ms since the Unix epoch.
+    pub loaded_at_ms: u64,
 }
 
 /// A plugin as reported in `taskhost://plugins`.

@@ -24,7 +24,12 @@ pub(crate) struct Shared {
     pub(crate) items: RwLock<items::Table>,
     pub(crate) list_changed: Mutex<Vec<ListChanged>>,
     pub(crate) resource_updated: Mutex<Vec<ResourceUpdated>>,
+    /// What `host_status_json` answers, set once the host is built.
+    pub(crate) status: RwLock<Option<StatusSource>>,
 }
+
+/// The host's status as people watch it (plugins and health), as JSON.
+pub(crate) type StatusSource = Arc<dyn Fn() -> serde_json::Value + Send + Sync>;
 
 /// Called when the list of prompts, resources or templates changed.
 pub(crate) type ListChanged = Arc<dyn Fn(taskhost_abi::McpItemKind) + Send + Sync>;
@@ -217,6 +222,9 @@ impl Shared {
     pub(crate) fn fire_list_changed(&self, kind: McpItemKind) {
         if kind == McpItemKind::Tool {
             self.fire_tools_changed();
+            return;
+        }
+        if kind == McpItemKind::HttpRoute {
             return;
         }
         let callbacks = self.list_changed.lock().clone();

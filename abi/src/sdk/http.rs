@@ -1,0 +1,204 @@
+//! Routes on the host's HTTP listener, for surface plugins that serve people (a web view): the
+//! host accepts the connection, checks the viewer's token, and calls the plugin on its
+//! generation's threads with one request at a time; the plugin starts no listener and no thread.
+//!
+//! Two kinds of call reach an [`HttpHandler`]:
+//! - [`HttpHandler::request`]: one request, one response (text bodies: pages, scripts, JSON);
+//! - [`HttpHandler::events`]: one step of a server-sent event stream the host keeps open. The host
+//!   calls it first with a `null` state, sends the events it returns, and calls again with the
+//!   state it returned once a task registered or settled, or after [`Events::follow_ms`] when the
+//!   plugin asked to be called back (to follow output), or at the latest after
+//!   [`EVENTS_IDLE_MS`]. The stream's state lives in the host, so a reload of the plugin does not
+//!   break an open stream: the next step is answered by the new generation, with the state the
+//!   old one returned (a plugin must accept a state it does not recognize as a fresh start).
+//!
+//! The host adds what every page needs (a content security policy that allows no inline script,
+//! `nosniff`, no framing, no caching of answers) and refuses a request that changes anything
+//! (`POST`, `PUT`, `PATCH`, `DELETE`) from another site's page.
+
+use std::collections::BTreeMap;
+
+use abi_stable::sabi_trait::TD_Opaque;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::host::Host;
+use super::mcp::McpError;
+use crate::ffi::{McpHandler_TO, McpItemKind};
+
+/// The longest the host waits between two steps of an event stream when nothing happened.
+pub const EVENTS_IDLE_MS: u64 = 15_000;
+
+/// The method name of an event stream's step, as it crosses the boundary.
+pub const EVENTS_METHOD: &str = "EVENTS";
+
+/// Who is looking: the principal the viewer's token names.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Viewer {
+    /// The principal's name (`taskhost token create NAME`).
+    pub name: String,
+    /// The owner of its tasks: what the host's task calls take as `caller`.
+    pub owner: String,
+}
+
+/// One HTTP request, as the host hands it over.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct HttpRequest {
+    /// `GET`, `POST`, ...
+    #[serde(default)]
+    pub method: String,
+    /// The path, from the route's prefix on (`/api/tasks`).
+    pub path: String,
+    /// The query's parameters, decoded (the last of a repeated name wins).
+    #[serde(default)]
+    pub query: BTreeMap<String, String>,
+    /// The headers, names in lower case.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// The body, as text (a body that is not UTF-8 is refused before it gets here).
+    #[serde(default)]
+    pub body: String,
+    /// Who asks.
+    pub viewer: Viewer,
+}
+
+/// One HTTP response.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct HttpResponse {
+    /// The status code.
+    pub status: u16,
+    /// Headers the plugin sets (`content-type` above all).
+    #[serde(default)]
+    pub headers: Vec<(String, String)>,
+    /// The body.
+    #[serde(default)]
+    pub body: String,
+}
+
+impl HttpResponse {
+    /// A 200 answer of `content_type`.
+    pub fn ok(content_type: &str, body: impl Into<String>) -> Self {
+        Self {
+            status: 200,
+            headers: vec![("content-type".to_owned(), content_type.to_owned())],
+            body: body.into(),
+        }
+    }
+
+    /// A 200 JSON answer.
+    pub fn json(value: &Value) -> Self {
+        Self::ok("application/json", value.to_string())
+    }
+
+    /// An answer of `status` with a plain-text reason.
+    pub fn status(status: u16, reason: impl Into<String>) -> Self {
+        Self {
+            status,
+            ..Self::ok("text/plain; charset=utf-8", reason)
+        }
+    }
+}
+
+/// One step of an event stream, as the host hands it over.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct EventsRequest {
+    /// The path, from the route's prefix on.
+    pub path: String,
+    /// The query's parameters, decoded.
+    #[serde(default)]
+    pub query: BTreeMap<String, String>,
+    /// Who watches.
+    pub viewer: Viewer,
+    /// What the previous step returned as [`Events::state`] (`null` at the first).
+    #[serde(default)]
+    pub state: Value,
+    /// True at the first step and when a task registered or settled since the previous one;
+    /// false when the step comes from [`Events::follow_ms`] alone.
+    #[serde(default)]
+    pub changed: bool,
+}
+
+/// What one step of an event stream sends, and where the stream stands after it.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Events {
+    /// The events to send: each an event name and its data (one line of text, JSON as a rule).
+    #[serde(default)]
+    pub events: Vec<(String, String)>,
+    /// Handed back at the next step.
+    #[serde(default)]
+    pub state: Value,
+    /// Call again after this many milliseconds even if no task registered or settled (to follow
+    /// a task's output); `None` to wait for a change.
+    #[serde(default)]
+    pub follow_ms: Option<u64>,
+    /// Ends the stream after these events (the page's `EventSource` reconnects by itself).
+    #[serde(default)]
+    pub end: bool,
+}
+
+/// What answers the requests under a route's prefix.
+pub trait HttpHandler: Send + Sync + 'static {
+    /// Answers one request.
+    fn request(&self, request: HttpRequest) -> HttpResponse;
+
+    /// One step of the event stream at `request.path` (see the module's doc). The default serves
+    /// no stream: it ends at once.
+    fn events(&self, request: EventsRequest) -> Events {
+        let _ = request;
+        Events {
+            end: true,
+            ..Events::default()
+        }
+    }
+}
+
+struct RouteGlue<H>(H);
+
+impl<H: HttpHandler> super::mcp::ItemHandler for RouteGlue<H> {
+    fn handle(&self, method: &str, params: Value) -> Result<Value, McpError> {
+        let bad =
+            |e: serde_json::Error| McpError::invalid_params(format!("a malformed request: {e}"));
+        let answer = if method == EVENTS_METHOD {
+            serde_json::to_value(self.0.events(serde_json::from_value(params).map_err(bad)?))
+        } else {
+            let mut request: HttpRequest = serde_json::from_value(params).map_err(bad)?;
+            method.clone_into(&mut request.method);
+            serde_json::to_value(self.0.request(request))
+        };
+        answer.map_err(|e| McpError::invalid_params(format!("an unencodable answer: {e}")))
+    }
+}
+
+impl Host {
+    /// Serves the requests under `prefix` (`/` for everything the host does not serve itself) on
+    /// the host's HTTP listener with `handler`. A host without an HTTP listener never calls it.
+    ///
+    /// # Errors
+    /// The host's refusal: a prefix that does not start with `/`, one the host keeps (`/mcp`,
+    /// `/.well-known/`), or one another plugin serves.
+    pub fn serve_http(&self, prefix: &str, handler: impl HttpHandler) -> Result<(), String> {
+        let spec = serde_json::json!({ "prefix": prefix });
+        let glue = McpHandler_TO::from_value(super::mcp::ItemGlue(RouteGlue(handler)), TD_Opaque);
+        super::host::text_result(self.0.register_item(
+            McpItemKind::HttpRoute,
+            spec.to_string().into(),
+            glue,
+        ))
+    }
+
+    /// The last `max_bytes` of each of task `id`'s kept output streams, as a read shows them,
+    /// authorized for `caller`; nothing is consumed (see [`crate::ffi::HostApi::task_tail`]).
+    ///
+    /// # Errors
+    /// As [`Host::get_task`], or a kept file that cannot be read.
+    pub fn task_tail(&self, caller: &str, id: &str, max_bytes: u64) -> Result<String, String> {
+        super::host::text_result(self.0.task_tail(caller.into(), id.into(), max_bytes))
+            .map(String::from)
+    }
+
+    /// The host as people watch it: its plugins and its health (see
+    /// [`crate::ffi::HostApi::host_status_json`]).
+    pub fn host_status(&self) -> Value {
+        serde_json::from_str(self.0.host_status_json().as_str()).unwrap_or(Value::Null)
+    }
+}

@@ -1,0 +1,303 @@
+//! Plugins' routes on the HTTP listener (the SDK's `http` module): a request the host does not
+//! serve itself goes to the plugin serving the longest prefix of its path, once the viewer's token
+//! named a principal ([`super::viewer`]); that principal's owner is opened on the host first, so
+//! its tasks from earlier hosts are there. A `GET` that accepts `text/event-stream` is an event
+//! stream the host keeps open, calling the plugin for each step (see the SDK's module doc).
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Query, Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use taskhost_abi::McpItemKind;
+use taskhost_abi::sdk::http::{EVENTS_IDLE_MS, EVENTS_METHOD, Events, HttpResponse};
+
+use super::viewer::{self, Presented};
+use crate::Taskhost;
+use crate::mcp::PrincipalOwners;
+use crate::plugin::{ItemEntry, under};
+
+/// How long a page's `EventSource` waits before it reconnects to a stream that ended.
+const RECONNECT_MS: u64 = 500;
+
+/// What one listener's plugin routes share.
+#[derive(Clone)]
+pub(super) struct Routes {
+    host: Arc<Taskhost>,
+    owners: Arc<PrincipalOwners>,
+    lookup: Arc<taskhost_store::PrincipalLookup>,
+    max_body_bytes: usize,
+    origin: Arc<str>,
+    tls: bool,
+    changes: tokio::sync::watch::Receiver<u64>,
+    _listening: Arc<taskhost_registry::Registration>,
+}
+
+/// What [`Routes::new`] takes from the listener.
+pub(super) struct RoutesOf {
+    pub(super) host: Arc<Taskhost>,
+    pub(super) owners: Arc<PrincipalOwners>,
+    pub(super) lookup: Arc<taskhost_store::PrincipalLookup>,
+    pub(super) max_body_bytes: usize,
+    /// The listener's origin (`http://127.0.0.1:PORT`).
+    pub(super) origin: String,
+    pub(super) tls: bool,
+}
+
+impl Routes {
+    /// The routes of a listener; its event streams wake when a task registers or settles.
+    pub(super) fn new(of: RoutesOf) -> Self {
+        let (tell, changes) = tokio::sync::watch::channel(0u64);
+        let listening = of
+            .host
+            .registry()
+            .on_tasks_changed(Arc::new(move |_| tell.send_modify(|n| *n += 1)));
+        Self {
+            host: of.host,
+            owners: of.owners,
+            lookup: of.lookup,
+            max_body_bytes: of.max_body_bytes,
+            origin: of.origin.into(),
+            tls: of.tls,
+            changes,
+            _listening: Arc::new(listening),
+        }
+    }
+
+    /// The route serving `path`: the longest prefix that holds it.
+    fn route_for(&self, path: &str) -> Option<ItemEntry> {
+        self.host
+            .plugins()
+            .items(McpItemKind::HttpRoute)
+            .into_iter()
+            .filter(|r| under(path, &r.key))
+            .max_by_key(|r| r.key.len())
+    }
+
+    async fn answer(&self, request: Request) -> Response {
+        let (parts, body) = request.into_parts();
+        let query = Query::<BTreeMap<String, String>>::try_from_uri(&parts.uri)
+            .map(|q| q.0)
+            .unwrap_or_default();
+        let full_path = parts.uri.path().to_owned();
+        let Some(route) = self.route_for(&full_path) else {
+            return (StatusCode::NOT_FOUND, "nothing is served here").into_response();
+        };
+        let Some((token, presented)) = viewer::presented(&parts.headers, &query) else {
+            return viewer::refused(&parts.headers, "This page needs a token.");
+        };
+        let principal = match viewer::principal(&self.lookup, &token) {
+            Ok(Some(p)) => p,
+            Ok(None) => {
+                return viewer::refused(
+                    &parts.headers,
+                    "The token names no principal (unknown or revoked).",
+                );
+            }
+            Err(unavailable) => return unavailable.into_response(),
+        };
+        if presented == Presented::Query && parts.method == Method::GET {
+            return viewer::login(&without_token(&full_path, &query), &token, self.tls);
+        }
+        if !viewer::same_origin(&parts.method, presented, &parts.headers, &self.origin) {
+            return (
+                StatusCode::FORBIDDEN,
+                "a change must come from this host's own page",
+            )
+                .into_response();
+        }
+        self.owners.hub(&principal).await;
+        let viewer = json!({"name": principal.name, "owner": principal.owner});
+        let path = relative(&full_path, &route.key);
+        let events = parts.method == Method::GET
+            && parts
+                .headers
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|a| a.contains("text/event-stream"));
+        if events {
+            return self.events(full_path, path, query, viewer);
+        }
+        let Ok(body) = axum::body::to_bytes(body, self.max_body_bytes).await else {
+            return (StatusCode::PAYLOAD_TOO_LARGE, "the body is too large").into_response();
+        };
+        let Ok(body) = String::from_utf8(body.to_vec()) else {
+            return (StatusCode::BAD_REQUEST, "the body is not UTF-8").into_response();
+        };
+        let headers: BTreeMap<String, String> = parts
+            .headers
+            .iter()
+            .filter(|(name, _)| *name != header::COOKIE && *name != header::AUTHORIZATION)
+            .filter_map(|(n, v)| Some((n.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+            .collect();
+        let params = json!({"path": path, "query": query, "headers": headers, "body": body, "viewer": viewer});
+        match route.request(parts.method.as_str(), &params).await {
+            Ok(answer) => match serde_json::from_value::<HttpResponse>(answer) {
+                Ok(answer) => response(answer),
+                Err(e) => plugin_failed(&route, &e.to_string()),
+            },
+            Err(error) => plugin_failed(&route, &error.to_string()),
+        }
+    }
+
+    /// An event stream: each step asks the plugin serving `full_path` now (a reload's successor
+    /// answers the next step), sends its events, and waits for a change, its follow time, or
+    /// [`EVENTS_IDLE_MS`] (then a comment keeps the connection open); it ends when the page goes,
+    /// the plugin says so, or no plugin serves the path any more.
+    fn events(
+        &self,
+        full_path: String,
+        path: String,
+        query: BTreeMap<String, String>,
+        viewer: Value,
+    ) -> Response {
+        let (send, mut receive) = tokio::sync::mpsc::channel::<Bytes>(16);
+        let routes = self.clone();
+        tokio::spawn(async move {
+            let mut changes = routes.changes.clone();
+            let mut state = Value::Null;
+            let mut changed = true;
+            if send
+                .send(Bytes::from(format!("retry: {RECONNECT_MS}\n\n")))
+                .await
+                .is_err()
+            {
+                return;
+            }
+            loop {
+                let Some(route) = routes.route_for(&full_path) else {
+                    return;
+                };
+                changes.mark_unchanged();
+                let params = json!({"path": path, "query": query, "viewer": viewer, "state": state, "changed": changed});
+                let Ok(step) = route.request(EVENTS_METHOD, &params).await else {
+                    return;
+                };
+                let Ok(step) = serde_json::from_value::<Events>(step) else {
+                    return;
+                };
+                let text: String = step
+                    .events
+                    .iter()
+                    .map(|(name, data)| event(name, data))
+                    .collect();
+                if !text.is_empty() && send.send(Bytes::from(text)).await.is_err() {
+                    return;
+                }
+                if step.end {
+                    return;
+                }
+                state = step.state;
+                let wait = Duration::from_millis(
+                    step.follow_ms.unwrap_or(EVENTS_IDLE_MS).min(EVENTS_IDLE_MS),
+                );
+                changed = tokio::select! {
+                    _ = changes.changed() => true,
+                    () = tokio::time::sleep(wait) => {
+                        if step.follow_ms.is_none() && send.send(Bytes::from_static(b": idle\n\n")).await.is_err() {
+                            return;
+                        }
+                        false
+                    }
+                    () = send.closed() => return,
+                };
+            }
+        });
+        let stream = futures::stream::poll_fn(move |cx| {
+            receive.poll_recv(cx).map(|b| b.map(Ok::<_, Infallible>))
+        });
+        let mut response = Body::from_stream(stream).into_response();
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        response
+    }
+}
+
+/// Serves a request that reached no route of the host's own.
+pub(super) async fn serve(State(routes): State<Routes>, request: Request) -> Response {
+    let mut response = routes.answer(request).await;
+    viewer::harden(&mut response);
+    response
+}
+
+/// One server-sent event; each line of `data` on a `data:` line of its own.
+fn event(name: &str, data: &str) -> String {
+    let name: String = name.chars().filter(|c| !c.is_control()).collect();
+    let mut text = format!("event: {name}\n");
+    for line in data.split('\n') {
+        text.push_str("data: ");
+        text.push_str(line.trim_end_matches('\r'));
+        text.push('\n');
+    }
+    text.push('\n');
+    text
+}
+
+/// `full_path` from the route's prefix on, starting with `/`.
+fn relative(full_path: &str, prefix: &str) -> String {
+    let rest = full_path
+        .strip_prefix(prefix.trim_end_matches('/'))
+        .unwrap_or(full_path);
+    if rest.starts_with('/') {
+        rest.to_owned()
+    } else {
+        format!("/{rest}")
+    }
+}
+
+/// `path` with the query it had, less its token.
+fn without_token(path: &str, query: &BTreeMap<String, String>) -> String {
+    let rest: Vec<(&String, &String)> = query.iter().filter(|(k, _)| *k != "token").collect();
+    if rest.is_empty() {
+        return path.to_owned();
+    }
+    let encoded: Vec<String> = rest
+        .into_iter()
+        .map(|(k, v)| format!("{}={}", encode(k), encode(v)))
+        .collect();
+    format!("{path}?{}", encoded.join("&"))
+}
+
+/// Percent-encodes everything but unreserved characters.
+fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The plugin's answer as an HTTP response (a header that is not valid is left out).
+fn response(answer: HttpResponse) -> Response {
+    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = (status, answer.body).into_response();
+    for (name, value) in answer.headers {
+        if let (Ok(name), Ok(value)) = (
+            header::HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(&value),
+        ) {
+            response.headers_mut().insert(name, value);
+        }
+    }
+    response
+}
+
+/// 502: the plugin serving `route` failed to answer.
+fn plugin_failed(route: &ItemEntry, why: &str) -> Response {
+    tracing::warn!(plugin = route.plugin(), route = %route.key, error = why, "a plugin's HTTP route failed");
+    (
+        StatusCode::BAD_GATEWAY,
+        format!("the plugin {} did not answer: {why}", route.plugin()),
+    )
+        .into_response()
+}

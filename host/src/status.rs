@@ -1,0 +1,75 @@
+//! The host as people watch it: its plugins with their generations, and its health (live tasks,
+//! threads, descriptors, memory, keeper, store), as plugins read it through
+//! [`taskhost_abi::HostApi::host_status_json`].
+
+use std::sync::Weak;
+
+use serde_json::{Value, json};
+
+use crate::plugin::Plugins;
+use crate::services::Services;
+
+/// When the process started, for its uptime.
+static STARTED: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+/// Installs the status source of `plugins`' host handles; call once the host is built.
+pub(crate) fn install(plugins: &std::sync::Arc<Plugins>, services: Services) {
+    STARTED.get_or_init(std::time::Instant::now);
+    let weak: Weak<Plugins> = std::sync::Arc::downgrade(plugins);
+    plugins.set_status_source(std::sync::Arc::new(move || {
+        let plugins = weak
+            .upgrade()
+            .map_or_else(|| json!({"plugins": []}), |p| plugins_json(&p));
+        json!({"plugins": plugins["plugins"], "health": health(&services)})
+    }));
+}
+
+/// The plugin table as `taskhost://plugins` serves it.
+pub fn plugins_json(plugins: &crate::plugin::Plugins) -> Value {
+    let plugins: Vec<Value> = plugins
+        .info()
+        .into_iter()
+        .map(|p| {
+            let generations: Vec<Value> = p
+                .generations
+                .iter()
+                .map(|g| json!({"generation": g.generation, "state": g.state.as_str(), "live_tasks": g.live_tasks, "loaded_at_ms": g.loaded_at_ms}))
+                .collect();
+            json!({"name": p.name, "path": p.path.display().to_string(), "generations": generations})
+        })
+        .collect();
+    json!({"plugins": plugins})
+}
+
+/// Live tasks, threads, descriptors, resident memory, the keeper's pid and the store's size.
+fn health(services: &Services) -> Value {
+    let count = |dir: &str| std::fs::read_dir(dir).map_or(0, Iterator::count);
+    let rss_bytes = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4096);
+    let store_bytes = services.state.as_ref().map_or(0, |s| {
+        std::fs::read_dir(s.dir())
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .filter(|e| e.file_name().to_string_lossy().starts_with("tasks.db"))
+                    .filter_map(|e| e.metadata().ok())
+                    .map(|m| m.len())
+                    .sum::<u64>()
+            })
+            .unwrap_or(0)
+    });
+    let uptime_ms = STARTED.get().map_or(0, |s| {
+        u64::try_from(s.elapsed().as_millis()).unwrap_or(u64::MAX)
+    });
+    json!({
+        "tasks_live": services.registry.stats().live,
+        "threads": count("/proc/self/task"),
+        "descriptors": count("/proc/self/fd"),
+        "rss_bytes": rss_bytes,
+        "keeper_pid": services.processes.keeper_pid(),
+        "store_bytes": store_bytes,
+        "uptime_ms": uptime_ms,
+    })
+}

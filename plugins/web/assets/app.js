@@ -1,0 +1,197 @@
+// The taskhost web view: the tasks the viewer may see, live from one event stream; every text
+// from a task is set as text (textContent), never parsed as HTML.
+'use strict';
+
+const PAGE_ROWS = 100;
+const TIMELINE_HOURS = 6;
+const COLOURS = { running: '#1f5fbf', stopping: '#1f5fbf', completed: '#23803a', failed: '#b3261e', killed: '#b86200', lost: '#9ca3af' };
+
+const tasks = new Map();
+let watch = '';
+let source = null;
+let page = 0;
+let drawing = false;
+
+const $ = (id) => document.getElementById(id);
+
+function connect() {
+  if (source) source.close();
+  source = new EventSource('/api/events' + (watch ? '?watch=' + encodeURIComponent(watch) : ''));
+  source.addEventListener('tasks', (e) => {
+    const d = JSON.parse(e.data);
+    if (d.full) tasks.clear();
+    for (const r of d.rows) tasks.set(r.id, r);
+    for (const id of d.removed) tasks.delete(id);
+    redraw();
+  });
+  source.addEventListener('tail', (e) => {
+    const d = JSON.parse(e.data);
+    if (d.id !== watch) return;
+    const pre = $('tail');
+    const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+    pre.textContent = d.text;
+    if (atEnd) pre.scrollTop = pre.scrollHeight;
+  });
+  source.addEventListener('host', (e) => showHost(JSON.parse(e.data)));
+  source.onopen = () => { $('connection').textContent = 'live'; };
+  source.onerror = () => { $('connection').textContent = 'reconnecting…'; };
+}
+
+function redraw() {
+  if (drawing) return;
+  drawing = true;
+  requestAnimationFrame(() => { drawing = false; render(); });
+}
+
+function filtered() {
+  const status = $('f-status').value, owner = $('f-owner').value, kind = $('f-kind').value;
+  const search = $('f-search').value.trim().toLowerCase();
+  const rows = [];
+  for (const t of tasks.values()) {
+    if (status && t.status !== status) continue;
+    if (owner && t.owner !== owner) continue;
+    if (kind && t.kind !== kind) continue;
+    if (search && !(t.command.toLowerCase().includes(search) || t.id.toLowerCase().includes(search))) continue;
+    rows.push(t);
+  }
+  rows.sort((a, b) => b.started_at_ms - a.started_at_ms || (a.id < b.id ? 1 : -1));
+  return rows;
+}
+
+function options(select, values) {
+  const keep = select.value;
+  const have = new Set([...select.options].map((o) => o.value));
+  for (const v of [...values].sort()) {
+    if (have.has(v) || v === '') continue;
+    const o = document.createElement('option');
+    o.value = v; o.textContent = v;
+    select.appendChild(o);
+  }
+  select.value = keep;
+}
+
+function cell(tr, text, cls) {
+  const td = document.createElement('td');
+  td.textContent = text;
+  if (cls) td.className = cls;
+  tr.appendChild(td);
+  return td;
+}
+
+// A task that completed with a non-zero exit is shown as failing, as people read it.
+function nonZero(t) {
+  return t.status === 'completed' && /exit code: [1-9]|signal: /.test(t.detail || '');
+}
+
+function clock(ms) {
+  return ms ? new Date(ms).toLocaleString() : '';
+}
+
+function duration(t) {
+  const end = t.finished_at_ms || Date.now();
+  let s = Math.max(0, Math.round((end - t.started_at_ms) / 1000));
+  const h = Math.floor(s / 3600); s -= h * 3600;
+  const m = Math.floor(s / 60); s -= m * 60;
+  return (h ? h + 'h ' : '') + (h || m ? m + 'm ' : '') + s + 's';
+}
+
+function render() {
+  options($('f-owner'), new Set([...tasks.values()].map((t) => t.owner)));
+  options($('f-kind'), new Set([...tasks.values()].map((t) => t.kind)));
+  const rows = filtered();
+  const pages = Math.max(1, Math.ceil(rows.length / PAGE_ROWS));
+  page = Math.min(page, pages - 1);
+  const running = [...tasks.values()].filter((t) => t.status === 'running').length;
+  $('counts').textContent = rows.length + ' shown of ' + tasks.size + ' tasks, ' + running + ' running';
+  $('page').textContent = 'page ' + (page + 1) + ' of ' + pages;
+  const body = document.createElement('tbody');
+  for (const t of rows.slice(page * PAGE_ROWS, (page + 1) * PAGE_ROWS)) {
+    const tr = document.createElement('tr');
+    tr.dataset.id = t.id;
+    if (t.id === watch) tr.className = 'selected';
+    cell(tr, t.id, 'id');
+    cell(tr, t.kind, 'kind');
+    cell(tr, t.owner, 'owner');
+    cell(tr, t.status, 'status status-' + (nonZero(t) ? 'failed' : t.status));
+    cell(tr, t.command, 'command');
+    cell(tr, clock(t.started_at_ms), 'started');
+    cell(tr, duration(t), 'duration');
+    cell(tr, t.detail || '', 'exit');
+    const td = cell(tr, '', 'actions');
+    if (t.status === 'running') {
+      const b = document.createElement('button');
+      b.type = 'button'; b.className = 'kill'; b.textContent = 'kill';
+      b.addEventListener('click', (e) => { e.stopPropagation(); kill(t.id); });
+      td.appendChild(b);
+    }
+    tr.addEventListener('click', () => select(t.id));
+    body.appendChild(tr);
+  }
+  $('tasks').replaceChild(body, $('tasks').tBodies[0]);
+  const w = tasks.get(watch);
+  $('detail-status').textContent = w ? w.status + (w.detail ? ' (' + w.detail + ')' : '') : '';
+  timeline(rows);
+}
+
+function timeline(rows) {
+  const canvas = $('timeline');
+  const ctx = canvas.getContext('2d');
+  const now = Date.now();
+  const since = now - TIMELINE_HOURS * 3600 * 1000;
+  const shown = rows.filter((t) => (t.finished_at_ms || now) >= since).slice(0, 200).reverse();
+  const oldest = shown.reduce((m, t) => Math.min(m, t.started_at_ms), now);
+  const from = Math.max(since, oldest - 1000);
+  const span = Math.max(1, now - from);
+  $('timeline-span').textContent = 'since ' + new Date(from).toLocaleTimeString();
+  ctx.clearRect(0, 0, canvas.width, canvas.height);
+  const h = Math.max(1, Math.min(12, Math.floor(canvas.height / Math.max(1, shown.length))));
+  shown.forEach((t, i) => {
+    const x0 = ((Math.max(t.started_at_ms, from) - from) / span) * canvas.width;
+    const x1 = (((t.finished_at_ms || now) - from) / span) * canvas.width;
+    ctx.fillStyle = COLOURS[nonZero(t) ? 'failed' : t.status] || '#444';
+    ctx.fillRect(x0, i * h, Math.max(2, x1 - x0), Math.max(1, h - 1));
+  });
+}
+
+function select(id) {
+  watch = id;
+  $('detail').hidden = false;
+  $('detail-id').textContent = id;
+  $('tail').textContent = '';
+  connect();
+  redraw();
+}
+
+async function kill(id) {
+  if (!window.confirm('Kill task ' + id + '?')) return;
+  const r = await fetch('/api/tasks/' + encodeURIComponent(id) + '/kill', { method: 'POST', credentials: 'same-origin' });
+  if (!r.ok) window.alert('The kill failed: ' + (await r.text()));
+}
+
+function showHost(s) {
+  const h = s.health || {};
+  const mib = (b) => (b / 1048576).toFixed(1) + ' MiB';
+  $('health').textContent = 'tasks live ' + h.tasks_live + ' · threads ' + h.threads + ' · descriptors ' + h.descriptors +
+    ' · RSS ' + mib(h.rss_bytes || 0) + ' · keeper ' + (h.keeper_pid || 'none') + ' · store ' + mib(h.store_bytes || 0);
+  const body = document.createElement('tbody');
+  for (const p of s.plugins || []) {
+    const tr = document.createElement('tr');
+    tr.dataset.plugin = p.name;
+    const gens = p.generations || [];
+    cell(tr, p.name);
+    cell(tr, gens.map((g) => g.generation + ' ' + g.state).join(', '), 'generations');
+    const last = gens.reduce((m, g) => Math.max(m, g.loaded_at_ms || 0), 0);
+    cell(tr, clock(last));
+    cell(tr, String(gens.reduce((n, g) => n + g.live_tasks, 0)));
+    body.appendChild(tr);
+  }
+  $('plugins').replaceChild(body, $('plugins').tBodies[0]);
+}
+
+document.addEventListener('DOMContentLoaded', () => {
+  for (const id of ['f-status', 'f-owner', 'f-kind', 'f-search']) $(id).addEventListener('input', () => { page = 0; redraw(); });
+  $('prev').addEventListener('click', () => { page = Math.max(0, page - 1); redraw(); });
+  $('next').addEventListener('click', () => { page += 1; redraw(); });
+  setInterval(() => { if ([...tasks.values()].some((t) => t.status === 'running')) redraw(); }, 1000);
+  connect();
+});

@@ -1,0 +1,40 @@
+//! The page's requests: the task list, one task's output tail, a kill, the host's status.
+
+use taskhost_abi::prelude::*;
+use taskhost_abi::sdk::http::{HttpRequest, HttpResponse};
+
+use crate::rows::row;
+
+/// How much of each output stream a tail shows.
+pub(crate) const TAIL_BYTES: u64 = 16 * 1024;
+
+/// Answers a request under `/api/`; 404 for anything else.
+pub(crate) fn answer(host: &Host, request: &HttpRequest) -> HttpResponse {
+    let owner = request.viewer.owner.as_str();
+    let parts: Vec<&str> = request.path.trim_matches('/').split('/').collect();
+    match (request.method.as_str(), parts.as_slice()) {
+        ("GET", ["api", "tasks"]) => {
+            let rows: Vec<Value> = host
+                .list_tasks(owner)
+                .iter()
+                .map(|t| row(t, &request.viewer))
+                .collect();
+            HttpResponse::json(&json!({ "tasks": rows }))
+        }
+        ("GET", ["api", "tasks", id, "tail"]) => match host.task_tail(owner, id, TAIL_BYTES) {
+            Ok(text) => HttpResponse::json(&json!({ "id": id, "text": text })),
+            Err(e) => HttpResponse::status(404, e),
+        },
+        ("POST", ["api", "tasks", id, "kill"]) => {
+            match host.kill_task(owner, id, Some("killed from the web view")) {
+                Ok(kill) => HttpResponse::json(&json!({
+                    "requested": kill.requested,
+                    "task": row(&kill.snapshot, &request.viewer),
+                })),
+                Err(e) => HttpResponse::status(404, e),
+            }
+        }
+        ("GET", ["api", "status"]) => HttpResponse::json(&host.host_status()),
+        _ => HttpResponse::status(404, "nothing is served here"),
+    }
+}

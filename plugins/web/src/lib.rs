@@ -1,0 +1,58 @@
+//! The web surface: a page for people, served on the host's HTTP listener at `/`, that shows the
+//! tasks the viewer's principal may see, live (server-sent events, no polling in the page): each
+//! task's status, command and times, the output tail of the one selected, a kill button per row,
+//! the tasks lost by an earlier host, a timeline, the plugins with their generations, and the
+//! host's health. Everything it serves is embedded here; the page loads nothing from elsewhere.
+//!
+//! Rooms: `api` answers requests, `rows` turns snapshots into rows, `stream` is the event
+//! stream's step; `assets/` holds the page, its script and its style.
+
+use taskhost_abi::prelude::*;
+use taskhost_abi::sdk::http::{Events, EventsRequest, HttpHandler, HttpRequest, HttpResponse};
+
+mod api;
+mod rows;
+mod stream;
+
+/// The page, its script and its style, embedded at build time.
+const INDEX_HTML: &str = include_str!("../assets/index.html");
+const APP_JS: &str = include_str!("../assets/app.js");
+const APP_CSS: &str = include_str!("../assets/app.css");
+
+struct Web;
+
+impl Plugin for Web {}
+
+/// The routes under `/`.
+struct Routes {
+    host: Host,
+}
+
+impl HttpHandler for Routes {
+    fn request(&self, request: HttpRequest) -> HttpResponse {
+        match (request.method.as_str(), request.path.as_str()) {
+            ("GET", "/") => HttpResponse::ok("text/html; charset=utf-8", INDEX_HTML),
+            ("GET", "/app.js") => HttpResponse::ok("text/javascript; charset=utf-8", APP_JS),
+            ("GET", "/app.css") => HttpResponse::ok("text/css; charset=utf-8", APP_CSS),
+            _ => api::answer(&self.host, &request),
+        }
+    }
+
+    fn events(&self, request: EventsRequest) -> Events {
+        if request.path != "/api/events" {
+            return Events {
+                end: true,
+                ..Events::default()
+            };
+        }
+        stream::step(&self.host, &request)
+    }
+}
+
+fn init(host: Host) -> Result<Web, String> {
+    host.serve_http("/", Routes { host: host.clone() })?;
+    host.attach_surface("web");
+    Ok(Web)
+}
+
+export_plugin!(name: "web", init: init);

@@ -1,0 +1,111 @@
+//! One step of the page's event stream (`/api/events?watch=ID`). Events:
+//! - `tasks`: `{"rows": [...], "removed": [...], "full": bool}`, the rows that are new or changed
+//!   since the previous step (all of them at the first, `full`), and the ids no longer listed;
+//! - `tail`: `{"id", "text"}`, the watched task's output tail, when it changed;
+//! - `host`: the host's status (plugins, health), every [`STATUS_EVERY_MS`].
+//!
+//! The stream's state (what the page was sent) travels through the host between steps, so a new
+//! generation of this plugin picks the stream up where the old one left it.
+
+use std::collections::BTreeMap;
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+
+use taskhost_abi::prelude::*;
+use taskhost_abi::sdk::http::{Events, EventsRequest};
+
+use crate::api::TAIL_BYTES;
+use crate::rows::{fingerprint, row};
+
+/// How often the host's status is sent, and the list looked at when no task registered or settled.
+pub(crate) const STATUS_EVERY_MS: u64 = 1000;
+
+/// How soon a running task's output is looked at again while the page watches it.
+pub(crate) const FOLLOW_MS: u64 = 50;
+
+/// What the page was sent, kept between steps.
+#[derive(Default, Deserialize)]
+#[serde(crate = "taskhost_abi::serde", default)]
+struct Sent {
+    rows: BTreeMap<String, u64>,
+    tail: Option<(String, u64)>,
+    status_at_ms: u64,
+    listed_at_ms: u64,
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// One step: what changed since the previous one, and when to look again.
+pub(crate) fn step(host: &Host, request: &EventsRequest) -> Events {
+    // A state this generation cannot read (another version's) starts the stream afresh.
+    let mut sent: Sent =
+        taskhost_abi::serde_json::from_value(request.state.clone()).unwrap_or_default();
+    let owner = request.viewer.owner.as_str();
+    let now = now_ms();
+    let mut events = Vec::new();
+    let first = request.state.is_null();
+    let mut watched_live = false;
+    let watch = request.query.get("watch").filter(|w| !w.is_empty());
+    if first || request.changed || now.saturating_sub(sent.listed_at_ms) >= STATUS_EVERY_MS {
+        let tasks = host.list_tasks(owner);
+        let mut rows = Vec::new();
+        let mut seen = BTreeMap::new();
+        for task in &tasks {
+            let print = fingerprint(task);
+            if sent.rows.get(task.id.as_str()) != Some(&print) {
+                rows.push(row(task, &request.viewer));
+            }
+            seen.insert(task.id.to_string(), print);
+        }
+        let removed: Vec<&String> = sent
+            .rows
+            .keys()
+            .filter(|id| !seen.contains_key(*id))
+            .collect();
+        if first || !rows.is_empty() || !removed.is_empty() {
+            let data = json!({"rows": rows, "removed": removed, "full": first});
+            events.push(("tasks".to_owned(), data.to_string()));
+        }
+        sent.rows = seen;
+        sent.listed_at_ms = now;
+    }
+    if let Some(id) = watch {
+        watched_live = host
+            .get_task(owner, id)
+            .is_ok_and(|t| !t.status.is_terminal());
+        let text = host.task_tail(owner, id, TAIL_BYTES).unwrap_or_default();
+        let mut h = DefaultHasher::new();
+        text.hash(&mut h);
+        let print = (id.clone(), h.finish());
+        if sent.tail.as_ref() != Some(&print) {
+            events.push((
+                "tail".to_owned(),
+                json!({"id": id, "text": text}).to_string(),
+            ));
+            sent.tail = Some(print);
+        }
+    }
+    if now.saturating_sub(sent.status_at_ms) >= STATUS_EVERY_MS {
+        events.push(("host".to_owned(), host.host_status().to_string()));
+        sent.status_at_ms = now;
+    }
+    Events {
+        events,
+        state: json!({
+            "rows": sent.rows,
+            "tail": sent.tail,
+            "status_at_ms": sent.status_at_ms,
+            "listed_at_ms": sent.listed_at_ms,
+        }),
+        follow_ms: Some(if watched_live {
+            FOLLOW_MS
+        } else {
+            STATUS_EVERY_MS
+        }),
+        end: false,
+    }
+}

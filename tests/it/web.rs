@@ -1,0 +1,201 @@
+//! The `web` surface plugin on a real host's HTTP listener: the token gate and its cookie, the
+//! headers that keep task output inert, the cross-site refusal, the fence between principals.
+//! What a person sees in a real browser is in [`crate::web_browser`].
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::fixtures::{built, eventually, plugin_copy, rebuilt_bytes, scratch};
+use crate::http_wire::{Client, HttpHost, Response, send};
+
+/// A host on `http://127.0.0.1:0` serving `bash`, `tasks` and `web`, the last two copies in `dir`
+/// (so a test can rebuild them), watching its plugins; `extra` arguments after.
+pub(crate) fn web_host(dir: &Path, extra: &[&str]) -> (HttpHost, PathBuf, PathBuf) {
+    let web = plugin_copy("taskhost_plugin_web", dir, "taskhost_plugin_web");
+    let bash = plugin_copy("taskhost_plugin_bash", dir, "taskhost_plugin_bash");
+    let tasks = built("taskhost_plugin_tasks");
+    let plugins = [
+        "--plugin",
+        bash.to_str().unwrap(),
+        "--plugin",
+        tasks.to_str().unwrap(),
+        "--plugin",
+        web.to_str().unwrap(),
+    ];
+    let host = HttpHost::start_on(dir, "http://127.0.0.1:0", &[&plugins[..], extra].concat());
+    (host, web, bash)
+}
+
+/// The listener's origin (`http://127.0.0.1:PORT`).
+pub(crate) fn origin(host: &HttpHost) -> String {
+    format!("http://{}", host.authority())
+}
+
+/// One request to the host's plugin routes.
+fn get(host: &HttpHost, method: &str, path: &str, headers: &[(&str, &str)]) -> Response {
+    let authority = host.authority();
+    let mut stream = std::net::TcpStream::connect(&authority).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    send(&mut stream, &authority, method, path, headers, b"")
+}
+
+/// Starts `command` in the background over MCP as `client`'s principal; the task id.
+pub(crate) fn start(client: &Client, command: &str) -> String {
+    let text = client.call(
+        "bash",
+        json!({"command": command, "run_in_background": true}),
+    );
+    text.split_whitespace()
+        .find(|w| w.starts_with("bash-"))
+        .unwrap_or_else(|| panic!("no task id in {text}"))
+        .trim_end_matches(['.', ','])
+        .to_owned()
+}
+
+/// Replaces `plugin` by a rebuild of `stem` (a new build id), as `cargo build` and a copy would.
+pub(crate) fn rebuild(plugin: &Path, stem: &str, n: u32) {
+    let next = plugin.with_extension("next");
+    std::fs::write(&next, rebuilt_bytes(stem, n)).unwrap();
+    crate::fixtures::set_mode(&next, 0o755);
+    std::fs::rename(&next, plugin).unwrap();
+}
+
+#[test]
+fn the_web_view_needs_a_token_then_keeps_it_in_a_strict_http_only_cookie() {
+    let dir = scratch("web-login");
+    let (host, _, _) = web_host(&dir, &["--no-watch"]);
+    let token = host.token("alice");
+    let page = [("Accept", "text/html")];
+
+    let refused = get(&host, "GET", "/", &page);
+    assert_eq!(refused.status, 401, "{refused:?}");
+    assert!(
+        refused.body.contains("<form"),
+        "a login page: {}",
+        refused.body
+    );
+    let api = get(&host, "GET", "/api/tasks", &[]);
+    assert_eq!(api.status, 401, "{api:?}");
+    let forged = get(&host, "GET", "/?token=taskhost_00", &page);
+    assert_eq!(forged.status, 401, "{forged:?}");
+
+    let login = get(&host, "GET", &format!("/?token={token}"), &page);
+    assert_eq!(login.status, 303, "{login:?}");
+    assert_eq!(
+        login.headers["location"], "/",
+        "the token leaves the address"
+    );
+    let cookie = &login.headers["set-cookie"];
+    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+        assert!(cookie.contains(attribute), "{cookie}");
+    }
+    assert!(
+        !cookie.contains("Secure"),
+        "plain HTTP on loopback: {cookie}"
+    );
+    let pair = cookie.split(';').next().unwrap();
+
+    let shown = get(
+        &host,
+        "GET",
+        "/",
+        &[("Accept", "text/html"), ("Cookie", pair)],
+    );
+    assert_eq!(shown.status, 200, "{shown:?}");
+    assert!(
+        shown.body.contains("<script src=\"/app.js\""),
+        "{}",
+        shown.body
+    );
+    let policy = &shown.headers["content-security-policy"];
+    assert!(
+        policy.contains("script-src 'self'") && !policy.contains("unsafe-inline"),
+        "{policy}"
+    );
+    assert_eq!(shown.headers["x-content-type-options"], "nosniff");
+    assert!(
+        get(&host, "GET", "/app.js", &[("Cookie", pair)])
+            .body
+            .contains("EventSource"),
+        "the script is embedded in the plugin"
+    );
+    drop(host);
+}
+
+#[test]
+fn a_kill_from_another_sites_page_is_refused_and_one_from_the_view_kills() {
+    let dir = scratch("web-csrf");
+    let (host, _, _) = web_host(&dir, &["--no-watch"]);
+    let token = host.token("alice");
+    let client = Client::new(&host, &token);
+    let id = start(&client, "sleep 300");
+    let cookie = format!("taskhost_token={token}");
+    let path = format!("/api/tasks/{id}/kill");
+
+    let forged = get(
+        &host,
+        "POST",
+        &path,
+        &[("Cookie", &cookie), ("Origin", "http://attacker.example")],
+    );
+    assert_eq!(forged.status, 403, "{forged:?}");
+    let unnamed = get(&host, "POST", &path, &[("Cookie", &cookie)]);
+    assert_eq!(
+        unnamed.status, 403,
+        "a change without an Origin: {unnamed:?}"
+    );
+    let listed = get(&host, "GET", "/api/tasks", &[("Cookie", &cookie)]);
+    assert!(
+        listed.body.contains("\"status\":\"running\""),
+        "still running: {}",
+        listed.body
+    );
+
+    let own = origin(&host);
+    let killed = get(
+        &host,
+        "POST",
+        &path,
+        &[("Cookie", &cookie), ("Origin", &own)],
+    );
+    assert_eq!(killed.status, 200, "{killed:?}");
+    assert!(
+        eventually(Duration::from_secs(20), || {
+            get(&host, "GET", "/api/tasks", &[("Cookie", &cookie)])
+                .body
+                .contains("\"status\":\"killed\"")
+        }),
+        "the task is killed"
+    );
+}
+
+#[test]
+fn another_principals_tasks_and_output_are_never_served() {
+    let dir = scratch("web-fence");
+    let (host, _, _) = web_host(&dir, &["--no-watch"]);
+    let (alice, bob) = (host.token("alice"), host.token("bob"));
+    let id = start(&Client::new(&host, &alice), "echo alice-secret; sleep 300");
+    let as_bob = format!("Bearer {bob}");
+    let listed = get(&host, "GET", "/api/tasks", &[("Authorization", &as_bob)]);
+    assert_eq!(listed.status, 200, "{listed:?}");
+    assert!(!listed.body.contains(&id), "{}", listed.body);
+    let tail = get(
+        &host,
+        "GET",
+        &format!("/api/tasks/{id}/tail"),
+        &[("Authorization", &as_bob)],
+    );
+    assert_eq!(tail.status, 404, "{tail:?}");
+    assert!(!tail.body.contains("alice-secret"), "{}", tail.body);
+    let kill = get(
+        &host,
+        "POST",
+        &format!("/api/tasks/{id}/kill"),
+        &[("Authorization", &as_bob)],
+    );
+    assert_eq!(kill.status, 404, "{kill:?}");
+}

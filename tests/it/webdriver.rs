@@ -1,0 +1,252 @@
+//! A real Chromium driven over WebDriver: Debian's `chromium` and `chromium-driver` (`.ci/run`
+//! installs them), headless, each browser with a profile directory of its own that goes with it.
+//! The client is the WebDriver wire protocol itself (JSON over HTTP/1.1), through the tests' plain
+//! HTTP client, so what the browser does is what a person's browser would do.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::fixtures::{Scratch, eventually, scratch};
+
+/// A headless Chromium behind its own chromedriver; both ended when dropped.
+pub(crate) struct Browser {
+    driver: Child,
+    authority: String,
+    session: String,
+    _profile: Scratch,
+}
+
+/// The chromedriver of Debian's `chromium-driver`, when it is installed (`scripts/browser`
+/// installs it); without it a browser test says it was skipped, or fails where
+/// `TASKHOST_REQUIRE_BROWSER=1` (CI).
+fn chromedriver() -> Option<PathBuf> {
+    let path = PathBuf::from("/usr/bin/chromedriver");
+    if path.exists() && Path::new("/usr/bin/chromium").exists() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var_os("TASKHOST_REQUIRE_BROWSER").is_none(),
+        "chromium or chromedriver is missing: apt-get install chromium chromium-driver (scripts/browser does)"
+    );
+    eprintln!("skipped: no chromium and chromedriver (scripts/browser installs them)");
+    None
+}
+
+impl Browser {
+    /// Starts chromedriver on a free loopback port and opens a headless session; `None` when no
+    /// browser is installed (see [`chromedriver`]).
+    pub(crate) fn start() -> Option<Self> {
+        let chromedriver = chromedriver()?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let driver = Command::new(chromedriver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start chromedriver");
+        let authority = format!("127.0.0.1:{port}");
+        let profile = scratch("chromium-profile");
+        let mut browser = Self {
+            driver,
+            authority,
+            session: String::new(),
+            _profile: profile,
+        };
+        assert!(
+            eventually(Duration::from_secs(30), || {
+                browser
+                    .request("GET", "/status", None)
+                    .is_some_and(|v| v["value"]["ready"] == true)
+            }),
+            "chromedriver did not become ready"
+        );
+        let capabilities = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "unhandledPromptBehavior": "ignore",
+            "goog:chromeOptions": {
+                "binary": "/usr/bin/chromium",
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                         "--window-size=1400,1000", "--no-first-run", "--disable-background-networking",
+                         format!("--user-data-dir={}", browser._profile.path().display())],
+            },
+        }}});
+        let opened = browser
+            .request("POST", "/session", Some(&capabilities))
+            .expect("a WebDriver session");
+        browser.session = opened["value"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session: {opened}"))
+            .to_owned();
+        Some(browser)
+    }
+
+    /// One WebDriver request; its JSON answer, or `None` when the driver does not answer.
+    fn request(&self, method: &str, path: &str, body: Option<&Value>) -> Option<Value> {
+        let mut stream = std::net::TcpStream::connect(&self.authority).ok()?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .ok()?;
+        let body = body.map(Value::to_string).unwrap_or_default();
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            self.authority,
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).ok()?;
+        stream.write_all(body.as_bytes()).ok()?;
+        // chromedriver keeps the connection open whatever the request says: read by length.
+        let mut reader = BufReader::new(stream);
+        let mut length = 0usize;
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).ok()? == 0 {
+                return None;
+            }
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().ok()?;
+            }
+        }
+        let mut answer = vec![0u8; length];
+        reader.read_exact(&mut answer).ok()?;
+        serde_json::from_slice(&answer).ok()
+    }
+
+    /// A command of this session; its `value`, or a panic naming the WebDriver error.
+    fn command(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        let path = format!("/session/{}{path}", self.session);
+        let answer = self
+            .request(method, &path, body.as_ref())
+            .unwrap_or_else(|| panic!("chromedriver did not answer {method} {path}"));
+        let value = answer["value"].clone();
+        assert!(value.get("error").is_none(), "{method} {path}: {value}");
+        value
+    }
+
+    /// Opens `url` and waits for the page to load.
+    pub(crate) fn open(&self, url: &str) {
+        self.command("POST", "/url", Some(json!({ "url": url })));
+    }
+
+    /// Runs `script` (a function body; `arguments` are `args`) in the page; what it returns.
+    pub(crate) fn run(&self, script: &str, args: &[Value]) -> Value {
+        self.command(
+            "POST",
+            "/execute/sync",
+            Some(json!({"script": script, "args": args})),
+        )
+    }
+
+    /// The text of the first element matching `css`, or `None` when there is none.
+    pub(crate) fn text(&self, css: &str) -> Option<String> {
+        self.run(
+            "const e = document.querySelector(arguments[0]); return e ? e.textContent : null;",
+            &[json!(css)],
+        )
+        .as_str()
+        .map(str::to_owned)
+    }
+
+    /// Clicks the first element matching `css` as a person would (WebDriver's element click).
+    pub(crate) fn click(&self, css: &str) {
+        let found = self.command(
+            "POST",
+            "/element",
+            Some(json!({"using": "css selector", "value": css})),
+        );
+        let element = found
+            .as_object()
+            .and_then(|o| o.values().next())
+            .and_then(Value::as_str)
+            .unwrap_or_else(|| panic!("no element {css}: {found}"))
+            .to_owned();
+        self.command(
+            "POST",
+            &format!("/element/{element}/click"),
+            Some(json!({})),
+        );
+    }
+
+    /// The text of the open prompt (`alert`, `confirm`), if one is open.
+    pub(crate) fn prompt(&self) -> Option<String> {
+        let path = format!("/session/{}/alert/text", self.session);
+        let answer = self.request("GET", &path, None)?;
+        answer["value"].as_str().map(str::to_owned)
+    }
+
+    /// Accepts the open prompt.
+    pub(crate) fn accept(&self) {
+        self.command("POST", "/alert/accept", Some(json!({})));
+    }
+
+    /// A PNG of the window.
+    pub(crate) fn screenshot(&self) -> Vec<u8> {
+        let encoded = self.command("GET", "/screenshot", None);
+        base64(encoded.as_str().unwrap_or_default())
+    }
+
+    /// The value of `script` once it is truthy, or `None` when `timeout` passed first.
+    pub(crate) fn wait_for(
+        &self,
+        timeout: Duration,
+        script: &str,
+        args: &[Value],
+    ) -> Option<Value> {
+        let mut found = None;
+        eventually(timeout, || {
+            let v = self.run(script, args);
+            let truthy = !(v.is_null() || v == json!(false) || v == json!(""));
+            if truthy {
+                found = Some(v);
+            }
+            truthy
+        });
+        found
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        if !self.session.is_empty() {
+            let path = format!("/session/{}", self.session);
+            let _ = self.request("DELETE", &path, None);
+        }
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+/// Standard base64 decoded (padding and line breaks ignored).
+fn base64(text: &str) -> Vec<u8> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'a'..=b'z' => Some(c - b'a' + 26),
+        b'0'..=b'9' => Some(c - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    };
+    let digits: Vec<u8> = text.bytes().filter_map(value).collect();
+    let mut out = Vec::with_capacity(digits.len() * 3 / 4);
+    for chunk in digits.chunks(4) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, &d)| n | (u32::from(d) << (18 - 6 * i)));
+        let bytes = n.to_be_bytes();
+        out.extend_from_slice(&bytes[1..chunk.len()]);
+    }
+    out
+}
