@@ -27,4 +27,3 @@ mod subagent;
 mod watch;
 mod web;
 mod web_browser;
-mod webdriver;

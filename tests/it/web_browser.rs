@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::fixtures::scratch;
 use crate::http_wire::Client;
 use crate::web::{origin, rebuild, start, web_host};
-use crate::webdriver::Browser;
+use taskhost_tests::webdriver::Browser;
 
 /// How long anything the page shows may take to show (generous: a loaded machine).
 const SHOWN_WITHIN: Duration = Duration::from_secs(20);

@@ -1,8 +1,10 @@
 //! What the integration tests (`tests/it`, `tests/soak`) and the host's benchmarks share: where the
-//! cargo build they drive lives, and how to make a plugin file look like a fresh build of itself.
-//! Plain std, so any test or bench target can depend on it.
+//! cargo build they drive lives, how to make a plugin file look like a fresh build of itself, and a
+//! real browser to look at the web view with ([`webdriver`]).
 
 use std::path::{Path, PathBuf};
+
+pub mod webdriver;
 
 /// The cargo profile directory (`target/<profile>`) holding the built binaries and cdylibs, found
 /// from the running test or bench binary, which cargo puts in its `deps/`.

@@ -5,6 +5,8 @@
 
 pub use taskhost_tests::{Scratch, profile_dir};
 
+pub mod http;
+
 /// A fresh scratch directory for one benchmark run, removed when dropped.
 pub fn scratch(name: &str) -> Scratch {
     Scratch::new("taskhost-bench", name)

@@ -10,10 +10,27 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::fixtures::{Scratch, eventually, scratch};
+use crate::Scratch;
+
+/// Browsers started by this process, for their profiles' names.
+static STARTED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Polls `f` every 10 ms until it holds or `timeout` passes; whether it held.
+fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        if f() {
+            return true;
+        }
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
 
 /// A headless Chromium behind its own chromedriver; both ended when dropped.
-pub(crate) struct Browser {
+pub struct Browser {
     driver: Child,
     authority: String,
     session: String,
@@ -39,7 +56,7 @@ fn chromedriver() -> Option<PathBuf> {
 impl Browser {
     /// Starts chromedriver on a free loopback port and opens a headless session; `None` when no
     /// browser is installed (see [`chromedriver`]).
-    pub(crate) fn start() -> Option<Self> {
+    pub fn start() -> Option<Self> {
         let chromedriver = chromedriver()?;
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
@@ -52,7 +69,8 @@ impl Browser {
             .spawn()
             .expect("start chromedriver");
         let authority = format!("127.0.0.1:{port}");
-        let profile = scratch("chromium-profile");
+        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let profile = Scratch::new("taskhost-browser", &n.to_string());
         let mut browser = Self {
             driver,
             authority,
@@ -136,12 +154,12 @@ impl Browser {
     }
 
     /// Opens `url` and waits for the page to load.
-    pub(crate) fn open(&self, url: &str) {
+    pub fn open(&self, url: &str) {
         self.command("POST", "/url", Some(json!({ "url": url })));
     }
 
     /// Runs `script` (a function body; `arguments` are `args`) in the page; what it returns.
-    pub(crate) fn run(&self, script: &str, args: &[Value]) -> Value {
+    pub fn run(&self, script: &str, args: &[Value]) -> Value {
         self.command(
             "POST",
             "/execute/sync",
@@ -150,7 +168,7 @@ impl Browser {
     }
 
     /// The text of the first element matching `css`, or `None` when there is none.
-    pub(crate) fn text(&self, css: &str) -> Option<String> {
+    pub fn text(&self, css: &str) -> Option<String> {
         self.run(
             "const e = document.querySelector(arguments[0]); return e ? e.textContent : null;",
             &[json!(css)],
@@ -160,7 +178,7 @@ impl Browser {
     }
 
     /// Clicks the first element matching `css` as a person would (WebDriver's element click).
-    pub(crate) fn click(&self, css: &str) {
+    pub fn click(&self, css: &str) {
         let found = self.command(
             "POST",
             "/element",
@@ -180,30 +198,25 @@ impl Browser {
     }
 
     /// The text of the open prompt (`alert`, `confirm`), if one is open.
-    pub(crate) fn prompt(&self) -> Option<String> {
+    pub fn prompt(&self) -> Option<String> {
         let path = format!("/session/{}/alert/text", self.session);
         let answer = self.request("GET", &path, None)?;
         answer["value"].as_str().map(str::to_owned)
     }
 
     /// Accepts the open prompt.
-    pub(crate) fn accept(&self) {
+    pub fn accept(&self) {
         self.command("POST", "/alert/accept", Some(json!({})));
     }
 
     /// A PNG of the window.
-    pub(crate) fn screenshot(&self) -> Vec<u8> {
+    pub fn screenshot(&self) -> Vec<u8> {
         let encoded = self.command("GET", "/screenshot", None);
         base64(encoded.as_str().unwrap_or_default())
     }
 
     /// The value of `script` once it is truthy, or `None` when `timeout` passed first.
-    pub(crate) fn wait_for(
-        &self,
-        timeout: Duration,
-        script: &str,
-        args: &[Value],
-    ) -> Option<Value> {
+    pub fn wait_for(&self, timeout: Duration, script: &str, args: &[Value]) -> Option<Value> {
         let mut found = None;
         eventually(timeout, || {
             let v = self.run(script, args);

@@ -1,0 +1,162 @@
+//! Web view figures for `scripts/bench`, against the real release `taskhost` serving
+//! `--listen http://127.0.0.1:0` with `tasks`, `bash` and `web`, looked at by a real headless
+//! Chromium (`taskhost_tests::webdriver`; skipped, saying so, when none is installed):
+//! - from a task's write to its text in the page: the task prints numbered lines, each with the
+//!   time it wrote it (`date +%s%N`), every 200 ms; the page notes when each first shows (a
+//!   `MutationObserver` on the output); median and worst of 40 lines;
+//! - a page load with 10,000 tasks: from the navigation to the page counting them all;
+//! - `task_output` round trips (2026-07-28, non-blocking) while 100 tasks stream output and a page
+//!   follows one of them, against the same round trip on the idle host.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::http::{Conn, start_with, token};
+use serde_json::json;
+use taskhost_tests::webdriver::Browser;
+
+/// The median and the largest of `values`.
+fn median_max(mut values: Vec<f64>) -> (f64, f64) {
+    values.sort_by(f64::total_cmp);
+    let median = values.get(values.len() / 2).copied().unwrap_or(f64::NAN);
+    (median, values.last().copied().unwrap_or(f64::NAN))
+}
+
+/// The mean `task_output` round trip in microseconds, best of three rounds of 500.
+fn read_round_trip(conn: &mut Conn, id: &str) -> f64 {
+    let mut best = f64::MAX;
+    for _ in 0..3 {
+        let t = Instant::now();
+        for _ in 0..500 {
+            conn.call("task_output", json!({"task_id": id}));
+        }
+        best = best.min(t.elapsed().as_secs_f64() * 1e6 / 500.0);
+    }
+    best
+}
+
+fn started(text: &str) -> String {
+    text.trim_start_matches("started background task ")
+        .to_owned()
+}
+
+fn write_to_page(browser: &Browser, conn: &mut Conn, origin: &str, token: &str) {
+    let id = started(&conn.call("bash", json!({"command":
+        "sleep 1; for i in $(seq 1 40); do echo \"mark $i $(date +%s%N)\"; sleep 0.2; done; sleep 5",
+        "run_in_background": true})));
+    browser.open(&format!("{origin}/?token={token}"));
+    browser.wait_for(
+        Duration::from_secs(20),
+        "return document.querySelector('tr[data-id=\"' + arguments[0] + '\"]') !== null;",
+        &[json!(id)],
+    );
+    browser.click(&format!("tr[data-id=\"{id}\"]"));
+    browser.run(
+        "window.seen = {}; const pre = document.getElementById('tail');
+         new MutationObserver(() => { const now = performance.timeOrigin + performance.now();
+           for (const m of pre.textContent.matchAll(/mark (\\d+) (\\d+)/g)) {
+             if (!(m[1] in window.seen)) window.seen[m[1]] = now - Number(m[2]) / 1e6; } })
+           .observe(pre, {childList: true, characterData: true, subtree: true}); return true;",
+        &[],
+    );
+    let all = browser.wait_for(
+        Duration::from_secs(60),
+        "return Object.keys(window.seen).length >= 38 ? window.seen : null;",
+        &[],
+    );
+    let latencies: Vec<f64> = all
+        .and_then(|v| v.as_object().cloned())
+        .map(|o| o.values().filter_map(serde_json::Value::as_f64).collect())
+        .unwrap_or_default();
+    let n = latencies.len();
+    let (median, max) = median_max(latencies);
+    println!(
+        "{{\"name\":\"a task's write to its text in the page, through Chromium (median of {n} lines; worst {max:.0} ms)\",\"unit\":\"ms\",\"value\":{median:.1},\"baseline_name\":\"(target 100 ms)\",\"baseline\":100,\"ratio\":{:.2}}}",
+        median / 100.0
+    );
+}
+
+fn page_with_many(browser: &Browser, conn: &mut Conn, origin: &str, token: &str, n: usize) {
+    for _ in 0..n {
+        conn.call(
+            "bash",
+            json!({"command": "true", "run_in_background": true}),
+        );
+    }
+    let counted = format!("of {n} tasks");
+    let shows = "const c = document.getElementById('counts'); return c && c.textContent.includes(arguments[0]) && document.querySelectorAll('#tasks tbody tr').length > 0;";
+    let mut best = f64::MAX;
+    for _ in 0..3 {
+        let t = Instant::now();
+        browser.open(&format!("{origin}/?token={token}"));
+        browser.wait_for(Duration::from_secs(60), shows, &[json!(counted)]);
+        best = best.min(t.elapsed().as_secs_f64() * 1e3);
+    }
+    println!(
+        "{{\"name\":\"the page loaded with {n} tasks, navigation to every task counted and the first page drawn (best of 3)\",\"unit\":\"ms\",\"value\":{best:.0},\"baseline_name\":\"(target 1000 ms)\",\"baseline\":1000,\"ratio\":{:.2}}}",
+        best / 1000.0
+    );
+}
+
+fn reads_under_streaming(browser: &Browser, conn: &mut Conn, origin: &str, token: &str) {
+    let quiet = started(&conn.call(
+        "bash",
+        json!({"command": "sleep 600", "run_in_background": true}),
+    ));
+    let idle = read_round_trip(conn, &quiet);
+    let streams: Vec<String> = (0..100)
+        .map(|i| {
+            started(&conn.call(
+                "bash",
+                json!({"command":
+            format!("while :; do echo \"stream {i} $(date +%s%N)\"; sleep 0.01; done"),
+            "run_in_background": true}),
+            ))
+        })
+        .collect();
+    browser.open(&format!("{origin}/?token={token}"));
+    browser.wait_for(
+        Duration::from_secs(20),
+        "return document.querySelector('tr[data-id=\"' + arguments[0] + '\"]') !== null;",
+        &[json!(streams[0])],
+    );
+    browser.click(&format!("tr[data-id=\"{}\"]", streams[0]));
+    let busy = read_round_trip(conn, &quiet);
+    for id in streams.iter().chain([&quiet]) {
+        conn.call("task_kill", json!({"task_id": id}));
+    }
+    println!(
+        "{{\"name\":\"task_output round trip over HTTP while 100 tasks stream output and a page follows one\",\"unit\":\"us\",\"value\":{busy:.1},\"baseline_name\":\"the same on the idle host\",\"baseline\":{idle:.1},\"ratio\":{:.2}}}",
+        busy / idle
+    );
+}
+
+fn main() {
+    let Some(browser) = Browser::start() else {
+        return;
+    };
+    let dir = common::scratch("web");
+    let plugins = [
+        "taskhost_plugin_tasks",
+        "taskhost_plugin_bash",
+        "taskhost_plugin_web",
+    ]
+    .map(|p| common::profile_dir().join(format!("lib{p}.so")));
+    let mut args = vec![];
+    for p in &plugins {
+        args.push("--plugin".to_owned());
+        args.push(p.display().to_string());
+    }
+    let host = start_with(
+        dir.path(),
+        "[tasks]\nmax_concurrent_tasks_per_owner = 20000\n",
+        &args,
+    );
+    let origin = format!("http://127.0.0.1:{}", host.port);
+    let token = token(&host, "bench-web");
+    let mut conn = Conn::open(host.port, &token, true);
+    write_to_page(&browser, &mut conn, &origin, &token);
+    reads_under_streaming(&browser, &mut conn, &origin, &token);
+    page_with_many(&browser, &mut conn, &origin, &token, 10_000);
+}
