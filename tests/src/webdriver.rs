@@ -55,22 +55,25 @@ fn chromedriver() -> Option<PathBuf> {
 
 impl Browser {
     /// Starts chromedriver on a free loopback port and opens a headless session; `None` when no
-    /// browser is installed (see [`chromedriver`]).
+    /// browser is installed (see `chromedriver`).
     pub fn start() -> Option<Self> {
         let chromedriver = chromedriver()?;
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
             .port();
+        let authority = format!("127.0.0.1:{port}");
+        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let profile = Scratch::new("taskhost-browser", &n.to_string());
         let driver = Command::new(chromedriver)
             .arg(format!("--port={port}"))
+            // Chromium's own scratch files go with the profile, not into the temp dir.
+            .env("TMPDIR", profile.path())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("start chromedriver");
-        let authority = format!("127.0.0.1:{port}");
-        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let profile = Scratch::new("taskhost-browser", &n.to_string());
+
         let mut browser = Self {
             driver,
             authority,
