@@ -199,3 +199,40 @@ fn another_principals_tasks_and_output_are_never_served() {
     );
     assert_eq!(kill.status, 404, "{kill:?}");
 }
+
+#[test]
+fn a_terminal_tasks_tail_is_served_as_the_terminal_draws_it() {
+    let dir = scratch("web-tty");
+    let (host, _, _) = web_host(&dir, &["--no-watch"]);
+    let token = host.token("alice");
+    let client = Client::new(&host, &token);
+    let text = client.call(
+        "bash",
+        json!({"command": "printf 'plain \\033[31mred\\033[0m text\\nabc\\rX\\n'", "tty": true, "run_in_background": true}),
+    );
+    let id = text
+        .split_whitespace()
+        .find(|w| w.starts_with("bash-"))
+        .unwrap_or_else(|| panic!("no task id in {text}"))
+        .to_owned();
+    let bearer = format!("Bearer {token}");
+    let mut tail = String::new();
+    assert!(
+        eventually(Duration::from_secs(20), || {
+            tail = get(
+                &host,
+                "GET",
+                &format!("/api/tasks/{id}/tail"),
+                &[("Authorization", &bearer)],
+            )
+            .body;
+            tail.contains("Xbc")
+        }),
+        "{tail}"
+    );
+    assert!(tail.contains("plain red text"), "{tail}");
+    assert!(
+        !tail.contains("\\u001b"),
+        "no escape sequence reaches the page: {tail}"
+    );
+}

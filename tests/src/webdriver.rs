@@ -147,13 +147,21 @@ impl Browser {
 
     /// A command of this session; its `value`, or a panic naming the WebDriver error.
     fn command(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        self.try_command(method, path, body)
+            .unwrap_or_else(|error| panic!("{method} {path}: {error}"))
+    }
+
+    /// A command of this session; its `value`, or the WebDriver error's.
+    fn try_command(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value, Value> {
         let path = format!("/session/{}{path}", self.session);
         let answer = self
             .request(method, &path, body.as_ref())
             .unwrap_or_else(|| panic!("chromedriver did not answer {method} {path}"));
         let value = answer["value"].clone();
-        assert!(value.get("error").is_none(), "{method} {path}: {value}");
-        value
+        if value.get("error").is_some() {
+            return Err(value);
+        }
+        Ok(value)
     }
 
     /// Opens `url` and waits for the page to load.
@@ -182,22 +190,32 @@ impl Browser {
 
     /// Clicks the first element matching `css` as a person would (WebDriver's element click).
     pub fn click(&self, css: &str) {
-        let found = self.command(
-            "POST",
-            "/element",
-            Some(json!({"using": "css selector", "value": css})),
-        );
-        let element = found
-            .as_object()
-            .and_then(|o| o.values().next())
-            .and_then(Value::as_str)
-            .unwrap_or_else(|| panic!("no element {css}: {found}"))
-            .to_owned();
-        self.command(
-            "POST",
-            &format!("/element/{element}/click"),
-            Some(json!({})),
-        );
+        // The page redraws its rows as tasks change: an element found just before a redraw is
+        // stale by the click, and the next look finds its successor.
+        for _ in 0..50 {
+            let found = self.command(
+                "POST",
+                "/element",
+                Some(json!({"using": "css selector", "value": css})),
+            );
+            let element = found
+                .as_object()
+                .and_then(|o| o.values().next())
+                .and_then(Value::as_str)
+                .unwrap_or_else(|| panic!("no element {css}: {found}"))
+                .to_owned();
+            let clicked = self.try_command(
+                "POST",
+                &format!("/element/{element}/click"),
+                Some(json!({})),
+            );
+            match clicked {
+                Ok(_) => return,
+                Err(e) if e["error"] == "stale element reference" => continue,
+                Err(e) => panic!("clicking {css}: {e}"),
+            }
+        }
+        panic!("{css} went stale 50 times in a row");
     }
 
     /// The text of the open prompt (`alert`, `confirm`), if one is open.

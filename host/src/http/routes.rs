@@ -22,6 +22,9 @@ use crate::Taskhost;
 use crate::mcp::PrincipalOwners;
 use crate::plugin::{ItemEntry, under};
 
+/// The shortest time between two steps of an event stream that changes woke.
+const STEP_GAP: Duration = Duration::from_millis(100);
+
 /// How long a page's `EventSource` waits before it reconnects to a stream that ended.
 const RECONNECT_MS: u64 = 500;
 
@@ -157,57 +160,7 @@ impl Routes {
         viewer: Value,
     ) -> Response {
         let (send, mut receive) = tokio::sync::mpsc::channel::<Bytes>(16);
-        let routes = self.clone();
-        tokio::spawn(async move {
-            let mut changes = routes.changes.clone();
-            let mut state = Value::Null;
-            let mut changed = true;
-            if send
-                .send(Bytes::from(format!("retry: {RECONNECT_MS}\n\n")))
-                .await
-                .is_err()
-            {
-                return;
-            }
-            loop {
-                let Some(route) = routes.route_for(&full_path) else {
-                    return;
-                };
-                changes.mark_unchanged();
-                let params = json!({"path": path, "query": query, "viewer": viewer, "state": state, "changed": changed});
-                let Ok(step) = route.request(EVENTS_METHOD, &params).await else {
-                    return;
-                };
-                let Ok(step) = serde_json::from_value::<Events>(step) else {
-                    return;
-                };
-                let text: String = step
-                    .events
-                    .iter()
-                    .map(|(name, data)| event(name, data))
-                    .collect();
-                if !text.is_empty() && send.send(Bytes::from(text)).await.is_err() {
-                    return;
-                }
-                if step.end {
-                    return;
-                }
-                state = step.state;
-                let wait = Duration::from_millis(
-                    step.follow_ms.unwrap_or(EVENTS_IDLE_MS).min(EVENTS_IDLE_MS),
-                );
-                changed = tokio::select! {
-                    _ = changes.changed() => true,
-                    () = tokio::time::sleep(wait) => {
-                        if step.follow_ms.is_none() && send.send(Bytes::from_static(b": idle\n\n")).await.is_err() {
-                            return;
-                        }
-                        false
-                    }
-                    () = send.closed() => return,
-                };
-            }
-        });
+        tokio::spawn(self.clone().stream(full_path, path, query, viewer, send));
         let stream = futures::stream::poll_fn(move |cx| {
             receive.poll_recv(cx).map(|b| b.map(Ok::<_, Infallible>))
         });
@@ -217,6 +170,69 @@ impl Routes {
             HeaderValue::from_static("text/event-stream"),
         );
         response
+    }
+
+    /// Runs one event stream until it ends (see [`Routes::events`]). Steps woken by changes are
+    /// at least [`STEP_GAP`] apart, so a burst of task starts costs the stream one step per gap.
+    async fn stream(
+        self,
+        full_path: String,
+        path: String,
+        query: BTreeMap<String, String>,
+        viewer: Value,
+        send: tokio::sync::mpsc::Sender<Bytes>,
+    ) {
+        let mut changes = self.changes.clone();
+        let mut state = Value::Null;
+        let mut changed = true;
+        let hello = Bytes::from(format!("retry: {RECONNECT_MS}\n\n"));
+        if send.send(hello).await.is_err() {
+            return;
+        }
+        loop {
+            let Some(route) = self.route_for(&full_path) else {
+                return;
+            };
+            let began = tokio::time::Instant::now();
+            changes.mark_unchanged();
+            let params = json!({"path": path, "query": query, "viewer": viewer, "state": state, "changed": changed});
+            let Ok(step) = route.request(EVENTS_METHOD, &params).await else {
+                return;
+            };
+            let Ok(step) = serde_json::from_value::<Events>(step) else {
+                return;
+            };
+            let text: String = step
+                .events
+                .iter()
+                .map(|(name, data)| event(name, data))
+                .collect();
+            if !text.is_empty() && send.send(Bytes::from(text)).await.is_err() {
+                return;
+            }
+            if step.end {
+                return;
+            }
+            state = step.state;
+            let wait =
+                Duration::from_millis(step.follow_ms.unwrap_or(EVENTS_IDLE_MS).min(EVENTS_IDLE_MS));
+            changed = tokio::select! {
+                _ = changes.changed() => true,
+                () = tokio::time::sleep(wait) => {
+                    if step.follow_ms.is_none() && send.send(Bytes::from_static(b": idle\n\n")).await.is_err() {
+                        return;
+                    }
+                    false
+                }
+                () = send.closed() => return,
+            };
+            if changed {
+                tokio::select! {
+                    () = tokio::time::sleep_until(began + STEP_GAP) => {}
+                    () = send.closed() => return,
+                }
+            }
+        }
     }
 }
 
