@@ -236,3 +236,52 @@ fn a_terminal_tasks_tail_is_served_as_the_terminal_draws_it() {
         "no escape sequence reaches the page: {tail}"
     );
 }
+
+#[test]
+fn the_view_lists_an_owners_records_past_those_a_new_host_brings_back() {
+    let dir = scratch("web-records");
+    let config = dir.join("records.toml");
+    std::fs::write(
+        &config,
+        "[host]\nhandover_grace_ms = 0\n[tasks]\nmax_concurrent_tasks_per_owner = 1000\n",
+    )
+    .unwrap();
+    let config = config.display().to_string();
+    let (first, _, _) = web_host(&dir, &["--no-watch", "--config", &config]);
+    let token = first.token("alice");
+    let client = Client::new(&first, &token);
+    let n = taskhost::host::RESTORED_TASKS_MAX + 5;
+    let ids: Vec<String> = (0..n)
+        .map(|i| start(&client, &format!("echo record {i}")))
+        .collect();
+    for id in &ids {
+        let read = client.call("task_output", json!({"task_id": id, "wait": true}));
+        assert!(read.contains("exit code: 0"), "{read}");
+    }
+    drop(first);
+
+    let (host, _, _) = web_host(&dir, &["--no-watch", "--config", &config]);
+    let bearer = format!("Bearer {token}");
+    let listed = get(&host, "GET", "/api/tasks", &[("Authorization", &bearer)]);
+    let tasks: serde_json::Value = serde_json::from_str(&listed.body).unwrap();
+    let shown: Vec<&str> = tasks["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["id"].as_str())
+        .collect();
+    for id in &ids {
+        assert!(shown.contains(&id.as_str()), "{id} is listed: {shown:?}");
+    }
+    let oldest = &ids[0];
+    let tail = get(
+        &host,
+        "GET",
+        &format!("/api/tasks/{oldest}/tail"),
+        &[("Authorization", &bearer)],
+    );
+    assert!(
+        tail.body.contains("record 0"),
+        "an earlier host's task's kept output: {tail:?}"
+    );
+}

@@ -196,6 +196,16 @@ impl Host {
             .map(String::from)
     }
 
+    /// The newest `limit` records of `caller`'s tasks, this host's and earlier hosts', newest first
+    /// (see [`crate::ffi::HostApi::task_records_json`]); each a JSON object.
+    pub fn task_records(&self, caller: &str, limit: u64) -> Vec<Value> {
+        let text = self.0.task_records_json(caller.into(), limit);
+        serde_json::from_str::<Value>(text.as_str())
+            .ok()
+            .and_then(|v| v.get("records").and_then(Value::as_array).cloned())
+            .unwrap_or_default()
+    }
+
     /// The host as people watch it: its plugins and its health (see
     /// [`crate::ffi::HostApi::host_status_json`]).
     pub fn host_status(&self) -> Value {

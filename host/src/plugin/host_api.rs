@@ -439,6 +439,10 @@ impl HostApi for GenHost {
         self.status_json()
     }
 
+    fn task_records_json(&self, caller: RStr<'_>, limit: u64) -> RString {
+        self.records_json(caller, limit)
+    }
+
     fn call_ask_all(&self, requests_json: RStr<'_>) -> RResult<RString, RString> {
         self.ask_client_all(requests_json)
     }

@@ -13,22 +13,60 @@ impl GenHost {
         id: RStr<'_>,
         max_bytes: u64,
     ) -> RResult<RString, RString> {
+        let owner = caller.as_str();
         let caller = self.caller(caller);
         let services = self.services();
-        if let Err(e) = services.registry.get(id.as_str(), caller.as_ref()) {
-            return RErr(err(e));
-        }
+        let known = services.registry.get(id.as_str(), caller.as_ref());
         let Some(state) = &services.state else {
-            return ROk(RString::new());
+            return known.map_or_else(|e| RErr(err(e)), |_| ROk(RString::new()));
         };
-        match state.task(id.as_str()) {
-            Ok(Some(record)) => match taskhost_store::kept_tail(&record, max_bytes) {
+        let record = match state.task(id.as_str()) {
+            Ok(record) => record,
+            Err(e) => return RErr(err(e)),
+        };
+        // A task only the records hold (an earlier host's, past those brought back) is its
+        // owner's to read, as a live one is.
+        let own_record = record
+            .as_ref()
+            .is_some_and(|r| !owner.is_empty() && r.owner.as_deref() == Some(owner));
+        match known {
+            Err(taskhost_registry::RegistryError::UnknownTask(_)) if own_record => {}
+            Err(e) => return RErr(err(e)),
+            Ok(_) => {}
+        }
+        match record {
+            Some(record) => match taskhost_store::kept_tail(&record, max_bytes) {
                 Ok(text) => ROk(text.into()),
                 Err(e) => RErr(err(format!("task {id}'s kept output: {e}"))),
             },
-            Ok(None) => ROk(RString::new()),
-            Err(e) => RErr(err(e)),
+            None => ROk(RString::new()),
         }
+    }
+
+    pub(super) fn records_json(&self, caller: RStr<'_>, limit: u64) -> RString {
+        let owner = caller.as_str();
+        let state = self.services().state.clone();
+        let records = match state {
+            Some(state) if !owner.is_empty() => state.owner_tasks(owner).unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "cannot read the task records");
+                Vec::new()
+            }),
+            _ => Vec::new(),
+        };
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        let rows: Vec<serde_json::Value> = records
+            .iter()
+            .rev()
+            .take(limit)
+            .map(|r| {
+                serde_json::json!({
+                    "id": r.id, "kind": r.kind, "label": r.label, "owner": r.owner,
+                    "status": r.status, "detail": r.detail, "started_at_ms": r.started_at_ms,
+                    "finished_at_ms": r.finished_at_ms, "expired_at_ms": r.expired_at_ms,
+                })
+            })
+            .collect();
+        serde_json::json!({ "records": rows }).to_string().into()
     }
 
     pub(super) fn status_json(&self) -> RString {

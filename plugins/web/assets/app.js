@@ -29,7 +29,8 @@ function connect() {
     if (d.id !== watch) return;
     const pre = $('tail');
     const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-    pre.textContent = d.text;
+    const t = tasks.get(d.id);
+    pre.textContent = d.text || (t && t.expired ? '(its output expired: the state directory no longer keeps it)' : '');
     if (atEnd) pre.scrollTop = pre.scrollHeight;
   });
   source.addEventListener('host', (e) => showHost(JSON.parse(e.data)));
@@ -116,7 +117,7 @@ function render() {
     cell(tr, t.command, 'command');
     cell(tr, clock(t.started_at_ms), 'started');
     cell(tr, duration(t), 'duration');
-    cell(tr, t.detail || '', 'exit');
+    cell(tr, (t.detail || '') + (t.expired ? ' (output expired)' : ''), 'exit');
     const td = cell(tr, '', 'actions');
     if (t.status === 'running') {
       const b = document.createElement('button');

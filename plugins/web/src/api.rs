@@ -3,7 +3,7 @@
 use taskhost_abi::prelude::*;
 use taskhost_abi::sdk::http::{HttpRequest, HttpResponse};
 
-use crate::rows::row;
+use crate::rows::{row, with_records};
 
 /// How much of each output stream a tail shows.
 pub(crate) const TAIL_BYTES: u64 = 16 * 1024;
@@ -14,11 +14,7 @@ pub(crate) fn answer(host: &Host, request: &HttpRequest) -> HttpResponse {
     let parts: Vec<&str> = request.path.trim_matches('/').split('/').collect();
     match (request.method.as_str(), parts.as_slice()) {
         ("GET", ["api", "tasks"]) => {
-            let rows: Vec<Value> = host
-                .list_tasks(owner)
-                .iter()
-                .map(|t| row(t, &request.viewer))
-                .collect();
+            let rows = with_records(host, &host.list_tasks(owner), &request.viewer);
             HttpResponse::json(&json!({ "tasks": rows }))
         }
         ("GET", ["api", "tasks", id, "tail"]) => match host.task_tail(owner, id, TAIL_BYTES) {

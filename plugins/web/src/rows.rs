@@ -25,6 +25,44 @@ pub(crate) fn row(task: &FfiSnapshot, viewer: &Viewer) -> Value {
     })
 }
 
+/// The row of a record only the state directory holds (a task of an earlier host that was not
+/// brought back), shaped as [`row`]'s; `expired` when retention removed its output.
+pub(crate) fn record_row(record: &Value, viewer: &Viewer) -> Value {
+    let owner = match record["owner"].as_str() {
+        Some(o) if o == viewer.owner => viewer.name.clone(),
+        Some(o) => o.to_owned(),
+        None => String::new(),
+    };
+    json!({
+        "id": record["id"],
+        "kind": record["kind"],
+        "command": record["label"],
+        "owner": owner,
+        "status": record["status"],
+        "detail": record["detail"],
+        "started_at_ms": record["started_at_ms"],
+        "finished_at_ms": record["finished_at_ms"],
+        "expired": !record["expired_at_ms"].is_null(),
+    })
+}
+
+/// The rows of the viewer's live tasks, then those of its records no live task has, newest
+/// `RECORDS_MAX` records looked at.
+pub(crate) fn with_records(host: &Host, live: &[FfiSnapshot], viewer: &Viewer) -> Vec<Value> {
+    let mut rows: Vec<Value> = live.iter().map(|t| row(t, viewer)).collect();
+    let known: std::collections::HashSet<&str> = live.iter().map(|t| t.id.as_str()).collect();
+    rows.extend(
+        host.task_records(&viewer.owner, RECORDS_MAX)
+            .iter()
+            .filter(|r| r["id"].as_str().is_some_and(|id| !known.contains(id)))
+            .map(|r| record_row(r, viewer)),
+    );
+    rows
+}
+
+/// How many records a page looks at, newest first.
+pub(crate) const RECORDS_MAX: u64 = 20_000;
+
 /// A fingerprint of what a row shows that can change (status, detail, end).
 pub(crate) fn fingerprint(task: &FfiSnapshot) -> u64 {
     let mut h = DefaultHasher::new();

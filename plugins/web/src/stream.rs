@@ -1,6 +1,7 @@
 //! One step of the page's event stream (`/api/events?watch=ID`). Events:
 //! - `tasks`: `{"rows": [...], "removed": [...], "full": bool}`, the rows that are new or changed
-//!   since the previous step (all of them at the first, `full`), and the ids no longer listed;
+//!   since the previous step (all of them at the first, `full`, with the records of earlier hosts'
+//!   tasks no live task has), and the ids no longer listed;
 //! - `tail`: `{"id", "text"}`, the watched task's output tail, when it changed;
 //! - `host`: the host's status (plugins, health), every [`STATUS_EVERY_MS`].
 //!
@@ -15,7 +16,7 @@ use taskhost_abi::prelude::*;
 use taskhost_abi::sdk::http::{Events, EventsRequest};
 
 use crate::api::TAIL_BYTES;
-use crate::rows::{fingerprint, row};
+use crate::rows::{fingerprint, row, with_records};
 
 /// How often the host's status is sent, and the list looked at when no task registered or settled.
 pub(crate) const STATUS_EVERY_MS: u64 = 1000;
@@ -60,6 +61,11 @@ pub(crate) fn step(host: &Host, request: &EventsRequest) -> Events {
                 rows.push(row(task, &request.viewer));
             }
             seen.insert(task.id.to_string(), print);
+        }
+        if first {
+            // The records of earlier hosts' tasks are settled: sent once, never followed.
+            let all = with_records(host, &tasks, &request.viewer);
+            rows.extend(all.into_iter().skip(tasks.len()));
         }
         let removed: Vec<&String> = sent
             .rows
