@@ -285,3 +285,52 @@ fn the_view_lists_an_owners_records_past_those_a_new_host_brings_back() {
         "an earlier host's task's kept output: {tail:?}"
     );
 }
+
+/// Opens the page's event stream as `bearer`; the connection and the status it was answered with.
+fn open_stream(host: &HttpHost, bearer: &str) -> (std::net::TcpStream, u16) {
+    use std::io::{BufRead, BufReader, Write};
+    let authority = host.authority();
+    let mut stream = std::net::TcpStream::connect(&authority).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let head = format!(
+        "GET /api/events HTTP/1.1\r\nHost: {authority}\r\nAccept: text/event-stream\r\nAuthorization: {bearer}\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut status = String::new();
+    BufReader::new(&stream).read_line(&mut status).unwrap();
+    let code = status
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (stream, code)
+}
+
+#[test]
+fn a_principal_may_hold_sixteen_event_streams_at_once() {
+    let dir = scratch("web-streams");
+    let (host, _, _) = web_host(&dir, &["--no-watch"]);
+    let bearer = format!("Bearer {}", host.token("alice"));
+    let open: Vec<_> = (0..16).map(|_| open_stream(&host, &bearer)).collect();
+    assert!(
+        open.iter().all(|(_, code)| *code == 200),
+        "{:?}",
+        open.iter().map(|o| o.1).collect::<Vec<_>>()
+    );
+    let (_, refused) = open_stream(&host, &bearer);
+    assert_eq!(refused, 429);
+    let bob = format!("Bearer {}", host.token("bob"));
+    assert_eq!(
+        open_stream(&host, &bob).1,
+        200,
+        "another principal's streams are its own"
+    );
+    drop(open);
+    assert!(
+        eventually(Duration::from_secs(20), || open_stream(&host, &bearer).1
+            == 200),
+        "closed streams give their places back"
+    );
+}

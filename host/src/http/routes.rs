@@ -25,6 +25,46 @@ use crate::plugin::{ItemEntry, under};
 /// The shortest time between two steps of an event stream that changes woke.
 const STEP_GAP: Duration = Duration::from_millis(100);
 
+/// The event streams one principal may have open at once (a page has one).
+pub(super) const MAX_STREAMS: usize = 16;
+
+/// One of a principal's open event streams, counted until dropped.
+struct StreamSlot {
+    streams: Arc<parking_lot::Mutex<std::collections::HashMap<String, usize>>>,
+    owner: String,
+}
+
+impl StreamSlot {
+    /// A slot for `owner`, or `None` when it has [`MAX_STREAMS`] open.
+    fn take(
+        streams: &Arc<parking_lot::Mutex<std::collections::HashMap<String, usize>>>,
+        owner: &str,
+    ) -> Option<Self> {
+        let mut open = streams.lock();
+        let n = open.entry(owner.to_owned()).or_insert(0);
+        if *n >= MAX_STREAMS {
+            return None;
+        }
+        *n += 1;
+        Some(Self {
+            streams: streams.clone(),
+            owner: owner.to_owned(),
+        })
+    }
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        let mut open = self.streams.lock();
+        if let Some(n) = open.get_mut(&self.owner) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.owner);
+            }
+        }
+    }
+}
+
 /// How long a page's `EventSource` waits before it reconnects to a stream that ended.
 const RECONNECT_MS: u64 = 500;
 
@@ -38,6 +78,8 @@ pub(super) struct Routes {
     origin: Arc<str>,
     tls: bool,
     changes: tokio::sync::watch::Receiver<u64>,
+    /// Open event streams by owner.
+    streams: Arc<parking_lot::Mutex<std::collections::HashMap<String, usize>>>,
     _listening: Arc<taskhost_registry::Registration>,
 }
 
@@ -68,6 +110,7 @@ impl Routes {
             origin: of.origin.into(),
             tls: of.tls,
             changes,
+            streams: Arc::default(),
             _listening: Arc::new(listening),
         }
     }
@@ -124,7 +167,14 @@ impl Routes {
                 .and_then(|v| v.to_str().ok())
                 .is_some_and(|a| a.contains("text/event-stream"));
         if events {
-            return self.events(full_path, path, query, viewer);
+            let Some(open) = StreamSlot::take(&self.streams, &principal.owner) else {
+                return (
+                    StatusCode::TOO_MANY_REQUESTS,
+                    format!("at most {MAX_STREAMS} event streams per principal are open at once"),
+                )
+                    .into_response();
+            };
+            return self.events(full_path, path, query, viewer, open);
         }
         let Ok(body) = axum::body::to_bytes(body, self.max_body_bytes).await else {
             return (StatusCode::PAYLOAD_TOO_LARGE, "the body is too large").into_response();
@@ -158,9 +208,14 @@ impl Routes {
         path: String,
         query: BTreeMap<String, String>,
         viewer: Value,
+        open: StreamSlot,
     ) -> Response {
         let (send, mut receive) = tokio::sync::mpsc::channel::<Bytes>(16);
-        tokio::spawn(self.clone().stream(full_path, path, query, viewer, send));
+        let routes = self.clone();
+        tokio::spawn(async move {
+            routes.stream(full_path, path, query, viewer, send).await;
+            drop(open);
+        });
         let stream = futures::stream::poll_fn(move |cx| {
             receive.poll_recv(cx).map(|b| b.map(Ok::<_, Infallible>))
         });
