@@ -11,6 +11,10 @@ pub enum TokenCommand {
     Create {
         /// The principal's name: letters, digits, '.', '_', '-'.
         name: String,
+        /// People's views (the `web` plugin) show this token every owner's tasks, to read and
+        /// kill; its MCP clients still see only its own.
+        #[arg(long)]
+        all_owners: bool,
     },
     /// Prints the principals (never their tokens).
     List {
@@ -38,8 +42,10 @@ pub fn run(state: Option<PathBuf>, command: &TokenCommand) -> Result<String, (u8
         other => (1, other.to_string()),
     };
     match command {
-        TokenCommand::Create { name } => {
-            let token = store.create_principal(name).map_err(refused)?;
+        TokenCommand::Create { name, all_owners } => {
+            let token = store
+                .create_principal_with(name, *all_owners)
+                .map_err(refused)?;
             Ok(format!(
                 "principal {name} made in {}; its token, shown this once (the state keeps only its hash):\n{}",
                 dir.display(),
@@ -78,8 +84,13 @@ pub fn run(state: Option<PathBuf>, command: &TokenCommand) -> Result<String, (u8
                 let revoked = p
                     .revoked_at_ms
                     .map_or_else(|| "-".to_owned(), crate::tasks_cli::clock);
+                let views = if p.sees_all {
+                    "  (its views show every owner's tasks)"
+                } else {
+                    ""
+                };
                 out.push_str(&format!(
-                    "{:<width$}  {:<12}  {:<19}  {revoked}\n",
+                    "{:<width$}  {:<12}  {:<19}  {revoked}{views}\n",
                     p.name,
                     p.owner,
                     crate::tasks_cli::clock(p.created_at_ms)

@@ -63,10 +63,23 @@ impl Registry {
         Ok(rec.snapshot())
     }
 
-    /// The caller's tasks and the unowned ones, live and terminal, in registration order. Costs what
-    /// the caller can see, not the registry's size.
+    /// The caller's tasks and the unowned ones, live and terminal, in registration order (every
+    /// owner's for an [`Agent::overseer`]). Costs what the caller can see, not the registry's size.
     pub fn list(&self, caller: Option<&Agent>) -> Vec<TaskSnapshot> {
         let st = self.inner.state.lock();
+        if caller.is_some_and(Agent::oversees) {
+            let mut all: Vec<(&u64, &crate::TaskId)> = st
+                .by_session
+                .values()
+                .flat_map(|m| m.iter())
+                .chain(st.unowned.iter())
+                .collect();
+            all.sort_unstable_by_key(|(seq, _)| **seq);
+            return all
+                .into_iter()
+                .filter_map(|(_, id)| st.records.get(id).map(crate::state::Record::snapshot))
+                .collect();
+        }
         let own = caller.and_then(|a| st.by_session.get(a.session()));
         let mut own = own.into_iter().flat_map(|m| m.iter()).peekable();
         let mut unowned = st.unowned.iter().peekable();
@@ -193,7 +206,9 @@ pub(crate) fn authorize<'s>(
         .ok_or_else(|| RegistryError::UnknownTask(id.to_owned()))?;
     match &rec.owner {
         None => Ok(rec),
-        Some(owner) if caller.is_some_and(|c| c.session() == owner.session()) => Ok(rec),
+        Some(owner) if caller.is_some_and(|c| c.oversees() || c.session() == owner.session()) => {
+            Ok(rec)
+        }
         Some(_) => Err(RegistryError::ForeignTask(rec.id.clone())),
     }
 }

@@ -21,6 +21,7 @@ struct AgentInner {
     id: AgentId,
     session: SessionId,
     instance: u64,
+    oversees: bool,
 }
 
 impl Agent {
@@ -31,7 +32,26 @@ impl Agent {
             id: id.into(),
             session: session.into(),
             instance: NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed),
+            oversees: false,
         }))
+    }
+
+    /// A caller that sees, reads and kills every owner's tasks: a person's view that was given
+    /// every owner (a token made with `--all-owners`). It owns nothing and is never registered;
+    /// it only asks.
+    pub fn overseer(id: impl Into<AgentId>) -> Self {
+        let id = id.into();
+        Self(Arc::new(AgentInner {
+            session: SessionId::new(format!("overseer:{}", id.as_str())),
+            id,
+            instance: NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed),
+            oversees: true,
+        }))
+    }
+
+    /// True for an [`Agent::overseer`].
+    pub fn oversees(&self) -> bool {
+        self.0.oversees
     }
 
     /// The id this agent is registered under.

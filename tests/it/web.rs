@@ -334,3 +334,73 @@ fn a_principal_may_hold_sixteen_event_streams_at_once() {
         "closed streams give their places back"
     );
 }
+
+#[test]
+fn a_token_made_with_all_owners_oversees_every_owners_tasks_in_the_view_and_only_there() {
+    let dir = scratch("web-all-owners");
+    let (host, _, _) = web_host(&dir, &["--no-watch"]);
+    let alice = host.token("alice");
+    let made = std::process::Command::new(crate::mcp::binary())
+        .args(["token", "create", "operator", "--all-owners", "--state"])
+        .arg(&host.state)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    let operator = String::from_utf8_lossy(&made.stdout)
+        .lines()
+        .last()
+        .unwrap()
+        .to_owned();
+    let alices = start(&Client::new(&host, &alice), "echo alice-line; sleep 300");
+    let operators = start(&Client::new(&host, &operator), "sleep 300");
+
+    let as_operator = format!("Bearer {operator}");
+    let listed = get(
+        &host,
+        "GET",
+        "/api/tasks",
+        &[("Authorization", &as_operator)],
+    );
+    assert!(
+        listed.body.contains(&format!("\"{alices}\"")),
+        "{}",
+        listed.body
+    );
+    let tail_path = format!("/api/tasks/{alices}/tail");
+    assert!(
+        eventually(Duration::from_secs(20), || {
+            get(&host, "GET", &tail_path, &[("Authorization", &as_operator)])
+                .body
+                .contains("alice-line")
+        }),
+        "the operator reads alice's output in the view"
+    );
+    let mcp_list = Client::new(&host, &operator).call("task_list", json!({}));
+    assert!(
+        !mcp_list.contains(&alices),
+        "over MCP the operator is fenced as ever: {mcp_list}"
+    );
+    let as_alice = format!("Bearer {alice}");
+    let alices_view = get(&host, "GET", "/api/tasks", &[("Authorization", &as_alice)]);
+    assert!(
+        !alices_view.body.contains(&format!("\"{operators}\"")),
+        "{}",
+        alices_view.body
+    );
+
+    let killed = get(
+        &host,
+        "POST",
+        &format!("/api/tasks/{alices}/kill"),
+        &[("Authorization", &as_operator)],
+    );
+    assert_eq!(killed.status, 200, "{killed:?}");
+    assert!(
+        eventually(Duration::from_secs(20), || {
+            Client::new(&host, &alice)
+                .call("task_output", json!({"task_id": alices}))
+                .contains("killed")
+        }),
+        "alice's task was killed from the operator's view"
+    );
+}

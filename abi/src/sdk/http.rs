@@ -37,8 +37,28 @@ pub const EVENTS_METHOD: &str = "EVENTS";
 pub struct Viewer {
     /// The principal's name (`taskhost token create NAME`).
     pub name: String,
-    /// The owner of its tasks: what the host's task calls take as `caller`.
+    /// The owner of its tasks.
     pub owner: String,
+    /// True when its token was made with `--all-owners`: it may see, read and kill every owner's
+    /// tasks through the view (never through MCP).
+    #[serde(default)]
+    pub all_owners: bool,
+}
+
+/// The `caller` of the host's task calls that stands for every owner (a viewer with
+/// [`Viewer::all_owners`]); the host gives it no task of its own.
+pub const EVERY_OWNER: &str = "*every-owner*";
+
+impl Viewer {
+    /// What the host's task calls take as `caller` for this viewer: its owner, or
+    /// [`EVERY_OWNER`].
+    pub fn caller(&self) -> &str {
+        if self.all_owners {
+            EVERY_OWNER
+        } else {
+            &self.owner
+        }
+    }
 }
 
 /// One HTTP request, as the host hands it over.

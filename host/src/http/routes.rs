@@ -137,8 +137,8 @@ impl Routes {
         let Some((token, presented)) = viewer::presented(&parts.headers, &query) else {
             return viewer::refused(&parts.headers, "This page needs a token.");
         };
-        let principal = match viewer::principal(&self.lookup, &token) {
-            Ok(Some(p)) => p,
+        let (principal, all_owners) = match viewer::principal(&self.lookup, &token) {
+            Ok(Some(found)) => found,
             Ok(None) => {
                 return viewer::refused(
                     &parts.headers,
@@ -158,7 +158,8 @@ impl Routes {
                 .into_response();
         }
         self.owners.hub(&principal).await;
-        let viewer = json!({"name": principal.name, "owner": principal.owner});
+        let viewer =
+            json!({"name": principal.name, "owner": principal.owner, "all_owners": all_owners});
         let path = relative(&full_path, &route.key);
         let events = parts.method == Method::GET
             && parts

@@ -47,16 +47,17 @@ pub(super) fn presented(
         })
 }
 
-/// The principal `token` names, if any; `Err` when the token cannot be checked now (answered 503).
+/// The principal `token` names, if any, and whether its views show every owner's tasks; `Err`
+/// when the token cannot be checked now (answered 503).
 pub(super) fn principal(
     lookup: &PrincipalLookup,
     token: &str,
-) -> Result<Option<Principal>, Unavailable> {
+) -> Result<Option<(Principal, bool)>, Unavailable> {
     let Some(token) = Token::parse(token) else {
         return Ok(None);
     };
-    match lookup.owner_of(&token) {
-        Ok(found) => Ok(found.map(|(name, owner)| Principal { name, owner })),
+    match lookup.viewer_of(&token) {
+        Ok(found) => Ok(found.map(|(name, owner, all)| (Principal { name, owner }, all))),
         Err(e) => {
             tracing::warn!(error = %e, "cannot check a viewer's token");
             Err(Unavailable)

@@ -16,7 +16,7 @@ use taskhost_abi::{
     ExternalRequest, ExternalResult, ExternalStarted, ProcessRequest, ProcessResult,
     SubagentRequest,
 };
-use taskhost_registry::{Agent, KillOutcome, ProducerError, SurfaceScope, TaskOutcome};
+use taskhost_registry::{KillOutcome, ProducerError, SurfaceScope, TaskOutcome};
 
 use super::call_scope::CallScope;
 use super::generation::{GenBox, Generation, ToolEntry};
@@ -53,21 +53,6 @@ impl GenHost {
         self.generation
             .upgrade()
             .ok_or_else(|| err("plugin generation is unloading"))
-    }
-
-    /// The caller's agent for authorization: the open session's agent, or a stand-in carrying the
-    /// session id (authorization compares sessions), or none for an empty caller.
-    pub(super) fn caller(&self, caller: RStr<'_>) -> Option<Agent> {
-        let id = caller.as_str();
-        if id.is_empty() {
-            return None;
-        }
-        Some(
-            self.services()
-                .sessions
-                .agent(id)
-                .unwrap_or_else(|| Agent::new(id, id)),
-        )
     }
 }
 

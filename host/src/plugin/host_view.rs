@@ -1,12 +1,33 @@
-//! The part of a generation's host handle that serves people's views: a task's kept output tail,
-//! and the host's status (plugins and health). The [`HostApi`](taskhost_abi::HostApi) methods call
+//! The part of a generation's host handle that serves people's views and says who asks: the
+//! caller's agent (an overseer for a view that shows every owner), a task's kept output tail, the
+//! records, and the host's status (plugins and health). The [`HostApi`](taskhost_abi::HostApi) methods call
 //! these.
 
 use taskhost_abi::abi_stable::std_types::{RErr, ROk, RResult, RStr, RString};
 
+use taskhost_registry::Agent;
+
 use super::host_api::{GenHost, err};
 
 impl GenHost {
+    /// The caller's agent for authorization: the open session's agent, or a stand-in carrying the
+    /// session id (authorization compares sessions), or none for an empty caller.
+    pub(super) fn caller(&self, caller: RStr<'_>) -> Option<Agent> {
+        let id = caller.as_str();
+        if id.is_empty() {
+            return None;
+        }
+        if id == taskhost_abi::sdk::http::EVERY_OWNER {
+            return Some(Agent::overseer(id));
+        }
+        Some(
+            self.services()
+                .sessions
+                .agent(id)
+                .unwrap_or_else(|| Agent::new(id, id)),
+        )
+    }
+
     pub(super) fn kept_tail(
         &self,
         caller: RStr<'_>,
@@ -26,9 +47,10 @@ impl GenHost {
         };
         // A task only the records hold (an earlier host's, past those brought back) is its
         // owner's to read, as a live one is.
+        let every = owner == taskhost_abi::sdk::http::EVERY_OWNER;
         let own_record = record
             .as_ref()
-            .is_some_and(|r| !owner.is_empty() && r.owner.as_deref() == Some(owner));
+            .is_some_and(|r| every || !owner.is_empty() && r.owner.as_deref() == Some(owner));
         match known {
             Err(taskhost_registry::RegistryError::UnknownTask(_)) if own_record => {}
             Err(e) => return RErr(err(e)),
@@ -46,13 +68,15 @@ impl GenHost {
     pub(super) fn records_json(&self, caller: RStr<'_>, limit: u64) -> RString {
         let owner = caller.as_str();
         let state = self.services().state.clone();
-        let records = match state {
-            Some(state) if !owner.is_empty() => state.owner_tasks(owner).unwrap_or_else(|e| {
-                tracing::warn!(error = %e, "cannot read the task records");
-                Vec::new()
-            }),
-            _ => Vec::new(),
+        let read = match state {
+            Some(state) if owner == taskhost_abi::sdk::http::EVERY_OWNER => state.tasks(),
+            Some(state) if !owner.is_empty() => state.owner_tasks(owner),
+            _ => Ok(Vec::new()),
         };
+        let records = read.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "cannot read the task records");
+            Vec::new()
+        });
         let limit = usize::try_from(limit).unwrap_or(usize::MAX);
         let rows: Vec<serde_json::Value> = records
             .iter()

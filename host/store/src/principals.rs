@@ -26,6 +26,9 @@ pub struct Principal {
     pub created_at_ms: u64,
     /// When it was revoked, if it was.
     pub revoked_at_ms: Option<u64>,
+    /// True when its token shows people's views every owner's tasks (`--all-owners`); its MCP
+    /// clients still see only its own.
+    pub sees_all: bool,
 }
 
 /// A bearer token: [`TOKEN_PREFIX`] and an [`OwnerSecret`].
@@ -88,13 +91,14 @@ pub(crate) fn insert(
     name: &str,
     token: &Token,
     now_ms: u64,
+    sees_all: bool,
 ) -> rusqlite::Result<Option<String>> {
     if live(tx, name)?.is_some() {
         return Ok(None);
     }
     tx.execute(
-        "INSERT INTO owners(kind, name, secret_sha256, created_at_ms) VALUES ('principal', ?1, ?2, ?3)",
-        params![name, token.secret().sha256(), now_ms as i64],
+        "INSERT INTO owners(kind, name, secret_sha256, created_at_ms, sees_all) VALUES ('principal', ?1, ?2, ?3, ?4)",
+        params![name, token.secret().sha256(), now_ms as i64, sees_all],
     )?;
     Ok(Some(owner_name(tx.last_insert_rowid())))
 }
@@ -118,7 +122,7 @@ pub(crate) fn revoke(
 /// Every principal, oldest first.
 pub(crate) fn all(conn: &Connection) -> rusqlite::Result<Vec<Principal>> {
     conn.prepare(
-        "SELECT name, id, created_at_ms, ended_at_ms FROM owners WHERE kind = 'principal'
+        "SELECT name, id, created_at_ms, ended_at_ms, sees_all FROM owners WHERE kind = 'principal'
          ORDER BY id",
     )?
     .query_map([], |r| {
@@ -127,6 +131,7 @@ pub(crate) fn all(conn: &Connection) -> rusqlite::Result<Vec<Principal>> {
             owner: owner_name(r.get(1)?),
             created_at_ms: r.get::<_, i64>(2)? as u64,
             revoked_at_ms: r.get::<_, Option<i64>>(3)?.map(|t| t as u64),
+            sees_all: r.get(4)?,
         })
     })?
     .collect()
@@ -162,5 +167,27 @@ impl PrincipalLookup {
     /// The database could not be read.
     pub fn owner_of(&self, token: &Token) -> Result<Option<(String, String)>, crate::StoreError> {
         Ok(by_token(&self.0.lock(), token)?)
+    }
+
+    /// As [`PrincipalLookup::owner_of`], with whether the principal sees every owner's tasks in
+    /// people's views (`--all-owners`).
+    ///
+    /// # Errors
+    /// The database could not be read.
+    pub fn viewer_of(
+        &self,
+        token: &Token,
+    ) -> Result<Option<(String, String, bool)>, crate::StoreError> {
+        Ok(self
+            .0
+            .lock()
+            .prepare_cached(
+                "SELECT name, id, sees_all FROM owners WHERE kind = 'principal'
+                 AND secret_sha256 = ?1 AND ended_at_ms IS NULL",
+            )?
+            .query_row(params![token.secret().sha256()], |r| {
+                Ok((r.get(0)?, owner_name(r.get(1)?), r.get(2)?))
+            })
+            .optional()?)
     }
 }

@@ -4,7 +4,7 @@
 use rusqlite::Connection;
 
 /// The newest schema this build knows.
-pub(crate) const VERSION: i64 = 4;
+pub(crate) const VERSION: i64 = 5;
 
 /// Version 1: hosts, per-kind id counters, tasks.
 const V1: &str = "
@@ -73,8 +73,14 @@ ALTER TABLE tasks ADD COLUMN read_out INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE tasks ADD COLUMN read_err INTEGER NOT NULL DEFAULT 0;
 ";
 
+/// Version 5: a principal whose token shows people's views every owner's tasks
+/// (`taskhost token create NAME --all-owners`).
+const V5: &str = "
+ALTER TABLE owners ADD COLUMN sees_all INTEGER NOT NULL DEFAULT 0;
+";
+
 /// The migrations, `MIGRATIONS[n]` taking version `n` to `n + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// Brings the database to [`VERSION`]; returns the version it found.
 ///

@@ -248,6 +248,15 @@ impl Store {
     /// # Errors
     /// [`StoreError::Principal`] for a malformed name or one a live principal has; the database's.
     pub fn create_principal(&self, name: &str) -> Result<Token, StoreError> {
+        self.create_principal_with(name, false)
+    }
+
+    /// As [`Store::create_principal`]; with `sees_all`, people's views (the `web` plugin) show
+    /// the principal every owner's tasks, while its MCP clients still see only its own.
+    ///
+    /// # Errors
+    /// As [`Store::create_principal`].
+    pub fn create_principal_with(&self, name: &str, sees_all: bool) -> Result<Token, StoreError> {
         if !valid_name(name) {
             return Err(StoreError::Principal(format!(
                 "a principal's name is 1 to 64 letters, digits, '.', '_' or '-': {name:?}"
@@ -256,7 +265,7 @@ impl Store {
         let token = Token::generate().map_err(StoreError::Sqlite)?;
         let mut conn = self.reader()?;
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        if principals::insert(&tx, name, &token, now_ms())?.is_none() {
+        if principals::insert(&tx, name, &token, now_ms(), sees_all)?.is_none() {
             return Err(StoreError::Principal(format!(
                 "a principal named {name} exists; revoke it first, or pick another name"
             )));

@@ -10,7 +10,7 @@ pub(crate) const TAIL_BYTES: u64 = 16 * 1024;
 
 /// Answers a request under `/api/`; 404 for anything else.
 pub(crate) fn answer(host: &Host, request: &HttpRequest) -> HttpResponse {
-    let owner = request.viewer.owner.as_str();
+    let owner = request.viewer.caller();
     let parts: Vec<&str> = request.path.trim_matches('/').split('/').collect();
     match (request.method.as_str(), parts.as_slice()) {
         ("GET", ["api", "tasks"]) => {

@@ -52,8 +52,16 @@ pub(crate) fn with_records(host: &Host, live: &[FfiSnapshot], viewer: &Viewer) -
     let mut rows: Vec<Value> = live.iter().map(|t| row(t, viewer)).collect();
     let known: std::collections::HashSet<&str> = live.iter().map(|t| t.id.as_str()).collect();
     rows.extend(
-        host.task_records(&viewer.owner, RECORDS_MAX)
+        host.task_records(viewer.caller(), RECORDS_MAX)
             .iter()
+            // A record of a task still starting or running is this host's (then live, or about to
+            // be: listed next step) or another live host's: only settled records are history.
+            .filter(|r| {
+                !matches!(
+                    r["status"].as_str(),
+                    Some("starting" | "running" | "stopping")
+                )
+            })
             .filter(|r| r["id"].as_str().is_some_and(|id| !known.contains(id)))
             .map(|r| record_row(r, viewer)),
     );

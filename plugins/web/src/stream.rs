@@ -45,7 +45,7 @@ pub(crate) fn step(host: &Host, request: &EventsRequest) -> Events {
     // A state this generation cannot read (another version's) starts the stream afresh.
     let mut sent: Sent =
         taskhost_abi::serde_json::from_value(request.state.clone()).unwrap_or_default();
-    let owner = request.viewer.owner.as_str();
+    let owner = request.viewer.caller();
     let now = now_ms();
     let mut events = Vec::new();
     let first = request.state.is_null();

@@ -236,3 +236,38 @@ async fn owner_disposal_waits_for_a_start_in_flight_and_cancels_it_too() {
     assert_eq!(p.cancels(), vec![Some("owner disposed".to_owned())]);
     assert_eq!(reg.stats().records, 0);
 }
+
+#[tokio::test]
+async fn an_overseer_sees_reads_and_kills_every_owners_tasks_and_an_owner_only_its_own() {
+    let (reg, _s) = registry();
+    let (a, b) = (agent(&reg, "a", "s-a"), agent(&reg, "b", "s-b"));
+    let p = Probe::new();
+    let of_a = reg
+        .start(p.stream_task("bash", "a's").owner(a.clone()))
+        .unwrap();
+    let unowned = reg.start(p.stream_task("bash", "nobody's")).unwrap();
+    let of_b = reg
+        .start(p.stream_task("bash", "b's").owner(b.clone()))
+        .unwrap();
+    let ids = |caller: &Agent| -> Vec<String> {
+        reg.list(Some(caller))
+            .iter()
+            .map(|t| t.id.to_string())
+            .collect()
+    };
+    let all = vec![of_a.to_string(), unowned.to_string(), of_b.to_string()];
+    let overseer = Agent::overseer("web-view");
+    assert_eq!(ids(&overseer), all, "every owner's, in registration order");
+    assert_eq!(ids(&a), vec![of_a.to_string(), unowned.to_string()]);
+    assert_eq!(
+        reg.get(of_b.as_str(), Some(&a)),
+        Err(RegistryError::ForeignTask(of_b.clone()))
+    );
+    assert!(reg.get(of_b.as_str(), Some(&overseer)).is_ok());
+    assert!(reg.kill(of_b.as_str(), Some(&overseer), None).is_ok());
+    assert_eq!(p.cancels().len(), 1, "the overseer's kill reached b's task");
+    assert!(
+        reg.registered_agent("web-view").is_none(),
+        "it owns nothing"
+    );
+}
