@@ -34,6 +34,16 @@ fn in_a_browser_a_task_appears_its_output_grows_and_html_in_it_stays_text() {
     let Some(browser) = Browser::start() else {
         return;
     };
+    browser.open(&format!("{}/", origin(&host)));
+    let refused = browser.run(
+        "return [document.title, !!document.querySelector('form input[name=token]'), !!document.getElementById('tasks')];",
+        &[],
+    );
+    assert_eq!(
+        refused,
+        json!(["taskhost: sign in", true, false]),
+        "no token, no page"
+    );
     browser.open(&format!("{}/?token={alice}", origin(&host)));
     let live = "return document.getElementById('connection').textContent === 'live';";
     assert!(
@@ -85,6 +95,38 @@ fn in_a_browser_a_task_appears_its_output_grows_and_html_in_it_stays_text() {
         scripts,
         json!(1),
         "only the page's own script, no image made from output"
+    );
+    let other = start(&Client::new(&host, &alice), "sleep 300 # the-other-one");
+    assert!(shows(&browser, &other, "running"));
+    let visible =
+        "return [...document.querySelectorAll('#tasks tbody tr')].map((r) => r.dataset.id);";
+    browser.run(
+        "const f = document.getElementById('f-search'); f.value = arguments[0]; f.dispatchEvent(new Event('input'));",
+        &[json!("the-other")],
+    );
+    let only = browser.wait_for(
+        SHOWN_WITHIN,
+        &format!("const v = (() => {{ {visible} }})(); return v.length === 1 ? v : null;"),
+        &[],
+    );
+    assert_eq!(
+        only,
+        Some(json!([other])),
+        "the search keeps the matching command"
+    );
+    browser.run(
+        "document.getElementById('f-search').value = ''; const s = document.getElementById('f-status'); s.value = 'running'; s.dispatchEvent(new Event('input'));",
+        &[],
+    );
+    assert!(
+        browser
+            .wait_for(
+                SHOWN_WITHIN,
+                &format!("const v = (() => {{ {visible} }})(); return v.length === 2;"),
+                &[]
+            )
+            .is_some(),
+        "both running tasks under the status filter"
     );
     assert_eq!(
         browser.run(STATUS_OF, &[json!(bobs)]),
