@@ -112,6 +112,18 @@ pub fn promoted_reply(output: &str, timeout_ms: u64, id: &str) -> String {
     )
 }
 
+/// The reply to a foreground call whose host began an upgrade while it ran: it goes on as
+/// background task `id`, or, with none, it was ended.
+pub fn restarted_reply(output: &str, id: Option<&str>) -> String {
+    let what = match id {
+        Some(id) => format!(
+            "the taskhost host is restarting (an upgrade): this command continues as background task {id}; read it with task_output"
+        ),
+        None => "the taskhost host restarted (an upgrade) while this ran: the command was ended; run it again".to_owned(),
+    };
+    format!("{output}{}[{what}]", line_break(output))
+}
+
 /// The header between a process's stdout and its stderr in a read.
 pub const STDERR_HEADER: &str = "[stderr]\n";
 

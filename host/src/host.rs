@@ -76,6 +76,7 @@ impl Taskhost {
             sessions,
             runtime,
             state: services.state,
+            restarting: taskhost_registry::CancellationToken::new(),
         };
         let plugins = Arc::new(Plugins::new(services.clone(), options));
         crate::status::install(&plugins, services.clone());

@@ -262,7 +262,7 @@ async fn a_second_host_on_a_live_hosts_state_and_address_is_refused() {
 
 /// A host run from a copy of the binary at `exe`, on `<dir>/taskhost.sock` with its state in
 /// `<dir>/state`, serving the bash and tasks plugins built beside the original.
-fn copied_host(dir: &std::path::Path, exe: &std::path::Path) -> SocketHost {
+pub(crate) fn copied_host(dir: &std::path::Path, exe: &std::path::Path) -> SocketHost {
     let socket = dir.join("taskhost.sock");
     let child = std::process::Command::new(exe)
         .args(["serve", "--no-watch", "--listen"])
@@ -288,7 +288,7 @@ fn copied_host(dir: &std::path::Path, exe: &std::path::Path) -> SocketHost {
 }
 
 /// The inode of the file `pid` runs.
-fn running_inode(pid: u32) -> Option<u64> {
+pub(crate) fn running_inode(pid: u32) -> Option<u64> {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata(format!("/proc/{pid}/exe"))
         .ok()

@@ -24,6 +24,7 @@ mod reload;
 mod slurm;
 mod state;
 mod subagent;
+mod upgrade_foreground;
 mod watch;
 mod web;
 mod web_browser;

@@ -79,6 +79,10 @@ pub struct ProcessResult {
     /// Set when the process was still running at the timeout and became this background task (its
     /// output so far is in `output`; the rest is the task's).
     pub promoted_task: ROption<RString>,
+    /// True when the host began an upgrade (`SIGHUP`) while the process ran: it became
+    /// `promoted_task` where the call allowed promotion and the registry admitted it (the task
+    /// goes on under the new image), else it was ended.
+    pub restarted: bool,
 }
 
 impl ProcessResult {

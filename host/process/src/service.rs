@@ -141,11 +141,12 @@ impl ProcessService {
             .flatten()
             .map(|p| p.path.clone())
             .collect();
-        let planned: Vec<PathBuf> = if spec.keep_output && self.kept_dir.is_some() {
-            Vec::new()
-        } else {
-            planned
-        };
+        let planned: Vec<PathBuf> =
+            if spec.keep_output && self.kept_dir.is_some() && !spec.kept_for_session {
+                Vec::new()
+            } else {
+                planned
+            };
         self.spills.record(owner_session, planned.iter().cloned());
         let streams = Streams {
             out: StreamBuf::new(spec.tail_bytes, out_plan),

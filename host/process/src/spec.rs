@@ -31,6 +31,10 @@ pub struct ProcessSpec {
     /// Keep the output in the service's kept-output directory (the host's state), from the first
     /// byte, after the task; without such a directory, as a spill.
     pub keep_output: bool,
+    /// With `keep_output`: the kept files are the session's, removed with its spills, until the
+    /// process becomes a task ([`crate::ProcessService::kept_as_task`]). For a foreground call
+    /// that may be carried across an upgrade.
+    pub kept_for_session: bool,
 }
 
 /// A terminal's size in character cells.
@@ -55,6 +59,7 @@ impl ProcessSpec {
             spill_cap: 64 << 20,
             tty: None,
             keep_output: false,
+            kept_for_session: false,
         }
     }
 }

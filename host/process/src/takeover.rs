@@ -74,6 +74,13 @@ impl ProcessService {
         }
     }
 
+    /// Makes the kept files of `process`, spawned for `session` with
+    /// [`crate::ProcessSpec::kept_for_session`], the task's: no longer removed with the session.
+    pub fn kept_as_task(&self, session: &str, process: &Arc<Process>) {
+        self.spills
+            .forget(session, process.output_files().into_iter().flatten());
+    }
+
     /// Asks the keeper to hold `process`, the task `task`, for a handover: its output's read ends
     /// and kept files (only a process with kept output that is still running, and only once).
     pub fn hold_for_handover(&self, process: &Arc<Process>, task: &str) {

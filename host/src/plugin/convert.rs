@@ -96,6 +96,7 @@ pub(crate) fn foreground(run: Result<Foreground, String>) -> ProcessResult {
                 error: RSome(error.into()),
                 cancelled: false,
                 promoted_task: RNone,
+                restarted: false,
             };
         }
     };
@@ -112,6 +113,7 @@ pub(crate) fn foreground(run: Result<Foreground, String>) -> ProcessResult {
         error: RNone,
         cancelled: run.cancelled,
         promoted_task: run.promoted_task.map(RString::from).into(),
+        restarted: run.restarted,
     }
 }
 

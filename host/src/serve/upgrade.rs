@@ -23,6 +23,9 @@ const PAUSE: Duration = Duration::from_secs(10);
 /// go of. Nothing is cancelled.
 pub(super) async fn hand_over_in_place(host: &Taskhost) {
     tracing::info!("SIGHUP: handing the running tasks to the binary on disk");
+    // Foreground commands in flight become their callers' background tasks, so the calls answer
+    // now and the tasks go on under the new image.
+    host.services().restarting.cancel();
     if !host.drain().pause_all(PAUSE).await {
         tracing::warn!(
             "a session had not answered what it took within {} s: its bridge answers it with an error",

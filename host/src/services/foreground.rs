@@ -23,8 +23,10 @@ pub struct Foreground {
     pub timed_out: bool,
     /// The call was cancelled and the process ended for it.
     pub cancelled: bool,
-    /// The background task it became at the timeout, if it was promoted.
+    /// The background task it became at the timeout or at an upgrade, if it was promoted.
     pub promoted_task: Option<String>,
+    /// The host began an upgrade while it ran (see [`Services::restarting`]).
+    pub restarted: bool,
 }
 
 /// How a foreground process's wait ended.
@@ -32,6 +34,7 @@ enum Ended {
     Exited(Exit),
     TimedOut,
     Cancelled,
+    Restarting,
 }
 
 impl Services {
@@ -53,6 +56,14 @@ impl Services {
             .sessions
             .begin_foreground(session)
             .map_err(|e| e.to_string())?;
+        // A host that hands over keeps the output from the first byte, so a call promoted at an
+        // upgrade is carried like any task; until then the files are the session's.
+        let carried = self.state.is_some() && self.processes.hands_over();
+        let spec = &ProcessSpec {
+            keep_output: spec.keep_output || carried,
+            kept_for_session: carried,
+            ..spec.clone()
+        };
         let process = self
             .processes
             .spawn(spec, session)
@@ -65,6 +76,7 @@ impl Services {
                     Err(_) => Ended::TimedOut,
                 },
                 () = call.cancel.cancelled() => Ended::Cancelled,
+                () = self.restarting.cancelled() => Ended::Restarting,
                 never = reporting => match never {},
             }
         });
@@ -72,16 +84,27 @@ impl Services {
             process.kill();
             self.runtime.block_on(process.wait())
         };
-        let (exit, timed_out, cancelled, promoted_task) = match ended {
-            Ended::Exited(exit) => (exit, false, false, None),
-            Ended::TimedOut => {
-                match promote.and_then(|d| self.adopt_process(d, process.clone()).ok()) {
-                    // Still running: no exit to report, the rest of its output is the task's.
-                    Some(id) => (Exit::Unknown, true, false, Some(id)),
-                    None => (end(&process), true, false, None),
-                }
+        let promoted = |process: &std::sync::Arc<crate::process::Process>| {
+            let id = promote.and_then(|d| self.adopt_process(d, process.clone()).ok())?;
+            if carried {
+                self.processes.kept_as_task(session, process);
+                self.keep_for_successor(process, &id);
             }
-            Ended::Cancelled => (end(&process), false, true, None),
+            Some(id)
+        };
+        let restarted = matches!(ended, Ended::Restarting);
+        let (timed_out, cancelled) = (
+            matches!(ended, Ended::TimedOut),
+            matches!(ended, Ended::Cancelled),
+        );
+        let (exit, promoted_task) = match ended {
+            Ended::Exited(exit) => (exit, None),
+            // Still running: no exit to report, the rest of its output is the task's.
+            Ended::TimedOut | Ended::Restarting => match promoted(&process) {
+                Some(id) => (Exit::Unknown, Some(id)),
+                None => (end(&process), None),
+            },
+            Ended::Cancelled => (end(&process), None),
         };
         Ok(Foreground {
             output: process.read(),
@@ -89,6 +112,7 @@ impl Services {
             timed_out,
             cancelled,
             promoted_task,
+            restarted,
         })
     }
 }

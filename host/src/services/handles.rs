@@ -22,4 +22,8 @@ pub struct Services {
     pub runtime: Handle,
     /// The durable state, if the host keeps one.
     pub state: Option<Arc<taskhost_store::Store>>,
+    /// Fired when the host begins an upgrade (`SIGHUP`): every foreground process in flight is
+    /// promoted to a background task of its caller's where the call allows it (else ended), so
+    /// the call answers at once and the task goes on under the new image.
+    pub restarting: taskhost_registry::CancellationToken,
 }

@@ -64,12 +64,20 @@ impl Services {
             *kept.lock() = Some(process.clone());
             Ok(process_hooks(process))
         })?;
-        if let (Some(state), Some(process)) = (&self.state, started.lock().take()) {
-            state.set_output(&id, process.output_files());
-            self.keep_reads(&process, &id);
-            self.processes.hold_for_handover(&process, &id);
+        if let Some(process) = started.lock().take() {
+            self.keep_for_successor(&process, &id);
         }
         Ok(id)
+    }
+
+    /// With a durable state, records where task `id`'s kept output is, keeps its reads' positions
+    /// and asks the keeper to hold it for a successor of this host (when it hands over).
+    pub(crate) fn keep_for_successor(&self, process: &Arc<Process>, id: &str) {
+        if let Some(state) = &self.state {
+            state.set_output(id, process.output_files());
+            self.keep_reads(process, id);
+            self.processes.hold_for_handover(process, id);
+        }
     }
 
     /// Records where the reads of task `id`'s output stand each time they move, so that a

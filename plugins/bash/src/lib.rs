@@ -105,6 +105,9 @@ fn description(background: bool, promote: bool) -> String {
 /// Renders a foreground result: the output, then what happened to it on lines of their own.
 fn render(r: &ProcessResult, timeout_ms: u64) -> String {
     let output = r.output.as_str();
+    if r.restarted {
+        return wording::restarted_reply(output, r.promoted_task());
+    }
     if let Some(id) = r.promoted_task() {
         return wording::promoted_reply(output, timeout_ms, id);
     }
