@@ -6,7 +6,8 @@
 //!   `MutationObserver` on the output); median and worst of 40 lines;
 //! - a page load with 10,000 tasks: from the navigation to the page counting them all;
 //! - `task_output` round trips (2026-07-28, non-blocking) while 100 tasks stream output and a page
-//!   follows one of them, against the same round trip on the idle host.
+//!   follows one of them, and while 100 viewers (event streams without a browser) each follow one,
+//!   against the same round trip on the idle host.
 
 mod common;
 
@@ -140,6 +141,82 @@ fn reads_under_streaming(browser: &Browser, port: u16, origin: &str, token: &str
     );
 }
 
+/// A viewer that follows task `id`'s output on the page's event stream as `token`, without a
+/// browser: a thread reading the stream until `stop`; the bytes it got.
+fn follow(
+    port: u16,
+    token: &str,
+    id: &str,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<usize> {
+    use std::io::{Read, Write};
+    let head = format!(
+        "GET /api/events?watch={id} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\nAuthorization: Bearer {token}\r\n\r\n"
+    );
+    std::thread::spawn(move || {
+        let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+            return 0;
+        };
+        let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
+        if stream.write_all(head.as_bytes()).is_err() {
+            return 0;
+        }
+        let (mut got, mut buf) = (0, [0u8; 16384]);
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            match stream.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(_) => {}
+            }
+        }
+        got
+    })
+}
+
+/// `task_output` round trips while 100 viewers (10 principals, 10 each: a principal holds at most
+/// 16 streams) each follow a task that writes a line every 10 ms, against the idle host.
+fn reads_under_viewers(port: u16, host: &common::http::Host) {
+    let quiet_token = token(host, "bench-quiet");
+    let conn = &mut Conn::open(port, &quiet_token, true);
+    let quiet = started(&conn.call(
+        "bash",
+        json!({"command": "sleep 600", "run_in_background": true}),
+    ));
+    let idle = read_round_trip(conn, &quiet);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut viewers = Vec::new();
+    let mut tasks = Vec::new();
+    for p in 0..10 {
+        let principal = token(host, &format!("bench-viewer-{p}"));
+        let mut own = Conn::open(port, &principal, true);
+        for i in 0..10 {
+            let command = format!(
+                "exec perl -e '$|=1; for (my $n = 0; ; $n++) {{ print \"viewer {p}.{i} line $n\\n\"; select(undef, undef, undef, 0.01) }}'"
+            );
+            let id = started(&own.call(
+                "bash",
+                json!({"command": command, "run_in_background": true}),
+            ));
+            viewers.push(follow(port, &principal, &id, stop.clone()));
+            tasks.push((principal.clone(), id));
+        }
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let conn = &mut Conn::open(port, &quiet_token, true);
+    let watched = read_round_trip(conn, &quiet);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let bytes: usize = viewers.into_iter().map(|v| v.join().unwrap_or(0)).sum();
+    for (principal, id) in &tasks {
+        Conn::open(port, principal, true).call("task_kill", json!({"task_id": id}));
+    }
+    conn.call("task_kill", json!({"task_id": quiet}));
+    println!(
+        "{{\"name\":\"task_output round trip over HTTP while 100 viewers follow 100 tasks writing a line every 10 ms each ({} KiB of events streamed)\",\"unit\":\"us\",\"value\":{watched:.1},\"baseline_name\":\"the same on the idle host\",\"baseline\":{idle:.1},\"ratio\":{:.2}}}",
+        bytes / 1024,
+        watched / idle
+    );
+}
+
 fn main() {
     let Some(browser) = Browser::start() else {
         return;
@@ -165,5 +242,6 @@ fn main() {
     let token = token(&host, "bench-web");
     write_to_page(&browser, host.port, &origin, &token);
     reads_under_streaming(&browser, host.port, &origin, &token);
+    reads_under_viewers(host.port, &host);
     page_with_many(&browser, host.port, &origin, &token, 10_000);
 }

@@ -155,12 +155,31 @@ fn a_kill_from_another_sites_page_is_refused_and_one_from_the_view_kills() {
         listed.body
     );
 
-    let own = origin(&host);
+    // The page as its person reached it: `localhost` here, not the address the host printed.
+    let port = host.authority().rsplit(':').next().unwrap().to_owned();
+    let (reached, own) = (
+        format!("localhost:{port}"),
+        format!("http://localhost:{port}"),
+    );
+    let foreign_host = get(
+        &host,
+        "POST",
+        &path,
+        &[
+            ("Host", &reached),
+            ("Cookie", &cookie),
+            ("Origin", &origin(&host)),
+        ],
+    );
+    assert_eq!(
+        foreign_host.status, 403,
+        "an Origin that is not the Host's: {foreign_host:?}"
+    );
     let killed = get(
         &host,
         "POST",
         &path,
-        &[("Cookie", &cookie), ("Origin", &own)],
+        &[("Host", &reached), ("Cookie", &cookie), ("Origin", &own)],
     );
     assert_eq!(killed.status, 200, "{killed:?}");
     assert!(

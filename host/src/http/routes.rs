@@ -75,7 +75,6 @@ pub(super) struct Routes {
     owners: Arc<PrincipalOwners>,
     lookup: Arc<taskhost_store::PrincipalLookup>,
     max_body_bytes: usize,
-    origin: Arc<str>,
     tls: bool,
     changes: tokio::sync::watch::Receiver<u64>,
     /// Open event streams by owner.
@@ -89,8 +88,6 @@ pub(super) struct RoutesOf {
     pub(super) owners: Arc<PrincipalOwners>,
     pub(super) lookup: Arc<taskhost_store::PrincipalLookup>,
     pub(super) max_body_bytes: usize,
-    /// The listener's origin (`http://127.0.0.1:PORT`).
-    pub(super) origin: String,
     pub(super) tls: bool,
 }
 
@@ -107,7 +104,6 @@ impl Routes {
             owners: of.owners,
             lookup: of.lookup,
             max_body_bytes: of.max_body_bytes,
-            origin: of.origin.into(),
             tls: of.tls,
             changes,
             streams: Arc::default(),
@@ -150,7 +146,8 @@ impl Routes {
         if presented == Presented::Query && parts.method == Method::GET {
             return viewer::login(&without_token(&full_path, &query), &token, self.tls);
         }
-        if !viewer::same_origin(&parts.method, presented, &parts.headers, &self.origin) {
+        let scheme = if self.tls { "https" } else { "http" };
+        if !viewer::same_origin(&parts.method, presented, &parts.headers, scheme) {
             return (
                 StatusCode::FORBIDDEN,
                 "a change must come from this host's own page",

@@ -187,7 +187,6 @@ impl HttpServing {
                     .section
                     .max_body_bytes
                     .unwrap_or(DEFAULT_MAX_BODY_BYTES),
-                origin,
                 tls: listener.tls.is_some(),
             }))
     }

@@ -121,20 +121,27 @@ pub(super) fn refused(headers: &HeaderMap, why: &str) -> Response {
 }
 
 /// True when a request that changes something may go on: it came with a bearer token, or from a
-/// page of `origin` (its `Origin` header, which browsers send with every such request).
+/// page of the site it was sent to (its `Origin`, which browsers send with every such request, is
+/// `scheme://` and the request's own `Host`: the listener as the person reached it, `localhost` or
+/// `127.0.0.1` alike). Another site's page fails this; a rebound name gets no cookie to send.
 pub(super) fn same_origin(
     method: &Method,
     presented: Presented,
     headers: &HeaderMap,
-    origin: &str,
+    scheme: &str,
 ) -> bool {
     if matches!(*method, Method::GET | Method::HEAD) || presented == Presented::Header {
         return true;
     }
-    headers
-        .get(header::ORIGIN)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|o| o.eq_ignore_ascii_case(origin))
+    let value = |name| {
+        headers
+            .get(name)
+            .and_then(|v: &HeaderValue| v.to_str().ok())
+    };
+    match (value(header::ORIGIN), value(header::HOST)) {
+        (Some(origin), Some(host)) => origin.eq_ignore_ascii_case(&format!("{scheme}://{host}")),
+        _ => false,
+    }
 }
 
 /// Adds the headers every answer of a plugin's route carries.
