@@ -423,3 +423,19 @@ fn a_token_made_with_all_owners_oversees_every_owners_tasks_in_the_view_and_only
         "alice's task was killed from the operator's view"
     );
 }
+
+#[test]
+fn revoking_a_token_ends_its_open_event_streams() {
+    use std::io::Read;
+    let dir = scratch("web-revoke");
+    let (host, _, _) = web_host(&dir, &["--no-watch"]);
+    let bearer = format!("Bearer {}", host.token("alice"));
+    let (mut stream, code) = open_stream(&host, &bearer);
+    assert_eq!(code, 200);
+    crate::http_wire::revoke_in(&host.state, "alice");
+    let mut buf = [0u8; 4096];
+    let ended = eventually(Duration::from_secs(20), || {
+        matches!(stream.read(&mut buf), Ok(0))
+    });
+    assert!(ended, "the stream ends once its token names nobody");
+}

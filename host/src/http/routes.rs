@@ -25,6 +25,19 @@ use crate::plugin::{ItemEntry, under};
 /// The shortest time between two steps of an event stream that changes woke.
 const STEP_GAP: Duration = Duration::from_millis(100);
 
+/// What one event stream follows, for whom.
+struct Watching {
+    /// The request's path (the route serving it is looked up at every step).
+    full_path: String,
+    /// The path from the route's prefix on.
+    path: String,
+    query: BTreeMap<String, String>,
+    /// The viewer, as the plugin gets it.
+    viewer: Value,
+    /// The token the stream was opened with.
+    token: String,
+}
+
 /// The event streams one principal may have open at once (a page has one).
 pub(super) const MAX_STREAMS: usize = 16;
 
@@ -165,14 +178,14 @@ impl Routes {
                 .and_then(|v| v.to_str().ok())
                 .is_some_and(|a| a.contains("text/event-stream"));
         if events {
-            let Some(open) = StreamSlot::take(&self.streams, &principal.owner) else {
-                return (
-                    StatusCode::TOO_MANY_REQUESTS,
-                    format!("at most {MAX_STREAMS} event streams per principal are open at once"),
-                )
-                    .into_response();
+            let watching = Watching {
+                full_path,
+                path,
+                query,
+                viewer,
+                token,
             };
-            return self.events(full_path, path, query, viewer, open);
+            return self.events(watching, &principal.owner);
         }
         let Ok(body) = axum::body::to_bytes(body, self.max_body_bytes).await else {
             return (StatusCode::PAYLOAD_TOO_LARGE, "the body is too large").into_response();
@@ -200,18 +213,18 @@ impl Routes {
     /// answers the next step), sends its events, and waits for a change, its follow time, or
     /// [`EVENTS_IDLE_MS`] (then a comment keeps the connection open); it ends when the page goes,
     /// the plugin says so, or no plugin serves the path any more.
-    fn events(
-        &self,
-        full_path: String,
-        path: String,
-        query: BTreeMap<String, String>,
-        viewer: Value,
-        open: StreamSlot,
-    ) -> Response {
+    fn events(&self, watching: Watching, owner: &str) -> Response {
+        let Some(open) = StreamSlot::take(&self.streams, owner) else {
+            return (
+                StatusCode::TOO_MANY_REQUESTS,
+                format!("at most {MAX_STREAMS} event streams per principal are open at once"),
+            )
+                .into_response();
+        };
         let (send, mut receive) = tokio::sync::mpsc::channel::<Bytes>(16);
         let routes = self.clone();
         tokio::spawn(async move {
-            routes.stream(full_path, path, query, viewer, send).await;
+            routes.stream(watching, send).await;
             drop(open);
         });
         let stream = futures::stream::poll_fn(move |cx| {
@@ -225,16 +238,17 @@ impl Routes {
         response
     }
 
-    /// Runs one event stream until it ends (see [`Routes::events`]). Steps woken by changes are
-    /// at least [`STEP_GAP`] apart, so a burst of task starts costs the stream one step per gap.
-    async fn stream(
-        self,
-        full_path: String,
-        path: String,
-        query: BTreeMap<String, String>,
-        viewer: Value,
-        send: tokio::sync::mpsc::Sender<Bytes>,
-    ) {
+    /// Runs one event stream until it ends (see [`Routes::events`]), or its token stops naming a
+    /// principal (revoked: checked before every step). Steps woken by changes are at least
+    /// [`STEP_GAP`] apart, so a burst of task starts costs the stream one step per gap.
+    async fn stream(self, watching: Watching, send: tokio::sync::mpsc::Sender<Bytes>) {
+        let Watching {
+            full_path,
+            path,
+            query,
+            viewer,
+            token,
+        } = watching;
         let mut changes = self.changes.clone();
         let mut state = Value::Null;
         let mut changed = true;
@@ -246,6 +260,9 @@ impl Routes {
             let Some(route) = self.route_for(&full_path) else {
                 return;
             };
+            if !matches!(viewer::principal(&self.lookup, &token), Ok(Some(_))) {
+                return;
+            }
             let began = tokio::time::Instant::now();
             changes.mark_unchanged();
             let params = json!({"path": path, "query": query, "viewer": viewer, "state": state, "changed": changed});
