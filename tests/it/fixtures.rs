@@ -231,16 +231,4 @@ pub fn mapped_generations(unique: &str) -> Vec<String> {
     names
 }
 
-/// Polls until `f` holds or the timeout passes; returns whether it held.
-pub fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if f() {
-            return true;
-        }
-        if Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
+pub use taskhost_tests::eventually;

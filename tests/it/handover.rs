@@ -262,7 +262,7 @@ async fn a_second_host_on_a_live_hosts_state_and_address_is_refused() {
 
 /// A host run from a copy of the binary at `exe`, on `<dir>/taskhost.sock` with its state in
 /// `<dir>/state`, serving the bash and tasks plugins built beside the original.
-pub(crate) fn copied_host(dir: &std::path::Path, exe: &std::path::Path) -> SocketHost {
+fn copied_host(dir: &std::path::Path, exe: &std::path::Path) -> SocketHost {
     let socket = dir.join("taskhost.sock");
     let child = std::process::Command::new(exe)
         .args(["serve", "--no-watch", "--listen"])
@@ -287,6 +287,25 @@ pub(crate) fn copied_host(dir: &std::path::Path, exe: &std::path::Path) -> Socke
     SocketHost { child, socket }
 }
 
+/// A socket host running a copy of the binary in `<dir>/bin`, which a test may replace on disk
+/// ([`replace_binary`]) and then upgrade to; the copy's path.
+pub(crate) fn upgradable_host(dir: &std::path::Path) -> (SocketHost, std::path::PathBuf) {
+    let bin = dir.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let exe = bin.join("taskhost");
+    std::fs::copy(mcp::binary(), &exe).unwrap();
+    (copied_host(dir, &exe), exe)
+}
+
+/// Replaces the binary at `exe` as a rebuild does (a new file renamed over it); the new inode.
+pub(crate) fn replace_binary(exe: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let rebuilt = exe.with_extension("new");
+    std::fs::copy(mcp::binary(), &rebuilt).unwrap();
+    std::fs::rename(&rebuilt, exe).unwrap();
+    std::fs::metadata(exe).unwrap().ino()
+}
+
 /// The inode of the file `pid` runs.
 pub(crate) fn running_inode(pid: u32) -> Option<u64> {
     use std::os::unix::fs::MetadataExt;
@@ -301,20 +320,12 @@ pub(crate) fn running_inode(pid: u32) -> Option<u64> {
 /// number once and in order, and is told of the end once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sighup_re_executes_the_binary_on_disk_and_the_client_sees_no_error() {
-    use std::os::unix::fs::MetadataExt;
     let dir = scratch("handover-hup");
-    let bin = dir.join("bin");
-    std::fs::create_dir(&bin).unwrap();
-    let exe = bin.join("taskhost");
-    std::fs::copy(mcp::binary(), &exe).unwrap();
-    let host = copied_host(&dir, &exe);
+    let (host, exe) = upgradable_host(&dir);
     let host_pid = host.child.id();
     let (a, _) = bridged(&host.socket, Watcher::default(), &[]).await;
     let (id, pid, mut seen) = numbered_task(&a).await;
-    let rebuilt = bin.join("taskhost.new");
-    std::fs::copy(mcp::binary(), &rebuilt).unwrap();
-    std::fs::rename(&rebuilt, &exe).unwrap();
-    let new_inode = std::fs::metadata(&exe).unwrap().ino();
+    let new_inode = replace_binary(&exe);
     assert_ne!(running_inode(host_pid), Some(new_inode));
     let polling = async {
         read_until(&a, &id, "n150", &mut seen).await;

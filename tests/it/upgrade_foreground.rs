@@ -7,18 +7,13 @@ use serde_json::json;
 
 use crate::clients::bridged;
 use crate::fixtures::*;
-use crate::handover::{copied_host, running_inode};
-use crate::mcp::{self, Watcher, alive, call, read_waiting};
+use crate::handover::{replace_binary, running_inode, upgradable_host};
+use crate::mcp::{Watcher, alive, call, read_waiting};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_foreground_command_in_flight_at_an_upgrade_continues_as_a_background_task() {
-    use std::os::unix::fs::MetadataExt;
     let dir = scratch("upgrade-foreground");
-    let bin = dir.join("bin");
-    std::fs::create_dir(&bin).unwrap();
-    let exe = bin.join("taskhost");
-    std::fs::copy(mcp::binary(), &exe).unwrap();
-    let host = copied_host(&dir, &exe);
+    let (host, exe) = upgradable_host(&dir);
     let host_pid = host.child.id();
     let (a, _) = bridged(&host.socket, Watcher::default(), &[]).await;
     let started = dir.join("started");
@@ -41,15 +36,13 @@ async fn a_foreground_command_in_flight_at_an_upgrade_continues_as_a_background_
             .is_ok_and(|p| p.ends_with('\n'))),
             "the command started"
         );
-        let rebuilt = bin.join("taskhost.new");
-        std::fs::copy(mcp::binary(), &rebuilt).unwrap();
-        std::fs::rename(&rebuilt, &exe).unwrap();
+        let new_inode = replace_binary(&exe);
         nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(host_pid as i32),
             nix::sys::signal::Signal::SIGHUP,
         )
         .unwrap();
-        std::fs::metadata(&exe).unwrap().ino()
+        new_inode
     };
     let (answer, new_inode) = tokio::join!(calling, upgrading);
     assert!(answer.starts_with("before\n"), "{answer}");

@@ -6,6 +6,21 @@ use std::path::{Path, PathBuf};
 
 pub mod webdriver;
 
+/// Polls `f` every 10 ms until it holds or `timeout` passes; whether it held. A test waits for
+/// what it can observe this way, never for a fixed time.
+pub fn eventually(timeout: std::time::Duration, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        if f() {
+            return true;
+        }
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 /// The cargo profile directory (`target/<profile>`) holding the built binaries and cdylibs, found
 /// from the running test or bench binary, which cargo puts in its `deps/`.
 ///

@@ -10,24 +10,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::Scratch;
+use crate::{Scratch, eventually};
 
 /// Browsers started by this process, for their profiles' names.
 static STARTED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-
-/// Polls `f` every 10 ms until it holds or `timeout` passes; whether it held.
-fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let deadline = std::time::Instant::now() + timeout;
-    loop {
-        if f() {
-            return true;
-        }
-        if std::time::Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
 
 /// A headless Chromium behind its own chromedriver; both ended when dropped.
 pub struct Browser {
