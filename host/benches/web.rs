@@ -142,12 +142,14 @@ fn reads_under_streaming(browser: &Browser, port: u16, origin: &str, token: &str
 }
 
 /// A viewer that follows task `id`'s output on the page's event stream as `token`, without a
-/// browser: a thread reading the stream until `stop`; the bytes it got.
+/// browser: a thread reading the stream until `stop`, counted in `tailing` once the task's output
+/// reached it; the bytes it got.
 fn follow(
     port: u16,
     token: &str,
     id: &str,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    tailing: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 ) -> std::thread::JoinHandle<usize> {
     use std::io::{Read, Write};
     let head = format!(
@@ -161,11 +163,17 @@ fn follow(
         if stream.write_all(head.as_bytes()).is_err() {
             return 0;
         }
-        let (mut got, mut buf) = (0, [0u8; 16384]);
+        let (mut got, mut buf, mut counted) = (0, [0u8; 16384], false);
         while !stop.load(std::sync::atomic::Ordering::Relaxed) {
             match stream.read(&mut buf) {
                 Ok(0) => break,
-                Ok(n) => got += n,
+                Ok(n) => {
+                    got += n;
+                    if !counted && buf[..n].windows(11).any(|w| w == b"event: tail") {
+                        counted = true;
+                        tailing.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
                 Err(_) => {}
             }
         }
@@ -184,6 +192,7 @@ fn reads_under_viewers(port: u16, host: &common::http::Host) {
     ));
     let idle = read_round_trip(conn, &quiet);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let tailing = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut viewers = Vec::new();
     let mut tasks = Vec::new();
     for p in 0..10 {
@@ -197,11 +206,17 @@ fn reads_under_viewers(port: u16, host: &common::http::Host) {
                 "bash",
                 json!({"command": command, "run_in_background": true}),
             ));
-            viewers.push(follow(port, &principal, &id, stop.clone()));
+            viewers.push(follow(port, &principal, &id, stop.clone(), tailing.clone()));
             tasks.push((principal.clone(), id));
         }
     }
-    std::thread::sleep(Duration::from_secs(2));
+    // Measured once every viewer is following its task's output.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while tailing.load(std::sync::atomic::Ordering::Relaxed) < viewers.len()
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let conn = &mut Conn::open(port, &quiet_token, true);
     let watched = read_round_trip(conn, &quiet);
     stop.store(true, std::sync::atomic::Ordering::Relaxed);

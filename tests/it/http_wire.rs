@@ -86,9 +86,15 @@ impl Drop for HttpHost {
 
 /// Makes principal `name` in the state directory `state`; its token (the last line printed).
 pub(crate) fn token_in(state: &Path, name: &str) -> String {
+    token_made(state, name, &[])
+}
+
+/// As [`token_in`], with `extra` arguments to `taskhost token create` (`--all-owners`).
+pub(crate) fn token_made(state: &Path, name: &str, extra: &[&str]) -> String {
     let out = std::process::Command::new(binary())
         .args(["token", "create", name, "--state"])
         .arg(state)
+        .args(extra)
         .output()
         .expect("token create");
     assert!(out.status.success(), "{out:?}");

@@ -45,10 +45,15 @@ fn get(host: &HttpHost, method: &str, path: &str, headers: &[(&str, &str)]) -> R
 
 /// Starts `command` in the background over MCP as `client`'s principal; the task id.
 pub(crate) fn start(client: &Client, command: &str) -> String {
-    let text = client.call(
-        "bash",
+    start_with(
+        client,
         json!({"command": command, "run_in_background": true}),
-    );
+    )
+}
+
+/// Starts a background `bash` call with `arguments` as `client`'s principal; the task id.
+fn start_with(client: &Client, arguments: serde_json::Value) -> String {
+    let text = client.call("bash", arguments);
     text.split_whitespace()
         .find(|w| w.starts_with("bash-"))
         .unwrap_or_else(|| panic!("no task id in {text}"))
@@ -225,15 +230,10 @@ fn a_terminal_tasks_tail_is_served_as_the_terminal_draws_it() {
     let (host, _, _) = web_host(&dir, &["--no-watch"]);
     let token = host.token("alice");
     let client = Client::new(&host, &token);
-    let text = client.call(
-        "bash",
+    let id = start_with(
+        &client,
         json!({"command": "printf 'plain \\033[31mred\\033[0m text\\nabc\\rX\\n'", "tty": true, "run_in_background": true}),
     );
-    let id = text
-        .split_whitespace()
-        .find(|w| w.starts_with("bash-"))
-        .unwrap_or_else(|| panic!("no task id in {text}"))
-        .to_owned();
     let bearer = format!("Bearer {token}");
     let mut tail = String::new();
     assert!(
@@ -359,17 +359,7 @@ fn a_token_made_with_all_owners_oversees_every_owners_tasks_in_the_view_and_only
     let dir = scratch("web-all-owners");
     let (host, _, _) = web_host(&dir, &["--no-watch"]);
     let alice = host.token("alice");
-    let made = std::process::Command::new(crate::mcp::binary())
-        .args(["token", "create", "operator", "--all-owners", "--state"])
-        .arg(&host.state)
-        .output()
-        .unwrap();
-    assert!(made.status.success(), "{made:?}");
-    let operator = String::from_utf8_lossy(&made.stdout)
-        .lines()
-        .last()
-        .unwrap()
-        .to_owned();
+    let operator = crate::http_wire::token_made(&host.state, "operator", &["--all-owners"]);
     let alices = start(&Client::new(&host, &alice), "echo alice-line; sleep 300");
     let operators = start(&Client::new(&host, &operator), "sleep 300");
 

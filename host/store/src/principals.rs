@@ -137,17 +137,18 @@ pub(crate) fn all(conn: &Connection) -> rusqlite::Result<Vec<Principal>> {
     .collect()
 }
 
-/// The live principal `token` names: its name and owner.
+/// The live principal `token` names: its name, its owner, and whether people's views show it
+/// every owner's tasks.
 pub(crate) fn by_token(
     conn: &Connection,
     token: &Token,
-) -> rusqlite::Result<Option<(String, String)>> {
+) -> rusqlite::Result<Option<(String, String, bool)>> {
     conn.prepare_cached(
-        "SELECT name, id FROM owners WHERE kind = 'principal' AND secret_sha256 = ?1
+        "SELECT name, id, sees_all FROM owners WHERE kind = 'principal' AND secret_sha256 = ?1
          AND ended_at_ms IS NULL",
     )?
     .query_row(params![token.secret().sha256()], |r| {
-        Ok((r.get(0)?, owner_name(r.get(1)?)))
+        Ok((r.get(0)?, owner_name(r.get(1)?), r.get(2)?))
     })
     .optional()
 }
@@ -166,7 +167,7 @@ impl PrincipalLookup {
     /// # Errors
     /// The database could not be read.
     pub fn owner_of(&self, token: &Token) -> Result<Option<(String, String)>, crate::StoreError> {
-        Ok(by_token(&self.0.lock(), token)?)
+        Ok(self.viewer_of(token)?.map(|(name, owner, _)| (name, owner)))
     }
 
     /// As [`PrincipalLookup::owner_of`], with whether the principal sees every owner's tasks in
@@ -178,16 +179,6 @@ impl PrincipalLookup {
         &self,
         token: &Token,
     ) -> Result<Option<(String, String, bool)>, crate::StoreError> {
-        Ok(self
-            .0
-            .lock()
-            .prepare_cached(
-                "SELECT name, id, sees_all FROM owners WHERE kind = 'principal'
-                 AND secret_sha256 = ?1 AND ended_at_ms IS NULL",
-            )?
-            .query_row(params![token.secret().sha256()], |r| {
-                Ok((r.get(0)?, owner_name(r.get(1)?), r.get(2)?))
-            })
-            .optional()?)
+        Ok(by_token(&self.0.lock(), token)?)
     }
 }

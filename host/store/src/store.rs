@@ -300,7 +300,7 @@ impl Store {
     /// # Errors
     /// The database could not be read.
     pub fn principal_of(&self, token: &Token) -> Result<Option<(String, String)>, StoreError> {
-        Ok(principals::by_token(&self.reader()?, token)?)
+        Ok(principals::by_token(&self.reader()?, token)?.map(|(name, owner, _)| (name, owner)))
     }
 
     /// A lookup of tokens that keeps a connection of its own (see [`crate::PrincipalLookup`]).

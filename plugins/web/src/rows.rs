@@ -6,13 +6,18 @@ use std::hash::{Hash, Hasher};
 use taskhost_abi::prelude::*;
 use taskhost_abi::sdk::http::Viewer;
 
-/// The row of `task` for `viewer`: the owner shown by name when it is the viewer's own.
-pub(crate) fn row(task: &FfiSnapshot, viewer: &Viewer) -> Value {
-    let owner = match task.owner() {
+/// The owner a row shows: by name when it is the viewer's own, by id otherwise, empty for none.
+fn shown_owner(owner: Option<&str>, viewer: &Viewer) -> String {
+    match owner {
         Some(o) if o == viewer.owner => viewer.name.clone(),
         Some(o) => o.to_owned(),
         None => String::new(),
-    };
+    }
+}
+
+/// The row of `task` for `viewer`.
+pub(crate) fn row(task: &FfiSnapshot, viewer: &Viewer) -> Value {
+    let owner = shown_owner(task.owner(), viewer);
     json!({
         "id": task.id.as_str(),
         "kind": task.kind.as_str(),
@@ -28,11 +33,7 @@ pub(crate) fn row(task: &FfiSnapshot, viewer: &Viewer) -> Value {
 /// The row of a record only the state directory holds (a task of an earlier host that was not
 /// brought back), shaped as [`row`]'s; `expired` when retention removed its output.
 pub(crate) fn record_row(record: &Value, viewer: &Viewer) -> Value {
-    let owner = match record["owner"].as_str() {
-        Some(o) if o == viewer.owner => viewer.name.clone(),
-        Some(o) => o.to_owned(),
-        None => String::new(),
-    };
+    let owner = shown_owner(record["owner"].as_str(), viewer);
     json!({
         "id": record["id"],
         "kind": record["kind"],
@@ -46,26 +47,30 @@ pub(crate) fn record_row(record: &Value, viewer: &Viewer) -> Value {
     })
 }
 
-/// The rows of the viewer's live tasks, then those of its records no live task has, newest
-/// `RECORDS_MAX` records looked at.
+/// The rows of the viewer's live tasks, then those of its records no live task has.
 pub(crate) fn with_records(host: &Host, live: &[FfiSnapshot], viewer: &Viewer) -> Vec<Value> {
     let mut rows: Vec<Value> = live.iter().map(|t| row(t, viewer)).collect();
-    let known: std::collections::HashSet<&str> = live.iter().map(|t| t.id.as_str()).collect();
-    rows.extend(
-        host.task_records(viewer.caller(), RECORDS_MAX)
-            .iter()
-            // A record of a task still starting or running is this host's (then live, or about to
-            // be: listed next step) or another live host's: only settled records are history.
-            .filter(|r| {
-                !matches!(
-                    r["status"].as_str(),
-                    Some("starting" | "running" | "stopping")
-                )
-            })
-            .filter(|r| r["id"].as_str().is_some_and(|id| !known.contains(id)))
-            .map(|r| record_row(r, viewer)),
-    );
+    rows.extend(record_rows(host, live, viewer));
     rows
+}
+
+/// The rows of the viewer's settled records that no task in `live` has, newest `RECORDS_MAX`
+/// records looked at.
+pub(crate) fn record_rows(host: &Host, live: &[FfiSnapshot], viewer: &Viewer) -> Vec<Value> {
+    let known: std::collections::HashSet<&str> = live.iter().map(|t| t.id.as_str()).collect();
+    host.task_records(viewer.caller(), RECORDS_MAX)
+        .iter()
+        // A record of a task still starting or running is this host's (then live, or about to
+        // be: listed next step) or another live host's: only settled records are history.
+        .filter(|r| {
+            !matches!(
+                r["status"].as_str(),
+                Some("starting" | "running" | "stopping")
+            )
+        })
+        .filter(|r| r["id"].as_str().is_some_and(|id| !known.contains(id)))
+        .map(|r| record_row(r, viewer))
+        .collect()
 }
 
 /// How many records a page looks at, newest first.

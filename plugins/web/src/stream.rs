@@ -16,7 +16,7 @@ use taskhost_abi::prelude::*;
 use taskhost_abi::sdk::http::{Events, EventsRequest};
 
 use crate::api::TAIL_BYTES;
-use crate::rows::{fingerprint, row, with_records};
+use crate::rows::{fingerprint, record_rows, row};
 
 /// How often the host's status is sent, and the list looked at when no task registered or settled.
 pub(crate) const STATUS_EVERY_MS: u64 = 1000;
@@ -64,8 +64,7 @@ pub(crate) fn step(host: &Host, request: &EventsRequest) -> Events {
         }
         if first {
             // The records of earlier hosts' tasks are settled: sent once, never followed.
-            let all = with_records(host, &tasks, &request.viewer);
-            rows.extend(all.into_iter().skip(tasks.len()));
+            rows.extend(record_rows(host, &tasks, &request.viewer));
         }
         let removed: Vec<&String> = sent
             .rows
