@@ -124,6 +124,18 @@ pub fn restarted_reply(output: &str, id: Option<&str>) -> String {
     format!("{output}{}[{what}]", line_break(output))
 }
 
+/// The error a bridge answers a call with when its host went away while the call ran: the
+/// command the call ran continues as background task `id` under the next host, or, with none,
+/// the call may be retried.
+pub fn host_gone_error(id: Option<&str>) -> String {
+    match id {
+        Some(id) => format!(
+            "the taskhost host restarted (it stopped unexpectedly) while this command ran: the command continues as background task {id}; read it with task_output"
+        ),
+        None => "the taskhost host restarted while this request ran: it can be retried (a task it started is in task_list)".to_owned(),
+    }
+}
+
 /// The header between a process's stdout and its stderr in a read.
 pub const STDERR_HEADER: &str = "[stderr]\n";
 

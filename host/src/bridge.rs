@@ -20,7 +20,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufRea
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::mpsc;
 
-use crate::owners::{Claim, MAX_LINE, WELCOME};
+use crate::owners::{Claim, MAX_WELCOME, WELCOME};
 use taskhost_store::OwnerSecret;
 
 /// The request id under which the bridge replays the client's `initialize`.
@@ -70,7 +70,7 @@ struct Replay {
     /// Open `subscriptions/listen` requests by id.
     listens: HashMap<String, Vec<u8>>,
     /// Requests the client waits on, by id, with their lines.
-    in_flight: HashMap<String, (Value, Vec<u8>)>,
+    in_flight: HashMap<String, InFlight>,
     /// The host said it took its last request ([`crate::drain::RESTARTING`]): what it did not
     /// answer, it never read.
     restarting: bool,
@@ -99,7 +99,15 @@ impl Replay {
             if method == "subscriptions/listen" {
                 self.listens.insert(key.clone(), line.to_vec());
             }
-            self.in_flight.insert(key, (id, line.to_vec()));
+            let call = method == "tools/call";
+            self.in_flight.insert(
+                key,
+                InFlight {
+                    id,
+                    line: line.to_vec(),
+                    call,
+                },
+            );
         }
     }
 
@@ -125,29 +133,60 @@ impl Replay {
         true
     }
 
-    /// The errors owed to the client for its requests the gone host took (listens excepted: they
+    /// The answers owed to the client for its requests the gone host took (listens excepted: they
     /// are replayed). After the host said it was restarting, none: every request it did not
     /// answer is sent again to the next host.
-    fn orphaned(&mut self) -> Vec<Vec<u8>> {
+    fn orphaned(&mut self) -> Owed {
         let listens = &self.listens;
-        let mut lines = Vec::new();
+        let mut owed = Owed::default();
         let restarting = std::mem::take(&mut self.restarting);
         let resend = &mut self.resend;
-        self.in_flight.retain(|key, (id, request)| {
+        self.in_flight.retain(|key, request| {
             if listens.contains_key(key) {
                 return true;
             }
             if restarting {
-                resend.push(request.clone());
+                resend.push(request.line.clone());
                 return true;
             }
-            let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603,
-                "message": "the taskhost host restarted while this request ran; a task it started is in task_list"}});
-            lines.push(line_of(&error));
+            if request.call {
+                owed.calls.push(request.id.clone());
+            } else {
+                owed.now.push(host_gone(&request.id, None));
+            }
             false
         });
-        lines
+        owed
     }
+}
+
+/// A request the client waits on.
+struct InFlight {
+    id: Value,
+    line: Vec<u8>,
+    /// A `tools/call`: the command it ran may continue as a task under the next host.
+    call: bool,
+}
+
+/// What the client is owed when its host went away.
+#[derive(Default)]
+struct Owed {
+    /// Errors to answer at once.
+    now: Vec<Vec<u8>>,
+    /// Tool calls, answered once the next host says which of them continue as tasks (or once
+    /// none came).
+    calls: Vec<Value>,
+}
+
+/// The error line answering request `id` of a host that went away; `task` is the background task
+/// the command it ran continues as.
+fn host_gone(id: &Value, task: Option<&str>) -> Vec<u8> {
+    let mut error =
+        json!({"code": -32603, "message": taskhost_abi::wording::host_gone_error(task)});
+    if let Some(task) = task {
+        error["data"] = json!({ "task": task });
+    }
+    line_of(&json!({"jsonrpc": "2.0", "id": id, "error": error}))
 }
 
 fn line_of(value: &Value) -> Vec<u8> {
@@ -172,22 +211,42 @@ pub async fn run(options: BridgeOptions) -> Result<(), String> {
     tokio::spawn(crate::wire::forward_lines(tokio::io::stdin(), lines));
     let mut stdout = tokio::io::stdout();
     let mut replay = Replay::default();
-    let (mut link, mut secret) = open(&options, &Claim::New).await?;
+    let (mut link, mut secret, _) = open(&options, &Claim::New).await?;
     loop {
         match relay(&mut link, &mut from_client, &mut stdout, &mut replay).await {
             Relayed::ClientLeft => return Ok(()),
             Relayed::HostGone => {}
         }
-        for line in replay.orphaned() {
-            write_line(&mut stdout, &line).await?;
+        let owed = replay.orphaned();
+        for line in &owed.now {
+            write_line(&mut stdout, line).await?;
         }
-        (link, secret) = reopen(&options, secret).await?;
+        let continued = match reopen(&options, secret).await {
+            Ok((l, s, continued)) => {
+                (link, secret) = (l, s);
+                continued
+            }
+            Err(e) => {
+                for id in &owed.calls {
+                    write_line(&mut stdout, &host_gone(id, None)).await?;
+                }
+                return Err(e);
+            }
+        };
+        for id in &owed.calls {
+            let task = continued.iter().find(|(call, _)| call == id);
+            let answer = host_gone(id, task.map(|(_, task)| task.as_str()));
+            write_line(&mut stdout, &answer).await?;
+        }
         resume(&mut link, &mut stdout, &mut replay).await?;
     }
 }
 
-/// Dials the host and says hello: the link and the owner's secret.
-async fn open(options: &BridgeOptions, claim: &Claim) -> Result<(Link, OwnerSecret), String> {
+/// A welcomed link, the owner's secret, and the calls its host says continue as tasks.
+type Opened = (Link, OwnerSecret, Vec<(Value, String)>);
+
+/// Dials the host and says hello.
+async fn open(options: &BridgeOptions, claim: &Claim) -> Result<Opened, String> {
     let stream = crate::dial::dial(&options.path, &options.allowed_server_uids)
         .await
         .map_err(|e| e.to_string())?;
@@ -215,7 +274,8 @@ async fn open(options: &BridgeOptions, claim: &Claim) -> Result<(Link, OwnerSecr
             "the host did not know this session's owner (another state directory?): the tasks started before are not visible"
         );
     }
-    Ok((Link { from_host, to_host }, secret))
+    let continued = crate::owners::continued_in(&welcome);
+    Ok((Link { from_host, to_host }, secret, continued))
 }
 
 async fn read_welcome(
@@ -224,7 +284,7 @@ async fn read_welcome(
 ) -> Result<String, String> {
     let mut line = Vec::new();
     (&mut *from_host)
-        .take(MAX_LINE as u64)
+        .take(MAX_WELCOME as u64)
         .read_until(b'\n', &mut line)
         .await
         .map_err(|e| format!("{}: {e}", path.display()))?;
@@ -239,10 +299,7 @@ async fn read_welcome(
 }
 
 /// Dials again, as the same owner, until the host answers or `reconnect_for` passes.
-async fn reopen(
-    options: &BridgeOptions,
-    secret: OwnerSecret,
-) -> Result<(Link, OwnerSecret), String> {
+async fn reopen(options: &BridgeOptions, secret: OwnerSecret) -> Result<Opened, String> {
     let deadline = Instant::now() + options.reconnect_for;
     let mut pause = Duration::from_millis(20);
     let claim = Claim::Resume(secret);
@@ -376,7 +433,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_lost_host_owes_the_client_an_error_for_each_call_but_not_for_its_listens() {
+    fn a_lost_host_owes_an_error_now_for_each_request_later_for_each_tool_call_none_for_listens() {
         let mut replay = Replay::default();
         replay.client_line(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#);
         assert!(replay.host_line(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#));
@@ -385,18 +442,50 @@ mod tests {
         replay.client_line(br#"{"jsonrpc":"2.0","id":3,"method":"subscriptions/listen"}"#);
         replay.client_line(br#"{"jsonrpc":"2.0","id":4,"method":"tools/list"}"#);
         assert!(replay.host_line(br#"{"jsonrpc":"2.0","id":4,"result":null}"#));
-        let owed: Vec<Value> = replay
-            .orphaned()
+        replay.client_line(br#"{"jsonrpc":"2.0","id":5,"method":"resources/read"}"#);
+        let owed = replay.orphaned();
+        assert_eq!(owed.calls, vec![json!("a")]);
+        let owed: Vec<Value> = owed
+            .now
             .iter()
             .map(|l| serde_json::from_slice(l).unwrap())
             .collect();
         assert_eq!(owed.len(), 1);
-        assert_eq!(owed[0]["id"], "a");
+        assert_eq!(owed[0]["id"], 5);
         assert_eq!(owed[0]["error"]["code"], -32603);
         assert!(replay.initialize.is_some() && replay.initialized.is_some());
         assert_eq!(replay.listens.len(), 1);
         assert!(!replay.host_line(
             format!(r#"{{"jsonrpc":"2.0","id":"{REINIT_ID}","result":{{}}}}"#).as_bytes()
         ));
+    }
+
+    #[test]
+    fn a_welcome_names_the_calls_that_continue_as_tasks_whatever_their_ids_hold() {
+        let admission = crate::owners::Admission {
+            session: "session-1".to_owned(),
+            secret: Some(OwnerSecret::generate().unwrap()),
+            came_back: crate::owners::CameBack::FromRecords,
+            lease: 1,
+            continued: vec![
+                (json!("a b=c"), "bash-3".to_owned()),
+                (json!(7), "bash-4".to_owned()),
+            ],
+        };
+        let welcome = admission.welcome().unwrap();
+        assert_eq!(welcome.lines().count(), 1);
+        assert_eq!(crate::owners::continued_in(&welcome), admission.continued);
+        assert!(
+            crate::owners::continued_in("#taskhost welcome session=s owner=o resumed=yes")
+                .is_empty()
+        );
+        let error: Value = serde_json::from_slice(&host_gone(&json!(7), Some("bash-4"))).unwrap();
+        assert_eq!(error["error"]["data"]["task"], "bash-4");
+        assert!(
+            error["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("background task bash-4")
+        );
     }
 }

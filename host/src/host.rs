@@ -77,6 +77,7 @@ impl Taskhost {
             runtime,
             state: services.state,
             restarting: taskhost_registry::CancellationToken::new(),
+            continued: Default::default(),
         };
         let plugins = Arc::new(Plugins::new(services.clone(), options));
         crate::status::install(&plugins, services.clone());

@@ -23,8 +23,10 @@ use taskhost_store::{OwnerSecret, Store};
 pub const HELLO: &str = "#taskhost hello";
 /// The welcome's start.
 pub const WELCOME: &str = "#taskhost welcome";
-/// The longest hello or welcome line read.
+/// The longest hello line read.
 pub const MAX_LINE: usize = 256;
+/// The longest welcome line read (it may name calls that continue as tasks).
+pub const MAX_WELCOME: usize = 64 * 1024;
 /// The default of `[host] owner_grace_ms`.
 pub const DEFAULT_OWNER_GRACE: Duration = Duration::from_secs(60);
 
@@ -85,6 +87,9 @@ pub struct Admission {
     pub came_back: CameBack,
     /// This connection's hold on the owner: a later connection of the same owner supersedes it.
     pub lease: u64,
+    /// The owner's calls a crash of an earlier host interrupted whose commands continue as tasks
+    /// here (each call's JSON-RPC id and task), for its bridge's answers.
+    pub continued: Vec<(serde_json::Value, String)>,
 }
 
 impl Admission {
@@ -96,12 +101,46 @@ impl Admission {
         } else {
             "yes"
         };
+        let continued = if self.continued.is_empty() {
+            String::new()
+        } else {
+            format!(" continued={}", encode_continued(&self.continued))
+        };
         Some(format!(
-            "{WELCOME} session={} owner={} resumed={resumed}\n",
+            "{WELCOME} session={} owner={} resumed={resumed}{continued}\n",
             self.session,
             secret.as_str()
         ))
     }
+}
+
+/// The welcome's `continued=` value: the JSON array of `[call id, task id]` pairs in hex (a call
+/// id may hold spaces; a bridge that does not know the word skips it).
+fn encode_continued(continued: &[(serde_json::Value, String)]) -> String {
+    use std::fmt::Write;
+    let json = serde_json::to_string(continued).unwrap_or_default();
+    json.bytes().fold(String::new(), |mut hex, b| {
+        let _ = write!(hex, "{b:02x}");
+        hex
+    })
+}
+
+/// The calls a welcome line says continue as tasks (see [`Admission::continued`]); none when it
+/// names none or cannot be read.
+pub fn continued_in(welcome: &str) -> Vec<(serde_json::Value, String)> {
+    let Some(hex) = welcome
+        .split_ascii_whitespace()
+        .find_map(|w| w.strip_prefix("continued="))
+    else {
+        return Vec::new();
+    };
+    let bytes: Option<Vec<u8>> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect();
+    bytes
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
 }
 
 /// What the end of a connection means for its owner.
@@ -178,6 +217,7 @@ impl Owners {
             secret,
             came_back,
             lease,
+            continued: Vec::new(),
         })
     }
 

@@ -1,5 +1,7 @@
-//! A foreground command in flight when its host is upgraded (`SIGHUP`) goes on as a background
-//! task of its caller's, carried to the new image: the call answers at once, naming the task.
+//! A foreground command in flight when its host goes on as a background task of its
+//! caller's: at an upgrade (`SIGHUP`) the call answers at once, naming the task, and the task is
+//! carried to the new image; at a crash (SIGKILL) the keeper holds it for the next host, which
+//! makes it the task, and the caller's bridge answers the call with an error naming it.
 
 use std::time::Duration;
 
@@ -8,7 +10,80 @@ use serde_json::json;
 use crate::clients::bridged;
 use crate::fixtures::*;
 use crate::handover::{replace_binary, running_inode, upgradable_host};
-use crate::mcp::{Watcher, alive, call, read_waiting};
+use crate::mcp::{SocketHost, Watcher, alive, call, read_waiting, try_call};
+
+/// A command that says `before`, writes its pid to `started`, waits for `release` to exist, then
+/// says `after`.
+fn held_command(started: &std::path::Path, release: &std::path::Path) -> String {
+    format!(
+        "echo before; echo $$ > {started}; while [ ! -e {release} ]; do sleep 0.05; done; echo after",
+        started = started.display(),
+        release = release.display()
+    )
+}
+
+/// The pid `started` holds, once the command wrote it.
+fn started_pid(started: &std::path::Path) -> i32 {
+    assert!(
+        eventually(Duration::from_secs(20), || std::fs::read_to_string(started)
+            .is_ok_and(|p| p.ends_with('\n'))),
+        "the command started"
+    );
+    std::fs::read_to_string(started)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// The task an answer says the command continues as.
+fn continued_task(answer: &str) -> String {
+    answer
+        .split("continues as background task ")
+        .nth(1)
+        .and_then(|rest| rest.split(';').next())
+        .unwrap_or_else(|| panic!("the answer names the task: {answer}"))
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreground_command_in_flight_at_a_crash_continues_as_a_task_the_error_names() {
+    let dir = scratch("crash-foreground");
+    let state = dir.join("state");
+    let args = ["--no-watch", "--state", state.to_str().unwrap()];
+    let mut host = SocketHost::start(&dir, &args);
+    let (a, _) = bridged(&host.socket, Watcher::default(), &[]).await;
+    let (started, release) = (dir.join("started"), dir.join("release"));
+    let command = held_command(&started, &release);
+    let calling = try_call(
+        &a,
+        "bash",
+        json!({"command": command, "timeout_ms": 300000}),
+    );
+    let crashing = async {
+        let pid = started_pid(&started);
+        host.child.kill().unwrap();
+        host.child.wait().unwrap();
+        assert!(alive(pid), "the command outlives its host");
+        let next = SocketHost::start(&dir, &args);
+        (pid, next)
+    };
+    let (answer, (pid, _next)) = tokio::join!(calling, crashing);
+    let error = answer.expect_err("the call of a crashed host answers an error");
+    assert!(error.contains("restarted"), "{error}");
+    let id = continued_task(&error);
+    assert!(alive(pid), "the same process runs on under the next host");
+    let list = call(&a, "task_list", json!({})).await;
+    assert!(list.contains(&format!("{id} [bash] running")), "{list}");
+    std::fs::write(&release, "").unwrap();
+    let read = read_waiting(&a, &id, 30_000).await;
+    assert!(
+        read.starts_with("before\n") && read.contains("after\n"),
+        "all its output, from its first byte, is the task's: {read}"
+    );
+    assert!(read.contains("exit code: 0"), "{read}");
+    a.cancel().await.ok();
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_foreground_command_in_flight_at_an_upgrade_continues_as_a_background_task() {
@@ -16,26 +91,15 @@ async fn a_foreground_command_in_flight_at_an_upgrade_continues_as_a_background_
     let (host, exe) = upgradable_host(&dir);
     let host_pid = host.child.id();
     let (a, _) = bridged(&host.socket, Watcher::default(), &[]).await;
-    let started = dir.join("started");
-    let release = dir.join("release");
-    let command = format!(
-        "echo before; echo $$ > {started}; while [ ! -e {release} ]; do sleep 0.05; done; echo after",
-        started = started.display(),
-        release = release.display()
-    );
+    let (started, release) = (dir.join("started"), dir.join("release"));
+    let command = held_command(&started, &release);
     let calling = call(
         &a,
         "bash",
         json!({"command": command, "timeout_ms": 300000}),
     );
     let upgrading = async {
-        assert!(
-            eventually(Duration::from_secs(20), || std::fs::read_to_string(
-                &started
-            )
-            .is_ok_and(|p| p.ends_with('\n'))),
-            "the command started"
-        );
+        started_pid(&started);
         let new_inode = replace_binary(&exe);
         nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(host_pid as i32),
@@ -46,17 +110,8 @@ async fn a_foreground_command_in_flight_at_an_upgrade_continues_as_a_background_
     };
     let (answer, new_inode) = tokio::join!(calling, upgrading);
     assert!(answer.starts_with("before\n"), "{answer}");
-    let id = answer
-        .split("continues as background task ")
-        .nth(1)
-        .and_then(|rest| rest.split(';').next())
-        .unwrap_or_else(|| panic!("the answer names the task: {answer}"))
-        .to_owned();
-    let pid: i32 = std::fs::read_to_string(&started)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let id = continued_task(&answer);
+    let pid = started_pid(&started);
     assert!(
         eventually(Duration::from_secs(20), || running_inode(host_pid)
             == Some(new_inode)),
@@ -71,5 +126,32 @@ async fn a_foreground_command_in_flight_at_an_upgrade_continues_as_a_background_
     );
     assert!(read.contains("exit code: 0"), "{read}");
     drop(host);
+    a.cancel().await.ok();
+}
+
+/// A foreground command held for a crash under its call's name, then promoted at its timeout: the
+/// keeper renames it, so the next host after a crash serves it as the same task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_promoted_at_its_timeout_is_the_same_task_after_a_crash() {
+    let dir = scratch("crash-promoted");
+    let state = dir.join("state");
+    let args = ["--no-watch", "--state", state.to_str().unwrap()];
+    let mut host = SocketHost::start(&dir, &args);
+    let (a, _) = bridged(&host.socket, Watcher::default(), &[]).await;
+    let (started, release) = (dir.join("started"), dir.join("release"));
+    let command = held_command(&started, &release);
+    let answer = call(&a, "bash", json!({"command": command, "timeout_ms": 200})).await;
+    let id = continued_task(&answer);
+    let pid = started_pid(&started);
+    host.child.kill().unwrap();
+    host.child.wait().unwrap();
+    let _next = SocketHost::start(&dir, &args);
+    let list = call(&a, "task_list", json!({})).await;
+    assert!(list.contains(&format!("{id} [bash] running")), "{list}");
+    assert!(alive(pid), "the same process runs on under the next host");
+    std::fs::write(&release, "").unwrap();
+    let read = read_waiting(&a, &id, 30_000).await;
+    assert!(read.contains("after\n"), "{read}");
+    assert!(read.contains("exit code: 0"), "{read}");
     a.cancel().await.ok();
 }

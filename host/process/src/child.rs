@@ -43,6 +43,8 @@ pub struct Process {
     pub(crate) arrived: watch::Sender<u64>,
     /// What a keeper would hold of this process for a handover, until it is asked to.
     pub(crate) hold: Mutex<Option<(crate::keeper::Hold, Vec<std::os::fd::OwnedFd>)>>,
+    /// The keeper was asked to hold it (later names go as renames).
+    pub(crate) held: AtomicBool,
     /// Told where the reads stand each time a read moves them.
     reads: Mutex<Option<ReadsMoved>>,
 }
@@ -89,6 +91,7 @@ impl Process {
             input,
             arrived: watch::Sender::new(0),
             hold: Mutex::new(None),
+            held: AtomicBool::new(false),
             reads: Mutex::new(None),
         })
     }

@@ -82,19 +82,30 @@ impl ProcessService {
     }
 
     /// Asks the keeper to hold `process`, the task `task`, for a handover: its output's read ends
-    /// and kept files (only a process with kept output that is still running, and only once).
+    /// and kept files (only a process with kept output that is still running). Asked again, the
+    /// keeper renames what it holds: a foreground command held as `foreground:N` that became a
+    /// task.
     pub fn hold_for_handover(&self, process: &Arc<Process>, task: &str) {
         let (Some(k), Some(pgid)) = (&self.keeper, process.pgid) else {
             return;
         };
         let Some((mut hold, fds)) = process.hold.lock().take() else {
+            if process.held.load(Ordering::Acquire) {
+                k.rename(pgid, task);
+            }
             return;
         };
         if process.exit.borrow().is_some() {
             return;
         }
         hold.task = task.to_owned();
+        process.held.store(true, Ordering::Release);
         k.hold(pgid, hold, fds);
+    }
+
+    /// This host's number for `process` (its marker's), while it may still be held for a handover.
+    pub fn handover_number(process: &Process) -> Option<u64> {
+        process.hold.lock().as_ref().map(|(hold, _)| hold.n)
     }
 
     /// The plan of a kept file at `path` (in the kept directory) of cap `cap`.

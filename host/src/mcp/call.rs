@@ -49,6 +49,7 @@ impl McpSession {
                 listener: self.listener.clone(),
                 runtime: tokio::runtime::Handle::current(),
             })),
+            request_id: serde_json::to_value(&context.id).ok(),
         };
         let call = self
             .host

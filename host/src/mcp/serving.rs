@@ -155,7 +155,10 @@ async fn serve_connection(
         return Ok(());
     };
     let may_return = claim != Claim::Anonymous;
-    let admission = admit(&host, claim).await?;
+    let mut admission = admit(&host, claim).await?;
+    if admission.came_back != CameBack::No {
+        admission.continued = host.services().continued_calls(&admission.session);
+    }
     if let Some(welcome) = admission.welcome() {
         stream
             .write_all(welcome.as_bytes())

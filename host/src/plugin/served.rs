@@ -21,6 +21,8 @@ pub struct CallExtras {
     pub request: Option<Value>,
     /// The MCP client, for plugin code that logs to it, reports progress or asks it.
     pub client: Option<Arc<dyn ClientLink>>,
+    /// The request's JSON-RPC id, when its client waits on the answer.
+    pub request_id: Option<Value>,
 }
 
 impl Plugins {
@@ -94,6 +96,7 @@ impl Plugins {
             cancel,
             progress: extras.progress,
             client: extras.client,
+            request_id: extras.request_id,
         };
         let request = extras.request.unwrap_or_else(|| json!({}));
         entry.call(session, arguments, &request, context).await

@@ -20,6 +20,8 @@ pub struct CallContext {
     pub progress: Option<Progress>,
     /// The call's MCP client, when it came from one.
     pub client: Option<Arc<dyn ClientLink>>,
+    /// The call's JSON-RPC id, when it came from an MCP request its client waits on.
+    pub request_id: Option<serde_json::Value>,
 }
 
 /// The MCP client of a call, as plugin code running the call reaches it.

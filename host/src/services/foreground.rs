@@ -68,6 +68,10 @@ impl Services {
             .processes
             .spawn(spec, session)
             .map_err(|e| e.to_string())?;
+        // Carried past a crash of this host too, as a task of the caller's, where it may become one.
+        let carried_number = promote
+            .filter(|_| carried)
+            .and_then(|d| self.carry_foreground(&process, session, d, call.request_id.as_ref()));
         let ended = self.runtime.block_on(async {
             let reporting = report_progress(&process, call.progress.as_ref());
             tokio::select! {
@@ -106,6 +110,10 @@ impl Services {
             },
             Ended::Cancelled => (end(&process), None),
         };
+        // After a promotion's rename: the keeper never holds it under a name nothing records.
+        if let Some(number) = carried_number {
+            self.foreground_settled(number);
+        }
         Ok(Foreground {
             output: process.read(),
             exit,

@@ -26,4 +26,6 @@ pub struct Services {
     /// promoted to a background task of its caller's where the call allows it (else ended), so
     /// the call answers at once and the task goes on under the new image.
     pub restarting: taskhost_registry::CancellationToken,
+    /// The calls a crashed predecessor's foreground commands came from, made tasks here.
+    pub(crate) continued: super::foreground_carried::ContinuedCalls,
 }

@@ -15,6 +15,7 @@ pub mod call;
 pub mod declare;
 pub mod external;
 pub mod foreground;
+mod foreground_carried;
 mod handles;
 pub mod options;
 pub mod process_tasks;

@@ -19,6 +19,14 @@ impl Services {
         };
         let mut taken = Vec::new();
         for task in handed.tasks {
+            if task
+                .hold
+                .task
+                .starts_with(taskhost_store::FOREGROUND_PREFIX)
+            {
+                taken.extend(self.take_back_foreground(task));
+                continue;
+            }
             let record = state
                 .taken_over()
                 .iter()

@@ -100,6 +100,7 @@ pub(crate) fn recover(
             )?;
             list.extend(ids);
         }
+        crate::foregrounds::forget_host(&tx, host)?;
         tx.execute(
             "UPDATE hosts SET ended_at_ms = ?2 WHERE id = ?1",
             params![host, now_ms as i64],

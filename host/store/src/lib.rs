@@ -39,6 +39,7 @@
 
 mod error;
 mod external;
+mod foregrounds;
 mod hosts;
 mod journal;
 mod owners;
@@ -52,6 +53,7 @@ mod writer;
 
 pub use error::StoreError;
 pub use external::{Adopted, ExternalRecord};
+pub use foregrounds::{FOREGROUND_PREFIX, ForegroundRecord};
 pub use hosts::Takeover;
 pub use owners::OwnerSecret;
 pub use principals::{Principal, PrincipalLookup, TOKEN_PREFIX, Token, valid_name};

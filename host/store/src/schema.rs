@@ -4,7 +4,7 @@
 use rusqlite::Connection;
 
 /// The newest schema this build knows.
-pub(crate) const VERSION: i64 = 5;
+pub(crate) const VERSION: i64 = 6;
 
 /// Version 1: hosts, per-kind id counters, tasks.
 const V1: &str = "
@@ -79,8 +79,24 @@ const V5: &str = "
 ALTER TABLE owners ADD COLUMN sees_all INTEGER NOT NULL DEFAULT 0;
 ";
 
+/// Version 6: foreground commands in flight in a host that hands over, so a successor that takes
+/// one over after a crash makes it a task of its caller's.
+const V6: &str = "
+CREATE TABLE foregrounds (
+    host INTEGER NOT NULL,
+    number INTEGER NOT NULL,
+    session TEXT,
+    kind TEXT NOT NULL,
+    label TEXT NOT NULL,
+    request TEXT,
+    stdout_path TEXT,
+    stderr_path TEXT,
+    PRIMARY KEY (host, number)
+);
+";
+
 /// The migrations, `MIGRATIONS[n]` taking version `n` to `n + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
 
 /// Brings the database to [`VERSION`]; returns the version it found.
 ///

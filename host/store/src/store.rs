@@ -48,6 +48,7 @@ pub struct Store {
     recovered: Recovered,
     pub(crate) _lock: Option<Flock<File>>,
     pub(crate) taken_over: Vec<TaskRecord>,
+    pub(crate) taken_foregrounds: Vec<crate::ForegroundRecord>,
 }
 
 fn now_ms() -> u64 {
@@ -99,14 +100,15 @@ impl Store {
         } else {
             (None, None)
         };
-        let taken_over = match (takeover, host) {
+        let (taken_over, taken_foregrounds) = match (takeover, host) {
             (Some(t), Some(me)) => {
                 let taken = hosts::take_over(&mut conn, me, t.host, &t.tasks)?;
+                let foregrounds = crate::foregrounds::take_over(&mut conn, t.host, &t.tasks)?;
                 // Only now may the gone host be seen gone.
                 drop(t.lock);
-                taken
+                (taken, foregrounds)
             }
-            _ => Vec::new(),
+            _ => (Vec::new(), Vec::new()),
         };
         let recovered = hosts::recover(&mut conn, &host_dir, host, now_ms())?;
         let (ops, queue) = channel();
@@ -136,6 +138,7 @@ impl Store {
             threads: Mutex::new(threads),
             recovered,
             taken_over,
+            taken_foregrounds,
             _lock: lock,
         })
     }

@@ -60,6 +60,13 @@ pub(crate) enum Op {
     },
     /// A kill was delivered.
     Stopping { id: String },
+    /// A foreground command runs in host `host`.
+    Foreground {
+        host: i64,
+        record: crate::ForegroundRecord,
+    },
+    /// A foreground command of host `host` ended or became a task.
+    ForegroundEnded { host: i64, number: u64 },
     /// A task settled.
     Settled {
         id: String,
@@ -226,6 +233,8 @@ fn update(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
                 params![kind, *number as i64],
             )
         }
+        Op::Foreground { host, record } => crate::foregrounds::insert(tx, *host, record),
+        Op::ForegroundEnded { host, number } => crate::foregrounds::remove(tx, *host, *number),
         Op::Stopping { id } => run(
             "UPDATE tasks SET status = 'stopping' WHERE id = ?1 AND status IN ('starting', 'running')",
             params![id],
@@ -301,6 +310,8 @@ fn answer(batch: Vec<Op>, answers: Result<Answers, String>, notifier: &Sender<Th
             | Op::External { .. }
             | Op::ExternalRead { .. }
             | Op::Stopping { .. }
+            | Op::Foreground { .. }
+            | Op::ForegroundEnded { .. }
             | Op::Output { .. } => {}
         }
     }

@@ -17,6 +17,15 @@ impl Keeper {
         self.write(&frame.encode(), fds);
     }
 
+    /// Tells the keeper that the task it holds in group `pgid` is now named `task`.
+    pub fn rename(&self, pgid: i32, task: &str) {
+        let frame = Request::Rename {
+            pgid,
+            task: task.to_owned(),
+        };
+        self.write(&frame.encode(), &[]);
+    }
+
     /// Asks the keeper to hand the held tasks to a successor that connects to the setup's listener
     /// within its grace once this host is gone, holding the host's lock and listening sockets
     /// meanwhile.

@@ -137,7 +137,8 @@ fn serve_one(shared: &Shared, socket: BorrowedFd<'_>, groups: &mut HashSet<i32>)
     }
 }
 
-/// A request about holding tasks for a handover: `Hold`, `Handover` or `Mark`.
+/// A request about holding tasks for a handover: `Hold`, `Rename`, `Handover`, `NoHandover` or
+/// `Mark`.
 fn held_request(shared: &Shared, request: Request, frames: &mut Receiver) {
     match request {
         Request::Hold { pgid, hold } => {
@@ -166,6 +167,11 @@ fn held_request(shared: &Shared, request: Request, frames: &mut Receiver) {
             }
             Err(_) => frames.discard_fds(),
         },
+        Request::Rename { pgid, task } => {
+            if let Some(held) = shared.state.lock().held.get_mut(&pgid) {
+                held.hold.task = task;
+            }
+        }
         Request::NoHandover => {
             let mut st = shared.state.lock();
             st.handover = None;

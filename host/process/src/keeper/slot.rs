@@ -162,6 +162,13 @@ impl Keepers {
         }
     }
 
+    /// Renames the task held in group `pgid` (see [`Keeper::rename`]).
+    pub fn rename(&self, pgid: i32, task: &str) {
+        if let Some(k) = self.current() {
+            k.rename(pgid, task);
+        }
+    }
+
     /// Lets the keeper hold the tasks for a successor of this host (an upgrade): see
     /// [`Keeper::leave`]. No keeper is started after it. The keeper stays current, so nothing
     /// drops (and so closes) it before the `exec`: the keeper must not start draining the tasks'

@@ -97,6 +97,9 @@ pub(crate) enum Request {
     /// can take it over: its output's read ends (with their kept files) and its input, beside the
     /// frame in the order [`HeldStream`] says, then the input.
     Hold { pgid: i32, hold: Hold },
+    /// The task held in group `pgid` is now named `task` (a foreground command that became a
+    /// task).
+    Rename { pgid: i32, task: String },
     /// When the host is gone, keep its held tasks for `grace_ms` and hand them to the successor
     /// that connects to the listener beside the frame (then the host's lock, held meanwhile, then
     /// the host's listening sockets, one per address in `listens`).

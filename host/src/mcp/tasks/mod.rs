@@ -104,6 +104,7 @@ impl McpTasks {
                 progress: None,
                 request: Some(request),
                 client: Some(client),
+                request_id: None,
             };
             let call = host2
                 .plugins()
