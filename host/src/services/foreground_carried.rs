@@ -5,25 +5,17 @@
 //! that session's bridge which task its interrupted call became ([`Services::continued_calls`]).
 //! An upgrade does not need this: it promotes every foreground command before it goes.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
 use taskhost_store::{FOREGROUND_PREFIX, ForegroundRecord};
 
+use super::continued::ContinuedCall;
 use super::declare::TaskDeclaration;
 use super::handles::Services;
 use super::process_tasks::process_hooks;
 use crate::process::keeper::HandedTask;
 use crate::process::{Process, ProcessService};
-
-/// A call a predecessor's crash interrupted whose command became a task here: the call's JSON-RPC
-/// id and the task's.
-pub type ContinuedCall = (Value, String);
-
-/// The [`ContinuedCall`]s of each session.
-#[derive(Clone, Default)]
-pub struct ContinuedCalls(Arc<parking_lot::Mutex<HashMap<String, Vec<ContinuedCall>>>>);
 
 impl Services {
     /// Records foreground command `process` of `session`, which would become the task `promote`

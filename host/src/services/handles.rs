@@ -27,5 +27,5 @@ pub struct Services {
     /// the call answers at once and the task goes on under the new image.
     pub restarting: taskhost_registry::CancellationToken,
     /// The calls a crashed predecessor's foreground commands came from, made tasks here.
-    pub(crate) continued: super::foreground_carried::ContinuedCalls,
+    pub(crate) continued: super::continued::ContinuedCalls,
 }

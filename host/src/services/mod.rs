@@ -12,6 +12,7 @@
 
 pub mod acp;
 pub mod call;
+mod continued;
 pub mod declare;
 pub mod external;
 pub mod foreground;

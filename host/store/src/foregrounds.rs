@@ -5,9 +5,6 @@
 
 use rusqlite::{Connection, params};
 
-use crate::store::Store;
-use crate::writer::Op;
-
 /// The name a keeper holds a foreground command's process under (see
 /// [`ForegroundRecord::number`]).
 pub const FOREGROUND_PREFIX: &str = "foreground:";
@@ -29,29 +26,6 @@ pub struct ForegroundRecord {
     pub stdout_path: Option<String>,
     /// Its kept stderr.
     pub stderr_path: Option<String>,
-}
-
-impl Store {
-    /// Records that the foreground command `record` describes runs in this host (queued; a crash
-    /// before it is written leaves its process ended by the successor, as without a record).
-    pub fn foreground_began(&self, record: ForegroundRecord) {
-        if let Some(host) = self.host_id() {
-            self.send(Op::Foreground { host, record });
-        }
-    }
-
-    /// Forgets foreground command `number` of this host: it ended, or became a task.
-    pub fn foreground_ended(&self, number: u64) {
-        if let Some(host) = self.host_id() {
-            self.send(Op::ForegroundEnded { host, number });
-        }
-    }
-
-    /// The foreground commands taken over at open, each still running under this host's keeper
-    /// (see [`Store::open_taking_over`]).
-    pub fn taken_foregrounds(&self) -> &[ForegroundRecord] {
-        &self.taken_foregrounds
-    }
 }
 
 pub(crate) fn insert(

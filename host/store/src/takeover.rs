@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use crate::ExternalRecord;
+use crate::ForegroundRecord;
 use crate::StoreError;
 use crate::hosts::Takeover;
 use crate::records::TaskRecord;
@@ -82,5 +83,26 @@ impl Store {
     /// Records that task `id`'s owner was told of its end.
     pub fn told(&self, id: &str) {
         self.send(Op::Told { id: id.to_owned() });
+    }
+
+    /// Records that the foreground command `record` describes runs in this host (queued; a crash
+    /// before it is written leaves its process ended by the successor, as without a record).
+    pub fn foreground_began(&self, record: ForegroundRecord) {
+        if let Some(host) = self.host_id() {
+            self.send(Op::Foreground { host, record });
+        }
+    }
+
+    /// Forgets foreground command `number` of this host: it ended, or became a task.
+    pub fn foreground_ended(&self, number: u64) {
+        if let Some(host) = self.host_id() {
+            self.send(Op::ForegroundEnded { host, number });
+        }
+    }
+
+    /// The foreground commands taken over at open, each still running under this host's keeper
+    /// (see [`Store::open_taking_over`]).
+    pub fn taken_foregrounds(&self) -> &[ForegroundRecord] {
+        &self.taken_foregrounds
     }
 }
