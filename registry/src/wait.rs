@@ -58,7 +58,9 @@ impl Registry {
             id,
             armed: true,
         };
-        let timeout = Duration::from_secs_f64(timeout_ms / 1000.0).min(MAX_WAIT);
+        // A finite timeout too large for a `Duration` is the longest wait, not a panic.
+        let timeout =
+            Duration::try_from_secs_f64(timeout_ms / 1000.0).map_or(MAX_WAIT, |t| t.min(MAX_WAIT));
         let aborted = async {
             match abort {
                 Some(token) => token.cancelled().await,

@@ -15,6 +15,7 @@ mod http_wire;
 mod interactive;
 mod items;
 mod keeper;
+mod legacy_tasks;
 mod lifecycle;
 mod loading;
 mod mcp;

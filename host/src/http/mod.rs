@@ -9,6 +9,7 @@
 
 mod address;
 mod auth;
+mod legacy_tasks;
 mod routes;
 mod section;
 mod serving;

@@ -170,8 +170,20 @@ impl HttpServing {
             let document = document.clone();
             async move { axum::Json(document) }
         };
+        let legacy = super::legacy_tasks::LegacyHttp::new(
+            crate::mcp::LegacyTasks::new(self.host.clone(), self.peers.tasks().clone()),
+            self.owners.clone(),
+            self.section
+                .max_body_bytes
+                .unwrap_or(DEFAULT_MAX_BODY_BYTES),
+        );
+        // Layers run outside in: the gate first, then the legacy task methods, then rmcp.
         Router::new()
             .route_service("/mcp", service)
+            .route_layer(axum::middleware::from_fn_with_state(
+                legacy,
+                super::legacy_tasks::legacy_tasks,
+            ))
             .route_layer(axum::middleware::from_fn_with_state(gate, require_bearer))
             .route(
                 "/.well-known/oauth-protected-resource/mcp",

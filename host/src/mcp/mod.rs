@@ -24,3 +24,4 @@ pub use principals::{Principal, PrincipalOwners, REVOCATION_CHECK};
 pub use serving::{serve_stdio, serve_unix};
 pub use session::McpSession;
 pub use surface::PLUGINS_URI;
+pub use tasks::{LEGACY_TASKS_VERSION, LegacyTasks};

@@ -32,7 +32,12 @@ async fn run_session<T>(
 where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
 {
-    let guarded = crate::wire::guard(transport, prefix, pausing);
+    let ahead = super::tasks::LegacyAhead {
+        tasks: super::LegacyTasks::new(host.clone(), peers.tasks().clone()),
+        owner: id.to_owned(),
+    };
+    let ahead = crate::wire::AheadOf::new(Arc::new(ahead));
+    let guarded = crate::wire::guard(transport, prefix, pausing, Some(ahead));
     let session = McpSession::new(
         host.clone(),
         id.to_owned(),

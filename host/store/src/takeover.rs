@@ -72,12 +72,16 @@ impl Store {
         });
     }
 
-    /// Records that the reads of task `id`'s external work consumed its output up to `offset`.
+    /// Records that the reads of task `id`'s external work consumed its output up to `offset`;
+    /// returns once that is durable (a later host then repeats nothing its owner was answered).
     pub fn external_read(&self, id: &str, offset: u64) {
+        let (reply, done) = sync_channel(1);
         self.send(Op::ExternalRead {
             id: id.to_owned(),
             offset,
+            reply,
         });
+        let _ = done.recv();
     }
 
     /// Records that task `id`'s owner was told of its end.

@@ -42,7 +42,11 @@ pub(crate) enum Op {
         record: crate::external::ExternalRecord,
     },
     /// Where the reads of a task's external work stand.
-    ExternalRead { id: String, offset: u64 },
+    ExternalRead {
+        id: String,
+        offset: u64,
+        reply: SyncSender<()>,
+    },
     /// Nothing: answered once every write queued before it is durable.
     Sync { reply: SyncSender<()> },
     /// Where the reads of a task's stdout and stderr stand; answered once durable.
@@ -216,7 +220,7 @@ fn update(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
         ),
         Op::Told { id } => run("UPDATE tasks SET told = 1 WHERE id = ?1", params![id]),
         Op::External { id, record } => crate::external::set(tx, id, record),
-        Op::ExternalRead { id, offset } => crate::external::read_to(tx, id, *offset),
+        Op::ExternalRead { id, offset, .. } => crate::external::read_to(tx, id, *offset),
         Op::Sync { .. } => Ok(()),
         Op::Read { id, out, err, .. } => run(
             "UPDATE tasks SET read_out = ?2, read_err = ?3 WHERE id = ?1",
@@ -298,6 +302,7 @@ fn answer(batch: Vec<Op>, answers: Result<Answers, String>, notifier: &Sender<Th
             Op::EndHost { reply, .. }
             | Op::EndOwner { reply, .. }
             | Op::Read { reply, .. }
+            | Op::ExternalRead { reply, .. }
             | Op::Sync { reply } => {
                 let _ = reply.send(());
             }
@@ -308,7 +313,6 @@ fn answer(batch: Vec<Op>, answers: Result<Answers, String>, notifier: &Sender<Th
             | Op::Abandon { .. }
             | Op::Told { .. }
             | Op::External { .. }
-            | Op::ExternalRead { .. }
             | Op::Stopping { .. }
             | Op::Foreground { .. }
             | Op::ForegroundEnded { .. }

@@ -167,3 +167,20 @@ async fn a_dropped_wait_future_uncounts_its_waiter() {
     settle_pass().await;
     assert!(!reg.get(id.as_str(), None).unwrap().reported);
 }
+
+#[tokio::test]
+async fn a_finite_timeout_too_large_for_a_duration_waits_for_the_end_without_a_panic() {
+    let (reg, _s) = registry();
+    let p = Probe::new();
+    let id = reg.start(p.final_task("bash", "x")).unwrap();
+    let wait = reg.wait(id.as_str(), 1e300, None, None);
+    tokio::pin!(wait);
+    // Polled once: the waiter is counted and its timeout set.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(1), &mut wait)
+            .await
+            .is_err()
+    );
+    p.settle(TaskOutcome::completed());
+    assert_eq!(wait.await.unwrap().status, TaskStatus::Completed);
+}

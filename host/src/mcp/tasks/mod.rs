@@ -13,7 +13,11 @@
 
 mod client;
 mod inputs;
+mod legacy;
 mod view;
+
+pub(crate) use legacy::LegacyAhead;
+pub use legacy::{LEGACY_TASKS_VERSION, LegacyTasks};
 
 use parking_lot::Mutex;
 use std::collections::VecDeque;

@@ -19,6 +19,10 @@ use tokio::io::{
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+pub(crate) use ahead::{Ahead, AheadOf};
+
+mod ahead;
+
 /// The longest line a session may send, its newline included: rmcp's own limit (16 MiB), past which
 /// it would drop the line without a word.
 pub const MAX_LINE: usize = 16 << 20;
@@ -41,11 +45,12 @@ pub struct Guarded {
 /// Puts the guard between `transport` (whose first bytes, already read, are `prefix`) and the
 /// stream rmcp serves. Runs until both directions are closed. With `pausing` (a bridge's session),
 /// an upgrade's pause stops the session taking requests and tells the bridge once all it took are
-/// answered ([`crate::drain`]).
+/// answered ([`crate::drain`]). With `ahead`, the methods it takes are answered ahead of rmcp.
 pub(crate) fn guard<T>(
     transport: T,
     prefix: Vec<u8>,
     pausing: Option<crate::drain::Pausing>,
+    ahead: Option<Arc<AheadOf>>,
 ) -> Guarded
 where
     T: AsyncRead + AsyncWrite + Send + 'static,
@@ -60,10 +65,20 @@ where
     let restarting_written = Arc::new(tokio::sync::Notify::new());
     tokio::spawn(write_out(outgoing, to_client, restarting_written.clone()));
     let in_flight = pausing.as_ref().map(|p| p.in_flight.clone());
-    tokio::spawn(forward_tracked(from_rmcp, lines.clone(), in_flight));
+    tokio::spawn(forward_tracked(
+        from_rmcp,
+        lines.clone(),
+        in_flight,
+        ahead.clone(),
+    ));
     let (gone, said) = (client_gone.clone(), goodbye.clone());
     tokio::spawn(async move {
-        if read_in(from_client, to_rmcp, lines, pausing, restarting_written).await {
+        let both = Both {
+            lines,
+            restarting_written,
+            ahead,
+        };
+        if read_in(from_client, to_rmcp, both, pausing).await {
             said.store(true, Ordering::Release);
         }
         gone.cancel();
@@ -99,14 +114,15 @@ async fn write_out(
 /// Hands what `from` says to `lines` a whole line at a time (each with its newline), until it ends
 /// or nobody takes the lines.
 pub(crate) async fn forward_lines(from: impl AsyncRead + Unpin, lines: mpsc::Sender<Vec<u8>>) {
-    forward_tracked(from, lines, None).await;
+    forward_tracked(from, lines, None, None).await;
 }
 
-/// As [`forward_lines`], noting each answer in `in_flight`.
+/// As [`forward_lines`], noting each answer in `in_flight` and amending what `ahead` amends.
 async fn forward_tracked(
     from: impl AsyncRead + Unpin,
     lines: mpsc::Sender<Vec<u8>>,
     in_flight: Option<std::sync::Arc<crate::drain::InFlight>>,
+    ahead: Option<Arc<AheadOf>>,
 ) {
     let mut reader = BufReader::new(from);
     loop {
@@ -117,6 +133,10 @@ async fn forward_tracked(
                 if let Some(f) = &in_flight {
                     f.sent(&line);
                 }
+                let line = match &ahead {
+                    Some(ahead) => ahead.amend_out(line),
+                    None => line,
+                };
                 if lines.send(line).await.is_err() {
                     break;
                 }
@@ -130,10 +150,14 @@ async fn forward_tracked(
 async fn read_in(
     from_client: impl AsyncRead + Unpin,
     mut to_rmcp: impl AsyncWrite + Unpin,
-    lines: mpsc::Sender<Vec<u8>>,
+    both: Both,
     mut pausing: Option<crate::drain::Pausing>,
-    restarting_written: Arc<tokio::sync::Notify>,
 ) -> bool {
+    let Both {
+        lines,
+        restarting_written,
+        ahead,
+    } = both;
     let mut goodbye = false;
     let mut reader = BufReader::with_capacity(64 * 1024, from_client);
     let mut line = Vec::new();
@@ -179,7 +203,12 @@ async fn read_in(
             break;
         }
         match check(&line) {
-            Verdict::Pass => {
+            Verdict::Pass(message) => {
+                if let Some(ahead) = &ahead
+                    && ahead.take_in(&message, &lines)
+                {
+                    continue;
+                }
                 if let Some(p) = &pausing {
                     p.in_flight.took(&line);
                 }
@@ -258,8 +287,18 @@ async fn read_line_bounded(
     }
 }
 
+/// What the reading side shares with the writing side.
+struct Both {
+    /// Lines to the client.
+    lines: mpsc::Sender<Vec<u8>>,
+    /// Told once an upgrade's notice is written.
+    restarting_written: Arc<tokio::sync::Notify>,
+    ahead: Option<Arc<AheadOf>>,
+}
+
 enum Verdict {
-    Pass,
+    /// A message for rmcp (or for what is answered ahead of it).
+    Pass(Value),
     Skip,
     Reply(Vec<u8>),
 }
@@ -287,7 +326,7 @@ fn check(line: &[u8]) -> Verdict {
             "Invalid params: tools/call arguments must be a JSON object",
         ));
     }
-    Verdict::Pass
+    Verdict::Pass(message)
 }
 
 /// A JSON-RPC error reply, as one line.

@@ -1,0 +1,148 @@
+//! The 2025-11-25 era's task methods over HTTP ([`LegacyTasks`]), ahead of rmcp's service: a
+//! session whose `initialize` negotiated 2025-11-25 gets `capabilities.tasks` in its answer and
+//! each tool's `execution` in its `tools/list`; its `tasks/*` requests and task-augmented
+//! `tools/call`s are answered here, as JSON, for the principal the gate admitted.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use parking_lot::Mutex;
+use serde_json::Value;
+
+use crate::mcp::{LEGACY_TASKS_VERSION, LegacyTasks, Principal, PrincipalOwners};
+
+/// The header that names a session.
+const SESSION_ID: &str = "mcp-session-id";
+
+/// The largest answer of rmcp's that is read to be amended (an `initialize` or a `tools/list`).
+const MAX_AMENDED: usize = 16 << 20;
+
+/// What the HTTP side of the legacy task methods holds.
+pub(super) struct LegacyHttp {
+    pub(super) tasks: LegacyTasks,
+    pub(super) owners: Arc<PrincipalOwners>,
+    /// The largest request body read.
+    pub(super) max_body_bytes: usize,
+    /// The sessions that negotiated 2025-11-25.
+    sessions: Mutex<HashSet<String>>,
+}
+
+impl LegacyHttp {
+    pub(super) fn new(
+        tasks: LegacyTasks,
+        owners: Arc<PrincipalOwners>,
+        max_body_bytes: usize,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            tasks,
+            owners,
+            max_body_bytes,
+            sessions: Mutex::default(),
+        })
+    }
+}
+
+/// The middleware: see the module's doc. Anything else passes to rmcp unchanged.
+pub(super) async fn legacy_tasks(
+    State(legacy): State<Arc<LegacyHttp>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let session = request
+        .headers()
+        .get(SESSION_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let known = session
+        .as_ref()
+        .is_some_and(|s| legacy.sessions.lock().contains(s));
+    if request.method() == Method::DELETE {
+        if let Some(s) = &session {
+            legacy.sessions.lock().remove(s);
+        }
+        return next.run(request).await;
+    }
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, legacy.max_body_bytes).await else {
+        return (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "the request body is too large",
+        )
+            .into_response();
+    };
+    let message: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    let method = message["method"].as_str().unwrap_or_default().to_owned();
+    let principal = parts.extensions.get::<Principal>().cloned();
+    let request = Request::from_parts(parts, Body::from(bytes));
+    if known && LegacyTasks::answers(&message) {
+        let Some(principal) = principal else {
+            return (StatusCode::UNAUTHORIZED, "no principal").into_response();
+        };
+        let owner = legacy.owners.hub(&principal).await.id.clone();
+        let answer = legacy.tasks.answer(&owner, &message).await;
+        return axum::Json(answer).into_response();
+    }
+    let amended = match method.as_str() {
+        "initialize" => message["params"]["protocolVersion"] == LEGACY_TASKS_VERSION,
+        "tools/list" => known,
+        _ => false,
+    };
+    let response = next.run(request).await;
+    if !amended {
+        return response;
+    }
+    let (response, negotiated) = amend(&legacy.tasks, &method, response).await;
+    if negotiated
+        && let Some(s) = response
+            .headers()
+            .get(SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+    {
+        legacy.sessions.lock().insert(s.to_owned());
+    }
+    response
+}
+
+/// rmcp's answer to a request of `method`, amended (see [`LegacyTasks::amend`]), in JSON or as
+/// the events of a stream; true when it negotiated this era.
+async fn amend(tasks: &LegacyTasks, method: &str, response: Response) -> (Response, bool) {
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_AMENDED).await else {
+        return (
+            (StatusCode::BAD_GATEWAY, "an answer too large to amend").into_response(),
+            false,
+        );
+    };
+    let mut negotiated = false;
+    let mut amend_one = |text: &str| -> Option<String> {
+        let mut message: Value = serde_json::from_str(text).ok()?;
+        let result = message.get_mut("result")?;
+        negotiated |= tasks.amend(method, result);
+        Some(message.to_string())
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let amended: String = if text.trim_start().starts_with('{') {
+        amend_one(&text).unwrap_or_else(|| text.clone().into_owned())
+    } else {
+        text.split_inclusive('\n')
+            .map(|line| {
+                let Some(data) = line.strip_prefix("data:") else {
+                    return line.to_owned();
+                };
+                let end = if line.ends_with('\n') { "\n" } else { "" };
+                amend_one(data.trim())
+                    .map_or_else(|| line.to_owned(), |json| format!("data: {json}{end}"))
+            })
+            .collect()
+    };
+    parts.headers.remove(header::CONTENT_LENGTH);
+    (Response::from_parts(parts, Body::from(amended)), negotiated)
+}
