@@ -112,17 +112,15 @@ pub struct HttpServing {
 }
 
 impl HttpServing {
-    /// The routes of one listener: `/mcp` behind the gate, and the metadata at the resource's
-    /// well-known path (and at the bare one, for clients that look there).
-    fn router(&self, listener: &HttpListener) -> Router {
-        let origin = listener.origin();
+    /// rmcp's service configuration for `listener` (of `origin`): the hosts and origins it accepts.
+    fn mcp_config(&self, listener: &HttpListener, origin: &str) -> StreamableHttpServerConfig {
         let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1", "[::1]"]
             .into_iter()
             .map(str::to_owned)
             .collect();
         hosts.push(listener.address.host.clone());
         hosts.extend(self.section.allowed_hosts.iter().cloned());
-        let mut origins = vec![origin.clone()];
+        let mut origins = vec![origin.to_owned()];
         if listener.address.is_loopback() {
             // Pages of this machine, on any port (a local proxy or dev server in front): a page can
             // send no bearer token it was not given, so the check is against pages of other sites
@@ -136,7 +134,7 @@ impl HttpServing {
         origins.extend(self.section.allowed_origins.iter().cloned());
         // No SSE priming event (an event with an id and no data, for SEP-1699 resumption): Gemini
         // CLI 0.61's client parses its empty data as JSON and drops its connection.
-        let config = StreamableHttpServerConfig::default()
+        StreamableHttpServerConfig::default()
             .with_sse_retry(None)
             .with_allowed_hosts(hosts)
             .with_allowed_origins(origins)
@@ -145,7 +143,14 @@ impl HttpServing {
                 self.section
                     .max_body_bytes
                     .unwrap_or(DEFAULT_MAX_BODY_BYTES),
-            );
+            )
+    }
+
+    /// The routes of one listener: `/mcp` behind the gate, and the metadata at the resource's
+    /// well-known path (and at the bare one, for clients that look there).
+    fn router(&self, listener: &HttpListener) -> Router {
+        let origin = listener.origin();
+        let config = self.mcp_config(listener, &origin);
         let (host, peers, owners) = (self.host.clone(), self.peers.clone(), self.owners.clone());
         let service = StreamableHttpService::new(
             move || {

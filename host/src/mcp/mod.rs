@@ -12,6 +12,7 @@
 mod call;
 mod client;
 mod hub;
+mod legacy_tasks;
 mod peers;
 mod principals;
 mod serving;
@@ -19,9 +20,9 @@ mod session;
 mod surface;
 mod tasks;
 
+pub use legacy_tasks::{LEGACY_TASKS_VERSION, LegacyTasks};
 pub use peers::Peers;
 pub use principals::{Principal, PrincipalOwners, REVOCATION_CHECK};
 pub use serving::{serve_stdio, serve_unix};
 pub use session::McpSession;
 pub use surface::PLUGINS_URI;
-pub use tasks::{LEGACY_TASKS_VERSION, LegacyTasks};

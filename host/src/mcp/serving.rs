@@ -32,7 +32,7 @@ async fn run_session<T>(
 where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
 {
-    let ahead = super::tasks::LegacyAhead {
+    let ahead = super::legacy_tasks::LegacyAhead {
         tasks: super::LegacyTasks::new(host.clone(), peers.tasks().clone()),
         owner: id.to_owned(),
     };

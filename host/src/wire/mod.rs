@@ -212,13 +212,9 @@ async fn read_in(
                 if let Some(p) = &pausing {
                     p.in_flight.took(&line);
                 }
-                if to_rmcp.write_all(&line).await.is_err() {
+                if pass_on(&mut to_rmcp, &line).await.is_err() {
                     break;
                 }
-                if !line.ends_with(b"\n") && to_rmcp.write_all(b"\n").await.is_err() {
-                    break;
-                }
-                let _ = to_rmcp.flush().await;
             }
             Verdict::Skip => {}
             Verdict::Reply(reply) => {
@@ -230,6 +226,16 @@ async fn read_in(
     }
     let _ = to_rmcp.shutdown().await;
     goodbye
+}
+
+/// Writes one whole line to rmcp.
+async fn pass_on(to_rmcp: &mut (impl AsyncWrite + Unpin), line: &[u8]) -> std::io::Result<()> {
+    to_rmcp.write_all(line).await?;
+    if !line.ends_with(b"\n") {
+        to_rmcp.write_all(b"\n").await?;
+    }
+    let _ = to_rmcp.flush().await;
+    Ok(())
 }
 
 /// An upgrade's pause of one session: once what it took is answered, it tells its bridge

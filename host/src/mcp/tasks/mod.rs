@@ -13,11 +13,7 @@
 
 mod client;
 mod inputs;
-mod legacy;
 mod view;
-
-pub(crate) use legacy::LegacyAhead;
-pub use legacy::{LEGACY_TASKS_VERSION, LegacyTasks};
 
 use parking_lot::Mutex;
 use std::collections::VecDeque;
@@ -33,7 +29,8 @@ use crate::plugin::CallExtras;
 use crate::services::{ClientLink, TaskDeclaration};
 use client::TaskClient;
 use inputs::Inputs;
-use view::{TOOL_ERROR, TOOL_RESULT, base, label, object, recorded};
+pub(super) use view::base;
+use view::{TOOL_ERROR, TOOL_RESULT, label, object, recorded};
 
 /// How many settled call tasks' MCP results a host keeps (the oldest go first; a task whose result
 /// went is answered from its recorded output).
@@ -302,5 +299,26 @@ impl McpTasks {
                 }
                 other => McpError::internal_error(other.to_string(), None),
             })
+    }
+}
+
+impl McpTasks {
+    /// The MCP status of a registry task, as `tasks/get` would say it (without reading its result).
+    pub(crate) fn status_of(
+        &self,
+        snapshot: &taskhost_registry::TaskSnapshot,
+    ) -> rmcp::model::TaskStatus {
+        match snapshot.status {
+            TaskStatus::Killed => rmcp::model::TaskStatus::Cancelled,
+            TaskStatus::Lost | TaskStatus::Failed => rmcp::model::TaskStatus::Failed,
+            status if !status.is_terminal() => {
+                if self.inputs.requests(snapshot.id.as_str()).is_some() {
+                    rmcp::model::TaskStatus::InputRequired
+                } else {
+                    rmcp::model::TaskStatus::Working
+                }
+            }
+            _ => rmcp::model::TaskStatus::Completed,
+        }
     }
 }

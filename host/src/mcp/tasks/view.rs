@@ -57,7 +57,7 @@ pub(super) fn object(value: Value) -> serde_json::Map<String, Value> {
 }
 
 /// The task's base fields: times, and how often to poll a task of its kind.
-pub(super) fn base(snapshot: &TaskSnapshot, status: rmcp::model::TaskStatus) -> Task {
+pub(crate) fn base(snapshot: &TaskSnapshot, status: rmcp::model::TaskStatus) -> Task {
     let updated = snapshot.finished_at_ms.unwrap_or_else(now_ms);
     let poll_ms = match snapshot.kind.as_str() {
         "subagent" => 5_000,

@@ -14,12 +14,9 @@
 use std::sync::Arc;
 
 use rmcp::ErrorData as McpError;
-use rmcp::model::TaskStatus as McpStatus;
 use serde_json::{Value, json};
-use taskhost_registry::TaskStatus;
 
-use super::McpTasks;
-use super::view::base;
+use super::tasks::{McpTasks, base};
 use crate::Taskhost;
 
 /// The protocol version whose sessions speak this era's tasks.
@@ -266,24 +263,6 @@ impl crate::wire::Ahead for LegacyAhead {
 
     fn amend(&self, method: &str, result: &mut Value) -> bool {
         self.tasks.amend(method, result)
-    }
-}
-
-impl McpTasks {
-    /// The MCP status of a registry task, as `tasks/get` would say it (without reading its result).
-    pub(super) fn status_of(&self, snapshot: &taskhost_registry::TaskSnapshot) -> McpStatus {
-        match snapshot.status {
-            TaskStatus::Killed => McpStatus::Cancelled,
-            TaskStatus::Lost | TaskStatus::Failed => McpStatus::Failed,
-            status if !status.is_terminal() => {
-                if self.inputs.requests(snapshot.id.as_str()).is_some() {
-                    McpStatus::InputRequired
-                } else {
-                    McpStatus::Working
-                }
-            }
-            _ => McpStatus::Completed,
-        }
     }
 }
 
