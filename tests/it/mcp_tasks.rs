@@ -146,3 +146,42 @@ fn a_task_resolves_on_the_next_host_as_its_records_say() {
         "{kept}"
     );
 }
+
+/// A task that runs a process is handed to the next host after a crash (the handover's keeper holds
+/// it): `tasks/get` on the next host follows the same task to its real end, its whole output the
+/// result.
+#[test]
+fn an_mcp_task_is_carried_across_a_host_crash_to_its_real_end() {
+    let dir = scratch("mcp-tasks-handover");
+    let mut host = HttpHost::start(&dir, &[]);
+    let token = host.token("alice");
+    let alice = Client::new(&host, &token);
+    let release = dir.join("release");
+    let id = task(
+        &alice,
+        &format!(
+            "echo before; while [ ! -e {} ]; do sleep 0.05; done; echo after; exit 4",
+            release.display()
+        ),
+    );
+    assert_eq!(get(&alice, &id)["result"]["status"], json!("working"));
+    host.child.kill().unwrap();
+    host.child.wait().unwrap();
+    // The same `--listen` value: the next host takes the waiting keeper and its listening socket.
+    let next = HttpHost::start(&dir, &[]);
+    assert_eq!(next.url, host.url, "the same socket serves");
+    drop(host);
+    let alice = Client::new(&next, &token);
+    assert_eq!(get(&alice, &id)["result"]["status"], json!("working"));
+    std::fs::write(&release, "").unwrap();
+    let done = settled(&alice, &id);
+    assert_eq!(done["status"], json!("completed"), "{done}");
+    assert_eq!(done["result"]["isError"], json!(true), "{done}");
+    let text = done["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.starts_with("before\nafter\n") && text.contains("exit code: 4"),
+        "{done}"
+    );
+}
