@@ -95,10 +95,18 @@ async fn a_foreground_command_reports_progress_before_its_result() {
 
 /// The Python of the venv with the official MCP SDK (`scripts/test` makes it), if there is one.
 pub(crate) fn sdk_python() -> Option<std::path::PathBuf> {
-    let venv = std::env::var_os("TASKHOST_MCP_VENV").map_or_else(
-        || artifacts().parent().map(|t| t.join("mcp-venv")),
-        |v| Some(v.into()),
-    )?;
+    match std::env::var_os("TASKHOST_MCP_VENV") {
+        Some(venv) => python_of(venv.into()),
+        None => venv_python("mcp-venv"),
+    }
+}
+
+/// The Python of the venv `target/<name>` (made by `scripts/mcp-venv`), if there is one.
+pub(crate) fn venv_python(name: &str) -> Option<std::path::PathBuf> {
+    python_of(artifacts().parent()?.join(name))
+}
+
+fn python_of(venv: std::path::PathBuf) -> Option<std::path::PathBuf> {
     let python = venv.join("bin/python");
     python.exists().then_some(python)
 }

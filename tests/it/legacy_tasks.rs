@@ -208,19 +208,12 @@ fn in_the_2025_11_25_era_a_task_resolves_on_the_next_host_as_its_records_say() {
     );
 }
 
-/// The Python of the venv with the official MCP SDK of the 2025-11-25 era's tasks client (`mcp`
-/// 1.30; `scripts/mcp-venv` makes it), if there is one.
-fn tasks_sdk_python() -> Option<std::path::PathBuf> {
-    let venv = artifacts().parent()?.join("mcp-venv-tasks");
-    let python = venv.join("bin/python");
-    python.exists().then_some(python)
-}
-
 /// Proves, with the Python SDK's tasks client of this era (see `tests/python/legacy_tasks.py`), over
 /// stdio and over HTTP: create, poll, result, list, cancel, an unknown id, a plain call.
 #[test]
 fn the_python_sdks_tasks_client_creates_polls_reads_lists_and_cancels_tasks() {
-    let Some(python) = tasks_sdk_python() else {
+    // The 2025-11-25 era's tasks client is in `mcp` 1.30 (2.x dropped it).
+    let Some(python) = crate::clients::venv_python("mcp-venv-tasks") else {
         eprintln!(
             "the_python_sdks_tasks_client_creates_polls_reads_lists_and_cancels_tasks: skipped: no \
              venv at target/mcp-venv-tasks (scripts/mcp-venv makes one; pip could not reach the registry?)"

@@ -46,26 +46,81 @@ fn continued_task(answer: &str) -> String {
         .to_owned()
 }
 
+/// The arguments of a socket host on the state directory `<dir>/state`.
+fn args(dir: &std::path::Path) -> [String; 3] {
+    let state = dir.join("state").display().to_string();
+    ["--no-watch".to_owned(), "--state".to_owned(), state]
+}
+
+/// SIGKILLs `host` and starts the next one on the same socket and state.
+fn crash(host: &mut SocketHost, dir: &std::path::Path) -> SocketHost {
+    host.child.kill().unwrap();
+    host.child.wait().unwrap();
+    SocketHost::start(dir, &args(dir).each_ref().map(String::as_str))
+}
+
+/// A socket host on a state directory, a client bridged to it, and the held command's files.
+struct Crashable {
+    dir: Scratch,
+    host: SocketHost,
+    client: crate::mcp::Client,
+    started: std::path::PathBuf,
+    release: std::path::PathBuf,
+}
+
+impl Crashable {
+    async fn start(name: &str) -> Self {
+        let dir = scratch(name);
+        let host = SocketHost::start(&dir, &args(&dir).each_ref().map(String::as_str));
+        let (client, _) = bridged(&host.socket, Watcher::default(), &[]).await;
+        let (started, release) = (dir.join("started"), dir.join("release"));
+        Self {
+            dir,
+            host,
+            client,
+            started,
+            release,
+        }
+    }
+
+    fn command(&self) -> String {
+        held_command(&self.started, &self.release)
+    }
+
+    /// Lets task `id` (the command) run to its end under the next host: its output from `first`,
+    /// exit 0.
+    async fn released_to_its_end(&self, id: &str, first: &str) {
+        let list = call(&self.client, "task_list", json!({})).await;
+        assert!(list.contains(&format!("{id} [bash] running")), "{list}");
+        std::fs::write(&self.release, "").unwrap();
+        let read = read_waiting(&self.client, id, 30_000).await;
+        assert!(
+            read.starts_with(first) && read.contains("after\n"),
+            "its output from {first:?} on is the task's: {read}"
+        );
+        assert!(read.contains("exit code: 0"), "{read}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_foreground_command_in_flight_at_a_crash_continues_as_a_task_the_error_names() {
-    let dir = scratch("crash-foreground");
-    let state = dir.join("state");
-    let args = ["--no-watch", "--state", state.to_str().unwrap()];
-    let mut host = SocketHost::start(&dir, &args);
-    let (a, _) = bridged(&host.socket, Watcher::default(), &[]).await;
-    let (started, release) = (dir.join("started"), dir.join("release"));
-    let command = held_command(&started, &release);
+    let mut c = Crashable::start("crash-foreground").await;
+    let command = c.command();
+    let Crashable {
+        dir,
+        host,
+        client,
+        started,
+        ..
+    } = &mut c;
     let calling = try_call(
-        &a,
+        client,
         "bash",
         json!({"command": command, "timeout_ms": 300000}),
     );
     let crashing = async {
-        let pid = started_pid(&started);
-        host.child.kill().unwrap();
-        host.child.wait().unwrap();
-        assert!(alive(pid), "the command outlives its host");
-        let next = SocketHost::start(&dir, &args);
+        let pid = started_pid(started);
+        let next = crash(host, dir);
         (pid, next)
     };
     let (answer, (pid, _next)) = tokio::join!(calling, crashing);
@@ -73,16 +128,8 @@ async fn a_foreground_command_in_flight_at_a_crash_continues_as_a_task_the_error
     assert!(error.contains("restarted"), "{error}");
     let id = continued_task(&error);
     assert!(alive(pid), "the same process runs on under the next host");
-    let list = call(&a, "task_list", json!({})).await;
-    assert!(list.contains(&format!("{id} [bash] running")), "{list}");
-    std::fs::write(&release, "").unwrap();
-    let read = read_waiting(&a, &id, 30_000).await;
-    assert!(
-        read.starts_with("before\n") && read.contains("after\n"),
-        "all its output, from its first byte, is the task's: {read}"
-    );
-    assert!(read.contains("exit code: 0"), "{read}");
-    a.cancel().await.ok();
+    c.released_to_its_end(&id, "before\n").await;
+    c.client.cancel().await.ok();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -133,25 +180,17 @@ async fn a_foreground_command_in_flight_at_an_upgrade_continues_as_a_background_
 /// keeper renames it, so the next host after a crash serves it as the same task.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_command_promoted_at_its_timeout_is_the_same_task_after_a_crash() {
-    let dir = scratch("crash-promoted");
-    let state = dir.join("state");
-    let args = ["--no-watch", "--state", state.to_str().unwrap()];
-    let mut host = SocketHost::start(&dir, &args);
-    let (a, _) = bridged(&host.socket, Watcher::default(), &[]).await;
-    let (started, release) = (dir.join("started"), dir.join("release"));
-    let command = held_command(&started, &release);
-    let answer = call(&a, "bash", json!({"command": command, "timeout_ms": 200})).await;
+    let mut c = Crashable::start("crash-promoted").await;
+    let answer = call(
+        &c.client,
+        "bash",
+        json!({"command": c.command(), "timeout_ms": 200}),
+    )
+    .await;
     let id = continued_task(&answer);
-    let pid = started_pid(&started);
-    host.child.kill().unwrap();
-    host.child.wait().unwrap();
-    let _next = SocketHost::start(&dir, &args);
-    let list = call(&a, "task_list", json!({})).await;
-    assert!(list.contains(&format!("{id} [bash] running")), "{list}");
+    let pid = started_pid(&c.started);
+    let _next = crash(&mut c.host, &c.dir);
     assert!(alive(pid), "the same process runs on under the next host");
-    std::fs::write(&release, "").unwrap();
-    let read = read_waiting(&a, &id, 30_000).await;
-    assert!(read.contains("after\n"), "{read}");
-    assert!(read.contains("exit code: 0"), "{read}");
-    a.cancel().await.ok();
+    c.released_to_its_end(&id, "after\n").await;
+    c.client.cancel().await.ok();
 }
