@@ -122,15 +122,23 @@ impl InFlight {
         }
     }
 
-    /// Notes a line the session sends: an answer ends its request.
-    pub(crate) fn sent(&self, line: &[u8]) {
-        if let Ok(Envelope {
-            id: Some(id),
-            method: None,
-        }) = serde_json::from_slice(line)
-            && self.ids.lock().remove(&id.to_string())
-        {
+    /// Notes that the answer to request `id` (see [`answer_to`]) is queued for the client: its
+    /// request is no longer in flight.
+    pub(crate) fn answered(&self, id: &str) {
+        if self.ids.lock().remove(id) {
             self.changed.notify_waiters();
         }
+    }
+}
+
+/// The id (as JSON text) of the request a line the session sends answers; `None` for a line that
+/// is not an answer.
+pub(crate) fn answer_to(line: &[u8]) -> Option<String> {
+    match serde_json::from_slice(line) {
+        Ok(Envelope {
+            id: Some(id),
+            method: None,
+        }) => Some(id.to_string()),
+        _ => None,
     }
 }

@@ -130,15 +130,20 @@ async fn forward_tracked(
         match reader.read_until(b'\n', &mut line).await {
             Ok(0) | Err(_) => break,
             Ok(_) => {
-                if let Some(f) = &in_flight {
-                    f.sent(&line);
-                }
+                let answered = in_flight
+                    .as_ref()
+                    .and_then(|_| crate::drain::answer_to(&line));
                 let line = match &ahead {
                     Some(ahead) => ahead.amend_out(line),
                     None => line,
                 };
                 if lines.send(line).await.is_err() {
                     break;
+                }
+                // Only once the answer is queued for the client: an upgrade's notice, queued
+                // after it, is written after it, so no answer is left unwritten at the `exec`.
+                if let (Some(f), Some(id)) = (&in_flight, answered) {
+                    f.answered(&id);
                 }
             }
         }
