@@ -103,11 +103,6 @@ impl ProcessService {
         k.hold(pgid, hold, fds);
     }
 
-    /// This host's number for `process` (its marker's), while it may still be held for a handover.
-    pub fn handover_number(process: &Process) -> Option<u64> {
-        process.hold.lock().as_ref().map(|(hold, _)| hold.n)
-    }
-
     /// The plan of a kept file at `path` (in the kept directory) of cap `cap`.
     fn kept_plan(&self, path: &Path, cap: u64) -> Option<crate::stream::SpillPlan> {
         let dir = self.kept_dir.clone()?;

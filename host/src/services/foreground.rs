@@ -64,14 +64,23 @@ impl Services {
             kept_for_session: carried,
             ..spec.clone()
         };
-        let process = self
-            .processes
-            .spawn(spec, session)
-            .map_err(|e| e.to_string())?;
-        // Carried past a crash of this host too, as a task of the caller's, where it may become one.
-        let carried_number = promote
+        // Carried past a crash of this host too, as a task of the caller's, where it may become one:
+        // recorded before it starts, so a crash at any moment after its start finds the record.
+        let carried_id = promote
             .filter(|_| carried)
-            .and_then(|d| self.carry_foreground(&process, session, d, call.request_id.as_ref()));
+            .and_then(|d| self.record_foreground(session, d, call.request_id.as_ref()));
+        let process = match self.processes.spawn(spec, session) {
+            Ok(process) => process,
+            Err(e) => {
+                if let Some(id) = carried_id {
+                    self.foreground_settled(id);
+                }
+                return Err(e.to_string());
+            }
+        };
+        if let Some(id) = carried_id {
+            self.hold_foreground(&process, id);
+        }
         let ended = self.runtime.block_on(async {
             let reporting = report_progress(&process, call.progress.as_ref());
             tokio::select! {
@@ -111,8 +120,8 @@ impl Services {
             Ended::Cancelled => (end(&process), None),
         };
         // After a promotion's rename: the keeper never holds it under a name nothing records.
-        if let Some(number) = carried_number {
-            self.foreground_settled(number);
+        if let Some(id) = carried_id {
+            self.foreground_settled(id);
         }
         Ok(Foreground {
             output: process.read(),

@@ -1,8 +1,9 @@
 //! Foreground commands that outlive a crash of their host. A host that hands over records each
-//! foreground command that may become a task ([`taskhost_store::ForegroundRecord`]) and has its
-//! keeper hold the process as `foreground:N`; a successor that takes it over after a crash makes
-//! it a background task of the calling session's, with its output from the first byte, and tells
-//! that session's bridge which task its interrupted call became ([`Services::continued_calls`]).
+//! foreground command that may become a task, durably and before it starts
+//! ([`taskhost_store::ForegroundRecord`]), and has its keeper hold the process as `foreground:ID`;
+//! a successor that takes it over after a crash makes it a background task of the calling
+//! session's, with its output from the first byte, and tells that session's bridge which task its
+//! interrupted call became ([`Services::continued_calls`]).
 //! An upgrade does not need this: it promotes every foreground command before it goes.
 
 use std::sync::Arc;
@@ -14,43 +15,39 @@ use super::continued::ContinuedCall;
 use super::declare::TaskDeclaration;
 use super::handles::Services;
 use super::process_tasks::process_hooks;
+use crate::process::Process;
 use crate::process::keeper::HandedTask;
-use crate::process::{Process, ProcessService};
 
 impl Services {
-    /// Records foreground command `process` of `session`, which would become the task `promote`
-    /// declares, so that a successor of this host can carry it past a crash; returns the number to
-    /// forget it by ([`Services::foreground_settled`]). Nothing without a handover.
-    pub(crate) fn carry_foreground(
+    /// Records, durably and before it starts, a foreground command of `session` that would become
+    /// the task `promote` declares, so that a successor of this host can carry it past a crash;
+    /// returns its id, which [`Services::hold_foreground`] and [`Services::foreground_settled`]
+    /// take. Nothing without a state.
+    pub(crate) fn record_foreground(
         &self,
-        process: &Arc<Process>,
         session: &str,
         promote: &TaskDeclaration,
         request_id: Option<&Value>,
     ) -> Option<u64> {
-        let state = self.state.as_ref()?;
-        let number = ProcessService::handover_number(process)?;
-        let [stdout_path, stderr_path] = process
-            .output_files()
-            .map(|f| f.map(|p| p.display().to_string()));
-        state.foreground_began(ForegroundRecord {
-            number,
+        self.state.as_ref()?.foreground_began(ForegroundRecord {
+            id: 0,
             session: Some(session.to_owned()),
             kind: promote.kind.clone(),
             label: promote.label.clone(),
             request: request_id.map(Value::to_string),
-            stdout_path,
-            stderr_path,
-        });
-        self.processes
-            .hold_for_handover(process, &format!("{FOREGROUND_PREFIX}{number}"));
-        Some(number)
+        })
     }
 
-    /// Forgets carried foreground command `number`: it ended, or became a task.
-    pub(crate) fn foreground_settled(&self, number: u64) {
+    /// Has the keeper hold `process`, the foreground command recorded as `id`, for a successor.
+    pub(crate) fn hold_foreground(&self, process: &Arc<Process>, id: u64) {
+        self.processes
+            .hold_for_handover(process, &format!("{FOREGROUND_PREFIX}{id}"));
+    }
+
+    /// Forgets carried foreground command `id`: it ended, or became a task.
+    pub(crate) fn foreground_settled(&self, id: u64) {
         if let Some(state) = &self.state {
-            state.foreground_ended(number);
+            state.foreground_ended(id);
         }
     }
 
@@ -60,7 +57,7 @@ impl Services {
     pub(super) fn take_back_foreground(&self, task: HandedTask) -> Option<String> {
         let pgid = task.pgid;
         let record = self.state.as_ref().and_then(|state| {
-            let number: u64 = task
+            let id: u64 = task
                 .hold
                 .task
                 .strip_prefix(FOREGROUND_PREFIX)?
@@ -69,7 +66,7 @@ impl Services {
             state
                 .taken_foregrounds()
                 .iter()
-                .find(|r| r.number == number)
+                .find(|r| r.id == id)
                 .cloned()
         });
         let taken = record.and_then(|record| self.serve_foreground(task, &record));
@@ -91,11 +88,10 @@ impl Services {
             output_limit_bytes: None,
             owner_session: record.session.clone(),
         };
-        let files = [&record.stdout_path, &record.stderr_path]
-            .map(|p| p.as_ref().map(std::path::PathBuf::from));
+        // Its kept files are the ones the keeper names.
         let process = self
             .processes
-            .take_over(task, files, [0, 0], &decl.session_key())
+            .take_over(task, [None, None], [0, 0], &decl.session_key())
             .inspect_err(
                 |e| tracing::warn!(error = %e, "a carried foreground command could not be served"),
             )

@@ -83,15 +83,12 @@ ALTER TABLE owners ADD COLUMN sees_all INTEGER NOT NULL DEFAULT 0;
 /// one over after a crash makes it a task of its caller's.
 const V6: &str = "
 CREATE TABLE foregrounds (
-    host INTEGER NOT NULL,
-    number INTEGER NOT NULL,
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    host INTEGER NOT NULL REFERENCES hosts(id),
     session TEXT,
     kind TEXT NOT NULL,
     label TEXT NOT NULL,
-    request TEXT,
-    stdout_path TEXT,
-    stderr_path TEXT,
-    PRIMARY KEY (host, number)
+    request TEXT
 );
 ";
 

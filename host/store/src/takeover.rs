@@ -89,19 +89,23 @@ impl Store {
         self.send(Op::Told { id: id.to_owned() });
     }
 
-    /// Records that the foreground command `record` describes runs in this host (queued; a crash
-    /// before it is written leaves its process ended by the successor, as without a record).
-    pub fn foreground_began(&self, record: ForegroundRecord) {
-        if let Some(host) = self.host_id() {
-            self.send(Op::Foreground { host, record });
-        }
+    /// Records that the foreground command `record` describes is about to run in this host;
+    /// returns its id once that is durable (`None` for a store opened only to read, or a failed
+    /// write: the command then runs without being carried past a crash).
+    pub fn foreground_began(&self, record: ForegroundRecord) -> Option<u64> {
+        let host = self.host_id()?;
+        let (reply, done) = sync_channel(1);
+        self.send(Op::Foreground {
+            host,
+            record,
+            reply,
+        });
+        done.recv().ok()?.ok()
     }
 
-    /// Forgets foreground command `number` of this host: it ended, or became a task.
-    pub fn foreground_ended(&self, number: u64) {
-        if let Some(host) = self.host_id() {
-            self.send(Op::ForegroundEnded { host, number });
-        }
+    /// Forgets foreground command `id`: it ended, or became a task.
+    pub fn foreground_ended(&self, id: u64) {
+        self.send(Op::ForegroundEnded { id });
     }
 
     /// The foreground commands taken over at open, each still running under this host's keeper

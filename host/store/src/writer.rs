@@ -64,13 +64,14 @@ pub(crate) enum Op {
     },
     /// A kill was delivered.
     Stopping { id: String },
-    /// A foreground command runs in host `host`.
+    /// A foreground command is about to run in host `host`: its id, durably.
     Foreground {
         host: i64,
         record: crate::ForegroundRecord,
+        reply: SyncSender<Result<u64, String>>,
     },
-    /// A foreground command of host `host` ended or became a task.
-    ForegroundEnded { host: i64, number: u64 },
+    /// A foreground command ended or became a task.
+    ForegroundEnded { id: u64 },
     /// A task settled.
     Settled {
         id: String,
@@ -206,6 +207,9 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<Applied> {
             ..
         } => crate::owners::insert(tx, "session", secret_sha256.as_deref(), *at_ms)
             .map(Applied::Owner),
+        Op::Foreground { host, record, .. } => {
+            crate::foregrounds::insert(tx, *host, record).map(Applied::Number)
+        }
         other => update(tx, other).map(|()| Applied::Nothing),
     }
 }
@@ -237,8 +241,7 @@ fn update(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
                 params![kind, *number as i64],
             )
         }
-        Op::Foreground { host, record } => crate::foregrounds::insert(tx, *host, record),
-        Op::ForegroundEnded { host, number } => crate::foregrounds::remove(tx, *host, *number),
+        Op::ForegroundEnded { id } => crate::foregrounds::remove(tx, *id),
         Op::Stopping { id } => run(
             "UPDATE tasks SET status = 'stopping' WHERE id = ?1 AND status IN ('starting', 'running')",
             params![id],
@@ -263,7 +266,9 @@ fn update(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
             "UPDATE hosts SET ended_at_ms = ?2 WHERE id = ?1",
             params![host, *at_ms as i64],
         ),
-        Op::Begin { .. } | Op::MintOwner { .. } | Op::Retain { .. } => Ok(()),
+        Op::Begin { .. } | Op::Foreground { .. } | Op::MintOwner { .. } | Op::Retain { .. } => {
+            Ok(())
+        }
     }
 }
 
@@ -280,7 +285,7 @@ fn answer(batch: Vec<Op>, answers: Result<Answers, String>, notifier: &Sender<Th
     let mut owners = answers.as_ref().map(|a| a.owners.iter());
     for op in batch {
         match op {
-            Op::Begin { reply, .. } => {
+            Op::Begin { reply, .. } | Op::Foreground { reply, .. } => {
                 let n = match &mut numbers {
                     Ok(it) => it.next().copied().ok_or_else(|| "no number".to_owned()),
                     Err(e) => Err(e.clone()),
@@ -314,7 +319,6 @@ fn answer(batch: Vec<Op>, answers: Result<Answers, String>, notifier: &Sender<Th
             | Op::Told { .. }
             | Op::External { .. }
             | Op::Stopping { .. }
-            | Op::Foreground { .. }
             | Op::ForegroundEnded { .. }
             | Op::Output { .. } => {}
         }
