@@ -64,23 +64,10 @@ impl Services {
             kept_for_session: carried,
             ..spec.clone()
         };
-        // Carried past a crash of this host too, as a task of the caller's, where it may become one:
-        // recorded before it starts, so a crash at any moment after its start finds the record.
-        let carried_id = promote
-            .filter(|_| carried)
-            .and_then(|d| self.record_foreground(session, d, call.request_id.as_ref()));
-        let process = match self.processes.spawn(spec, session) {
-            Ok(process) => process,
-            Err(e) => {
-                if let Some(id) = carried_id {
-                    self.foreground_settled(id);
-                }
-                return Err(e.to_string());
-            }
-        };
-        if let Some(id) = carried_id {
-            self.hold_foreground(&process, id);
-        }
+        // Carried past a crash of this host too, as a task of the caller's, where it may become one.
+        let carry = promote.filter(|_| carried);
+        let (process, carried_id) =
+            self.spawn_carried(spec, session, carry, call.request_id.as_ref())?;
         let ended = self.runtime.block_on(async {
             let reporting = report_progress(&process, call.progress.as_ref());
             tokio::select! {

@@ -19,11 +19,41 @@ use crate::process::Process;
 use crate::process::keeper::HandedTask;
 
 impl Services {
+    /// Spawns foreground command `spec` of `session`; with `carry` (the task it would become), it
+    /// is recorded first and held by the keeper for a successor from its start, so a crash at any
+    /// moment after its start finds the record. The process, and its record's id.
+    ///
+    /// # Errors
+    /// The process could not start (its record is forgotten).
+    pub(crate) fn spawn_carried(
+        &self,
+        spec: &crate::process::ProcessSpec,
+        session: &str,
+        carry: Option<&TaskDeclaration>,
+        request_id: Option<&Value>,
+    ) -> Result<(Arc<Process>, Option<u64>), String> {
+        let id = carry.and_then(|d| self.record_foreground(session, d, request_id));
+        match self.processes.spawn(spec, session) {
+            Ok(process) => {
+                if let Some(id) = id {
+                    self.hold_foreground(&process, id);
+                }
+                Ok((process, id))
+            }
+            Err(e) => {
+                if let Some(id) = id {
+                    self.foreground_settled(id);
+                }
+                Err(e.to_string())
+            }
+        }
+    }
+
     /// Records, durably and before it starts, a foreground command of `session` that would become
     /// the task `promote` declares, so that a successor of this host can carry it past a crash;
     /// returns its id, which [`Services::hold_foreground`] and [`Services::foreground_settled`]
     /// take. Nothing without a state.
-    pub(crate) fn record_foreground(
+    fn record_foreground(
         &self,
         session: &str,
         promote: &TaskDeclaration,
@@ -39,7 +69,7 @@ impl Services {
     }
 
     /// Has the keeper hold `process`, the foreground command recorded as `id`, for a successor.
-    pub(crate) fn hold_foreground(&self, process: &Arc<Process>, id: u64) {
+    fn hold_foreground(&self, process: &Arc<Process>, id: u64) {
         self.processes
             .hold_for_handover(process, &format!("{FOREGROUND_PREFIX}{id}"));
     }
