@@ -136,36 +136,38 @@ impl LegacyTasks {
                     .start(&self.host, owner, name, arguments, request)?
             }
         };
+        // rmcp flattens the task into the result.
         let task = serde_json::to_value(&created).unwrap_or_default();
-        let task = task.get("task").cloned().unwrap_or(task);
         Ok(json!({ "task": legacy_task(task) }))
+    }
+
+    /// The task as the 2026-07-28 era's `tasks/get` answers it (flat: the task's fields beside
+    /// its result or error).
+    fn detailed(&self, owner: &str, id: &str) -> Result<Value, McpError> {
+        let got = self.tasks.get(&self.host, owner, id)?;
+        Ok(serde_json::to_value(&got).unwrap_or_default())
     }
 
     /// `tasks/get`: the task as this era shows it, and whether it is settled.
     fn get(&self, owner: &str, id: &str) -> Result<(Value, bool), McpError> {
-        let got = self.tasks.get(&self.host, owner, id)?;
-        let value = serde_json::to_value(&got).unwrap_or_default();
-        let value = value.get("task").cloned().unwrap_or(value);
-        let settled = matches!(
-            value["status"].as_str(),
-            Some("completed" | "failed" | "cancelled")
-        );
+        let value = self.detailed(owner, id)?;
+        let settled = settled(&value);
         Ok((legacy_task(value), settled))
     }
 
     /// `tasks/result`: once the task settled, what its call answered (a tool result, or the
     /// JSON-RPC error of a failed call; a cancelled task's is an error saying so).
     async fn result(&self, owner: &str, id: &str) -> Result<Value, McpError> {
-        if !self.get(owner, id)?.1 {
+        let mut value = self.detailed(owner, id)?;
+        if !settled(&value) {
             let agent = self.host.sessions().agent(owner);
             let _ = self
                 .host
                 .registry()
                 .wait(id, f64::MAX, agent.as_ref(), None)
                 .await;
+            value = self.detailed(owner, id)?;
         }
-        let got = self.tasks.get(&self.host, owner, id)?;
-        let value = serde_json::to_value(&got).unwrap_or_default();
         let related = json!({"io.modelcontextprotocol/related-task": {"taskId": id}});
         let error = |e: &Value| {
             McpError::new(
@@ -264,6 +266,14 @@ impl crate::wire::Ahead for LegacyAhead {
     fn amend(&self, method: &str, result: &mut Value) -> bool {
         self.tasks.amend(method, result)
     }
+}
+
+/// True for a task whose status is terminal.
+fn settled(task: &Value) -> bool {
+    matches!(
+        task["status"].as_str(),
+        Some("completed" | "failed" | "cancelled")
+    )
 }
 
 /// A task of the 2026-07-28 shapes (rmcp's) as 2025-11-25 writes it: `ttl` and `pollInterval` in
