@@ -87,6 +87,33 @@ impl Crashable {
         held_command(&self.started, &self.release)
     }
 
+    /// Calls `bash` with `command` (one that writes `started`) in the foreground and crashes the
+    /// host once it started, starting the next: the call's answer, the command's pid, the next
+    /// host.
+    async fn call_through_a_crash(
+        &mut self,
+        command: &str,
+    ) -> (Result<String, String>, i32, SocketHost) {
+        let Self {
+            dir,
+            host,
+            client,
+            started,
+            ..
+        } = self;
+        let calling = try_call(
+            client,
+            "bash",
+            json!({"command": command, "timeout_ms": 300000}),
+        );
+        let crashing = async {
+            let pid = started_pid(started);
+            (pid, crash(host, dir))
+        };
+        let (answer, (pid, next)) = tokio::join!(calling, crashing);
+        (answer, pid, next)
+    }
+
     /// Lets task `id` (the command) run to its end under the next host: its output from `first`,
     /// exit 0.
     async fn released_to_its_end(&self, id: &str, first: &str) {
@@ -106,24 +133,7 @@ impl Crashable {
 async fn a_foreground_command_in_flight_at_a_crash_continues_as_a_task_the_error_names() {
     let mut c = Crashable::start("crash-foreground").await;
     let command = c.command();
-    let Crashable {
-        dir,
-        host,
-        client,
-        started,
-        ..
-    } = &mut c;
-    let calling = try_call(
-        client,
-        "bash",
-        json!({"command": command, "timeout_ms": 300000}),
-    );
-    let crashing = async {
-        let pid = started_pid(started);
-        let next = crash(host, dir);
-        (pid, next)
-    };
-    let (answer, (pid, _next)) = tokio::join!(calling, crashing);
+    let (answer, pid, _next) = c.call_through_a_crash(&command).await;
     let error = answer.expect_err("the call of a crashed host answers an error");
     assert!(error.contains("restarted"), "{error}");
     let id = continued_task(&error);
@@ -174,6 +184,20 @@ async fn a_foreground_command_in_flight_at_an_upgrade_continues_as_a_background_
     assert!(read.contains("exit code: 0"), "{read}");
     drop(host);
     a.cancel().await.ok();
+}
+
+/// The hold travels with the start: a command that SIGKILLs its host as its first act (before
+/// the host could have said anything more to its keeper) is still carried to the next host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_that_kills_its_host_as_it_starts_is_carried_to_the_next_host() {
+    let mut c = Crashable::start("crash-at-start").await;
+    let command = format!("kill -9 {}; {}", c.host.child.id(), c.command());
+    let (answer, pid, _next) = c.call_through_a_crash(&command).await;
+    let error = answer.expect_err("the call of a crashed host answers an error");
+    let id = continued_task(&error);
+    assert!(alive(pid), "the same process runs on under the next host");
+    c.released_to_its_end(&id, "before\n").await;
+    c.client.cancel().await.ok();
 }
 
 /// A foreground command held for a crash under its call's name, then promoted at its timeout: the

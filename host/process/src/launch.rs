@@ -6,6 +6,7 @@ use crate::service::ProcessService;
 use crate::spawned::{Spawned, command, on_terminal, pipes, spawn_on_terminal};
 use crate::spec::{ProcessSpec, TtySize};
 use crate::stream::SpillPlan;
+use crate::takeover::HoldPlan;
 use crate::{env, escaped, supervise};
 
 impl ProcessService {
@@ -44,55 +45,81 @@ impl ProcessService {
 
     /// Spawns a piped child: through the keeper when the service has one (its small descriptor
     /// table makes the spawn's cost independent of the host's; while none runs the start fails),
-    /// else directly.
+    /// else directly. With `held`, the keeper holds it for a successor from its start (not a
+    /// protocol peer's, whose stdout is not the host's): [`Spawned::held_from_start`] says so.
     pub(crate) fn spawn_with_pipes(
         &self,
         launch: &Launch,
         piped: bool,
+        held: Option<&HoldPlan>,
     ) -> std::io::Result<Spawned> {
         let (child_ends, host_ends) = pipes(piped)?;
-        let kept = self
-            .keeper
-            .as_ref()
-            .map(|k| k.spawn(launch, keeper::KeptStreams::Pipes(child_ends.borrowed())));
-        let (pgid, waiter) = match kept {
-            Some(Ok(kept)) => (Some(kept.pid), supervise::Waiter::Kept(kept.exit)),
+        let (outputs, talk) = host_ends.split();
+        let held_fds = held.and_then(|h| h.pipe_fds(&outputs));
+        let held = held
+            .zip(held_fds.as_deref())
+            .map(|(h, fds)| keeper::HeldFromStart { hold: &h.hold, fds });
+        let kept = self.keeper.as_ref().map(|k| {
+            k.spawn(
+                launch,
+                keeper::KeptStreams::Pipes(child_ends.borrowed()),
+                held,
+            )
+        });
+        let (pgid, waiter, held_from_start) = match kept {
+            Some(Ok(kept)) => (
+                Some(kept.pid),
+                supervise::Waiter::Kept(kept.exit),
+                kept.held,
+            ),
             Some(Err(e)) => return Err(std::io::Error::other(e.to_string())),
             None => {
                 let child = child_ends.spawn(command(launch))?;
                 (
                     child.id().map(|p| p as i32),
                     supervise::Waiter::Child(child),
+                    false,
                 )
             }
         };
-        let (outputs, talk) = host_ends.split();
+        drop(held_fds);
         Ok(Spawned {
             pgid,
             waiter,
             outputs,
             talk,
             input: None,
+            held_from_start,
         })
     }
 
     /// Spawns a child on a fresh terminal: through the keeper when the service has one, which hands
-    /// the terminal's master back, else directly.
+    /// the terminal's master back, else directly. With `held`, the keeper holds it for a successor
+    /// from its start.
     pub(crate) fn spawn_with_terminal(
         &self,
         launch: &Launch,
         size: TtySize,
+        held: Option<&HoldPlan>,
     ) -> std::io::Result<Spawned> {
+        let held_fds = held.map(HoldPlan::terminal_fds);
+        let held = held
+            .zip(held_fds.as_deref())
+            .map(|(h, fds)| keeper::HeldFromStart { hold: &h.hold, fds });
         match self
             .keeper
             .as_ref()
-            .map(|k| k.spawn(launch, keeper::KeptStreams::Terminal(size)))
+            .map(|k| k.spawn(launch, keeper::KeptStreams::Terminal(size), held))
         {
             Some(Ok(keeper::KeptProcess {
                 pid,
                 exit,
                 master: Some(master),
-            })) => on_terminal(Some(pid), supervise::Waiter::Kept(exit), master),
+                held,
+            })) => on_terminal(Some(pid), supervise::Waiter::Kept(exit), master).map(|mut s| {
+                s.held_from_start = held;
+                s
+            }),
             Some(Ok(_)) => Err(std::io::Error::other(
                 "the keeper sent no terminal for the process",
             )),

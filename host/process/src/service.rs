@@ -11,7 +11,7 @@ use tokio::sync::watch;
 
 use crate::child::{Process, Streams, signal_group};
 use crate::spawned::Spawned;
-use crate::spec::{Pipes, ProcessSpec, SpawnError, check_workdir};
+use crate::spec::{HoldSpec, Pipes, ProcessSpec, SpawnError, check_workdir};
 use crate::spills::Spills;
 use crate::stream::StreamBuf;
 use crate::{budget, cgroup, env, escaped, keeper, private_dir, supervise};
@@ -124,6 +124,36 @@ impl ProcessService {
         Ok((process, pipes))
     }
 
+    /// The output streams of process `n`, and the spill files recorded as `owner_session`'s for
+    /// them (none for output kept for a task).
+    fn planned_streams(
+        &self,
+        n: u64,
+        spec: &ProcessSpec,
+        owner_session: &str,
+    ) -> (Vec<PathBuf>, Streams) {
+        let (out_plan, err_plan) = (
+            self.spill_plan(n, "stdout", spec.spill_cap, spec.keep_output),
+            self.spill_plan(n, "stderr", spec.spill_cap, spec.keep_output),
+        );
+        let planned: Vec<PathBuf> =
+            if spec.keep_output && self.kept_dir.is_some() && !spec.kept_for_session {
+                Vec::new()
+            } else {
+                [&out_plan, &err_plan]
+                    .into_iter()
+                    .flatten()
+                    .map(|p| p.path.clone())
+                    .collect()
+            };
+        self.spills.record(owner_session, planned.iter().cloned());
+        let streams = Streams {
+            out: StreamBuf::new(spec.tail_bytes, out_plan),
+            err: StreamBuf::new(spec.tail_bytes, err_plan),
+        };
+        (planned, streams)
+    }
+
     fn spawn_with(
         &self,
         spec: &ProcessSpec,
@@ -132,51 +162,49 @@ impl ProcessService {
     ) -> Result<(Arc<Process>, Option<Pipes>), SpawnError> {
         check_workdir(spec)?;
         let n = self.next.fetch_add(1, Ordering::Relaxed) + 1;
-        let (out_plan, err_plan) = (
-            self.spill_plan(n, "stdout", spec.spill_cap, spec.keep_output),
-            self.spill_plan(n, "stderr", spec.spill_cap, spec.keep_output),
-        );
-        let planned: Vec<PathBuf> = [&out_plan, &err_plan]
-            .into_iter()
-            .flatten()
-            .map(|p| p.path.clone())
-            .collect();
-        let planned: Vec<PathBuf> =
-            if spec.keep_output && self.kept_dir.is_some() && !spec.kept_for_session {
-                Vec::new()
-            } else {
-                planned
-            };
-        self.spills.record(owner_session, planned.iter().cloned());
-        let streams = Streams {
-            out: StreamBuf::new(spec.tail_bytes, out_plan),
-            err: StreamBuf::new(spec.tail_bytes, err_plan),
-        };
+        let (planned, mut streams) = self.planned_streams(n, spec, owner_session);
+        let held = spec.held_as.as_ref().and_then(|task| {
+            let mut plan =
+                self.hold_plan(n, &HoldSpec::of(spec), &mut streams, spec.tty.is_some())?;
+            plan.hold.task.clone_from(task);
+            Some(plan)
+        });
         let launch = self.launch(spec, n);
         let _guard = self.runtime.enter();
         let (exit, _) = watch::channel(None);
         let spawning = self.escaped.spawning();
         let spawned = match spec.tty {
-            None => self.spawn_with_pipes(&launch, piped),
-            Some(size) => self.spawn_with_terminal(&launch, size),
+            None => self.spawn_with_pipes(&launch, piped, held.as_ref()),
+            Some(size) => self.spawn_with_terminal(&launch, size, held.as_ref()),
         };
+        drop(held);
         let Spawned {
             pgid,
             waiter,
             outputs,
             talk,
             input,
+            held_from_start,
         } = match spawned {
             Ok(spawned) => spawned,
             Err(e) => {
+                // A kept file made for a hold is the failed start's.
+                for path in [&streams.out, &streams.err].map(|s| s.planned_path()) {
+                    if let Some(path) = path.filter(|p| p.exists()) {
+                        let _ = std::fs::remove_file(path);
+                    }
+                }
                 self.spills.forget(owner_session, planned);
                 return Err(SpawnError(e.to_string()));
             }
         };
-        let mut streams = streams;
-        let hold = self.handover_hold(n, &crate::spec::HoldSpec::of(spec), &outputs, &mut streams);
+        let hold = match held_from_start {
+            true => None,
+            false => self.handover_hold(n, &HoldSpec::of(spec), &outputs, &mut streams),
+        };
         let process = Process::new(pgid, streams, exit, spec.grace, &self.runtime, input);
         *process.hold.lock() = hold;
+        process.held.store(held_from_start, Ordering::Release);
         if let Some(g) = pgid {
             self.live.lock().insert(n, g);
             // After the gate: a sweep holds the known state while it waits for the gate.

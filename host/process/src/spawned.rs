@@ -27,13 +27,15 @@ pub fn raise_file_limit() {
 }
 
 /// A spawned child: its process group, how its exit is awaited, where its output comes from, the
-/// pipes handed back to a protocol peer, and its terminal's input.
+/// pipes handed back to a protocol peer, its terminal's input, and whether the keeper holds it.
 pub(crate) struct Spawned {
     pub(crate) pgid: Option<i32>,
     pub(crate) waiter: supervise::Waiter,
     pub(crate) outputs: supervise::Outputs,
     pub(crate) talk: Option<Pipes>,
     pub(crate) input: Option<input::Input>,
+    /// The keeper holds it for a successor of the host from its start.
+    pub(crate) held_from_start: bool,
 }
 
 /// The ends of a piped child's pipes that the child gets (stdin `None`: `/dev/null`).
@@ -167,5 +169,6 @@ pub(crate) fn on_terminal(
         outputs: supervise::Outputs::Terminal(read),
         talk: None,
         input: Some(input::Input::new(write)),
+        held_from_start: false,
     })
 }

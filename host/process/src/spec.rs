@@ -35,6 +35,11 @@ pub struct ProcessSpec {
     /// process becomes a task ([`crate::ProcessService::kept_as_task`]). For a foreground call
     /// that may be carried across an upgrade.
     pub kept_for_session: bool,
+    /// With `keep_output`, on a service whose keeper hands over: the keeper holds the process for
+    /// a successor of the host from its start, under this name (a foreground command that may be
+    /// carried past a crash), so no crash finds it started and not yet held. Named again by
+    /// [`crate::ProcessService::hold_for_handover`].
+    pub held_as: Option<String>,
 }
 
 /// A terminal's size in character cells.
@@ -60,6 +65,7 @@ impl ProcessSpec {
             tty: None,
             keep_output: false,
             kept_for_session: false,
+            held_as: None,
         }
     }
 }

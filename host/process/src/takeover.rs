@@ -1,7 +1,7 @@
 //! Running tasks that outlive their host: what the keeper holds of each for a successor, and a
 //! successor taking them back (same processes, output going on where the kept files stand).
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -126,30 +126,47 @@ impl ProcessService {
         outputs: &Outputs,
         streams: &mut Streams,
     ) -> Option<(Hold, Vec<OwnedFd>)> {
+        let terminal = match outputs {
+            Outputs::Terminal(_) => true,
+            Outputs::Pipes {
+                stdout: Some(_),
+                stderr: Some(_),
+            } => false,
+            Outputs::Pipes { .. } => return None,
+        };
+        let plan = self.hold_plan(n, spec, streams, terminal)?;
+        let fds = match outputs {
+            Outputs::Terminal(master) => {
+                let mut fds = vec![master.as_fd()];
+                fds.extend(plan.terminal_fds());
+                fds
+            }
+            Outputs::Pipes { .. } => plan.pipe_fds(outputs)?,
+        };
+        let fds = fds
+            .into_iter()
+            .map(|fd| fd.try_clone_to_owned().ok())
+            .collect::<Option<Vec<_>>>()?;
+        Some((plan.hold, fds))
+    }
+
+    /// What the keeper would hold of process `n`, a terminal's or a piped one's, before its read
+    /// ends exist: `None` unless the keeper hands over and the process keeps its output. Its kept
+    /// files are made now.
+    pub(crate) fn hold_plan(
+        &self,
+        n: u64,
+        spec: &HoldSpec,
+        streams: &mut Streams,
+        terminal: bool,
+    ) -> Option<HoldPlan> {
         if !spec.keep_output || !self.keeper.as_ref().is_some_and(Keepers::hands_over) {
             return None;
         }
-        let dup = |fd: std::os::fd::BorrowedFd<'_>| fd.try_clone_to_owned().ok();
-        let (terminal, fds) = match outputs {
-            Outputs::Pipes {
-                stdout: Some(out),
-                stderr: Some(err),
-            } => {
-                let (out_file, err_file) = (streams.out.open_kept()?, streams.err.open_kept()?);
-                let fds = vec![
-                    dup(out.as_fd())?,
-                    OwnedFd::from(out_file),
-                    dup(err.as_fd())?,
-                    OwnedFd::from(err_file),
-                ];
-                (false, fds)
-            }
-            Outputs::Terminal(master) => {
-                let file = streams.out.open_kept()?;
-                (true, vec![dup(master.as_fd())?, OwnedFd::from(file)])
-            }
-            Outputs::Pipes { .. } => return None,
-        };
+        let mut kept = vec![OwnedFd::from(streams.out.open_kept()?)];
+        if !terminal {
+            kept.push(OwnedFd::from(streams.err.open_kept()?));
+        }
         let name = |s: &StreamBuf| {
             s.planned_path()
                 .and_then(|p| Some(p.file_name()?.to_str()?.to_owned()))
@@ -175,7 +192,7 @@ impl ProcessService {
             streams: held,
             stdin: false,
         };
-        Some((hold, fds))
+        Some(HoldPlan { hold, kept })
     }
 
     /// Takes back a task the predecessor's keeper handed over: its output goes on into its kept
@@ -273,5 +290,43 @@ impl ProcessService {
         self.runtime
             .spawn(supervised.run(Waiter::Kept(exit), Some(pgid), outputs));
         Ok(process)
+    }
+}
+
+/// What the keeper is to hold of a process, made before the process's read ends exist (see
+/// [`ProcessService::hold_plan`]): the hold, and its kept files (stdout's, then stderr's unless it
+/// runs on a terminal).
+pub(crate) struct HoldPlan {
+    pub(crate) hold: Hold,
+    kept: Vec<OwnedFd>,
+}
+
+impl HoldPlan {
+    /// Its descriptors beside a piped process's read ends `outputs`, in the order
+    /// [`Hold::descriptors`] says; `None` without both read ends (a protocol peer's stdout is not
+    /// the host's to hold).
+    pub(crate) fn pipe_fds<'a>(&'a self, outputs: &'a Outputs) -> Option<Vec<BorrowedFd<'a>>> {
+        let (
+            Outputs::Pipes {
+                stdout: Some(out),
+                stderr: Some(err),
+            },
+            [out_file, err_file],
+        ) = (outputs, self.kept.as_slice())
+        else {
+            return None;
+        };
+        Some(vec![
+            out.as_fd(),
+            out_file.as_fd(),
+            err.as_fd(),
+            err_file.as_fd(),
+        ])
+    }
+
+    /// A terminal's descriptors less its read end (the master, which the keeper opens): its kept
+    /// file.
+    pub(crate) fn terminal_fds(&self) -> Vec<BorrowedFd<'_>> {
+        self.kept.iter().map(AsFd::as_fd).collect()
     }
 }

@@ -1,9 +1,9 @@
 //! Foreground commands that outlive a crash of their host. A host that hands over records each
 //! foreground command that may become a task, durably and before it starts
-//! ([`taskhost_store::ForegroundRecord`]), and has its keeper hold the process as `foreground:ID`;
-//! a successor that takes it over after a crash makes it a background task of the calling
-//! session's, with its output from the first byte, and tells that session's bridge which task its
-//! interrupted call became ([`Services::continued_calls`]).
+//! ([`taskhost_store::ForegroundRecord`]), and has its keeper hold the process as `foreground:ID`
+//! from its start; a successor that takes it over after a crash makes it a background task of the
+//! calling session's, with its output from the first byte, and tells that session's bridge which
+//! task its interrupted call became ([`Services::continued_calls`]).
 //! An upgrade does not need this: it promotes every foreground command before it goes.
 
 use std::sync::Arc;
@@ -20,8 +20,9 @@ use crate::process::keeper::HandedTask;
 
 impl Services {
     /// Spawns foreground command `spec` of `session`; with `carry` (the task it would become), it
-    /// is recorded first and held by the keeper for a successor from its start, so a crash at any
-    /// moment after its start finds the record. The process, and its record's id.
+    /// is recorded first, then started held by the keeper for a successor (the hold travels with
+    /// the start), so a crash at any moment after its start finds both the record and the hold.
+    /// The process, and its record's id.
     ///
     /// # Errors
     /// The process could not start (its record is forgotten).
@@ -33,13 +34,19 @@ impl Services {
         request_id: Option<&Value>,
     ) -> Result<(Arc<Process>, Option<u64>), String> {
         let id = carry.and_then(|d| self.record_foreground(session, d, request_id));
-        match self.processes.spawn(spec, session) {
-            Ok(process) => {
-                if let Some(id) = id {
-                    self.hold_foreground(&process, id);
-                }
-                Ok((process, id))
+        let held;
+        let spec = match id {
+            Some(id) => {
+                held = crate::process::ProcessSpec {
+                    held_as: Some(format!("{FOREGROUND_PREFIX}{id}")),
+                    ..spec.clone()
+                };
+                &held
             }
+            None => spec,
+        };
+        match self.processes.spawn(spec, session) {
+            Ok(process) => Ok((process, id)),
             Err(e) => {
                 if let Some(id) = id {
                     self.foreground_settled(id);
@@ -66,12 +73,6 @@ impl Services {
             label: promote.label.clone(),
             request: request_id.map(Value::to_string),
         })
-    }
-
-    /// Has the keeper hold `process`, the foreground command recorded as `id`, for a successor.
-    fn hold_foreground(&self, process: &Arc<Process>, id: u64) {
-        self.processes
-            .hold_for_handover(process, &format!("{FOREGROUND_PREFIX}{id}"));
     }
 
     /// Forgets carried foreground command `id`: it ended, or became a task.

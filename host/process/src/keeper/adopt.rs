@@ -131,6 +131,8 @@ impl Keeper {
             adopted_pid: Some(creds.pid()),
             next: AtomicU64::new(next_id),
         };
+        // A predecessor of another build may have started it: until it says, it speaks protocol 1.
+        keeper.ask_protocol();
         Ok((
             keeper,
             Handed {

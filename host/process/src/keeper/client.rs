@@ -19,7 +19,7 @@ use nix::unistd::Pid;
 use tokio::sync::oneshot;
 
 use super::fds;
-use super::wire::{self, Launch, Report, Request, Slot, Streams};
+use super::wire::{self, HeldFromStart, Launch, Report, Request, Slot, Streams};
 use crate::{Exit, TtySize};
 
 /// How long a spawn waits for the keeper's answer before it gives up on it.
@@ -74,6 +74,9 @@ pub struct KeptProcess {
     pub exit: oneshot::Receiver<Exit>,
     /// The master side of its terminal: always there for [`KeptStreams::Terminal`], never else.
     pub master: Option<OwnedFd>,
+    /// The keeper holds it for a successor from its start, as asked (a keeper of an earlier
+    /// protocol was not asked).
+    pub held: bool,
 }
 
 enum Answer {
@@ -87,7 +90,6 @@ pub(super) struct Awaited {
     pub(super) exit: oneshot::Sender<Exit>,
 }
 
-#[derive(Default)]
 pub(super) struct Pending {
     answers: HashMap<u64, SyncSender<Answer>>,
     pub(super) exits: HashMap<u64, Awaited>,
@@ -95,6 +97,20 @@ pub(super) struct Pending {
     gone: bool,
     /// The host closed its side on purpose: the keeper's end is no death.
     pub(super) stopped: bool,
+    /// The keeper's protocol ([`wire::PROTOCOL`]), 1 until it said otherwise.
+    pub(super) protocol: u32,
+}
+
+impl Default for Pending {
+    fn default() -> Self {
+        Self {
+            answers: HashMap::new(),
+            exits: HashMap::new(),
+            gone: false,
+            stopped: false,
+            protocol: 1,
+        }
+    }
 }
 
 /// The host's end of the keeper.
@@ -137,7 +153,11 @@ impl Keeper {
             .stderr(Stdio::null())
             .process_group(0)
             .spawn()?;
-        let pending: Arc<Mutex<Pending>> = Arc::default();
+        // It runs this build's binary, or a later one's.
+        let pending = Arc::new(Mutex::new(Pending {
+            protocol: wire::PROTOCOL,
+            ..Pending::default()
+        }));
         let reports = socket.try_clone()?;
         let reader = pending.clone();
         std::thread::Builder::new()
@@ -161,8 +181,9 @@ impl Keeper {
         }
     }
 
-    /// Has the keeper start `launch` in a process group of its own with `streams`. Blocks until the
-    /// keeper answered (at most 10 s).
+    /// Has the keeper start `launch` in a process group of its own with `streams`, and hold it for
+    /// a successor from its start when `held` says so. Blocks until the keeper answered (at most
+    /// 10 s).
     ///
     /// # Errors
     /// [`KeeperSpawnError::Gone`] when the keeper could not be asked; [`KeeperSpawnError::Refused`]
@@ -171,6 +192,7 @@ impl Keeper {
         &self,
         launch: &Launch,
         streams: KeptStreams<'_>,
+        held: Option<HeldFromStart<'_>>,
     ) -> Result<KeptProcess, KeeperSpawnError> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (answer_tx, answer) = sync_channel(1);
@@ -189,14 +211,10 @@ impl Keeper {
                 },
             );
         }
-        let (streams, fds) = streams.on_the_wire();
+        let (streams, mut fds) = streams.on_the_wire();
         let terminal = matches!(streams, Streams::Terminal(_));
-        let frame = Request::Spawn {
-            id,
-            launch: launch.clone(),
-            streams,
-        }
-        .encode();
+        let held = held.filter(|_| self.speaks(2));
+        let frame = Request::start(id, launch, streams, held, &mut fds).encode();
         let forget = || {
             let mut p = self.pending.lock();
             p.answers.remove(&id);
@@ -216,9 +234,12 @@ impl Keeper {
             return Err(KeeperSpawnError::Gone);
         }
         match answer.recv_timeout(ANSWER_WAIT) {
-            Ok(Answer::Spawned(pid, master)) if master.is_some() == terminal => {
-                Ok(KeptProcess { pid, exit, master })
-            }
+            Ok(Answer::Spawned(pid, master)) if master.is_some() == terminal => Ok(KeptProcess {
+                pid,
+                exit,
+                master,
+                held: held.is_some(),
+            }),
             Ok(Answer::Spawned(pid, _)) => Err(KeeperSpawnError::Refused(format!(
                 "the keeper's answer for process {pid} did not match the request (terminal: {terminal})"
             ))),
@@ -335,6 +356,7 @@ pub(super) fn read_reports(
                     let _ = w.exit.send(exit);
                 }
             }
+            Report::Speaks { protocol } => p.protocol = protocol,
             // Only a successor's first frames, read before this thread starts.
             Report::Adopt { .. } | Report::Handed { .. } => frames.discard_fds(),
         }

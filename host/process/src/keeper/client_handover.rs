@@ -4,12 +4,24 @@
 use std::os::fd::{AsFd, BorrowedFd};
 
 use super::client::Keeper;
-use super::wire::Request;
+use super::wire::{Hold, Request};
 
 impl Keeper {
+    /// Whether the keeper speaks `protocol` ([`super::wire::PROTOCOL`]) or a later one: a keeper
+    /// this host started does; one adopted from a predecessor does once it answered the question
+    /// asked when it was adopted (a keeper of protocol 1 never does).
+    pub(super) fn speaks(&self, protocol: u32) -> bool {
+        self.pending.lock().protocol >= protocol
+    }
+
+    /// Asks an adopted keeper which protocol it speaks (see [`Keeper::speaks`]).
+    pub(super) fn ask_protocol(&self) {
+        self.write(&Request::Speak.encode(), &[]);
+    }
+
     /// Asks the keeper to hold the running task in group `pgid` for a handover, with the
     /// descriptors `hold` describes, in its order.
-    pub fn hold(&self, pgid: i32, hold: &super::wire::Hold, fds: &[BorrowedFd<'_>]) {
+    pub fn hold(&self, pgid: i32, hold: &Hold, fds: &[BorrowedFd<'_>]) {
         let frame = Request::Hold {
             pgid,
             hold: hold.clone(),
@@ -19,6 +31,9 @@ impl Keeper {
 
     /// Tells the keeper that the task it holds in group `pgid` is now named `task`.
     pub fn rename(&self, pgid: i32, task: &str) {
+        if !self.speaks(2) {
+            return;
+        }
         let frame = Request::Rename {
             pgid,
             task: task.to_owned(),

@@ -78,7 +78,7 @@ pub use server::serve;
 pub use slot::{AdoptedKeeper, Keepers};
 pub use watchdog::watch as watchdog;
 pub(crate) use wire::Launch;
-pub use wire::{HeldStream, Hold};
+pub use wire::{HeldFromStart, HeldStream, Hold};
 
 #[cfg(test)]
 mod tests;

@@ -92,35 +92,22 @@ fn serve_one(shared: &Shared, socket: BorrowedFd<'_>, groups: &mut HashSet<i32>)
                 id,
                 launch,
                 streams,
-            }) => {
-                let fds = match streams {
-                    Streams::Slots(slots) => {
-                        frames.take_fds(slots.iter().filter(|s| **s == Slot::Passed).count())
-                    }
-                    Streams::Terminal(_) => Ok(Vec::new()),
-                };
-                let mut st = shared.state.lock();
-                st.next_id = st.next_id.max(id + 1);
-                let spawned = fds
-                    .map_err(|e| e.to_string())
-                    .and_then(|fds| spawn(&launch, streams, fds).map_err(|e| e.to_string()));
-                match spawned {
-                    Ok((pid, master)) => {
-                        groups.insert(pid);
-                        st.ids.insert(pid, id);
-                        st.count += 1;
-                        shared.spawned.notify_one();
-                        let report = Report::Spawned {
-                            id,
-                            pid,
-                            master: master.is_some(),
-                        };
-                        let fds: Vec<BorrowedFd<'_>> = master.iter().map(AsFd::as_fd).collect();
-                        st.report_with(&report, &fds);
-                    }
-                    Err(cause) => st.report(&Report::Refused { id, cause }),
-                }
-            }
+            }) => spawn_request(shared, &mut frames, groups, (id, &launch, streams), None),
+            Ok(Request::SpawnHeld {
+                id,
+                launch,
+                streams,
+                hold,
+            }) => spawn_request(
+                shared,
+                &mut frames,
+                groups,
+                (id, &launch, streams),
+                Some(hold),
+            ),
+            Ok(Request::Speak) => shared.state.lock().report(&Report::Speaks {
+                protocol: super::wire::PROTOCOL,
+            }),
             Ok(Request::Watch { pgid }) => {
                 if pgid > 1 {
                     groups.insert(pgid);
@@ -134,6 +121,58 @@ fn serve_one(shared: &Shared, socket: BorrowedFd<'_>, groups: &mut HashSet<i32>)
             // Out of step with the host: descriptors received so far belong to no request it knows.
             Err(_) => frames.discard_fds(),
         }
+    }
+}
+
+/// Spawns what a `Spawn` request asks, with the descriptors beside it, and reports it; with
+/// `hold`, holds it for a successor from its start.
+fn spawn_request(
+    shared: &Shared,
+    frames: &mut Receiver,
+    groups: &mut HashSet<i32>,
+    (id, launch, streams): (u64, &Launch, Streams),
+    hold: Option<Hold>,
+) {
+    let fds = match streams {
+        Streams::Slots(slots) => {
+            frames.take_fds(slots.iter().filter(|s| **s == Slot::Passed).count())
+        }
+        Streams::Terminal(_) => Ok(Vec::new()),
+    };
+    let held_fds = hold
+        .as_ref()
+        .map(|h| frames.take_fds(h.descriptors_at_start()));
+    let mut st = shared.state.lock();
+    st.next_id = st.next_id.max(id + 1);
+    let spawned = fds
+        .map_err(|e| e.to_string())
+        .and_then(|fds| spawn(launch, streams, fds).map_err(|e| e.to_string()));
+    match spawned {
+        Ok((pid, master)) => {
+            groups.insert(pid);
+            st.ids.insert(pid, id);
+            st.count += 1;
+            shared.spawned.notify_one();
+            if let (Some(hold), Some(Ok(mut fds))) = (hold, held_fds) {
+                // A terminal's read end is a second handle of the master it hands back.
+                let read_end = match (hold.terminal, &master) {
+                    (false, _) => Some(()),
+                    (true, Some(m)) => m.try_clone().ok().map(|m| fds.insert(0, m)),
+                    (true, None) => None,
+                };
+                if let Some(held) = read_end.and_then(|()| held(id, hold, fds)) {
+                    st.held.insert(pid, held);
+                }
+            }
+            let report = Report::Spawned {
+                id,
+                pid,
+                master: master.is_some(),
+            };
+            let fds: Vec<BorrowedFd<'_>> = master.iter().map(AsFd::as_fd).collect();
+            st.report_with(&report, &fds);
+        }
+        Err(cause) => st.report(&Report::Refused { id, cause }),
     }
 }
 
@@ -194,31 +233,33 @@ fn hold_task(shared: &Shared, pgid: i32, hold: Hold, fds: Vec<OwnedFd>) {
     let Some(&id) = st.ids.get(&pgid) else {
         return;
     };
+    if let Some(held) = held(id, hold, fds) {
+        st.held.insert(pgid, held);
+    }
+}
+
+/// What is held of spawn `id`: `hold`, with `fds` in the order [`Hold::descriptors`] says. `None`
+/// when a descriptor is missing.
+fn held(id: u64, hold: Hold, fds: Vec<OwnedFd>) -> Option<Held> {
     let mut fds = fds.into_iter();
     let mut streams = Vec::new();
     for s in &hold.streams {
-        let Some(read) = fds.next() else { return };
+        let read = fds.next()?;
         let file = if s.kept {
-            match fds.next() {
-                Some(f) => Some(std::fs::File::from(f)),
-                None => return,
-            }
+            Some(std::fs::File::from(fds.next()?))
         } else {
             None
         };
         streams.push(HeldFds::new(read, file));
     }
     let stdin = if hold.stdin { fds.next() } else { None };
-    st.held.insert(
-        pgid,
-        Held {
-            id,
-            hold,
-            streams,
-            stdin,
-            exit: None,
-        },
-    );
+    Some(Held {
+        id,
+        hold,
+        streams,
+        stdin,
+        exit: None,
+    })
 }
 
 /// Gives the tasks the default actions of SIGINT and SIGQUIT whatever the host inherited. A shell

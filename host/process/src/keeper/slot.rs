@@ -19,7 +19,7 @@ use super::adopt::{Handed, HandoverError};
 use super::client::{Keeper, KeeperSpawnError, KeptProcess, KeptStreams};
 use super::handover_state::HandoverState;
 use super::held::HoldSetup;
-use super::wire::{Hold, Launch};
+use super::wire::{HeldFromStart, Hold, Launch};
 use crate::escaped::Live;
 
 /// Deaths in a row that are answered with an immediate restart.
@@ -219,6 +219,7 @@ impl Keepers {
         &self,
         launch: &Launch,
         streams: KeptStreams<'_>,
+        held: Option<HeldFromStart<'_>>,
     ) -> Result<KeptProcess, KeeperSpawnError> {
         let deadline = Instant::now() + REPLACEMENT_WAIT;
         loop {
@@ -229,7 +230,7 @@ impl Keepers {
                     None => return Err(KeeperSpawnError::Refused(st.why_none())),
                 }
             };
-            match keeper.spawn(launch, streams) {
+            match keeper.spawn(launch, streams, held) {
                 Err(KeeperSpawnError::Gone) => {
                     let mut st = self.0.state.lock();
                     while !st.stopped

@@ -21,6 +21,40 @@ fn launch() -> Launch {
     }
 }
 
+/// A piped task's hold: both streams kept.
+fn held_pipes() -> wire::Hold {
+    let stream = |file: &str| wire::HeldStream {
+        cap: 1 << 20,
+        kept: true,
+        file: file.to_owned(),
+        pending: Vec::new(),
+        dropped: 0,
+    };
+    wire::Hold {
+        task: "foreground:3".to_owned(),
+        n: 4,
+        tail_bytes: 64_000,
+        grace_ms: 3000,
+        terminal: false,
+        streams: vec![stream("out.log"), stream("err.log")],
+        stdin: false,
+    }
+}
+
+#[test]
+fn a_hold_at_a_start_carries_all_its_descriptors_but_a_terminals_master() {
+    let pipes = held_pipes();
+    assert_eq!(pipes.descriptors(), 4);
+    assert_eq!(pipes.descriptors_at_start(), 4);
+    let terminal = wire::Hold {
+        terminal: true,
+        streams: held_pipes().streams.split_off(1),
+        ..held_pipes()
+    };
+    assert_eq!(terminal.descriptors(), 2);
+    assert_eq!(terminal.descriptors_at_start(), 1);
+}
+
 #[test]
 fn every_request_and_report_decodes_to_itself() {
     let requests = [
@@ -39,6 +73,12 @@ fn every_request_and_report_decodes_to_itself() {
             },
             streams: Streams::Slots([Slot::Passed; 3]),
         },
+        Request::SpawnHeld {
+            id: 9,
+            launch: launch(),
+            streams: Streams::Slots([Slot::Null, Slot::Passed, Slot::Passed]),
+            hold: held_pipes(),
+        },
         Request::Spawn {
             id: 8,
             launch: launch(),
@@ -46,6 +86,21 @@ fn every_request_and_report_decodes_to_itself() {
                 cols: 120,
                 rows: 40,
             }),
+        },
+        Request::SpawnHeld {
+            id: 10,
+            launch: launch(),
+            streams: Streams::Terminal(crate::TtySize { cols: 80, rows: 24 }),
+            hold: wire::Hold {
+                terminal: true,
+                streams: held_pipes().streams.split_off(1),
+                ..held_pipes()
+            },
+        },
+        Request::Speak,
+        Request::Rename {
+            pgid: 42,
+            task: "bash-7".to_owned(),
         },
         Request::Watch { pgid: 42 },
         Request::Forget { pgid: 42 },
@@ -55,6 +110,7 @@ fn every_request_and_report_decodes_to_itself() {
         assert_eq!(Request::decode(&frame[4..]), Ok(r));
     }
     let reports = [
+        Report::Speaks { protocol: 2 },
         Report::Spawned {
             id: 1,
             pid: 99,
@@ -86,6 +142,34 @@ fn every_request_and_report_decodes_to_itself() {
         let frame = r.encode();
         assert_eq!(Report::decode(&frame[4..]), Ok(r));
     }
+}
+
+/// A keeper of protocol 1 (the first handover's build) and a host of it read protocol 1's
+/// messages as they always were: later messages are only appended.
+#[test]
+fn protocol_1_messages_keep_their_encoding() {
+    let variant = |frame: Vec<u8>| frame[4];
+    assert_eq!(variant(Request::Watch { pgid: 1 }.encode()), 1);
+    assert_eq!(variant(Request::Forget { pgid: 1 }.encode()), 2);
+    assert_eq!(variant(Request::NoHandover.encode()), 6);
+    assert_eq!(variant(Request::Speak.encode()), 7);
+    let spawn = Request::Spawn {
+        id: 1,
+        launch: launch(),
+        streams: Streams::Slots([Slot::Null; 3]),
+    };
+    assert_eq!(variant(spawn.encode()), 0);
+    assert_eq!(
+        variant(
+            Report::Exited {
+                id: 1,
+                exit: Exit::Code(0)
+            }
+            .encode()
+        ),
+        2
+    );
+    assert_eq!(variant(Report::Speaks { protocol: 2 }.encode()), 5);
 }
 
 #[test]
@@ -205,4 +289,122 @@ fn a_frame_longer_than_the_maximum_is_an_error_before_it_is_read() {
     fds::send(a.as_fd(), &len, &[]).expect("send");
     let err = Receiver::new().next(b.as_fd()).expect_err("too long");
     assert!(err.to_string().contains("too long"), "{err}");
+}
+
+/// A keeper that answers every start with pid 4242 and `Speak` with protocol 2, and tells `seen`
+/// each request with the number of descriptors beside it.
+fn fake_keeper(
+    socket: UnixStream,
+    seen: std::sync::mpsc::Sender<(Request, usize)>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut frames = Receiver::new();
+        while let Ok(Some(body)) = frames.next(socket.as_fd()) {
+            let Ok(request) = Request::decode(&body) else {
+                return;
+            };
+            let count = match &request {
+                Request::Spawn { streams, .. } | Request::SpawnHeld { streams, .. } => {
+                    let streams = match streams {
+                        Streams::Slots(slots) => {
+                            slots.iter().filter(|s| **s == Slot::Passed).count()
+                        }
+                        Streams::Terminal(_) => 0,
+                    };
+                    match &request {
+                        Request::SpawnHeld { hold, .. } => streams + hold.descriptors_at_start(),
+                        _ => streams,
+                    }
+                }
+                _ => 0,
+            };
+            let fds = frames
+                .take_fds(count)
+                .expect("the descriptors came with the request");
+            drop(fds);
+            let report = match &request {
+                Request::Spawn { id, .. } | Request::SpawnHeld { id, .. } => {
+                    Some(Report::Spawned {
+                        id: *id,
+                        pid: 4242,
+                        master: false,
+                    })
+                }
+                Request::Speak => Some(Report::Speaks { protocol: 2 }),
+                _ => None,
+            };
+            if let Some(report) = report {
+                fds::send(socket.as_fd(), &report.encode(), &[]).expect("report");
+            }
+            let _ = seen.send((request, count));
+        }
+    })
+}
+
+#[test]
+fn a_keeper_that_has_not_said_it_speaks_protocol_2_is_sent_only_protocol_1() {
+    use super::client::{Keeper, Pending, read_reports};
+    use parking_lot::Mutex;
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicU64;
+    let (host_end, keeper_end) = UnixStream::pair().expect("pair");
+    let (seen_tx, seen) = std::sync::mpsc::channel();
+    let fake = fake_keeper(keeper_end, seen_tx);
+    // As an adopted keeper starts: of protocol 1 until it says otherwise.
+    let pending = Arc::new(Mutex::new(Pending::default()));
+    let (reports, reader) = (host_end.try_clone().expect("clone"), pending.clone());
+    std::thread::spawn(move || read_reports(reports, Receiver::new(), &reader, || {}));
+    let keeper = Keeper {
+        socket: host_end,
+        open: parking_lot::Mutex::new(true),
+        pending,
+        child: Mutex::new(None),
+        adopted_pid: None,
+        next: AtomicU64::new(0),
+    };
+    let null = std::fs::File::open("/dev/null").expect("null");
+    let held_fds = [null.as_fd(); 4];
+    let hold = held_pipes();
+    let start = |keeper: &Keeper| {
+        keeper
+            .spawn(
+                &launch(),
+                super::KeptStreams::Pipes([None, Some(null.as_fd()), Some(null.as_fd())]),
+                Some(super::HeldFromStart {
+                    hold: &hold,
+                    fds: &held_fds,
+                }),
+            )
+            .expect("spawned")
+    };
+    let wait = Duration::from_secs(10);
+    keeper.rename(4242, "bash-1");
+    assert!(
+        !start(&keeper).held,
+        "a keeper of protocol 1 is not asked to hold"
+    );
+    match seen.recv_timeout(wait).expect("a request") {
+        (Request::Spawn { .. }, 2) => {}
+        other => panic!("a protocol 1 start with its streams' descriptors, not {other:?}"),
+    }
+    keeper.ask_protocol();
+    assert!(matches!(seen.recv_timeout(wait), Ok((Request::Speak, 0))));
+    let deadline = Instant::now() + wait;
+    while !keeper.speaks(2) {
+        assert!(Instant::now() < deadline, "the keeper's answer was read");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(start(&keeper).held);
+    match seen.recv_timeout(wait).expect("a request") {
+        (Request::SpawnHeld { hold, .. }, 6) => assert_eq!(hold, held_pipes()),
+        other => panic!("a held start with all its descriptors, not {other:?}"),
+    }
+    keeper.rename(4242, "bash-1");
+    assert!(matches!(
+        seen.recv_timeout(wait),
+        Ok((Request::Rename { pgid: 4242, .. }, 0))
+    ));
+    keeper.stop();
+    fake.join()
+        .expect("the fake keeper ends with the host's side");
 }

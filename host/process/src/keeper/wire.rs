@@ -7,10 +7,18 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
+use std::os::fd::BorrowedFd;
 
 use super::os_bytes;
 use crate::TtySize;
 use crate::exit::Exit;
+
+/// The protocol this build's keeper speaks. A keeper is served by hosts of other builds (a host
+/// upgraded in place adopts its predecessor's keeper, and a keeper replaced after a death runs the
+/// binary on disk), so messages are only ever appended, and a host sends a later protocol's
+/// requests only to a keeper that said it speaks it. 1: the first handover; 2: `Speak`, `Rename`,
+/// `SpawnHeld`.
+pub(crate) const PROTOCOL: u32 = 2;
 
 /// Largest frame either side accepts (a spawn request carries a command and an environment, which
 /// the kernel caps far below this).
@@ -97,9 +105,6 @@ pub(crate) enum Request {
     /// can take it over: its output's read ends (with their kept files) and its input, beside the
     /// frame in the order [`HeldStream`] says, then the input.
     Hold { pgid: i32, hold: Hold },
-    /// The task held in group `pgid` is now named `task` (a foreground command that became a
-    /// task).
-    Rename { pgid: i32, task: String },
     /// When the host is gone, keep its held tasks for `grace_ms` and hand them to the successor
     /// that connects to the listener beside the frame (then the host's lock, held meanwhile, then
     /// the host's listening sockets, one per address in `listens`).
@@ -114,6 +119,22 @@ pub(crate) enum Request {
     /// The host is stopping: no successor will come, so nothing is held for one (the handover
     /// asked for before is dropped).
     NoHandover,
+    // Protocol 2 from here on: a keeper of protocol 1 (it never answers `Speak`) is sent none of
+    // them.
+    /// Which protocol do you speak? Answered by [`Report::Speaks`].
+    Speak,
+    /// The task held in group `pgid` is now named `task` (a foreground command that became a
+    /// task).
+    Rename { pgid: i32, task: String },
+    /// As `Spawn`, and hold the process for a successor of the host from its start, as a `Hold`
+    /// request would: its descriptors travel after the streams' (a terminal's read end is the
+    /// keeper's own master, so it does not travel).
+    SpawnHeld {
+        id: u64,
+        launch: Launch,
+        streams: Streams,
+        hold: Hold,
+    },
 }
 
 /// What the keeper holds of one task for a handover, and what it hands over.
@@ -144,6 +165,25 @@ impl Hold {
             .sum::<usize>()
             + usize::from(self.stdin)
     }
+
+    /// How many descriptors travel with it beside a `Spawn`: as [`Hold::descriptors`], less a
+    /// terminal's read end (the master the keeper opens itself).
+    pub(crate) fn descriptors_at_start(&self) -> usize {
+        self.descriptors() - usize::from(self.terminal && !self.streams.is_empty())
+    }
+}
+
+/// What the keeper holds of a process from its start, for a successor of the host (see
+/// [`super::Keeper::hold`]): the hold, and its descriptors, less a terminal's read end, which is the
+/// master the keeper opens. Held this way, no crash of the host finds the process started and not
+/// yet held.
+#[derive(Clone, Copy)]
+pub struct HeldFromStart<'a> {
+    /// What is held, under which task's name.
+    pub hold: &'a Hold,
+    /// Its descriptors in the order of the hold's streams, each read end then its kept file (a
+    /// terminal's read end left out).
+    pub fds: &'a [BorrowedFd<'a>],
 }
 
 /// One output stream held for a handover: its read end travels beside the frame, then its kept
@@ -190,6 +230,8 @@ pub(crate) enum Report {
         next_id: u64,
         listens: Vec<String>,
     },
+    /// The answer to [`Request::Speak`]: the keeper's [`PROTOCOL`].
+    Speaks { protocol: u32 },
 }
 
 /// `message` in a frame: its length, then its body.
@@ -207,6 +249,34 @@ fn decode<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, WireError> {
 }
 
 impl Request {
+    /// The request that starts `launch` as `id`: held for a successor from its start with `held`,
+    /// whose descriptors then follow the streams' in `fds`.
+    pub(crate) fn start<'a>(
+        id: u64,
+        launch: &Launch,
+        streams: Streams,
+        held: Option<HeldFromStart<'a>>,
+        fds: &mut Vec<BorrowedFd<'a>>,
+    ) -> Self {
+        let launch = launch.clone();
+        match held {
+            Some(h) => {
+                fds.extend(h.fds.iter().copied());
+                Self::SpawnHeld {
+                    id,
+                    launch,
+                    streams,
+                    hold: h.hold.clone(),
+                }
+            }
+            None => Self::Spawn {
+                id,
+                launch,
+                streams,
+            },
+        }
+    }
+
     /// The frame (a spawn's descriptors, one per [`Slot::Passed`], go beside it).
     pub(crate) fn encode(&self) -> Vec<u8> {
         frame(self)
