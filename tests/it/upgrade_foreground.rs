@@ -187,16 +187,25 @@ async fn a_foreground_command_in_flight_at_an_upgrade_continues_as_a_background_
 }
 
 /// The hold travels with the start: a command that SIGKILLs its host as its first act (before
-/// the host could have said anything more to its keeper) is still carried to the next host.
+/// the host could have said anything more to its keeper) is still carried to the next host; and
+/// again under that host, whose keeper it adopted (the keeper said its protocol at the handover).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_command_that_kills_its_host_as_it_starts_is_carried_to_the_next_host() {
     let mut c = Crashable::start("crash-at-start").await;
-    let command = format!("kill -9 {}; {}", c.host.child.id(), c.command());
-    let (answer, pid, _next) = c.call_through_a_crash(&command).await;
-    let error = answer.expect_err("the call of a crashed host answers an error");
-    let id = continued_task(&error);
-    assert!(alive(pid), "the same process runs on under the next host");
-    c.released_to_its_end(&id, "before\n").await;
+    for round in 1..=2 {
+        c.started = c.dir.join(format!("started-{round}"));
+        c.release = c.dir.join(format!("release-{round}"));
+        let command = format!("kill -9 {}; {}", c.host.child.id(), c.command());
+        let (answer, pid, next) = c.call_through_a_crash(&command).await;
+        let error = answer.expect_err("the call of a crashed host answers an error");
+        let id = continued_task(&error);
+        assert!(
+            alive(pid),
+            "round {round}: the same process runs on under the next host"
+        );
+        c.host = next;
+        c.released_to_its_end(&id, "before\n").await;
+    }
     c.client.cancel().await.ok();
 }
 

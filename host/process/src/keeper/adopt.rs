@@ -90,7 +90,8 @@ impl Keeper {
                 .next(conn.as_fd())
                 .map_err(|e| failed(&e))?
                 .ok_or_else(|| failed(&"the keeper closed the connection"))?;
-            match Report::decode(&body).map_err(|e| failed(&e))? {
+            let (report, protocol) = Report::decode_handed(&body).map_err(|e| failed(&e))?;
+            match report {
                 Report::Adopt {
                     id,
                     pgid,
@@ -111,6 +112,7 @@ impl Keeper {
                     let mut fds = fds.into_iter();
                     let lock = fds.next().ok_or_else(|| failed(&"no lock"))?;
                     let listens = listens.into_iter().zip(fds).collect();
+                    pending.lock().protocol = protocol;
                     break (host, markers, next_id, lock, listens);
                 }
                 _ => return Err(failed(&"an unexpected report before the handover")),
@@ -131,8 +133,6 @@ impl Keeper {
             adopted_pid: Some(creds.pid()),
             next: AtomicU64::new(next_id),
         };
-        // A predecessor of another build may have started it: until it says, it speaks protocol 1.
-        keeper.ask_protocol();
         Ok((
             keeper,
             Handed {

@@ -356,7 +356,6 @@ pub(super) fn read_reports(
                     let _ = w.exit.send(exit);
                 }
             }
-            Report::Speaks { protocol } => p.protocol = protocol,
             // Only a successor's first frames, read before this thread starts.
             Report::Adopt { .. } | Report::Handed { .. } => frames.discard_fds(),
         }

@@ -8,15 +8,10 @@ use super::wire::{Hold, Request};
 
 impl Keeper {
     /// Whether the keeper speaks `protocol` ([`super::wire::PROTOCOL`]) or a later one: a keeper
-    /// this host started does; one adopted from a predecessor does once it answered the question
-    /// asked when it was adopted (a keeper of protocol 1 never does).
+    /// this host started does; one adopted from a predecessor does when its `Handed` report said
+    /// so (a keeper of protocol 1 never does).
     pub(super) fn speaks(&self, protocol: u32) -> bool {
         self.pending.lock().protocol >= protocol
-    }
-
-    /// Asks an adopted keeper which protocol it speaks (see [`Keeper::speaks`]).
-    pub(super) fn ask_protocol(&self) {
-        self.write(&Request::Speak.encode(), &[]);
     }
 
     /// Asks the keeper to hold the running task in group `pgid` for a handover, with the

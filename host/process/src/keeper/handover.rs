@@ -216,7 +216,7 @@ fn hand_over(shared: &Shared, setup: &Setup, conn: UnixStream) -> Option<UnixStr
     };
     let mut fds = vec![setup.lock.as_fd()];
     fds.extend(setup.listens.iter().map(|(_, fd)| fd.as_fd()));
-    fds::send(conn.as_fd(), &handed.encode(), &fds).ok()?;
+    fds::send(conn.as_fd(), &handed.encode_handed(), &fds).ok()?;
     st.out = conn.try_clone().ok()?;
     st.host_gone = false;
     st.held = HashMap::new();

@@ -105,9 +105,6 @@ fn serve_one(shared: &Shared, socket: BorrowedFd<'_>, groups: &mut HashSet<i32>)
                 (id, &launch, streams),
                 Some(hold),
             ),
-            Ok(Request::Speak) => shared.state.lock().report(&Report::Speaks {
-                protocol: super::wire::PROTOCOL,
-            }),
             Ok(Request::Watch { pgid }) => {
                 if pgid > 1 {
                     groups.insert(pgid);

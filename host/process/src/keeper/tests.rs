@@ -97,7 +97,6 @@ fn every_request_and_report_decodes_to_itself() {
                 ..held_pipes()
             },
         },
-        Request::Speak,
         Request::Rename {
             pgid: 42,
             task: "bash-7".to_owned(),
@@ -110,7 +109,6 @@ fn every_request_and_report_decodes_to_itself() {
         assert_eq!(Request::decode(&frame[4..]), Ok(r));
     }
     let reports = [
-        Report::Speaks { protocol: 2 },
         Report::Spawned {
             id: 1,
             pid: 99,
@@ -144,6 +142,24 @@ fn every_request_and_report_decodes_to_itself() {
     }
 }
 
+/// A successor learns the keeper's protocol from its `Handed` frame; a host of protocol 1 reads the
+/// same frame as it always did, and a keeper of protocol 1's frame says protocol 1.
+#[test]
+fn a_handed_report_carries_the_keepers_protocol_where_protocol_1_ignores_it() {
+    let handed = || Report::Handed {
+        host: 3,
+        markers: vec!["77:".to_owned()],
+        next_id: 12,
+        listens: vec!["/run/taskhost.sock".to_owned()],
+    };
+    let frame = handed().encode_handed();
+    let body = &frame[4..];
+    assert_eq!(Report::decode_handed(body), Ok((handed(), wire::PROTOCOL)));
+    assert_eq!(Report::decode(body), Ok(handed()), "as protocol 1 reads it");
+    let old = handed().encode();
+    assert_eq!(Report::decode_handed(&old[4..]), Ok((handed(), 1)));
+}
+
 /// A keeper of protocol 1 (the first handover's build) and a host of it read protocol 1's
 /// messages as they always were: later messages are only appended.
 #[test]
@@ -152,7 +168,16 @@ fn protocol_1_messages_keep_their_encoding() {
     assert_eq!(variant(Request::Watch { pgid: 1 }.encode()), 1);
     assert_eq!(variant(Request::Forget { pgid: 1 }.encode()), 2);
     assert_eq!(variant(Request::NoHandover.encode()), 6);
-    assert_eq!(variant(Request::Speak.encode()), 7);
+    assert_eq!(
+        variant(
+            Request::Rename {
+                pgid: 1,
+                task: "bash-1".into()
+            }
+            .encode()
+        ),
+        7
+    );
     let spawn = Request::Spawn {
         id: 1,
         launch: launch(),
@@ -169,7 +194,6 @@ fn protocol_1_messages_keep_their_encoding() {
         ),
         2
     );
-    assert_eq!(variant(Report::Speaks { protocol: 2 }.encode()), 5);
 }
 
 #[test]
@@ -291,7 +315,7 @@ fn a_frame_longer_than_the_maximum_is_an_error_before_it_is_read() {
     assert!(err.to_string().contains("too long"), "{err}");
 }
 
-/// A keeper that answers every start with pid 4242 and `Speak` with protocol 2, and tells `seen`
+/// A keeper that answers every start with pid 4242, and tells `seen`
 /// each request with the number of descriptors beside it.
 fn fake_keeper(
     socket: UnixStream,
@@ -330,7 +354,6 @@ fn fake_keeper(
                         master: false,
                     })
                 }
-                Request::Speak => Some(Report::Speaks { protocol: 2 }),
                 _ => None,
             };
             if let Some(report) = report {
@@ -387,13 +410,8 @@ fn a_keeper_that_has_not_said_it_speaks_protocol_2_is_sent_only_protocol_1() {
         (Request::Spawn { .. }, 2) => {}
         other => panic!("a protocol 1 start with its streams' descriptors, not {other:?}"),
     }
-    keeper.ask_protocol();
-    assert!(matches!(seen.recv_timeout(wait), Ok((Request::Speak, 0))));
-    let deadline = Instant::now() + wait;
-    while !keeper.speaks(2) {
-        assert!(Instant::now() < deadline, "the keeper's answer was read");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    // As adopting a keeper whose `Handed` report said protocol 2 leaves it.
+    keeper.pending.lock().protocol = 2;
     assert!(start(&keeper).held);
     match seen.recv_timeout(wait).expect("a request") {
         (Request::SpawnHeld { hold, .. }, 6) => assert_eq!(hold, held_pipes()),

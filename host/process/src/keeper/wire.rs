@@ -16,8 +16,9 @@ use crate::exit::Exit;
 /// The protocol this build's keeper speaks. A keeper is served by hosts of other builds (a host
 /// upgraded in place adopts its predecessor's keeper, and a keeper replaced after a death runs the
 /// binary on disk), so messages are only ever appended, and a host sends a later protocol's
-/// requests only to a keeper that said it speaks it. 1: the first handover; 2: `Speak`, `Rename`,
-/// `SpawnHeld`.
+/// requests only to a keeper that speaks it: one it started itself, or one whose `Handed` report
+/// says so ([`Report::encode_handed`]). 1: the first handover; 2: `Rename`, `SpawnHeld`, the
+/// protocol after `Handed`.
 pub(crate) const PROTOCOL: u32 = 2;
 
 /// Largest frame either side accepts (a spawn request carries a command and an environment, which
@@ -119,10 +120,7 @@ pub(crate) enum Request {
     /// The host is stopping: no successor will come, so nothing is held for one (the handover
     /// asked for before is dropped).
     NoHandover,
-    // Protocol 2 from here on: a keeper of protocol 1 (it never answers `Speak`) is sent none of
-    // them.
-    /// Which protocol do you speak? Answered by [`Report::Speaks`].
-    Speak,
+    // Protocol 2 from here on: a keeper of protocol 1 is sent none of them.
     /// The task held in group `pgid` is now named `task` (a foreground command that became a
     /// task).
     Rename { pgid: i32, task: String },
@@ -230,8 +228,6 @@ pub(crate) enum Report {
         next_id: u64,
         listens: Vec<String>,
     },
-    /// The answer to [`Request::Speak`]: the keeper's [`PROTOCOL`].
-    Speaks { protocol: u32 },
 }
 
 /// `message` in a frame: its length, then its body.
@@ -292,6 +288,24 @@ impl Report {
     /// The frame.
     pub(crate) fn encode(&self) -> Vec<u8> {
         frame(self)
+    }
+
+    /// The frame of a `Handed` report, the keeper's [`PROTOCOL`] after the message: a host of
+    /// protocol 1 reads the message and ignores what follows it.
+    pub(crate) fn encode_handed(&self) -> Vec<u8> {
+        frame(&(self, PROTOCOL))
+    }
+
+    /// Decodes a frame's body, and the protocol that follows a `Handed` report's message (1 when
+    /// nothing follows: a keeper of protocol 1).
+    pub(crate) fn decode_handed(body: &[u8]) -> Result<(Self, u32), WireError> {
+        let malformed = |e: postcard::Error| WireError::Malformed(e.to_string());
+        let (report, rest) = postcard::take_from_bytes(body).map_err(malformed)?;
+        let protocol = match rest {
+            [] => 1,
+            rest => postcard::from_bytes(rest).map_err(malformed)?,
+        };
+        Ok((report, protocol))
     }
 
     /// Decodes a frame's body (without its length).
