@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::agent::Agent;
 use crate::error::ProducerError;
+use crate::ids::TaskId;
 use crate::status::TaskOutcome;
 
 /// The boxed completion future a producer hands over.
@@ -14,7 +15,7 @@ pub type DoneFuture = Pin<Box<dyn Future<Output = Result<TaskOutcome, ProducerEr
 pub(crate) type CancelFn = Box<dyn FnMut(Option<&str>) -> Result<(), ProducerError> + Send>;
 pub(crate) type ReaderFn = Box<dyn FnMut() -> String + Send>;
 pub(crate) type WriterFn = Box<dyn FnMut(&[u8], bool) -> Result<(), ProducerError> + Send>;
-type RunFn = Box<dyn FnOnce() -> Result<TaskHooks, ProducerError> + Send>;
+type RunFn = Box<dyn FnOnce(Option<&TaskId>) -> Result<TaskHooks, ProducerError> + Send>;
 
 /// The hooks through which the registry controls and observes one piece of running work.
 ///
@@ -125,6 +126,19 @@ impl TaskStart {
         kind: impl Into<String>,
         label: impl Into<String>,
         run: impl FnOnce() -> Result<TaskHooks, ProducerError> + Send + 'static,
+    ) -> Self {
+        Self::with_id(kind, label, move |_| run())
+    }
+
+    /// As [`TaskStart::new`], with `run` given the task's id when it is known before the start:
+    /// always with a journal, which numbers a task durably before its start (and abandons the
+    /// number if the start fails), and for a take-over; `None` otherwise. A producer that makes
+    /// something outlive its host under the task's name (a keeper's hold) can name it from the
+    /// start.
+    pub fn with_id(
+        kind: impl Into<String>,
+        label: impl Into<String>,
+        run: impl FnOnce(Option<&TaskId>) -> Result<TaskHooks, ProducerError> + Send + 'static,
     ) -> Self {
         Self {
             kind: kind.into(),

@@ -74,7 +74,8 @@ impl Registry {
             }
             Err(e)
         };
-        let hooks = match catch_unwind(AssertUnwindSafe(run)) {
+        let known = number.map(|n| TaskId::issue(&kind, n));
+        let hooks = match catch_unwind(AssertUnwindSafe(|| run(known.as_ref()))) {
             Ok(Ok(hooks)) => hooks,
             Ok(Err(e)) => return failed(e.into()),
             Err(panic) => {

@@ -11,6 +11,20 @@ use crate::clients::bridged;
 use crate::fixtures::*;
 use crate::mcp::{self, Client, SocketHost, Watcher, alive, call, try_call};
 
+/// A socket host on the state directory `<dir>/state`, plugins not watched: the first, or the
+/// next once one is gone.
+pub(crate) fn state_host(dir: &std::path::Path) -> SocketHost {
+    let state = dir.join("state").display().to_string();
+    SocketHost::start(dir, &["--no-watch", "--state", &state])
+}
+
+/// A [`state_host`] and a client bridged to it.
+async fn bridged_state_host(dir: &std::path::Path) -> (SocketHost, Client) {
+    let host = state_host(dir);
+    let (client, _) = bridged(&host.socket, Watcher::default(), &[]).await;
+    (host, client)
+}
+
 /// What a task's reads and the notices riding on them said, gathered across calls.
 #[derive(Default)]
 struct Seen {
@@ -114,10 +128,7 @@ async fn numbered_task(client: &Client) -> (String, i32, Seen) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_running_task_is_handed_to_the_next_host_after_a_sigkill_with_every_line_once() {
     let dir = scratch("handover-kill");
-    let state = dir.join("state");
-    let args = ["--no-watch", "--state", state.to_str().unwrap()];
-    let mut host = SocketHost::start(&dir, &args);
-    let (a, _) = bridged(&host.socket, Watcher::default(), &[]).await;
+    let (mut host, a) = bridged_state_host(&dir).await;
     let (id, pid, mut seen) = numbered_task(&a).await;
     host.child.kill().unwrap();
     host.child.wait().unwrap();
@@ -127,7 +138,7 @@ async fn a_running_task_is_handed_to_the_next_host_after_a_sigkill_with_every_li
     let other = scratch("handover-kill-other");
     drop(SocketHost::start(&other, &["--no-watch"]));
     assert!(alive(pid), "the task outlives another host's start");
-    let _next = SocketHost::start(&dir, &args);
+    let _next = state_host(&dir);
     read_until(&a, &id, "n150", &mut seen).await;
     assert!(alive(pid), "the same process runs on under the next host");
     assert_eq!(
@@ -138,6 +149,47 @@ async fn a_running_task_is_handed_to_the_next_host_after_a_sigkill_with_every_li
     assert_eq!(
         seen.lines.iter().filter(|l| l.starts_with("pid ")).count(),
         1
+    );
+    let after = told_once(&a, &id, &mut seen).await;
+    assert!(after.contains(&format!("{id} [bash] completed")), "{after}");
+    a.cancel().await.expect("close");
+}
+
+/// A background task whose command SIGKILLs its host as its first act is handed over all the
+/// same: it was numbered durably before its start, and the keeper holds it under that id from its
+/// start (the host had no time to ask for it after). Whether or not the start's answer left before
+/// the host died, the task is in the next host's `task_list`, every line once, its end told once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_task_that_kills_its_host_as_it_starts_is_handed_to_the_next_host() {
+    let dir = scratch("handover-start-kill");
+    let (mut host, a) = bridged_state_host(&dir).await;
+    let command = format!(
+        "kill -9 {}; echo pid $$; for i in $(seq 1 20); do echo n$i; sleep 0.02; done; sleep 1",
+        host.child.id()
+    );
+    let starting = try_call(
+        &a,
+        "bash",
+        json!({"command": command, "run_in_background": true}),
+    );
+    let next_host = async {
+        host.child.wait().unwrap();
+        state_host(&dir)
+    };
+    let (_answer, _next) = tokio::join!(starting, next_host);
+    let list = call(&a, "task_list", json!({})).await;
+    let id = list
+        .split_whitespace()
+        .find(|w| w.starts_with("bash-"))
+        .unwrap_or_else(|| panic!("the task is listed: {list}"))
+        .to_owned();
+    assert!(!list.contains("lost"), "{list}");
+    let mut seen = Seen::default();
+    read_until(&a, &id, "n20", &mut seen).await;
+    assert_eq!(
+        seen.numbers(),
+        (1..=20).collect::<Vec<_>>(),
+        "every number once"
     );
     let after = told_once(&a, &id, &mut seen).await;
     assert!(after.contains(&format!("{id} [bash] completed")), "{after}");
@@ -391,10 +443,7 @@ fn keeper_of(host: u32) -> Option<i32> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_keeper_killed_while_it_waits_for_a_successor_leaves_no_task_behind() {
     let dir = scratch("handover-keeper-killed");
-    let state = dir.join("state");
-    let args = ["--no-watch", "--state", state.to_str().unwrap()];
-    let mut host = SocketHost::start(&dir, &args);
-    let (a, _) = bridged(&host.socket, Watcher::default(), &[]).await;
+    let (mut host, a) = bridged_state_host(&dir).await;
     let id = mcp::start(&a, "echo pid $$; exec sleep 1000").await;
     let pid = first_pid(&a, &id).await;
     let keeper = keeper_of(host.child.id()).expect("the host's keeper");
@@ -425,10 +474,7 @@ async fn a_keeper_killed_while_it_waits_for_a_successor_leaves_no_task_behind() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_terminal_task_keeps_taking_input_across_a_handover() {
     let dir = scratch("handover-tty");
-    let state = dir.join("state");
-    let args = ["--no-watch", "--state", state.to_str().unwrap()];
-    let mut host = SocketHost::start(&dir, &args);
-    let (a, _) = bridged(&host.socket, Watcher::default(), &[]).await;
+    let (mut host, a) = bridged_state_host(&dir).await;
     let started = call(
         &a,
         "bash",
@@ -457,7 +503,7 @@ async fn a_terminal_task_keeps_taking_input_across_a_handover() {
     assert!(wait_for("got:one").await.contains("got:one"));
     host.child.kill().unwrap();
     host.child.wait().unwrap();
-    let _next = SocketHost::start(&dir, &args);
+    let _next = state_host(&dir);
     // The first call after the restart waits for the bridge to come back.
     let typed = call(&a, "task_input", json!({"task_id": id, "text": "two\n"})).await;
     assert!(!typed.starts_with("Error"), "{typed}");

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use crate::clients::bridged;
 use crate::fixtures::*;
-use crate::handover::{replace_binary, running_inode, upgradable_host};
+use crate::handover::{replace_binary, running_inode, state_host, upgradable_host};
 use crate::mcp::{SocketHost, Watcher, alive, call, read_waiting, try_call};
 
 /// A command that says `before`, writes its pid to `started`, waits for `release` to exist, then
@@ -46,17 +46,11 @@ fn continued_task(answer: &str) -> String {
         .to_owned()
 }
 
-/// The arguments of a socket host on the state directory `<dir>/state`.
-fn args(dir: &std::path::Path) -> [String; 3] {
-    let state = dir.join("state").display().to_string();
-    ["--no-watch".to_owned(), "--state".to_owned(), state]
-}
-
 /// SIGKILLs `host` and starts the next one on the same socket and state.
 fn crash(host: &mut SocketHost, dir: &std::path::Path) -> SocketHost {
     host.child.kill().unwrap();
     host.child.wait().unwrap();
-    SocketHost::start(dir, &args(dir).each_ref().map(String::as_str))
+    state_host(dir)
 }
 
 /// A socket host on a state directory, a client bridged to it, and the held command's files.
@@ -71,7 +65,7 @@ struct Crashable {
 impl Crashable {
     async fn start(name: &str) -> Self {
         let dir = scratch(name);
-        let host = SocketHost::start(&dir, &args(&dir).each_ref().map(String::as_str));
+        let host = state_host(&dir);
         let (client, _) = bridged(&host.socket, Watcher::default(), &[]).await;
         let (started, release) = (dir.join("started"), dir.join("release"));
         Self {

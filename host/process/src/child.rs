@@ -43,8 +43,8 @@ pub struct Process {
     pub(crate) arrived: watch::Sender<u64>,
     /// What a keeper would hold of this process for a handover, until it is asked to.
     pub(crate) hold: Mutex<Option<(crate::keeper::Hold, Vec<std::os::fd::OwnedFd>)>>,
-    /// The keeper was asked to hold it (later names go as renames).
-    pub(crate) held: AtomicBool,
+    /// The name the keeper holds it under, once asked (another name later goes as a rename).
+    pub(crate) held_as: Mutex<Option<String>>,
     /// Told where the reads stand each time a read moves them.
     reads: Mutex<Option<ReadsMoved>>,
 }
@@ -91,7 +91,7 @@ impl Process {
             input,
             arrived: watch::Sender::new(0),
             hold: Mutex::new(None),
-            held: AtomicBool::new(false),
+            held_as: Mutex::new(None),
             reads: Mutex::new(None),
         })
     }

@@ -204,7 +204,9 @@ impl ProcessService {
         };
         let process = Process::new(pgid, streams, exit, spec.grace, &self.runtime, input);
         *process.hold.lock() = hold;
-        process.held.store(held_from_start, Ordering::Release);
+        if held_from_start {
+            process.held_as.lock().clone_from(&spec.held_as);
+        }
         if let Some(g) = pgid {
             self.live.lock().insert(n, g);
             // After the gate: a sweep holds the known state while it waits for the gate.

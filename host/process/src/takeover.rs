@@ -82,16 +82,18 @@ impl ProcessService {
     }
 
     /// Asks the keeper to hold `process`, the task `task`, for a handover: its output's read ends
-    /// and kept files (only a process with kept output that is still running). Asked again, the
-    /// keeper renames what it holds: a foreground command held as `foreground:N` that became a
-    /// task.
+    /// and kept files (only a process with kept output that is still running). Held already under
+    /// another name, the keeper renames what it holds (a foreground command held as
+    /// `foreground:N` that became a task); under this one (held from its start), nothing is said.
     pub fn hold_for_handover(&self, process: &Arc<Process>, task: &str) {
         let (Some(k), Some(pgid)) = (&self.keeper, process.pgid) else {
             return;
         };
         let Some((mut hold, fds)) = process.hold.lock().take() else {
-            if process.held.load(Ordering::Acquire) {
+            let mut held = process.held_as.lock();
+            if held.as_deref().is_some_and(|name| name != task) {
                 k.rename(pgid, task);
+                *held = Some(task.to_owned());
             }
             return;
         };
@@ -99,7 +101,7 @@ impl ProcessService {
             return;
         }
         hold.task = task.to_owned();
-        process.held.store(true, Ordering::Release);
+        *process.held_as.lock() = Some(task.to_owned());
         k.hold(pgid, hold, fds);
     }
 

@@ -1,7 +1,7 @@
 //! Registering a task a producer declared: its owner looked up among the open sessions, its output
 //! limit set, then the registry's fence and admission checks.
 
-use taskhost_registry::{ProducerError, TaskHooks, TaskStart};
+use taskhost_registry::{ProducerError, TaskHooks, TaskId, TaskStart};
 
 use super::handles::Services;
 
@@ -37,6 +37,19 @@ impl Services {
         decl: &TaskDeclaration,
         run: impl FnOnce() -> Result<TaskHooks, ProducerError> + Send + 'static,
     ) -> Result<String, String> {
+        self.register(decl, None, move |_| run())
+    }
+
+    /// As [`Services::declare`], with `run` given the task's id when it is known before the start
+    /// (with a state, which numbers the task durably first; see [`TaskStart::with_id`]).
+    ///
+    /// # Errors
+    /// As [`Services::declare`].
+    pub(crate) fn declare_named(
+        &self,
+        decl: &TaskDeclaration,
+        run: impl FnOnce(Option<&TaskId>) -> Result<TaskHooks, ProducerError> + Send + 'static,
+    ) -> Result<String, String> {
         self.register(decl, None, run)
     }
 
@@ -67,14 +80,14 @@ impl Services {
         number: u64,
         run: impl FnOnce() -> Result<TaskHooks, ProducerError> + Send + 'static,
     ) -> Result<String, String> {
-        self.register(decl, Some(number), run)
+        self.register(decl, Some(number), move |_| run())
     }
 
     fn register(
         &self,
         decl: &TaskDeclaration,
         taken_over: Option<u64>,
-        run: impl FnOnce() -> Result<TaskHooks, ProducerError> + Send + 'static,
+        run: impl FnOnce(Option<&TaskId>) -> Result<TaskHooks, ProducerError> + Send + 'static,
     ) -> Result<String, String> {
         let owner = match &decl.owner_session {
             None => None,
@@ -83,7 +96,7 @@ impl Services {
                 None => return Err(format!("unknown session {s}")),
             },
         };
-        let mut spec = TaskStart::new(decl.kind.as_str(), decl.label.as_str(), run);
+        let mut spec = TaskStart::with_id(decl.kind.as_str(), decl.label.as_str(), run);
         if let Some(limit) = decl.output_limit_bytes {
             spec = spec.output_limit_bytes(limit);
         }

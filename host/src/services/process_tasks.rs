@@ -57,7 +57,9 @@ impl Services {
         spec.keep_output = self.state.is_some();
         let started = Arc::new(parking_lot::Mutex::new(None));
         let kept = started.clone();
-        let id = self.declare(decl, move || {
+        let id = self.declare_named(decl, move |id| {
+            // Held for a successor from its start under its id, when the id is known by then.
+            spec.held_as = id.map(|id| id.as_str().to_owned());
             let process = processes
                 .spawn(&spec, &session)
                 .map_err(|e| ProducerError(e.to_string()))?;

@@ -58,15 +58,21 @@ impl Journal for HeldJournal {
     }
 }
 
-#[tokio::test]
-async fn a_journal_numbers_tasks_abandons_failed_starts_and_gates_the_notices() {
+/// A registry with a [`HeldJournal`] and one global surface attached.
+fn journaled() -> (Arc<HeldJournal>, Registry, crate::Registration) {
     let journal = Arc::new(HeldJournal::default());
     let reg = Registry::with_journal(
         RegistryConfig::new(),
         tokio::runtime::Handle::current(),
         journal.clone(),
     );
-    let _surface = reg.attach_surface("test", SurfaceScope::Global);
+    let surface = reg.attach_surface("test", SurfaceScope::Global);
+    (journal, reg, surface)
+}
+
+#[tokio::test]
+async fn a_journal_numbers_tasks_abandons_failed_starts_and_gates_the_notices() {
+    let (journal, reg, _surface) = journaled();
     let (log, _changed, _done) = watch_events(&reg);
     let p = Probe::new();
     let id = reg.start(p.final_task("bash", "true")).expect("started");
@@ -94,4 +100,42 @@ async fn a_journal_numbers_tasks_abandons_failed_starts_and_gates_the_notices() 
             "settled bash-41 completed"
         ]
     );
+}
+
+#[tokio::test]
+async fn a_starter_is_told_the_id_the_journal_numbered_before_it_runs() {
+    let (journal, reg, _surface) = journaled();
+    let p = Probe::new();
+    let told = Arc::new(Mutex::new(None));
+    let (probe, seen) = (p.clone(), told.clone());
+    let start = TaskStart::with_id("bash", "named", move |id| {
+        *seen.lock().unwrap() = Some(id.map(|id| id.as_str().to_owned()));
+        Ok(probe.hooks().0)
+    });
+    let id = reg.start(start).expect("started");
+    assert_eq!(
+        *told.lock().unwrap(),
+        Some(Some(id.as_str().to_owned())),
+        "the starter ran knowing the id the start returned"
+    );
+    assert_eq!(
+        journal.calls()[0],
+        format!("begin bash {}", &id.as_str()[5..])
+    );
+    p.settle(TaskOutcome::completed());
+}
+
+#[tokio::test]
+async fn without_a_journal_a_starter_is_told_no_id() {
+    let (reg, _registration) = registry();
+    let p = Probe::new();
+    let told = Arc::new(Mutex::new(None));
+    let (probe, seen) = (p.clone(), told.clone());
+    let start = TaskStart::with_id("bash", "unnumbered", move |id| {
+        *seen.lock().unwrap() = Some(id.is_some());
+        Ok(probe.hooks().0)
+    });
+    reg.start(start).expect("started");
+    assert_eq!(*told.lock().unwrap(), Some(false));
+    p.settle(TaskOutcome::completed());
 }
