@@ -136,21 +136,27 @@ fn spawn_request(
         }
         Streams::Terminal(_) => Ok(Vec::new()),
     };
+    // A start asked to be held is not made unheld: without the hold's descriptors it is refused.
     let held_fds = hold
         .as_ref()
-        .map(|h| frames.take_fds(h.descriptors_at_start()));
+        .map(|h| frames.take_fds(h.descriptors_at_start()))
+        .transpose();
     let mut st = shared.state.lock();
     st.next_id = st.next_id.max(id + 1);
     let spawned = fds
+        .and_then(|fds| held_fds.map(|held| (fds, held)))
         .map_err(|e| e.to_string())
-        .and_then(|fds| spawn(launch, streams, fds).map_err(|e| e.to_string()));
+        .and_then(|(fds, held)| {
+            let spawned = spawn(launch, streams, fds).map_err(|e| e.to_string())?;
+            Ok((spawned, held))
+        });
     match spawned {
-        Ok((pid, master)) => {
+        Ok(((pid, master), held_fds)) => {
             groups.insert(pid);
             st.ids.insert(pid, id);
             st.count += 1;
             shared.spawned.notify_one();
-            if let (Some(hold), Some(Ok(mut fds))) = (hold, held_fds) {
+            if let (Some(hold), Some(mut fds)) = (hold, held_fds) {
                 // A terminal's read end is a second handle of the master it hands back.
                 let read_end = match (hold.terminal, &master) {
                     (false, _) => Some(()),
