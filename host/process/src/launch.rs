@@ -58,7 +58,7 @@ impl ProcessService {
         let held_fds = held.and_then(|h| h.pipe_fds(&outputs));
         let held = held
             .zip(held_fds.as_deref())
-            .map(|(h, fds)| keeper::HeldFromStart { hold: &h.hold, fds });
+            .map(|(h, fds)| h.at_start(fds));
         let kept = self.keeper.as_ref().map(|k| {
             k.spawn(
                 launch,
@@ -105,7 +105,7 @@ impl ProcessService {
         let held_fds = held.map(HoldPlan::terminal_fds);
         let held = held
             .zip(held_fds.as_deref())
-            .map(|(h, fds)| keeper::HeldFromStart { hold: &h.hold, fds });
+            .map(|(h, fds)| h.at_start(fds));
         match self
             .keeper
             .as_ref()

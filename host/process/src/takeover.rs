@@ -10,7 +10,9 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::child::{Process, Streams};
-use crate::keeper::{AdoptedKeeper, Handed, HandedTask, HeldStream, Hold, HoldSetup, Keepers};
+use crate::keeper::{
+    AdoptedKeeper, Handed, HandedTask, HeldFromStart, HeldStream, Hold, HoldSetup, Keepers,
+};
 use crate::master;
 use crate::service::ProcessService;
 use crate::spec::{HoldSpec, SpawnError};
@@ -324,6 +326,15 @@ impl HoldPlan {
             err.as_fd(),
             err_file.as_fd(),
         ])
+    }
+
+    /// What a start held from its first instant carries: the hold, and `fds`, its descriptors
+    /// ([`HoldPlan::pipe_fds`] or [`HoldPlan::terminal_fds`]).
+    pub(crate) fn at_start<'a>(&'a self, fds: &'a [BorrowedFd<'a>]) -> HeldFromStart<'a> {
+        HeldFromStart {
+            hold: &self.hold,
+            fds,
+        }
     }
 
     /// A terminal's descriptors less its read end (the master, which the keeper opens): its kept

@@ -130,40 +130,34 @@ fn spawn_request(
     (id, launch, streams): (u64, &Launch, Streams),
     hold: Option<Hold>,
 ) {
-    let fds = match streams {
-        Streams::Slots(slots) => {
-            frames.take_fds(slots.iter().filter(|s| **s == Slot::Passed).count())
-        }
-        Streams::Terminal(_) => Ok(Vec::new()),
+    let passed = match streams {
+        Streams::Slots(slots) => slots.iter().filter(|s| **s == Slot::Passed).count(),
+        Streams::Terminal(_) => 0,
     };
-    // A start asked to be held is not made unheld: without the hold's descriptors it is refused.
-    let held_fds = hold
-        .as_ref()
-        .map(|h| frames.take_fds(h.descriptors_at_start()))
-        .transpose();
+    // The hold's descriptors follow the streams'; a start asked to be held is refused without
+    // them, never started unheld.
+    let fds = frames.take_fds(passed + hold.as_ref().map_or(0, Hold::descriptors_at_start));
     let mut st = shared.state.lock();
     st.next_id = st.next_id.max(id + 1);
-    let spawned = fds
-        .and_then(|fds| held_fds.map(|held| (fds, held)))
-        .map_err(|e| e.to_string())
-        .and_then(|(fds, held)| {
-            let spawned = spawn(launch, streams, fds).map_err(|e| e.to_string())?;
-            Ok((spawned, held))
-        });
+    let spawned = fds.map_err(|e| e.to_string()).and_then(|mut fds| {
+        let held_fds = fds.split_off(passed);
+        let spawned = spawn(launch, streams, fds).map_err(|e| e.to_string())?;
+        Ok((spawned, held_fds))
+    });
     match spawned {
-        Ok(((pid, master), held_fds)) => {
+        Ok(((pid, master), mut held_fds)) => {
             groups.insert(pid);
             st.ids.insert(pid, id);
             st.count += 1;
             shared.spawned.notify_one();
-            if let (Some(hold), Some(mut fds)) = (hold, held_fds) {
+            if let Some(hold) = hold {
                 // A terminal's read end is a second handle of the master it hands back.
                 let read_end = match (hold.terminal, &master) {
                     (false, _) => Some(()),
-                    (true, Some(m)) => m.try_clone().ok().map(|m| fds.insert(0, m)),
+                    (true, Some(m)) => m.try_clone().ok().map(|m| held_fds.insert(0, m)),
                     (true, None) => None,
                 };
-                if let Some(held) = read_end.and_then(|()| held(id, hold, fds)) {
+                if let Some(held) = read_end.and_then(|()| held(id, hold, held_fds)) {
                     st.held.insert(pid, held);
                 }
             }
