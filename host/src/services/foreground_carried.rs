@@ -34,18 +34,11 @@ impl Services {
         request_id: Option<&Value>,
     ) -> Result<(Arc<Process>, Option<u64>), String> {
         let id = carry.and_then(|d| self.record_foreground(session, d, request_id));
-        let held;
-        let spec = match id {
-            Some(id) => {
-                held = crate::process::ProcessSpec {
-                    held_as: Some(format!("{FOREGROUND_PREFIX}{id}")),
-                    ..spec.clone()
-                };
-                &held
-            }
-            None => spec,
+        let spec = crate::process::ProcessSpec {
+            held_as: id.map(|id| format!("{FOREGROUND_PREFIX}{id}")),
+            ..spec.clone()
         };
-        match self.processes.spawn(spec, session) {
+        match self.processes.spawn(&spec, session) {
             Ok(process) => Ok((process, id)),
             Err(e) => {
                 if let Some(id) = id {
