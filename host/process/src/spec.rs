@@ -36,9 +36,9 @@ pub struct ProcessSpec {
     /// that may be carried across an upgrade.
     pub kept_for_session: bool,
     /// With `keep_output`, on a service whose keeper hands over: the keeper holds the process for
-    /// a successor of the host from its start, under this name (a foreground command that may be
-    /// carried past a crash), so no crash finds it started and not yet held. Named again by
-    /// [`crate::ProcessService::hold_for_handover`].
+    /// a successor of the host from its start, under this name (the task's id, or
+    /// `foreground:N` for a foreground command that may become a task), so no crash finds it
+    /// started and not yet held. Named again by [`crate::ProcessService::hold_for_handover`].
     pub held_as: Option<String>,
 }
 

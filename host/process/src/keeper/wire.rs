@@ -4,10 +4,10 @@
 //! ([`super::fds`]).
 
 use std::ffi::OsString;
+use std::os::fd::BorrowedFd;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
-use std::os::fd::BorrowedFd;
 
 use super::os_bytes;
 use crate::TtySize;
