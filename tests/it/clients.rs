@@ -111,6 +111,31 @@ fn python_of(venv: std::path::PathBuf) -> Option<std::path::PathBuf> {
     python.exists().then_some(python)
 }
 
+/// The Python script `tests/python/<name>`.
+pub(crate) fn python_script(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("python")
+        .join(name)
+}
+
+/// Copies the tasks and bash plugins into `dir`, a host's plugin directory.
+pub(crate) fn copy_tasks_and_bash(dir: &Path) {
+    for p in ["tasks", "bash"] {
+        let name = format!("libtaskhost_plugin_{p}.so");
+        std::fs::copy(artifacts().join(&name), dir.join(&name)).unwrap();
+    }
+}
+
+/// The stdout and stderr of a script's run, which must have succeeded.
+pub(crate) fn succeeded(out: &std::process::Output) -> (String, String) {
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(out.status.success(), "{stdout}{stderr}");
+    (stdout, stderr)
+}
+
 /// Proves, with the official Python SDK (`mcp` 2.3): a 2026-07-28 client subscribed with
 /// `listen(tools_list_changed=True)` receives the change after a plugin file is replaced, and a
 /// completion notice as a logging message; a legacy client still does both; a 2026-07-28 client that
@@ -125,11 +150,8 @@ fn the_python_sdk_sees_tool_changes_and_notices_in_both_eras() {
         return;
     };
     let dir = scratch("python-sdk");
-    for p in ["tasks", "bash"] {
-        let name = format!("libtaskhost_plugin_{p}.so");
-        std::fs::copy(artifacts().join(&name), dir.join(&name)).unwrap();
-    }
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("python/eras.py");
+    copy_tasks_and_bash(&dir);
+    let script = python_script("eras.py");
     let out = std::process::Command::new(python)
         .arg(script)
         .arg(binary())
@@ -137,11 +159,7 @@ fn the_python_sdk_sees_tool_changes_and_notices_in_both_eras() {
         .env("XDG_STATE_HOME", dir.join("state-home"))
         .output()
         .expect("run the Python SDK scenarios");
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert!(out.status.success(), "{stdout}{stderr}");
+    let (stdout, stderr) = succeeded(&out);
     // The client that left with its listen stream open: its session ended at its EOF, before the
     // SDK's signal 2 s later would have stopped the host.
     let left = stderr

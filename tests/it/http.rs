@@ -394,10 +394,7 @@ fn the_python_sdk_over_http_shares_one_principals_tasks_in_both_eras() {
         return;
     };
     let dir = scratch("http-python");
-    for p in ["tasks", "bash"] {
-        let name = format!("libtaskhost_plugin_{p}.so");
-        std::fs::copy(artifacts().join(&name), dir.join(&name)).unwrap();
-    }
+    crate::clients::copy_tasks_and_bash(&dir);
     let (tasks, bash) = (
         dir.join("libtaskhost_plugin_tasks.so"),
         dir.join("libtaskhost_plugin_bash.so"),
@@ -413,7 +410,7 @@ fn the_python_sdk_over_http_shares_one_principals_tasks_in_both_eras() {
         ],
     );
     let token = host.token("python");
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("python/http_eras.py");
+    let script = crate::clients::python_script("http_eras.py");
     let out = output_within(
         std::process::Command::new(python)
             .arg(script)
@@ -422,11 +419,7 @@ fn the_python_sdk_over_http_shares_one_principals_tasks_in_both_eras() {
             .arg(&bash),
         Duration::from_secs(120),
     );
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert!(out.status.success(), "{stdout}{stderr}");
+    let (stdout, stderr) = crate::clients::succeeded(&out);
     for scenario in ["ok modern\n", "ok legacy\n", "ok refused"] {
         assert!(stdout.contains(scenario), "{stdout}{stderr}");
     }

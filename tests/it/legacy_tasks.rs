@@ -221,13 +221,10 @@ fn the_python_sdks_tasks_client_creates_polls_reads_lists_and_cancels_tasks() {
         return;
     };
     let dir = scratch("legacy-tasks-python");
-    for p in ["tasks", "bash"] {
-        let name = format!("libtaskhost_plugin_{p}.so");
-        std::fs::copy(artifacts().join(&name), dir.join(&name)).unwrap();
-    }
+    crate::clients::copy_tasks_and_bash(&dir);
     let host = HttpHost::start(&dir, &[]);
     let token = host.token("alice");
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("python/legacy_tasks.py");
+    let script = crate::clients::python_script("legacy_tasks.py");
     let out = std::process::Command::new(python)
         .arg(script)
         .arg(crate::mcp::binary())
@@ -238,11 +235,7 @@ fn the_python_sdks_tasks_client_creates_polls_reads_lists_and_cancels_tasks() {
         .env("XDG_RUNTIME_DIR", dir.path())
         .output()
         .expect("run the Python SDK's tasks client");
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert!(out.status.success(), "{stdout}{stderr}");
+    let (stdout, stderr) = crate::clients::succeeded(&out);
     assert!(
         stdout.contains("ok stdio") && stdout.contains("ok http"),
         "{stdout}{stderr}"

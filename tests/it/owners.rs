@@ -267,7 +267,7 @@ fn a_2026_client_through_the_bridge_goes_on_through_a_host_restart() {
         &config,
     ];
     let mut host = SocketHost::start(&dir, &args);
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/bridge_restart.py");
+    let script = crate::clients::python_script("bridge_restart.py");
     let mut client = std::process::Command::new(python)
         .arg(script)
         .arg(crate::mcp::binary())
