@@ -24,6 +24,20 @@ pub(crate) async fn bridged(socket: &Path, watcher: Watcher, args: &[&str]) -> (
     (watcher.serve(transport).await.expect("MCP handshake"), pid)
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bridge_relays_its_clients_pipes_without_blocking() {
+    let dir = scratch("bridge-pipes");
+    let mut host = SocketHost::start(&dir, &["--no-watch"]);
+    let (client, pid) = bridged(&host.socket, Watcher::default(), &[]).await;
+    mcp::assert_pipes_served_without_blocking(pid);
+    assert_eq!(
+        call(&client, "task_list", json!({})).await,
+        "(no background tasks)"
+    );
+    client.cancel().await.expect("close");
+    host.stop();
+}
+
 /// Proves: two `taskhost connect` clients on one host are two sessions (foreign reads and kills
 /// refused, foreign tasks not listed); closing one ends its tasks (its bridge says goodbye); a
 /// bridge told not to wait for a restart (`--reconnect-for-ms 0`) exits with the host.

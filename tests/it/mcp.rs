@@ -726,3 +726,72 @@ async fn a_plugin_log_record_reaches_the_host_log_with_its_plugin_and_generation
     );
     assert!(!line.contains('\x1b'), "colour codes on a pipe: {line:?}");
 }
+
+/// The open flags of descriptor `fd` of process `pid`, from its `fdinfo`.
+fn fd_flags(pid: u32, fd: &str) -> u32 {
+    let info = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).expect("fdinfo");
+    let flags = info
+        .lines()
+        .find_map(|l| l.strip_prefix("flags:"))
+        .expect("flags line");
+    u32::from_str_radix(flags.trim(), 8).expect("octal flags")
+}
+
+/// The other descriptors of process `pid` open on the same pipe as its descriptor `fd`.
+fn same_pipe(pid: u32, fd: &str) -> Vec<String> {
+    let target = |n: &str| std::fs::read_link(format!("/proc/{pid}/fd/{n}")).ok();
+    let pipe = target(fd).expect("fd link");
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("fd dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != fd && target(n).as_ref() == Some(&pipe))
+        .collect()
+}
+
+/// Asserts that process `pid` reads its stdin pipe and writes its stdout pipe on descriptions of
+/// its own, non-blocking (on the reactor), and left its descriptors 0 and 1 (which a parent or a
+/// child may share) as it was given them.
+pub(crate) fn assert_pipes_served_without_blocking(pid: u32) {
+    const O_NONBLOCK: u32 = 0o4000;
+    for fd in ["0", "1"] {
+        let private = same_pipe(pid, fd);
+        assert!(
+            private.iter().any(|n| fd_flags(pid, n) & O_NONBLOCK != 0),
+            "no non-blocking descriptor on the pipe of fd {fd}: {private:?}"
+        );
+        assert_eq!(
+            fd_flags(pid, fd) & O_NONBLOCK,
+            0,
+            "fd {fd} made non-blocking"
+        );
+    }
+}
+
+#[test]
+fn a_stdio_host_reads_its_pipes_without_blocking_and_leaves_its_own_streams_blocking() {
+    use std::io::{BufRead, Write};
+    let state = scratch("stdio-pipes");
+    let mut host = std::process::Command::new(binary())
+        .args(["serve", "--no-watch"])
+        .env("XDG_STATE_HOME", state.path())
+        .env("RUST_LOG", "warn")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn taskhost");
+    let (mut to_host, from_host) = (host.stdin.take().unwrap(), host.stdout.take().unwrap());
+    let mut from_host = std::io::BufReader::new(from_host);
+    writeln!(
+        to_host,
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
+    )
+    .expect("write");
+    let mut answer = String::new();
+    from_host.read_line(&mut answer).expect("read");
+    assert!(answer.contains(r#""id":1"#), "{answer}");
+    assert_pipes_served_without_blocking(host.id());
+    drop(to_host);
+    let status = host.wait().expect("wait");
+    assert!(status.success(), "{status}");
+}
