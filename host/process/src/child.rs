@@ -11,7 +11,7 @@ use tokio::sync::watch;
 pub use crate::exit::Exit;
 use crate::input::{Input, InputError};
 use crate::render::{SpillRef, render_read};
-use crate::stream::{StreamBuf, StreamRead};
+use crate::stream::StreamBuf;
 use crate::terminal::render_terminal;
 use taskhost_abi::wording;
 use taskhost_registry::{TaskOutcome, TerminalStatus};
@@ -166,29 +166,27 @@ impl Process {
     /// The output since the previous read, rendered (stdout, then `[stderr]` and stderr; a notice when
     /// output was dropped from memory).
     pub fn read(&self) -> String {
-        let (text, cursors) = {
+        // Rendered once the streams are unlocked: the pump goes on filling them meanwhile.
+        let (out, err, spills, cursors) = {
             let mut s = self.streams.lock();
             let (out, err) = (s.out.read(), s.err.read());
-            (
-                self.render(&s, &out, &err),
-                [s.out.cursor(), s.err.cursor()],
-            )
+            let cursors = [s.out.cursor(), s.err.cursor()];
+            (out, err, spill_refs(&s), cursors)
         };
         self.reads_moved(cursors);
-        text
+        render_read(&out.bytes, &err.bytes, out.lossy || err.lossy, &spills)
     }
 
     /// The output since the previous read as text, stdout and stderr apart (for a command whose
     /// answer is its stdout).
     pub fn read_streams(&self) -> (String, String) {
-        let (text, cursors) = {
+        let (out, err, cursors) = {
             let mut s = self.streams.lock();
             let (out, err) = (s.out.read(), s.err.read());
-            let text = (render_terminal(&out.bytes), render_terminal(&err.bytes));
-            (text, [s.out.cursor(), s.err.cursor()])
+            (out, err, [s.out.cursor(), s.err.cursor()])
         };
         self.reads_moved(cursors);
-        text
+        (render_terminal(&out.bytes), render_terminal(&err.bytes))
     }
 
     /// A watch of the output as it grows, from what is unread now, for a wait on output.
@@ -222,22 +220,12 @@ impl Process {
 
     /// What [`Process::read`] would return now, left unread.
     pub fn peek(&self) -> String {
-        let mut s = self.streams.lock();
-        s.out.sync_kept();
-        s.err.sync_kept();
-        let (out, err) = (s.out.peek(), s.err.peek());
-        self.render(&s, &out, &err)
-    }
-
-    fn render(&self, s: &Streams, out: &StreamRead, err: &StreamRead) -> String {
-        let spills: Vec<SpillRef> = [s.out.spill_file(), s.err.spill_file()]
-            .into_iter()
-            .flatten()
-            .map(|f| SpillRef {
-                path: f.path.clone(),
-                head_and_tail: f.head_and_tail,
-            })
-            .collect();
+        let (out, err, spills) = {
+            let mut s = self.streams.lock();
+            s.out.sync_kept();
+            s.err.sync_kept();
+            (s.out.peek(), s.err.peek(), spill_refs(&s))
+        };
         render_read(&out.bytes, &err.bytes, out.lossy || err.lossy, &spills)
     }
 
@@ -290,6 +278,18 @@ impl Process {
             _ => TaskOutcome::new(TerminalStatus::Killed).with_detail("killed before exit"),
         }
     }
+}
+
+/// The spill files a read names, as the streams stand.
+fn spill_refs(s: &Streams) -> Vec<SpillRef> {
+    [s.out.spill_file(), s.err.spill_file()]
+        .into_iter()
+        .flatten()
+        .map(|f| SpillRef {
+            path: f.path.clone(),
+            head_and_tail: f.head_and_tail,
+        })
+        .collect()
 }
 
 /// The longest unfinished line a watch carries into its next look.
