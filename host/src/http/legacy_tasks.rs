@@ -78,20 +78,25 @@ pub(super) async fn legacy_tasks(
         )
             .into_response();
     };
-    let message: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    let method = message["method"].as_str().unwrap_or_default().to_owned();
-    let principal = parts.extensions.get::<Principal>().cloned();
+    // A request of this era's session is read whole (it may be one answered here); any other only
+    // for its method and an `initialize`'s version, and rmcp parses it once.
+    let (method, version) = if known {
+        let message: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        if LegacyTasks::answers(&message) {
+            let Some(principal) = parts.extensions.get::<Principal>().cloned() else {
+                return (StatusCode::UNAUTHORIZED, "no principal").into_response();
+            };
+            let owner = legacy.owners.hub(&principal).await.id.clone();
+            let answer = legacy.tasks.answer(&owner, &message).await;
+            return axum::Json(answer).into_response();
+        }
+        Peek::of_value(&message)
+    } else {
+        Peek::of(&bytes)
+    };
     let request = Request::from_parts(parts, Body::from(bytes));
-    if known && LegacyTasks::answers(&message) {
-        let Some(principal) = principal else {
-            return (StatusCode::UNAUTHORIZED, "no principal").into_response();
-        };
-        let owner = legacy.owners.hub(&principal).await.id.clone();
-        let answer = legacy.tasks.answer(&owner, &message).await;
-        return axum::Json(answer).into_response();
-    }
     let amended = match method.as_str() {
-        "initialize" => message["params"]["protocolVersion"] == LEGACY_TASKS_VERSION,
+        "initialize" => version.as_deref() == Some(LEGACY_TASKS_VERSION),
         "tools/list" => known,
         _ => false,
     };
@@ -109,6 +114,44 @@ pub(super) async fn legacy_tasks(
         legacy.sessions.lock().insert(s.to_owned());
     }
     response
+}
+
+/// What this layer reads of a request it passes on: its method and its `params.protocolVersion`.
+#[derive(serde::Deserialize)]
+struct Peek {
+    method: Option<String>,
+    params: Option<PeekParams>,
+}
+
+#[derive(serde::Deserialize)]
+struct PeekParams {
+    #[serde(rename = "protocolVersion")]
+    protocol_version: Option<String>,
+}
+
+impl Peek {
+    /// The method (empty for none) and version of the request `body`, read without building the
+    /// rest of it; a body the typed read refuses (a `params` that is not an object, a repeated
+    /// key) is read whole, as rmcp will.
+    fn of(body: &[u8]) -> (String, Option<String>) {
+        match serde_json::from_slice::<Peek>(body) {
+            Ok(peek) => (
+                peek.method.unwrap_or_default(),
+                peek.params.and_then(|p| p.protocol_version),
+            ),
+            Err(_) => Self::of_value(&serde_json::from_slice(body).unwrap_or(Value::Null)),
+        }
+    }
+
+    /// [`Peek::of`] for a request already read whole.
+    fn of_value(message: &Value) -> (String, Option<String>) {
+        (
+            message["method"].as_str().unwrap_or_default().to_owned(),
+            message["params"]["protocolVersion"]
+                .as_str()
+                .map(str::to_owned),
+        )
+    }
 }
 
 /// rmcp's answer to a request of `method`, amended (see [`LegacyTasks::amend`]), in JSON or as
@@ -145,4 +188,40 @@ async fn amend(tasks: &LegacyTasks, method: &str, response: Response) -> (Respon
     };
     parts.headers.remove(header::CONTENT_LENGTH);
     (Response::from_parts(parts, Body::from(amended)), negotiated)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Peek;
+
+    #[test]
+    fn a_peek_reads_the_method_and_the_version_and_skips_the_rest() {
+        let body = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"x":[1,2,{"y":null}]}}}"#;
+        assert_eq!(
+            Peek::of(body),
+            ("initialize".to_owned(), Some("2025-11-25".to_owned()))
+        );
+        let call = br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"bash","arguments":{"command":"ls"}}}"#;
+        assert_eq!(Peek::of(call), ("tools/call".to_owned(), None));
+    }
+
+    #[test]
+    fn a_body_the_typed_peek_refuses_is_read_as_rmcp_reads_it() {
+        // A repeated key: the last one counts, as in a whole read.
+        let repeated = br#"{"method":"tools/list","method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#;
+        assert_eq!(
+            Peek::of(repeated),
+            ("initialize".to_owned(), Some("2025-11-25".to_owned()))
+        );
+        // Params that are not an object still leave the method.
+        assert_eq!(
+            Peek::of(br#"{"method":"tools/list","params":[1]}"#),
+            ("tools/list".to_owned(), None)
+        );
+        assert_eq!(Peek::of(b"not json"), (String::new(), None));
+        assert_eq!(
+            Peek::of(br#"[{"method":"initialize"}]"#),
+            (String::new(), None)
+        );
+    }
 }
