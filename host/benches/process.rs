@@ -3,6 +3,8 @@
 //! `head -c 1G /dev/zero | cat > /dev/null` in the same run, with the host's RSS growth; 1 GiB of
 //! lines through a task under a terminal (`tty: true`) against the same through a pipe task; and
 //! 1,000 concurrent background `sleep` tasks: time to start all, host threads, RSS per task.
+//! `cargo bench -p taskhost --bench process -- starts` runs only the named figures (`output`,
+//! `tty`, `starts`).
 
 mod common;
 
@@ -27,10 +29,25 @@ fn main() {
             .expect("call")
             .text
     };
-    output_figures(&call);
-    let starts = start_figures(&call);
-    rt.block_on(host.shutdown());
-    report_starts(starts);
+    // `cargo bench --bench process -- starts` (or `output`, `tty`) runs only those figures.
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let wanted = |figure: &str| only.is_empty() || only.iter().any(|o| o == figure);
+    if wanted("output") {
+        output_figures(&call);
+    }
+    if wanted("tty") {
+        tty_figures(&call);
+    }
+    if wanted("starts") {
+        let starts = start_figures(&call);
+        rt.block_on(host.shutdown());
+        report_starts(starts);
+    } else {
+        rt.block_on(host.shutdown());
+    }
 }
 
 /// 1 GiB through one polled background task, against the same bytes through a plain pipe.
@@ -56,7 +73,11 @@ fn output_figures(call: &dyn Fn(&str, serde_json::Value) -> String) {
         ours / base
     );
     report_growth("", &zeros);
+}
 
+/// 1 GiB of lines through a polled tty task, against a pipe task and `script(1)`.
+fn tty_figures(call: &dyn Fn(&str, serde_json::Value) -> String) {
+    let gib = (1u64 << 30) as f64;
     // Lines, so a terminal has something to draw: 64-byte lines, 1 GiB in all.
     let lines = "yes 0123456789abcdef0123456789abcdef0123456789abcdef012345678901 | head -c 1G";
     let pipe = polled(call, json!({"command": lines, "run_in_background": true}));
