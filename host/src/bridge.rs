@@ -54,8 +54,7 @@ struct Link {
 /// The first connection failed, or the host stayed gone; one message naming the socket.
 pub async fn run(options: BridgeOptions) -> Result<(), String> {
     let (lines, mut from_client) = mpsc::channel::<Vec<u8>>(16);
-    // On the reactor when the client's streams are pipes, not a blocking thread per read and write.
-    let (stdin, mut stdout) = rmcp::transport::stdio_pipes();
+    let (stdin, mut stdout) = crate::wire::stdio::client_streams();
     tokio::spawn(crate::wire::forward_lines(stdin, lines));
     let mut replay = Replay::default();
     let (mut link, mut secret, _) = open(&options, &Claim::New).await?;

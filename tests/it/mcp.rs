@@ -768,6 +768,73 @@ pub(crate) fn assert_pipes_served_without_blocking(pid: u32) {
     }
 }
 
+/// True when a thread of process `pid` waits in `read(2)` on its stdin.
+fn a_thread_reads_stdin(pid: u32) -> bool {
+    #[cfg(target_arch = "aarch64")]
+    const READ: &str = "63";
+    #[cfg(not(target_arch = "aarch64"))]
+    const READ: &str = "0";
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("tasks")
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("syscall")).ok())
+        .any(|s| {
+            let mut fields = s.split_whitespace();
+            fields.next() == Some(READ) && fields.next() == Some("0x0")
+        })
+}
+
+/// Node's clients hand a server socketpairs, not pipes.
+#[test]
+fn a_stdio_host_on_sockets_reads_them_without_a_waiting_thread_and_leaves_them_blocking() {
+    use std::io::{BufRead, Write};
+    use std::os::unix::net::UnixStream;
+    const O_NONBLOCK: u32 = 0o4000;
+    let state = scratch("stdio-sockets");
+    let (mut to_host, host_in) = UnixStream::pair().expect("pair");
+    let (from_host, host_out) = UnixStream::pair().expect("pair");
+    let mut host = std::process::Command::new(binary())
+        .args(["serve", "--no-watch"])
+        .env("XDG_STATE_HOME", state.path())
+        .env("RUST_LOG", "warn")
+        .stdin(std::os::fd::OwnedFd::from(host_in))
+        .stdout(std::os::fd::OwnedFd::from(host_out))
+        .spawn()
+        .expect("spawn taskhost");
+    let mut from_host = std::io::BufReader::new(from_host);
+    let mut ask = |line: &str| {
+        writeln!(to_host, "{line}").expect("write");
+        let mut answer = String::new();
+        from_host.read_line(&mut answer).expect("read");
+        answer
+    };
+    let answer = ask(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+    );
+    assert!(answer.contains(r#""id":1"#), "{answer}");
+    let answer = ask(concat!(
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        "\n",
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"task_list","arguments":{}}}"#,
+    ));
+    assert!(answer.contains("(no background tasks)"), "{answer}");
+    let pid = host.id();
+    assert!(
+        !a_thread_reads_stdin(pid),
+        "a thread waits in read(2) on stdin"
+    );
+    for fd in ["0", "1"] {
+        assert_eq!(
+            fd_flags(pid, fd) & O_NONBLOCK,
+            0,
+            "fd {fd} made non-blocking"
+        );
+    }
+    drop(to_host);
+    let status = host.wait().expect("wait");
+    assert!(status.success(), "{status}");
+}
+
 #[test]
 fn a_stdio_host_reads_its_pipes_without_blocking_and_leaves_its_own_streams_blocking() {
     use std::io::{BufRead, Write};

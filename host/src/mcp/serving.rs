@@ -84,9 +84,7 @@ async fn admit(host: &Arc<Taskhost>, claim: Claim) -> Result<Admission, String> 
 /// Not cancel safe: dropped mid-session, the session's calls are not cancelled and its agent is not
 /// disposed until the host shuts down. Run it to completion (it ends when the client leaves).
 pub async fn serve_stdio(host: Arc<Taskhost>, peers: Peers) -> Result<(), String> {
-    // On the reactor when the client's streams are pipes (as MCP clients launch a server), not a
-    // blocking thread per read and write.
-    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    let (stdin, stdout) = crate::wire::stdio::client_streams();
     let admission = admit(&host, Claim::Anonymous).await?;
     let id = admission.session;
     host.sessions().open(&id);

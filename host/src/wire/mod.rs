@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 pub(crate) use ahead::{Ahead, AheadOf};
 
 mod ahead;
+pub(crate) mod stdio;
 
 /// The longest line a session may send, its newline included: rmcp's own limit (16 MiB), past which
 /// it would drop the line without a word.
