@@ -31,6 +31,7 @@ enum Kind {
     Other,
 }
 
+/// What `fd` is open on; [`Kind::Other`] when that cannot be told.
 fn kind(fd: BorrowedFd<'_>) -> Kind {
     let Ok(file) = fd.try_clone_to_owned().map(std::fs::File::from) else {
         return Kind::Other;
