@@ -38,6 +38,17 @@ async fn a_bridge_relays_its_clients_pipes_without_blocking() {
     host.stop();
 }
 
+#[test]
+fn a_bridge_on_sockets_relays_them_without_a_waiting_thread() {
+    let dir = scratch("bridge-sockets");
+    let mut host = SocketHost::start(&dir, &["--no-watch"]);
+    let mut cmd = std::process::Command::new(binary());
+    cmd.arg("connect")
+        .arg(format!("unix:{}", host.socket.display()));
+    mcp::serves_socketpairs_without_blocking(cmd);
+    host.stop();
+}
+
 /// Proves: two `taskhost connect` clients on one host are two sessions (foreign reads and kills
 /// refused, foreign tasks not listed); closing one ends its tasks (its bridge says goodbye); a
 /// bridge told not to wait for a restart (`--reconnect-for-ms 0`) exits with the host.

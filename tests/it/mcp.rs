@@ -784,23 +784,21 @@ fn a_thread_reads_stdin(pid: u32) -> bool {
         })
 }
 
-/// Node's clients hand a server socketpairs, not pipes.
-#[test]
-fn a_stdio_host_on_sockets_reads_them_without_a_waiting_thread_and_leaves_them_blocking() {
+/// Runs `cmd` (a stdio host or a bridge) on two socketpairs, as Node's clients launch a server,
+/// and asserts that it answers there with no thread waiting in `read(2)` on its stdin and its fds 0
+/// and 1 left blocking; then closes its input and expects a clean exit.
+pub(crate) fn serves_socketpairs_without_blocking(mut cmd: std::process::Command) {
     use std::io::{BufRead, Write};
     use std::os::unix::net::UnixStream;
     const O_NONBLOCK: u32 = 0o4000;
-    let state = scratch("stdio-sockets");
     let (mut to_host, host_in) = UnixStream::pair().expect("pair");
     let (from_host, host_out) = UnixStream::pair().expect("pair");
-    let mut host = std::process::Command::new(binary())
-        .args(["serve", "--no-watch"])
-        .env("XDG_STATE_HOME", state.path())
+    let mut host = cmd
         .env("RUST_LOG", "warn")
         .stdin(std::os::fd::OwnedFd::from(host_in))
         .stdout(std::os::fd::OwnedFd::from(host_out))
         .spawn()
-        .expect("spawn taskhost");
+        .expect("spawn");
     let mut from_host = std::io::BufReader::new(from_host);
     let mut ask = |line: &str| {
         writeln!(to_host, "{line}").expect("write");
@@ -833,6 +831,15 @@ fn a_stdio_host_on_sockets_reads_them_without_a_waiting_thread_and_leaves_them_b
     drop(to_host);
     let status = host.wait().expect("wait");
     assert!(status.success(), "{status}");
+}
+
+#[test]
+fn a_stdio_host_on_sockets_reads_them_without_a_waiting_thread_and_leaves_them_blocking() {
+    let state = scratch("stdio-sockets");
+    let mut cmd = std::process::Command::new(binary());
+    cmd.args(["serve", "--no-watch"])
+        .env("XDG_STATE_HOME", state.path());
+    serves_socketpairs_without_blocking(cmd);
 }
 
 #[test]
