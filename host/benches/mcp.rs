@@ -1,6 +1,7 @@
 //! MCP figures for `scripts/bench`: a non-blocking `task_output` round trip over stdio to the real
 //! release `taskhost` (default plugins), against an MCP `ping` round trip on the same connection, in
-//! both protocol eras (legacy `initialize`, and 2026-07-28 `server/discover`).
+//! both protocol eras (legacy `initialize`, and 2026-07-28 `server/discover`), on pipes, and the
+//! legacy era again on socketpairs (as Node's clients launch a server).
 
 mod common;
 
@@ -21,11 +22,13 @@ fn main() {
         .expect("runtime");
     // The baseline is the era's cheapest protocol round trip: `ping` in the legacy era; 2026-07-28
     // has no `ping`, so there it is `server/discover` (sent raw, past the client's cache).
+    // The legacy era once more on socketpairs: Node's clients hand a server its stdio that way.
     let eras = [
         (
             "legacy initialize",
             "MCP ping round trip",
             ClientLifecycleMode::Initialize,
+            false,
         ),
         (
             "2026-07-28 discover",
@@ -33,17 +36,45 @@ fn main() {
             ClientLifecycleMode::Discover {
                 preferred_versions: vec![ProtocolVersion::V_2026_07_28],
             },
+            false,
+        ),
+        (
+            "legacy initialize, on socketpairs",
+            "MCP ping round trip",
+            ClientLifecycleMode::Initialize,
+            true,
         ),
     ];
     let state = common::scratch("mcp-state");
-    for (era, baseline, lifecycle) in eras {
+    for (era, baseline, lifecycle, sockets) in eras {
         rt.block_on(async {
-        let mut cmd = tokio::process::Command::new(profile.join("taskhost"));
-        cmd.args(["serve", "--no-watch"])
-            .env("XDG_STATE_HOME", state.path())
-            .env("RUST_LOG", "error");
-        let transport = TokioChildProcess::new(cmd).expect("spawn");
-        let client = serve_client_with_lifecycle((), transport, lifecycle).await.expect("handshake");
+        let (client, host) = if sockets {
+            let (ours_in, host_in) = std::os::unix::net::UnixStream::pair().expect("pair");
+            let (ours_out, host_out) = std::os::unix::net::UnixStream::pair().expect("pair");
+            let host = std::process::Command::new(profile.join("taskhost"))
+                .args(["serve", "--no-watch"])
+                .env("XDG_STATE_HOME", state.path())
+                .env("RUST_LOG", "error")
+                .stdin(std::os::fd::OwnedFd::from(host_in))
+                .stdout(std::os::fd::OwnedFd::from(host_out))
+                .spawn()
+                .expect("spawn");
+            let tokio_side = |s: std::os::unix::net::UnixStream| {
+                s.set_nonblocking(true).expect("non-blocking");
+                tokio::net::UnixStream::from_std(s).expect("register")
+            };
+            let transport = (tokio_side(ours_out), tokio_side(ours_in));
+            let client = serve_client_with_lifecycle((), transport, lifecycle).await.expect("handshake");
+            (client, Some(host))
+        } else {
+            let mut cmd = tokio::process::Command::new(profile.join("taskhost"));
+            cmd.args(["serve", "--no-watch"])
+                .env("XDG_STATE_HOME", state.path())
+                .env("RUST_LOG", "error");
+            let transport = TokioChildProcess::new(cmd).expect("spawn");
+            let client = serve_client_with_lifecycle((), transport, lifecycle).await.expect("handshake");
+            (client, None)
+        };
         let args = serde_json::json!({"command": "sleep 600", "run_in_background": true});
         let serde_json::Value::Object(args) = args else { unreachable!() };
         let started = client.peer().call_tool(CallToolRequestParams::new("bash").with_arguments(args)).await.expect("bash");
@@ -74,6 +105,9 @@ fn main() {
             best_read / best_ping
         );
         let _ = client.cancel().await;
+        if let Some(mut host) = host {
+            let _ = host.wait();
+        }
     });
     }
 }
