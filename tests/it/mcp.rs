@@ -784,24 +784,11 @@ fn a_thread_reads_stdin(pid: u32) -> bool {
         })
 }
 
-/// Runs `cmd` (a stdio host or a bridge) on two socketpairs, as Node's clients launch a server,
-/// and asserts that it answers there with no thread waiting in `read(2)` on its stdin and its fds 0
-/// and 1 left blocking; then closes its input and expects a clean exit.
-pub(crate) fn serves_socketpairs_without_blocking(mut cmd: std::process::Command) {
-    use std::io::{BufRead, Write};
-    use std::os::unix::net::UnixStream;
-    const O_NONBLOCK: u32 = 0o4000;
-    let (mut to_host, host_in) = UnixStream::pair().expect("pair");
-    let (from_host, host_out) = UnixStream::pair().expect("pair");
-    let mut host = cmd
-        .env("RUST_LOG", "warn")
-        .stdin(std::os::fd::OwnedFd::from(host_in))
-        .stdout(std::os::fd::OwnedFd::from(host_out))
-        .spawn()
-        .expect("spawn");
-    let mut from_host = std::io::BufReader::new(from_host);
-    let mut ask = |line: &str| {
-        writeln!(to_host, "{line}").expect("write");
+/// Speaks MCP with a stdio host or bridge over raw lines: `initialize` answered, then a
+/// `tools/call` of `task_list` answered.
+fn talks_mcp(to_host: &mut impl std::io::Write, from_host: &mut impl std::io::BufRead) {
+    let mut ask = |lines: &str| {
+        writeln!(to_host, "{lines}").expect("write");
         let mut answer = String::new();
         from_host.read_line(&mut answer).expect("read");
         answer
@@ -816,6 +803,23 @@ pub(crate) fn serves_socketpairs_without_blocking(mut cmd: std::process::Command
         r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"task_list","arguments":{}}}"#,
     ));
     assert!(answer.contains("(no background tasks)"), "{answer}");
+}
+
+/// Runs `cmd` (a stdio host or a bridge) on two socketpairs, as Node's clients launch a server,
+/// and asserts that it answers there with no thread waiting in `read(2)` on its stdin and its fds 0
+/// and 1 left blocking; then closes its input and expects a clean exit.
+pub(crate) fn serves_socketpairs_without_blocking(mut cmd: std::process::Command) {
+    use std::os::unix::net::UnixStream;
+    const O_NONBLOCK: u32 = 0o4000;
+    let (mut to_host, host_in) = UnixStream::pair().expect("pair");
+    let (from_host, host_out) = UnixStream::pair().expect("pair");
+    let mut host = cmd
+        .env("RUST_LOG", "warn")
+        .stdin(std::os::fd::OwnedFd::from(host_in))
+        .stdout(std::os::fd::OwnedFd::from(host_out))
+        .spawn()
+        .expect("spawn");
+    talks_mcp(&mut to_host, &mut std::io::BufReader::new(from_host));
     let pid = host.id();
     assert!(
         !a_thread_reads_stdin(pid),
@@ -844,7 +848,6 @@ fn a_stdio_host_on_sockets_reads_them_without_a_waiting_thread_and_leaves_them_b
 
 #[test]
 fn a_stdio_host_reads_its_pipes_without_blocking_and_leaves_its_own_streams_blocking() {
-    use std::io::{BufRead, Write};
     let state = scratch("stdio-pipes");
     let mut host = std::process::Command::new(binary())
         .args(["serve", "--no-watch"])
@@ -855,15 +858,7 @@ fn a_stdio_host_reads_its_pipes_without_blocking_and_leaves_its_own_streams_bloc
         .spawn()
         .expect("spawn taskhost");
     let (mut to_host, from_host) = (host.stdin.take().unwrap(), host.stdout.take().unwrap());
-    let mut from_host = std::io::BufReader::new(from_host);
-    writeln!(
-        to_host,
-        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
-    )
-    .expect("write");
-    let mut answer = String::new();
-    from_host.read_line(&mut answer).expect("read");
-    assert!(answer.contains(r#""id":1"#), "{answer}");
+    talks_mcp(&mut to_host, &mut std::io::BufReader::new(from_host));
     assert_pipes_served_without_blocking(host.id());
     drop(to_host);
     let status = host.wait().expect("wait");
