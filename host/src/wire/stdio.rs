@@ -45,29 +45,47 @@ fn kind(fd: BorrowedFd<'_>) -> Kind {
 
 /// Standard input and output, each read or written on the reactor when it is a pipe or a socket.
 pub(crate) fn client_streams() -> (ClientIn, ClientOut) {
-    let (stdin, stdout) = (io::stdin(), io::stdout());
-    let input: ClientIn = match kind(stdin.as_fd()) {
-        Kind::Pipe => reopened(stdin.as_fd(), false)
-            .and_then(|fd| tokio::net::unix::pipe::Receiver::from_owned_fd(fd).ok())
-            .map_or_else(|| Box::new(tokio::io::stdin()) as ClientIn, |r| Box::new(r)),
-        Kind::Socket => socket(stdin.as_fd())
-            .map_or_else(|| Box::new(tokio::io::stdin()) as ClientIn, |s| Box::new(s)),
-        Kind::Other => Box::new(tokio::io::stdin()),
-    };
-    let output: ClientOut = match kind(stdout.as_fd()) {
-        Kind::Pipe => reopened(stdout.as_fd(), true)
-            .and_then(|fd| tokio::net::unix::pipe::Sender::from_owned_fd(fd).ok())
-            .map_or_else(
-                || Box::new(tokio::io::stdout()) as ClientOut,
-                |w| Box::new(w),
-            ),
-        Kind::Socket => socket(stdout.as_fd()).map_or_else(
-            || Box::new(tokio::io::stdout()) as ClientOut,
-            |s| Box::new(s),
-        ),
-        Kind::Other => Box::new(tokio::io::stdout()),
-    };
-    (input, output)
+    use tokio::net::unix::pipe::{Receiver, Sender};
+    let input = on_reactor(
+        io::stdin().as_fd(),
+        false,
+        |fd| {
+            Receiver::from_owned_fd(fd)
+                .ok()
+                .map(|r| Box::new(r) as ClientIn)
+        },
+        |s| Box::new(s),
+    );
+    let output = on_reactor(
+        io::stdout().as_fd(),
+        true,
+        |fd| {
+            Sender::from_owned_fd(fd)
+                .ok()
+                .map(|w| Box::new(w) as ClientOut)
+        },
+        |s| Box::new(s),
+    );
+    (
+        input.unwrap_or_else(|| Box::new(tokio::io::stdin())),
+        output.unwrap_or_else(|| Box::new(tokio::io::stdout())),
+    )
+}
+
+/// The standard stream `fd` (its reading side, or its writing side when `write`) on the reactor:
+/// `pipe` given the pipe reopened, `socket` given the socket; `None` for any other kind of stream,
+/// or when it cannot be had there.
+fn on_reactor<T>(
+    fd: BorrowedFd<'_>,
+    write: bool,
+    pipe: impl FnOnce(OwnedFd) -> Option<T>,
+    socket_stream: impl FnOnce(SocketStream) -> T,
+) -> Option<T> {
+    match kind(fd) {
+        Kind::Pipe => reopened(fd, write).and_then(pipe),
+        Kind::Socket => socket(fd).map(socket_stream),
+        Kind::Other => None,
+    }
 }
 
 /// The pipe `fd` opened again, non-blocking, on a description of its own; `None` where `/proc` is
