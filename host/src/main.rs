@@ -20,51 +20,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Loads the plugins and serves MCP: on stdio (one session), or on a Unix socket.
-    Serve {
-        /// A TOML config file ([tasks], [[plugin]]).
-        #[arg(long)]
-        config: Option<PathBuf>,
-        /// A plugin file to load (repeatable); without any (here or in the config), the default
-        /// plugins next to the binary.
-        #[arg(long = "plugin")]
-        plugins: Vec<PathBuf>,
-        /// A plugin directory (repeatable): every *.so in it is loaded; with watching on, one that
-        /// appears is loaded and one removed is unloaded.
-        #[arg(long = "plugin-dir")]
-        plugin_dirs: Vec<PathBuf>,
-        /// Serve here instead of stdio (repeatable): `unix:PATH`, one MCP session per connection
-        /// (once), or `http://HOST:PORT`, MCP Streamable HTTP at /mcp for bearer-token principals
-        /// (`taskhost token create`). Port 0 picks a free port; the URL is printed on stderr.
-        #[arg(long)]
-        listen: Vec<String>,
-        /// The HTTP listeners' TLS certificate chain (PEM); with --tls-key.
-        #[arg(long, value_name = "PEM", requires = "tls_key")]
-        tls_cert: Option<PathBuf>,
-        /// The HTTP listeners' TLS private key (PEM); with --tls-cert.
-        #[arg(long, value_name = "PEM", requires = "tls_cert")]
-        tls_key: Option<PathBuf>,
-        /// Serve plain HTTP on an address other machines can reach (behind a proxy that
-        /// terminates TLS); without it such an address needs --tls-cert and --tls-key.
-        #[arg(long)]
-        insecure_http: bool,
-        /// Do not reload plugins when their files change.
-        #[arg(long)]
-        no_watch: bool,
-        /// Load plugin files even if others could have written them.
-        #[arg(long)]
-        allow_untrusted_plugins: bool,
-        /// With `--listen`: also accept connections from this uid (repeatable). This user and root
-        /// are always accepted; anyone else is refused.
-        #[arg(long = "allow-uid", value_name = "UID")]
-        allow_uids: Vec<u32>,
-        /// The durable state directory: task records and kept output outlive the host there (also
-        /// `[state] dir`; default `$XDG_STATE_HOME/taskhost`, else `~/.local/state/taskhost`).
-        #[arg(long, value_name = "DIR")]
-        state: Option<PathBuf>,
-        /// Keep task records in memory only (also `[state] durable = false`).
-        #[arg(long, conflicts_with = "state")]
-        no_state: bool,
-    },
+    Serve(ServeArgs),
     /// Prints the task table of a state directory (no host need run): running tasks and those
     /// that ended in the last day, or every record with `--all`.
     Tasks {
@@ -251,7 +207,7 @@ fn main() -> ExitCode {
         );
         return ExitCode::SUCCESS;
     }
-    taskhost::logs::init(matches!(cli.command, Command::Serve { .. }));
+    taskhost::logs::init(matches!(cli.command, Command::Serve(_)));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -278,38 +234,9 @@ fn main() -> ExitCode {
 /// Runs one command (the keeper's is handled before a runtime exists).
 fn run(runtime: &tokio::runtime::Runtime, command: Command) -> Outcome {
     match command {
-        Command::Serve {
-            config,
-            plugins,
-            plugin_dirs,
-            listen,
-            tls_cert,
-            tls_key,
-            insecure_http,
-            no_watch,
-            allow_untrusted_plugins,
-            allow_uids,
-            state,
-            no_state,
-        } => serve(
-            runtime,
-            ServeArgs {
-                config,
-                plugins,
-                plugin_dirs,
-                listen,
-                tls_cert,
-                tls_key,
-                insecure_http,
-                no_watch,
-                allow_untrusted: allow_untrusted_plugins,
-                allow_uids,
-                state,
-                no_state,
-            },
-        )
-        .map(|()| ExitCode::SUCCESS)
-        .map_err(|e| (e.code, e.message)),
+        Command::Serve(args) => serve(runtime, args)
+            .map(|()| ExitCode::SUCCESS)
+            .map_err(|e| (e.code, e.message)),
         Command::Plugins { connect, server } => runtime.block_on(taskhost::client_cli::plugins(
             &connect,
             &server.allow_server_uids,

@@ -23,34 +23,51 @@ use handover::Handover;
 pub use listeners::unix_path;
 use listeners::{Listeners, TlsChoice};
 
-/// What `serve` was asked.
-#[derive(Debug, Default)]
+/// What `serve` was asked: the arguments of `taskhost serve`.
+#[derive(Debug, Default, clap::Args)]
 pub struct ServeArgs {
-    /// A TOML config file.
+    /// A TOML config file (its `[tasks]`, `[[plugin]]` and other tables).
+    #[arg(long, help = "A TOML config file ([tasks], [[plugin]])")]
     pub config: Option<PathBuf>,
-    /// Plugin files to load (after the config's); none at all (and no plugin directory) loads the
-    /// default set.
+    /// A plugin file to load (repeatable); without any (here or in the config), the default
+    /// plugins next to the binary.
+    #[arg(long = "plugin")]
     pub plugins: Vec<PathBuf>,
-    /// Plugin directories (after the config's `[host] plugin_dir`): every library in them is loaded,
-    /// and with watching on, libraries that appear are loaded and removed ones unloaded.
+    /// A plugin directory (repeatable): every *.so in it is loaded; with watching on, one that
+    /// appears is loaded and one removed is unloaded.
+    #[arg(long = "plugin-dir")]
     pub plugin_dirs: Vec<PathBuf>,
-    /// `unix:PATH` (at most one) and `http://HOST:PORT` to serve on instead of stdio.
+    /// Serve here instead of stdio (repeatable): `unix:PATH`, one MCP session per connection
+    /// (once), or `http://HOST:PORT`, MCP Streamable HTTP at /mcp for bearer-token principals
+    /// (`taskhost token create`). Port 0 picks a free port; the URL is printed on stderr.
+    #[arg(long)]
     pub listen: Vec<String>,
-    /// The HTTP listeners' certificate chain (PEM).
+    /// The HTTP listeners' TLS certificate chain (PEM); with --tls-key.
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
-    /// The HTTP listeners' private key (PEM).
+    /// The HTTP listeners' TLS private key (PEM); with --tls-cert.
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
-    /// Serve plain HTTP on a non-loopback address.
+    /// Serve plain HTTP on an address other machines can reach (behind a proxy that
+    /// terminates TLS); without it such an address needs --tls-cert and --tls-key.
+    #[arg(long)]
     pub insecure_http: bool,
     /// Do not reload plugins when their files change.
+    #[arg(long)]
     pub no_watch: bool,
-    /// Skip the plugin trust check.
+    /// Load plugin files even if others could have written them.
+    #[arg(long = "allow-untrusted-plugins")]
     pub allow_untrusted: bool,
-    /// Other uids allowed to connect to the socket.
+    /// With `--listen`: also accept connections from this uid (repeatable). This user and root
+    /// are always accepted; anyone else is refused.
+    #[arg(long = "allow-uid", value_name = "UID")]
     pub allow_uids: Vec<u32>,
-    /// The durable state directory (before the config's `[state] dir` and the default one).
+    /// The durable state directory: task records and kept output outlive the host there (also
+    /// `[state] dir`; default `$XDG_STATE_HOME/taskhost`, else `~/.local/state/taskhost`).
+    #[arg(long, value_name = "DIR")]
     pub state: Option<PathBuf>,
-    /// Keep task records in memory only.
+    /// Keep task records in memory only (also `[state] durable = false`).
+    #[arg(long, conflicts_with = "state")]
     pub no_state: bool,
 }
 
