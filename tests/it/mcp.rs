@@ -753,13 +753,22 @@ fn same_pipe(pid: u32, fd: &str) -> Vec<String> {
 /// its own, non-blocking (on the reactor), and left its descriptors 0 and 1 (which a parent or a
 /// child may share) as it was given them.
 pub(crate) fn assert_pipes_served_without_blocking(pid: u32) {
-    const O_NONBLOCK: u32 = 0o4000;
     for fd in ["0", "1"] {
         let private = same_pipe(pid, fd);
         assert!(
             private.iter().any(|n| fd_flags(pid, n) & O_NONBLOCK != 0),
             "no non-blocking descriptor on the pipe of fd {fd}: {private:?}"
         );
+    }
+    assert_stdio_left_blocking(pid);
+}
+
+const O_NONBLOCK: u32 = 0o4000;
+
+/// Asserts that process `pid` left its descriptors 0 and 1 (which a parent or a child may share)
+/// blocking, as it was given them.
+fn assert_stdio_left_blocking(pid: u32) {
+    for fd in ["0", "1"] {
         assert_eq!(
             fd_flags(pid, fd) & O_NONBLOCK,
             0,
@@ -810,7 +819,6 @@ fn talks_mcp(to_host: &mut impl std::io::Write, from_host: &mut impl std::io::Bu
 /// and 1 left blocking; then closes its input and expects a clean exit.
 pub(crate) fn serves_socketpairs_without_blocking(mut cmd: std::process::Command) {
     use std::os::unix::net::UnixStream;
-    const O_NONBLOCK: u32 = 0o4000;
     let (mut to_host, host_in) = UnixStream::pair().expect("pair");
     let (from_host, host_out) = UnixStream::pair().expect("pair");
     let mut host = cmd
@@ -825,13 +833,7 @@ pub(crate) fn serves_socketpairs_without_blocking(mut cmd: std::process::Command
         !a_thread_reads_stdin(pid),
         "a thread waits in read(2) on stdin"
     );
-    for fd in ["0", "1"] {
-        assert_eq!(
-            fd_flags(pid, fd) & O_NONBLOCK,
-            0,
-            "fd {fd} made non-blocking"
-        );
-    }
+    assert_stdio_left_blocking(pid);
     drop(to_host);
     let status = host.wait().expect("wait");
     assert!(status.success(), "{status}");
