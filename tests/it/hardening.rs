@@ -329,7 +329,7 @@ fn names(env: &[String]) -> Vec<&str> {
     env.iter().filter_map(|l| l.split('=').next()).collect()
 }
 
-const SECRETS: [(&str, &str); 22] = [
+const SECRETS: [(&str, &str); 29] = [
     ("GITHUB_PAT", "ghp_canary"),
     ("DATABASE_URL", "postgres://u:canary@h/db"),
     ("PASSWD", "canary"),
@@ -353,6 +353,17 @@ const SECRETS: [(&str, &str); 22] = [
         "-----BEGIN PRIVATE KEY-----\ncanary\n-----END PRIVATE KEY-----",
     ),
     ("BEARER", "eyJhbGciOiJIUzI1NiJ9.eyJjYW5hcnkiOjF9.canary"),
+    // Providers' tokens under plain names, known by their shapes.
+    ("OPENAI", "sk-proj-canary0123456789abcdefghij"),
+    ("GH", "ghp_canary0123456789abcdefghijklmnopqrst"),
+    ("GL", "glpat-canary0123456789abcd"),
+    ("SLACKBOT", "xoxb-1234567890-canary-abcdefghij"),
+    ("HF", "hf_canaryABCDEFGHIJKLMNOPQRSTUVWXYZab"),
+    (
+        "GCP_SA",
+        "{\"type\":\"service_account\",\"private_key\":\"canary\"}",
+    ),
+    ("AWS_ACCESS", "AKIACANARY0123456789"),
     // And names that do.
     ("X_PW", "canary"),
     ("SENTRY_DSN", "canary"),
@@ -363,8 +374,13 @@ const SECRETS: [(&str, &str); 22] = [
 ];
 
 /// Ordinary values that look a little like the secrets above and must still reach a child.
-const ORDINARY: [(&str, &str); 4] = [
+const ORDINARY: [(&str, &str); 6] = [
     ("HOMEPAGE", "https://example.com/"),
+    ("PKG", "sk-learn"),
+    (
+        "ACCOUNT",
+        "{\"type\":\"service_account\",\"project\":\"p\"}",
+    ),
     ("SEARCH", "https://example.com/q?page=2&sort=name"),
     ("LANG", "C.UTF-8"),
     ("HARMLESS", "kept"),
@@ -418,8 +434,14 @@ async fn the_default_policy_keeps_every_kind_of_secret_from_a_child() {
             "a secret reached the {who} child: {env:?}"
         );
         let names = names(&env);
+        for (name, _) in SECRETS {
+            assert!(
+                !names.contains(&name),
+                "the secret {name} reached the {who} child: {env:?}"
+            );
+        }
         for kept in [
-            "PATH", "HOME", "LANG", "HARMLESS", "PWD", "HOMEPAGE", "SEARCH",
+            "PATH", "HOME", "LANG", "HARMLESS", "PWD", "HOMEPAGE", "SEARCH", "PKG", "ACCOUNT",
         ] {
             assert!(
                 names.contains(&kept),

@@ -7,7 +7,7 @@
 //! 2. the default excludes, unless `ignore_default_excludes`: names matching [`DEFAULT_EXCLUDES`],
 //!    and values shaped like a secret whatever their name ([`default_exclusion`]: URLs with user
 //!    info, secret query parameters or a webhook path, `Password=` connection strings, PEM blocks,
-//!    JWTs);
+//!    JWTs, providers' API tokens known by their prefix and shape);
 //! 3. `exclude`: glob patterns (`*` and `?`), case-insensitive;
 //! 4. `include_only`: when not empty, only names matching one of its patterns are kept;
 //! 5. [`FIXED`], then `set` (explicit, so neither excludes nor `include_only` remove it).
@@ -79,6 +79,9 @@ pub enum Withheld {
     PemBlock,
     /// Its value holds a JSON Web Token.
     Jwt,
+    /// Its value holds a provider's API token (what it looks like is named), known by its shape (`sk-`, `ghp_`, `glpat-`,
+    /// `xoxb-`, `hf_`, `AKIA`, a service account's JSON key, ...).
+    ProviderToken(&'static str),
 }
 
 impl std::fmt::Display for Withheld {
@@ -95,6 +98,7 @@ impl std::fmt::Display for Withheld {
             }
             Self::PemBlock => f.write_str("its value holds a PEM block"),
             Self::Jwt => f.write_str("its value holds a JSON Web Token"),
+            Self::ProviderToken(p) => write!(f, "its value is shaped like {p}"),
         }
     }
 }
@@ -215,7 +219,7 @@ pub fn secret_value(value: &str) -> Option<Withheld> {
     {
         return Some(Withheld::Jwt);
     }
-    None
+    crate::provider_tokens::provider_token(value).map(Withheld::ProviderToken)
 }
 
 /// What makes the URL whose text starts at `rest` (just past `://`) secret, if anything.

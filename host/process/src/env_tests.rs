@@ -227,3 +227,56 @@ fn a_bare_program_resolves_along_the_path_and_a_missing_one_stays_bare() {
         std::path::PathBuf::from("no-such-program-here")
     );
 }
+
+#[test]
+fn providers_tokens_are_withheld_by_their_shape_and_look_alikes_are_kept() {
+    for (value, provider) in [
+        (
+            "sk-proj-0123456789abcdefghijABCD",
+            "an OpenAI or Anthropic key",
+        ),
+        (
+            "sk-ant-api03-0123456789abcdefghij",
+            "an OpenAI or Anthropic key",
+        ),
+        ("ghp_0123456789abcdefghijklmnopqrstuvwxyz", "a GitHub token"),
+        ("gho_0123456789abcdefghijklmnopqrstuvwxyz", "a GitHub token"),
+        ("ghs_0123456789abcdefghijklmnopqrstuvwxyz", "a GitHub token"),
+        (
+            "github_pat_11ABCDEFG0123456789_abcdefghij",
+            "a GitHub token",
+        ),
+        ("glpat-0123456789abcdefghij", "a GitLab token"),
+        ("xoxb-1234567890-0987654321-abcdef", "a Slack token"),
+        ("xoxp-1234567890-0987654321-abcdef", "a Slack token"),
+        (
+            "hf_abcdefghijklmnopqrstuvwxyzABCDEFGH",
+            "a Hugging Face token",
+        ),
+        ("AKIAIOSFODNN7EXAMPLE", "an AWS access key id"),
+        ("ASIAIOSFODNN7EXAMPLE", "an AWS access key id"),
+        ("key=AKIAIOSFODNN7EXAMPLE,region=eu", "an AWS access key id"),
+        (
+            "{\"type\": \"service_account\", \"private_key\": \"x\"}",
+            "a service account's JSON key",
+        ),
+    ] {
+        assert_eq!(
+            secret_value(value),
+            Some(Withheld::ProviderToken(provider)),
+            "{value}"
+        );
+    }
+    for ordinary in [
+        "sk-learn",
+        "task-sk-0123456789abcdefghijklmn",
+        "ghp_short",
+        "hf_home",
+        "xoxo-hugs-and-kisses-to-all",
+        "AKIAshort",
+        "AKIAiosfodnn7example",
+        "{\"type\": \"service_account\", \"project_id\": \"p\"}",
+    ] {
+        assert_eq!(secret_value(ordinary), None, "{ordinary}");
+    }
+}

@@ -24,6 +24,7 @@ pub mod keeper;
 mod launch;
 mod master;
 pub mod private_dir;
+mod provider_tokens;
 mod render;
 mod service;
 mod spawned;
