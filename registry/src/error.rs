@@ -38,8 +38,10 @@ pub enum RegistryError {
     /// shown.
     #[error("unknown task {}", excerpt(.0))]
     UnknownTask(String),
-    /// The task is owned by another session.
-    #[error("task {0} belongs to another session")]
+    /// The task is owned by another session. Its text is [`RegistryError::UnknownTask`]'s: a caller
+    /// cannot tell another owner's task from one that does not exist, so ids of other principals
+    /// cannot be probed.
+    #[error("unknown task {0}")]
     ForeignTask(TaskId),
     /// The wait timeout was not a positive finite number of milliseconds.
     #[error("invalid wait timeout: expected a positive number of milliseconds, got {0}")]

@@ -337,11 +337,11 @@ fn two_sessions_are_isolated() {
     let id = start(&f, "s", "echo secret-label-output");
     assert_eq!(
         f.call("task_output", "other", json!({"task_id": id})),
-        format!("Error: task {id} belongs to another session")
+        format!("Error: unknown task {id}")
     );
     assert_eq!(
         f.call("task_kill", "other", json!({"task_id": id})),
-        format!("Error: task {id} belongs to another session")
+        format!("Error: unknown task {id}")
     );
     assert_eq!(
         f.call("task_list", "other", json!({})),

@@ -66,11 +66,11 @@ async fn clients_joined_through_the_bridge_are_separate_sessions() {
     let id = mcp::start(&a, "echo $$; sleep 1000").await;
     assert_eq!(
         call(&b, "task_output", json!({"task_id": id})).await,
-        format!("Error: task {id} belongs to another session")
+        format!("Error: unknown task {id}")
     );
     assert_eq!(
         call(&b, "task_kill", json!({"task_id": id})).await,
-        format!("Error: task {id} belongs to another session")
+        format!("Error: unknown task {id}")
     );
     assert_eq!(
         call(&b, "task_list", json!({})).await,

@@ -143,7 +143,7 @@ fn input_that_cannot_be_delivered_gets_its_stated_error() {
     let tty = start_tty(&f, "sleep 100");
     assert_eq!(
         f.call("task_input", "other", json!({"task_id": tty, "text": "x"})),
-        format!("Error: task {tty} belongs to another session")
+        format!("Error: unknown task {tty}")
     );
     assert_eq!(
         input(&f, "bash-99", json!({"text": "x"})),

@@ -379,7 +379,7 @@ async fn two_socket_sessions_are_isolated_and_a_disconnect_kills_its_tasks() {
     let id = start(&a, "echo $$; sleep 1000").await;
     assert_eq!(
         call(&b, "task_output", json!({"task_id": id})).await,
-        format!("Error: task {id} belongs to another session")
+        format!("Error: unknown task {id}")
     );
     assert_eq!(
         call(&b, "task_list", json!({})).await,

@@ -84,7 +84,7 @@ async fn a_bridge_comes_back_through_a_host_restart_as_the_same_owner() {
     );
     assert_eq!(
         call(&b, "task_output", json!({"task_id": running})).await,
-        format!("Error: task {running} belongs to another session")
+        format!("Error: unknown task {running}")
     );
     let newer = mcp::start(&a, "true").await;
     assert!(number(&newer) > number(&running), "{newer} after {running}");

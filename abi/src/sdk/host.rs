@@ -32,7 +32,7 @@ impl Host {
     /// A snapshot of a task, authorized for `caller`'s session.
     ///
     /// # Errors
-    /// The registry's error text (`unknown task ...`, `task ... belongs to another session`).
+    /// The registry's error text (`unknown task ...`, for another session's task too).
     pub fn get_task(&self, caller: &str, id: &str) -> Result<FfiSnapshot, String> {
         text_result(self.0.get_task(caller.into(), id.into()))
     }

@@ -200,7 +200,7 @@ async fn a_foreign_or_agentless_caller_is_refused_and_unowned_tasks_are_open() {
     let id = reg
         .start(p.final_task("bash", "x").owner(owner.clone()))
         .unwrap();
-    let msg = format!("task {id} belongs to another session");
+    let msg = format!("unknown task {id}");
     for caller in [Some(&other), None] {
         assert_eq!(reg.get(id.as_str(), caller).unwrap_err().to_string(), msg);
         assert_eq!(reg.read(id.as_str(), caller).unwrap_err().to_string(), msg);
