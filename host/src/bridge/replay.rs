@@ -59,8 +59,10 @@ pub(super) struct Replay {
     pub(super) initialized: Option<Vec<u8>>,
     /// Open `subscriptions/listen` requests by id.
     listens: HashMap<String, Vec<u8>>,
-    /// Streams replayed to a new host whose acknowledgement has not come yet, by id.
-    unacknowledged: HashSet<String>,
+    /// Open streams the client saw acknowledged, by id.
+    acknowledged: HashSet<String>,
+    /// Of those, the ones replayed to a new host whose acknowledgement has not come yet.
+    reopened: HashSet<String>,
     /// Requests the client waits on, by id, with their lines.
     in_flight: HashMap<String, InFlight>,
     /// The host said it took its last request ([`crate::drain::RESTARTING`]): what it did not
@@ -114,8 +116,8 @@ impl Replay {
             return Heard::Relay;
         };
         let method = message.method.as_ref().and_then(Value::as_str);
-        if method == Some(ACKNOWLEDGED) && !self.unacknowledged.is_empty() {
-            return self.acknowledged(line);
+        if method == Some(ACKNOWLEDGED) && !self.listens.is_empty() {
+            return self.acknowledges(line);
         }
         let answer = message.method.is_none() && (message.result.0 || message.error.0);
         let Some(id) = message.id.filter(|_| answer) else {
@@ -126,21 +128,27 @@ impl Replay {
         }
         let key = id.to_string();
         self.listens.remove(&key);
-        self.unacknowledged.remove(&key);
+        self.acknowledged.remove(&key);
+        self.reopened.remove(&key);
         match self.in_flight.remove(&key) {
             Some(_) => Heard::Relay,
             None => Heard::Swallow,
         }
     }
 
-    /// A stream's acknowledgement: swallowed when it opens a replayed stream, whose client is told
-    /// instead, on that stream, that the tools may have changed (when the stream accepted that).
-    fn acknowledged(&mut self, line: &[u8]) -> Heard {
+    /// A stream's acknowledgement: swallowed when it opens again a stream the client saw
+    /// acknowledged, whose client is told instead, on that stream, that the tools may have changed
+    /// (when the stream accepted that).
+    fn acknowledges(&mut self, line: &[u8]) -> Heard {
         let Ok(ack) = serde_json::from_slice::<Value>(line) else {
             return Heard::Relay;
         };
         let stream = &ack["params"]["_meta"][SUBSCRIPTION_ID];
-        if !self.unacknowledged.remove(&stream.to_string()) {
+        let key = stream.to_string();
+        if !self.reopened.remove(&key) {
+            if self.listens.contains_key(&key) {
+                self.acknowledged.insert(key);
+            }
             return Heard::Relay;
         }
         if ack["params"]["notifications"]["toolsListChanged"] != true {
@@ -155,9 +163,10 @@ impl Replay {
     }
 
     /// The client's open `subscriptions/listen` requests, to send to a new host; the
-    /// acknowledgement each gets there is not the client's ([`Replay::host_line`]).
+    /// acknowledgement each gets there is the client's only if it saw none before
+    /// ([`Replay::host_line`]).
     pub(super) fn replayed_listens(&mut self) -> Vec<Vec<u8>> {
-        self.unacknowledged = self.listens.keys().cloned().collect();
+        self.reopened.clone_from(&self.acknowledged);
         self.listens.values().cloned().collect()
     }
 
@@ -275,13 +284,20 @@ mod tests {
         let mut replay = Replay::default();
         replay.client_line(br#"{"jsonrpc":"2.0","id":2,"method":"subscriptions/listen"}"#);
         replay.client_line(br#"{"jsonrpc":"2.0","id":3,"method":"subscriptions/listen"}"#);
+        replay.client_line(br#"{"jsonrpc":"2.0","id":4,"method":"subscriptions/listen"}"#);
         assert_eq!(
             replay.host_line(&ack(2, true)),
             Heard::Relay,
             "the first host's"
         );
+        assert_eq!(replay.host_line(&ack(3, false)), Heard::Relay);
         assert!(replay.orphaned().now.is_empty());
-        assert_eq!(replay.replayed_listens().len(), 2);
+        assert_eq!(replay.replayed_listens().len(), 3);
+        assert_eq!(
+            replay.host_line(&ack(4, true)),
+            Heard::Relay,
+            "the first acknowledgement the client sees of its stream"
+        );
         let Heard::Instead(told) = replay.host_line(&ack(2, true)) else {
             panic!("the replayed stream's acknowledgement is not relayed");
         };
