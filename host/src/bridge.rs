@@ -5,7 +5,9 @@
 //! one the host gave it on every reconnection. It relays newline-delimited JSON-RPC both ways and
 //! remembers what a new host must hear to serve the same client: the client's `initialize` and
 //! `notifications/initialized` (replayed under the bridge's own request id, whose answer the
-//! client never sees) and its open `subscriptions/listen` streams (replayed as they were). When the
+//! client never sees) and its open `subscriptions/listen` streams (replayed as they were; the new
+//! host's acknowledgement of each reaches the client as that stream's tools change, not as a second
+//! acknowledgement). No answer to a request the client did not make reaches it. When the
 //! host's side closes without the client having left, each request the client still waits on is
 //! answered with an error (the host that took it is gone): at once, or for a tool call once the
 //! next host's welcome said whether its command continues as a task (which the error then names);
@@ -22,7 +24,7 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::mpsc;
 
 use crate::owners::{Claim, MAX_WELCOME, WELCOME};
-use replay::{REINIT_ID, Replay, host_gone, line_of};
+use replay::{Heard, REINIT_ID, Replay, host_gone, line_of};
 
 mod replay;
 use taskhost_store::OwnerSecret;
@@ -170,7 +172,7 @@ async fn reopen(options: &BridgeOptions, secret: OwnerSecret) -> Result<Opened, 
 
 /// Tells a new host what the client told the old one: its `initialize` (answer swallowed), then
 /// `notifications/initialized`, then its open listens; and tells the client the tools may have
-/// changed.
+/// changed (an initialized client at once, a listening one on each stream once it is open again).
 async fn resume(
     link: &mut Link,
     stdout: &mut (impl AsyncWrite + Unpin),
@@ -195,10 +197,9 @@ async fn resume(
             {
                 return Err("the host closed while resuming".to_owned());
             }
-            if !replay.host_line(&line) {
+            if hear(replay, &line, stdout).await? {
                 break;
             }
-            write_line(stdout, &line).await?;
         }
         if let Some(initialized) = &replay.initialized {
             link.to_host.write_all(initialized).await.map_err(gone)?;
@@ -206,8 +207,8 @@ async fn resume(
         let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
         write_line(stdout, &line_of(&changed)).await?;
     }
-    for listen in replay.listens.values() {
-        link.to_host.write_all(listen).await.map_err(gone)?;
+    for listen in replay.replayed_listens() {
+        link.to_host.write_all(&listen).await.map_err(gone)?;
     }
     for request in std::mem::take(&mut replay.resend) {
         link.to_host.write_all(&request).await.map_err(gone)?;
@@ -235,8 +236,7 @@ async fn relay(
                 match read {
                     Ok(0) | Err(_) => return Relayed::HostGone,
                     Ok(_) => {
-                        let shown = replay.host_line(&line);
-                        if shown && write_line(stdout, &line).await.is_err() {
+                        if hear(replay, &line, stdout).await.is_err() {
                             return Relayed::ClientLeft;
                         }
                         line.clear();
@@ -255,6 +255,22 @@ async fn relay(
             }
         }
     }
+}
+
+/// Tells the client what it hears of `line` from the host; true when the line answered the
+/// bridge's replayed `initialize`.
+async fn hear(
+    replay: &mut Replay,
+    line: &[u8],
+    stdout: &mut (impl AsyncWrite + Unpin),
+) -> Result<bool, String> {
+    match replay.host_line(line) {
+        Heard::Relay => write_line(stdout, line).await?,
+        Heard::Instead(told) => write_line(stdout, &told).await?,
+        Heard::Swallow => {}
+        Heard::Reinitialized => return Ok(true),
+    }
+    Ok(false)
 }
 
 /// The client closed its input: the host is told so, and what it still says is relayed until it

@@ -1,7 +1,9 @@
 //! An upgrade's pause on the bridges' sessions: every session of a `taskhost connect` bridge stops
 //! taking requests, finishes those it took, and then tells its bridge [`RESTARTING`]: what the
 //! bridge sent that was not answered by then was never read, and the bridge sends it again to the
-//! next host. So a client whose request was on its way during an upgrade sees no error.
+//! next host. So a client whose request was on its way during an upgrade sees no error. An open
+//! `subscriptions/listen` stream is not waited for: it is answered only when it ends, and the bridge
+//! opens it again on the next host.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -103,20 +105,26 @@ pub(crate) struct InFlight {
     changed: Notify,
 }
 
-/// What the pause reads of a JSON-RPC line: its id, and whether it is a request.
+/// What the pause reads of a JSON-RPC line: its id, and whether it is a request (and which).
 #[derive(serde::Deserialize)]
 struct Envelope {
     id: Option<serde_json::Value>,
-    method: Option<serde::de::IgnoredAny>,
+    method: Option<serde_json::Value>,
 }
 
+/// The request that stays open for as long as its stream: never answered before an upgrade, and
+/// replayed by the bridge to the next host, so the pause does not wait for it.
+const LISTEN: &str = "subscriptions/listen";
+
 impl InFlight {
-    /// Notes a line the session takes: a request is in flight until answered.
+    /// Notes a line the session takes: a request is in flight until answered (a
+    /// `subscriptions/listen` stream excepted).
     pub(crate) fn took(&self, line: &[u8]) {
         if let Ok(Envelope {
             id: Some(id),
-            method: Some(_),
+            method: Some(method),
         }) = serde_json::from_slice(line)
+            && method != LISTEN
         {
             self.ids.lock().insert(id.to_string());
         }
@@ -140,5 +148,22 @@ pub(crate) fn answer_to(line: &[u8]) -> Option<String> {
             method: None,
         }) => Some(id.to_string()),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pause_waits_for_the_requests_taken_but_not_for_a_listen_stream() {
+        let taken = InFlight::default();
+        taken.took(br#"{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{}}"#);
+        assert!(taken.ids.lock().is_empty());
+        taken.took(br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{}}"#);
+        taken.took(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        assert_eq!(taken.ids.lock().len(), 1);
+        taken.answered(&answer_to(br#"{"jsonrpc":"2.0","id":2,"result":{}}"#).unwrap());
+        assert!(taken.ids.lock().is_empty());
     }
 }

@@ -26,6 +26,7 @@ mod slurm;
 mod state;
 mod subagent;
 mod upgrade_foreground;
+mod upgrade_modern;
 mod watch;
 mod web;
 mod web_browser;

@@ -5,7 +5,8 @@
 //! back through the keeper exactly as a host started after a crash would.
 //!
 //! Connections open at that moment: a `taskhost connect` bridge's session first stops taking
-//! requests, answers those it took and tells the bridge ([`crate::drain`]), which sends what was
+//! requests, answers those it took (an open `subscriptions/listen` stream aside, which the bridge
+//! opens again) and tells the bridge ([`crate::drain`]), which sends what was
 //! not taken to the next image after it reconnects as the same owner: its client sees no error.
 //! Any other connection (a raw socket client, HTTP) closes; an HTTP client's next request goes to
 //! the next image. Clients that connect meanwhile wait in the listening sockets' backlog (the
