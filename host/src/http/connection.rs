@@ -13,6 +13,8 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use hyper::body::{Frame, Incoming, SizeHint};
 use hyper::service::Service as _;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -123,6 +125,29 @@ struct TimedBody {
 #[derive(Debug, thiserror::Error)]
 #[error("the request body did not arrive in time")]
 struct BodyTimedOut;
+
+/// Reads a request body of at most `limit` bytes; a refusal says why it was not read: 408 when it
+/// did not arrive within the body timeout, 413 when it was larger.
+pub(super) async fn read_body(body: axum::body::Body, limit: usize) -> Result<Bytes, Response> {
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+        while let Some(error) = cause {
+            if error.is::<BodyTimedOut>() {
+                return (
+                    StatusCode::REQUEST_TIMEOUT,
+                    "the request body did not arrive in time",
+                )
+                    .into_response();
+            }
+            cause = error.source();
+        }
+        (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "the request body is too large",
+        )
+            .into_response()
+    })
+}
 
 impl hyper::body::Body for TimedBody {
     type Data = Bytes;

@@ -66,12 +66,9 @@ pub(super) async fn legacy_tasks(
         return next.run(request).await;
     }
     let (parts, body) = request.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, legacy.max_body_bytes).await else {
-        return (
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "the request body is too large",
-        )
-            .into_response();
+    let bytes = match super::connection::read_body(body, legacy.max_body_bytes).await {
+        Ok(bytes) => bytes,
+        Err(refused) => return refused,
     };
     // A request of this era's session is read whole (it may be one answered here); any other only
     // for its method and an `initialize`'s version, and rmcp parses it once.

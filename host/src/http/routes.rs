@@ -151,8 +151,9 @@ impl Routes {
             };
             return self.events(watching, &principal.owner);
         }
-        let Ok(body) = axum::body::to_bytes(body, self.max_body_bytes).await else {
-            return (StatusCode::PAYLOAD_TOO_LARGE, "the body is too large").into_response();
+        let body = match super::connection::read_body(body, self.max_body_bytes).await {
+            Ok(body) => body,
+            Err(refused) => return refused,
         };
         let Ok(body) = String::from_utf8(body.to_vec()) else {
             return (StatusCode::BAD_REQUEST, "the body is not UTF-8").into_response();
