@@ -18,6 +18,9 @@ pub(crate) struct HttpHost {
     /// `http://127.0.0.1:PORT/mcp` (or `https://`).
     pub(crate) url: String,
     pub(crate) state: std::path::PathBuf,
+    /// Every line the host wrote to stderr so far (also echoed to the test's stderr).
+    pub(crate) log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl HttpHost {
@@ -48,7 +51,9 @@ impl HttpHost {
             .expect("spawn taskhost");
         let stderr = child.stderr.take().expect("stderr");
         let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
+        let log = std::sync::Arc::<std::sync::Mutex<Vec<String>>>::default();
+        let kept = log.clone();
+        let reader = std::thread::spawn(move || {
             let mut sent = false;
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 if !sent && let Some(url) = line.strip_prefix("taskhost: MCP over HTTP at ") {
@@ -56,13 +61,29 @@ impl HttpHost {
                     sent = true;
                 } else {
                     eprintln!("{line}");
+                    kept.lock().unwrap_or_else(|e| e.into_inner()).push(line);
                 }
             }
         });
         let url = rx
             .recv_timeout(Duration::from_secs(30))
             .expect("the host printed its URL");
-        Self { child, url, state }
+        Self {
+            child,
+            url,
+            state,
+            log,
+            reader: Some(reader),
+        }
+    }
+
+    /// Stops the host and returns every line it wrote to stderr.
+    pub(crate) fn log_to_its_end(&mut self) -> Vec<String> {
+        crate::mcp::stop_host(&mut self.child);
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+        self.log.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// `host:port` of the listener.
@@ -80,8 +101,40 @@ impl HttpHost {
 impl Drop for HttpHost {
     /// Stops the host ([`crate::mcp::stop_host`]).
     fn drop(&mut self) {
-        crate::mcp::stop_host(&mut self.child);
+        if !matches!(self.child.try_wait(), Ok(Some(_))) {
+            crate::mcp::stop_host(&mut self.child);
+        }
     }
+}
+
+/// Sends a `GET` of `path` that accepts an event stream, with `headers`, and reads the status line;
+/// the connection (to read the stream from) and the status.
+pub(crate) fn open_event_stream(
+    host: &HttpHost,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (std::net::TcpStream, u16) {
+    let authority = host.authority();
+    let mut stream = std::net::TcpStream::connect(&authority).expect("connect to the host");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let mut head = format!(
+        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nAccept: text/event-stream\r\nConnection: close\r\n"
+    );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).expect("send the head");
+    let mut status = String::new();
+    let _ = BufReader::new(&stream).read_line(&mut status);
+    let code = status
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (stream, code)
 }
 
 /// Makes principal `name` in the state directory `state`; its token (the last line printed).

@@ -11,6 +11,7 @@ mod fixtures;
 mod handover;
 mod hardening;
 mod http;
+mod http_bounds;
 mod http_wire;
 mod interactive;
 mod items;

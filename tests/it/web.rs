@@ -307,24 +307,7 @@ fn the_view_lists_an_owners_records_past_those_a_new_host_brings_back() {
 
 /// Opens the page's event stream as `bearer`; the connection and the status it was answered with.
 fn open_stream(host: &HttpHost, bearer: &str) -> (std::net::TcpStream, u16) {
-    use std::io::{BufRead, BufReader, Write};
-    let authority = host.authority();
-    let mut stream = std::net::TcpStream::connect(&authority).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    let head = format!(
-        "GET /api/events HTTP/1.1\r\nHost: {authority}\r\nAccept: text/event-stream\r\nAuthorization: {bearer}\r\n\r\n"
-    );
-    stream.write_all(head.as_bytes()).unwrap();
-    let mut status = String::new();
-    BufReader::new(&stream).read_line(&mut status).unwrap();
-    let code = status
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (stream, code)
+    crate::http_wire::open_event_stream(host, "/api/events", &[("Authorization", bearer)])
 }
 
 #[test]

@@ -8,18 +8,16 @@
 //!
 //! A legacy session (`Mcp-Session-Id`) belongs to the principal that opened it: a request of
 //! another principal naming it (a POST, its notice stream, its end) is answered as for a session
-//! that does not exist.
+//! that does not exist. What a principal holds at once is bounded ([`Bounds`]).
 
-use std::collections::HashMap;
 use std::sync::Arc;
-
-use parking_lot::Mutex;
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use super::bounds::{Bounds, ConnectionClaims, Holding};
 use crate::mcp::Principal;
 use taskhost_store::{PrincipalLookup, Token};
 
@@ -29,8 +27,8 @@ pub(super) struct Gate {
     pub(super) lookup: Arc<PrincipalLookup>,
     /// The URL of the resource's metadata document.
     pub(super) metadata_url: Arc<str>,
-    /// The owner of each legacy session opened through this gate.
-    pub(super) sessions: Arc<Mutex<HashMap<String, String>>>,
+    /// What the principals hold, and their legacy sessions.
+    pub(super) bounds: Arc<Bounds>,
 }
 
 /// The header that names a legacy session.
@@ -51,42 +49,52 @@ pub(super) fn bearer_of(headers: &axum::http::HeaderMap) -> Option<&str> {
 }
 
 impl Gate {
-    /// Serves a request of `principal`, fencing legacy sessions by their owner.
+    /// Serves a request of `principal`: its connection counted as the principal's, legacy sessions
+    /// fenced by their owner, a `GET` counted among its streams, a new session admitted under the
+    /// principal's cap; 429 past a cap.
     async fn pass(&self, mut request: Request, next: Next, principal: Principal) -> Response {
-        let session = request
+        let owner = principal.owner.clone();
+        if let Some(claims) = request.extensions_mut().remove::<ConnectionClaims>()
+            && let Err(refused) = self.bounds.claim(&claims, &owner)
+        {
+            return refused.into_response();
+        }
+        let named = request
             .headers()
             .get(SESSION_ID)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        if let Some(id) = &session
-            && self
-                .sessions
-                .lock()
-                .get(id)
-                .is_some_and(|owner| *owner != principal.owner)
-        {
-            return (StatusCode::NOT_FOUND, "no such MCP session").into_response();
-        }
-        let ends = request.method() == Method::DELETE;
-        let owner = principal.owner.clone();
+        let session = match &named {
+            Some(id) => match self.bounds.sessions.enter(id, &owner) {
+                Ok(session) => session,
+                Err(_) => return (StatusCode::NOT_FOUND, "no such MCP session").into_response(),
+            },
+            None => None,
+        };
+        let stream = match request.method() {
+            &Method::GET => match self.bounds.stream(&owner) {
+                Ok(slot) => Some(slot),
+                Err(refused) => return refused.into_response(),
+            },
+            _ => None,
+        };
         request.extensions_mut().insert(principal);
         let response = next.run(request).await;
-        match session {
-            None => {
-                if let Some(id) = response
-                    .headers()
-                    .get(SESSION_ID)
-                    .and_then(|v| v.to_str().ok())
-                {
-                    self.sessions.lock().insert(id.to_owned(), owner);
-                }
-            }
-            Some(id) if ends && response.status().is_success() => {
-                self.sessions.lock().remove(&id);
-            }
-            Some(_) => {}
+        if named.is_none()
+            && let Some(id) = response
+                .headers()
+                .get(SESSION_ID)
+                .and_then(|v| v.to_str().ok())
+            && !self.bounds.sessions.admit(id, &owner).await
+        {
+            return (
+                StatusCode::TOO_MANY_REQUESTS,
+                "this principal holds its most legacy sessions, none of them idle",
+            )
+                .into_response();
         }
-        response
+        self.bounds
+            .hold(&owner, response, Holding { stream, session })
     }
 
     /// 401, naming the metadata; `error` per RFC 6750 (none when no token was presented).

@@ -3,7 +3,6 @@
 //! each tool's `execution` in its `tools/list`; its `tasks/*` requests and task-augmented
 //! `tools/call`s are answered here, as JSON, for the principal the gate admitted.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -11,8 +10,9 @@ use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use parking_lot::Mutex;
 use serde_json::Value;
+
+use super::sessions::Sessions;
 
 use crate::mcp::{LEGACY_TASKS_VERSION, LegacyTasks, Principal, PrincipalOwners};
 
@@ -28,21 +28,22 @@ pub(super) struct LegacyHttp {
     pub(super) owners: Arc<PrincipalOwners>,
     /// The largest request body read.
     pub(super) max_body_bytes: usize,
-    /// The sessions that negotiated 2025-11-25.
-    sessions: Mutex<HashSet<String>>,
+    /// The legacy sessions (which of them negotiated 2025-11-25).
+    sessions: Arc<Sessions>,
 }
 
 impl LegacyHttp {
     pub(super) fn new(
         tasks: LegacyTasks,
         owners: Arc<PrincipalOwners>,
+        sessions: Arc<Sessions>,
         max_body_bytes: usize,
     ) -> Arc<Self> {
         Arc::new(Self {
             tasks,
             owners,
             max_body_bytes,
-            sessions: Mutex::default(),
+            sessions,
         })
     }
 }
@@ -60,23 +61,14 @@ pub(super) async fn legacy_tasks(
         .map(str::to_owned);
     let known = session
         .as_ref()
-        .is_some_and(|s| legacy.sessions.lock().contains(s));
-    if request.method() == Method::DELETE {
-        if let Some(s) = &session {
-            legacy.sessions.lock().remove(s);
-        }
-        return next.run(request).await;
-    }
+        .is_some_and(|s| legacy.sessions.is_tasks_era(s));
     if request.method() != Method::POST {
         return next.run(request).await;
     }
     let (parts, body) = request.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, legacy.max_body_bytes).await else {
-        return (
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "the request body is too large",
-        )
-            .into_response();
+    let bytes = match super::connection::read_body(body, legacy.max_body_bytes).await {
+        Ok(bytes) => bytes,
+        Err(refused) => return refused,
     };
     // A request of this era's session is read whole (it may be one answered here); any other only
     // for its method and an `initialize`'s version, and rmcp parses it once.
@@ -111,7 +103,7 @@ pub(super) async fn legacy_tasks(
             .get(SESSION_ID)
             .and_then(|v| v.to_str().ok())
     {
-        legacy.sessions.lock().insert(s.to_owned());
+        legacy.sessions.note_tasks_era(s);
     }
     response
 }

@@ -9,10 +9,14 @@
 
 mod address;
 mod auth;
+mod bounds;
+mod connection;
 mod legacy_tasks;
 mod routes;
 mod section;
 mod serving;
+mod sessions;
+mod slots;
 mod tls;
 mod viewer;
 

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use taskhost_abi::McpItemKind;
 use taskhost_abi::sdk::http::{EVENTS_IDLE_MS, EVENTS_METHOD, Events, HttpResponse};
 
+use super::slots::Slots;
 use super::viewer::{self, Presented};
 use crate::Taskhost;
 use crate::mcp::PrincipalOwners;
@@ -41,43 +42,6 @@ struct Watching {
 /// The event streams one principal may have open at once (a page has one).
 pub(super) const MAX_STREAMS: usize = 16;
 
-/// One of a principal's open event streams, counted until dropped.
-struct StreamSlot {
-    streams: Arc<parking_lot::Mutex<std::collections::HashMap<String, usize>>>,
-    owner: String,
-}
-
-impl StreamSlot {
-    /// A slot for `owner`, or `None` when it has [`MAX_STREAMS`] open.
-    fn take(
-        streams: &Arc<parking_lot::Mutex<std::collections::HashMap<String, usize>>>,
-        owner: &str,
-    ) -> Option<Self> {
-        let mut open = streams.lock();
-        let n = open.entry(owner.to_owned()).or_insert(0);
-        if *n >= MAX_STREAMS {
-            return None;
-        }
-        *n += 1;
-        Some(Self {
-            streams: streams.clone(),
-            owner: owner.to_owned(),
-        })
-    }
-}
-
-impl Drop for StreamSlot {
-    fn drop(&mut self) {
-        let mut open = self.streams.lock();
-        if let Some(n) = open.get_mut(&self.owner) {
-            *n -= 1;
-            if *n == 0 {
-                open.remove(&self.owner);
-            }
-        }
-    }
-}
-
 /// How long a page's `EventSource` waits before it reconnects to a stream that ended.
 const RECONNECT_MS: u64 = 500;
 
@@ -91,7 +55,7 @@ pub(super) struct Routes {
     tls: bool,
     changes: tokio::sync::watch::Receiver<u64>,
     /// Open event streams by owner.
-    streams: Arc<parking_lot::Mutex<std::collections::HashMap<String, usize>>>,
+    streams: Slots,
     _listening: Arc<taskhost_registry::Registration>,
 }
 
@@ -119,7 +83,7 @@ impl Routes {
             max_body_bytes: of.max_body_bytes,
             tls: of.tls,
             changes,
-            streams: Arc::default(),
+            streams: Slots::new(MAX_STREAMS),
             _listening: Arc::new(listening),
         }
     }
@@ -187,8 +151,9 @@ impl Routes {
             };
             return self.events(watching, &principal.owner);
         }
-        let Ok(body) = axum::body::to_bytes(body, self.max_body_bytes).await else {
-            return (StatusCode::PAYLOAD_TOO_LARGE, "the body is too large").into_response();
+        let body = match super::connection::read_body(body, self.max_body_bytes).await {
+            Ok(body) => body,
+            Err(refused) => return refused,
         };
         let Ok(body) = String::from_utf8(body.to_vec()) else {
             return (StatusCode::BAD_REQUEST, "the body is not UTF-8").into_response();
@@ -214,7 +179,7 @@ impl Routes {
     /// [`EVENTS_IDLE_MS`] (then a comment keeps the connection open); it ends when the page goes,
     /// the plugin says so, or no plugin serves the path any more.
     fn events(&self, watching: Watching, owner: &str) -> Response {
-        let Some(open) = StreamSlot::take(&self.streams, owner) else {
+        let Some(open) = self.streams.take(owner) else {
             return (
                 StatusCode::TOO_MANY_REQUESTS,
                 format!("at most {MAX_STREAMS} event streams per principal are open at once"),

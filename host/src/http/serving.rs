@@ -1,7 +1,6 @@
 //! One HTTP listener: bound before the host starts (a taken port is an error at start, not later),
-//! then served until dropped: each connection on a task of its own, HTTP/1.1 or HTTP/2, in TLS when
-//! the listener has a certificate; at most `max_connections` at once, and a connection that does
-//! not send its request head within [`HEADER_TIMEOUT`] is closed.
+//! then served until dropped: each connection on a task of its own ([`super::connection`]), at most
+//! `max_connections` at once, and what each principal holds of it bounded ([`super::bounds`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,19 +8,17 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::routing::get;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_rustls::TlsAcceptor;
 
 use super::address::HttpAddress;
 use super::auth::{Gate, metadata, require_bearer};
+use super::bounds::{Bounds, DEFAULT_MAX_CONNECTIONS_PER_PRINCIPAL};
+use super::connection::{Timeouts, serve_connection};
 use super::section::HttpSection;
+use super::sessions::{DEFAULT_MAX_SESSIONS, Sessions};
 use crate::Taskhost;
 use crate::mcp::{McpSession, Peers, PrincipalOwners};
-
-/// How long a connection may take to send a request head (and a TLS client its handshake).
-pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The largest request body accepted when `[http] max_body_bytes` is not set.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -152,6 +149,19 @@ impl HttpServing {
         let origin = listener.origin();
         let config = self.mcp_config(listener, &origin);
         let (host, peers, owners) = (self.host.clone(), self.peers.clone(), self.owners.clone());
+        let sessions = Sessions::new(
+            self.section
+                .max_sessions_per_principal
+                .unwrap_or(DEFAULT_MAX_SESSIONS),
+        );
+        let bounds = Bounds::new(
+            sessions.clone(),
+            super::routes::MAX_STREAMS,
+            self.section
+                .max_connections_per_principal
+                .unwrap_or(DEFAULT_MAX_CONNECTIONS_PER_PRINCIPAL),
+        );
+        bounds.follow(self.owners.revoked());
         let service = StreamableHttpService::new(
             move || {
                 Ok(McpSession::for_http(
@@ -160,7 +170,7 @@ impl HttpServing {
                     owners.clone(),
                 ))
             },
-            Arc::new(legacy_sessions()),
+            sessions.clone(),
             config,
         );
         let resource = listener.url();
@@ -169,7 +179,7 @@ impl HttpServing {
         let gate = Gate {
             lookup: self.lookup.clone(),
             metadata_url: well_known.into(),
-            sessions: Arc::default(),
+            bounds,
         };
         let serve_document = move || {
             let document = document.clone();
@@ -178,6 +188,7 @@ impl HttpServing {
         let legacy = super::legacy_tasks::LegacyHttp::new(
             crate::mcp::LegacyTasks::new(self.host.clone(), self.peers.tasks().clone()),
             self.owners.clone(),
+            sessions,
             self.section
                 .max_body_bytes
                 .unwrap_or(DEFAULT_MAX_BODY_BYTES),
@@ -209,19 +220,6 @@ impl HttpServing {
     }
 }
 
-/// How long a legacy session with no traffic at all is kept: an agent's session sits idle while its
-/// person is away, and rmcp's five minutes would end it under them.
-pub const LEGACY_SESSION_IDLE: Duration = Duration::from_secs(24 * 3600);
-
-/// The keeper of legacy sessions: no SSE priming events (see [`HttpServing::router`]), and an idle
-/// session kept for [`LEGACY_SESSION_IDLE`].
-fn legacy_sessions() -> LocalSessionManager {
-    let mut sessions = LocalSessionManager::default();
-    sessions.session_config.sse_retry = None;
-    sessions.session_config.keep_alive = Some(LEGACY_SESSION_IDLE);
-    sessions
-}
-
 /// Serves `listener` until the future is dropped.
 ///
 /// # Errors
@@ -239,6 +237,7 @@ pub async fn serve_http(serving: HttpServing, listener: HttpListener) -> Result<
             .map_err(|e| format!("{url}: {e}"))?,
     )
     .map_err(|e| format!("{url}: {e}"))?;
+    let timeouts = Timeouts::of(&serving.section);
     let limit = Arc::new(tokio::sync::Semaphore::new(
         serving
             .section
@@ -264,41 +263,7 @@ pub async fn serve_http(serving: HttpServing, listener: HttpListener) -> Result<
         let (router, tls) = (router.clone(), listener.tls.clone());
         tokio::spawn(async move {
             let _permit = permit;
-            serve_connection(router, stream, tls).await;
+            serve_connection(router, stream, tls, timeouts).await;
         });
-    }
-}
-
-/// Serves one connection until it closes.
-async fn serve_connection(router: Router, stream: tokio::net::TcpStream, tls: Option<TlsAcceptor>) {
-    let service = hyper_util::service::TowerToHyperService::new(router);
-    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_TIMEOUT);
-    let served = match tls {
-        Some(acceptor) => {
-            match tokio::time::timeout(HEADER_TIMEOUT, acceptor.accept(stream)).await {
-                Ok(Ok(stream)) => {
-                    builder
-                        .serve_connection_with_upgrades(TokioIo::new(stream), service)
-                        .await
-                }
-                Ok(Err(e)) => {
-                    tracing::debug!(error = %e, "a TLS handshake failed");
-                    return;
-                }
-                Err(_) => return,
-            }
-        }
-        None => {
-            builder
-                .serve_connection_with_upgrades(TokioIo::new(stream), service)
-                .await
-        }
-    };
-    if let Err(e) = served {
-        tracing::debug!(error = %e, "an HTTP connection ended with an error");
     }
 }

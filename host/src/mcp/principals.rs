@@ -2,10 +2,11 @@
 //! opened on this host at its first request (its settled tasks brought back from the records, as an
 //! owner that comes back over a socket) and stays open while the host runs, whatever connections
 //! come and go: two clients with one token share its tasks. Revoking its token ends it (its tasks
-//! are cancelled), within [`REVOCATION_CHECK`].
+//! are cancelled), within [`REVOCATION_CHECK`]; the HTTP listeners follow [`PrincipalOwners::revoked`]
+//! to end that principal's sessions and streams as soon.
 
 use parking_lot::Mutex;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,6 +32,8 @@ pub struct PrincipalOwners {
     hubs: Mutex<HashMap<String, Arc<Hub>>>,
     /// Held while an owner is opened, so two first requests of one principal open it once.
     opening: tokio::sync::Mutex<()>,
+    /// The owners of every revoked principal, as last read.
+    revoked: tokio::sync::watch::Sender<Arc<BTreeSet<String>>>,
 }
 
 impl PrincipalOwners {
@@ -40,7 +43,14 @@ impl PrincipalOwners {
             host,
             hubs: Mutex::default(),
             opening: tokio::sync::Mutex::new(()),
+            revoked: tokio::sync::watch::Sender::new(Arc::default()),
         })
+    }
+
+    /// The owners of the revoked principals, changed within [`REVOCATION_CHECK`] of a revocation
+    /// (once [`PrincipalOwners::end_revoked`] runs).
+    pub fn revoked(&self) -> tokio::sync::watch::Receiver<Arc<BTreeSet<String>>> {
+        self.revoked.subscribe()
     }
 
     /// The hub of `principal`'s owner, opened (and its records brought back) at its first request.
@@ -88,7 +98,7 @@ impl PrincipalOwners {
             every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 every.tick().await;
-                if owners.hubs.lock().is_empty() {
+                if owners.hubs.lock().is_empty() && owners.revoked.receiver_count() == 0 {
                     continue;
                 }
                 let state = state.clone();
@@ -97,14 +107,25 @@ impl PrincipalOwners {
                 else {
                     continue;
                 };
+                let all: BTreeSet<String> = principals
+                    .into_iter()
+                    .filter(|p| p.revoked_at_ms.is_some())
+                    .map(|p| p.owner)
+                    .collect();
                 let revoked: Vec<String> = {
                     let served = owners.hubs.lock();
-                    principals
-                        .into_iter()
-                        .filter(|p| p.revoked_at_ms.is_some() && served.contains_key(&p.owner))
-                        .map(|p| p.owner)
+                    all.iter()
+                        .filter(|owner| served.contains_key(*owner))
+                        .cloned()
                         .collect()
                 };
+                owners.revoked.send_if_modified(|known| {
+                    let changed = **known != all;
+                    if changed {
+                        *known = Arc::new(all);
+                    }
+                    changed
+                });
                 for owner in revoked {
                     owners.end(&owner).await;
                 }
