@@ -29,3 +29,4 @@ mod upgrade_foreground;
 mod watch;
 mod web;
 mod web_browser;
+mod web_sign_in;
