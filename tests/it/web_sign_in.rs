@@ -42,23 +42,10 @@ impl Recorder {
                 if stopped.load(Ordering::SeqCst) {
                     return;
                 }
-                let Ok(mut stream) = stream else { continue };
-                let mut head = String::new();
-                let mut reader = BufReader::new(&stream);
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                    head.push_str(&line);
-                }
-                kept.lock().unwrap().push(head);
-                let page = "<!doctype html><title>another server</title><p>hello</p>";
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
-                    page.len()
-                );
+                let Ok(stream) = stream else { continue };
+                // A connection of its own each: the browser opens some it sends nothing on.
+                let kept = kept.clone();
+                std::thread::spawn(move || answer(stream, &kept));
             }
         });
         Self {
@@ -68,6 +55,30 @@ impl Recorder {
             thread: Some(thread),
         }
     }
+}
+
+/// Keeps the request head `stream` sends and answers it with a small page.
+fn answer(mut stream: std::net::TcpStream, kept: &Mutex<Vec<String>>) {
+    let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+    let mut head = String::new();
+    let mut reader = BufReader::new(&stream);
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        head.push_str(&line);
+    }
+    if head.is_empty() {
+        return;
+    }
+    kept.lock().unwrap().push(head);
+    let page = "<!doctype html><title>another server</title><p>hello</p>";
+    let _ = write!(
+        stream,
+        "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+        page.len()
+    );
 }
 
 impl Drop for Recorder {
@@ -323,4 +334,53 @@ fn the_hosts_plugin_paths_keeper_and_health_are_an_overseers_alone() {
     for part in ["event: host", "keeper_pid", "taskhost_plugin_web"] {
         assert!(!watched.contains(part), "{part}: {watched}");
     }
+}
+
+#[test]
+fn in_a_browser_a_page_holds_one_event_stream_whatever_it_watches() {
+    let dir = scratch("web-one-stream");
+    let (host, _, _) = web_host(&dir, &["--no-watch"]);
+    let alice = host.token("alice");
+    let client = Client::new(&host, &alice);
+    let ids = [start(&client, "sleep 300"), start(&client, "sleep 300")];
+    let Some(browser) = Browser::start() else {
+        return;
+    };
+    browser.open(&format!("{}/#token={alice}", origin(&host)));
+    let listed = "return document.querySelectorAll('#tasks tbody tr').length === 2;";
+    assert!(
+        browser.wait_for(SHOWN_WITHIN, listed, &[]).is_some(),
+        "both tasks show"
+    );
+    for id in ids.iter().chain(&ids) {
+        browser.click(&format!("tr[data-id=\"{id}\"]"));
+    }
+    let watching = "return document.getElementById('connection').textContent === 'live' && document.getElementById('detail-id').textContent === arguments[0];";
+    assert!(
+        browser
+            .wait_for(SHOWN_WITHIN, watching, &[json!(ids[1])])
+            .is_some(),
+        "the page follows the task clicked last"
+    );
+    let bearer = format!("Bearer {alice}");
+    let max = 16;
+    let mut held = Vec::new();
+    let room = crate::fixtures::eventually(SHOWN_WITHIN, || {
+        held.clear();
+        (1..max).all(|_| {
+            let (stream, code) = crate::web::open_stream(&host, &bearer);
+            held.push(stream);
+            code == 200
+        })
+    });
+    assert!(
+        room,
+        "the page's streams it left were closed: room for {} more",
+        max - 1
+    );
+    assert_eq!(
+        crate::web::open_stream(&host, &bearer).1,
+        429,
+        "the page holds one"
+    );
 }

@@ -15,6 +15,7 @@ const tasks = new Map();
 let watch = '';
 let stream = null; // the open event stream's AbortController
 let retryMs = 500; // the stream's `retry:`
+const REFUSED_RETRY_MS = 5000;
 let page = 0;
 let drawing = false;
 
@@ -86,6 +87,7 @@ async function connect() {
   const mine = new AbortController();
   stream = mine;
   const url = '/api/events' + (watch ? '?watch=' + encodeURIComponent(watch) : '');
+  let wait = retryMs;
   try {
     const r = await fetch(url, authorized({ headers: { Accept: 'text/event-stream' }, signal: mine.signal }));
     if (r.status === 401) {
@@ -95,13 +97,15 @@ async function connect() {
     if (r.ok && r.body) {
       $('connection').textContent = 'live';
       await follow(r.body.pipeThrough(new TextDecoderStream()).getReader());
+    } else {
+      wait = REFUSED_RETRY_MS; // 429 (this token's streams are all open elsewhere), 503, ...
     }
   } catch (e) {
     // Aborted for another stream, or the connection dropped: opened again below if still ours.
   }
   if (stream !== mine) return;
   $('connection').textContent = 'reconnecting…';
-  setTimeout(() => { if (stream === mine) connect(); }, retryMs);
+  setTimeout(() => { if (stream === mine) connect(); }, wait);
 }
 
 // Reads events (blocks ended by a blank line) until the stream ends.
