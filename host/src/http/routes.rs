@@ -2,8 +2,9 @@
 //! serve itself, whose `Host` is the listener's own ([`super::authority`]), goes to the plugin
 //! serving the longest prefix of its path: a `GET` of one of the page's assets as it is, anything
 //! else once the viewer's bearer token named a principal ([`super::viewer`]); that principal's
-//! owner is opened on the host first, so its tasks from earlier hosts are there. A `GET` that accepts `text/event-stream` is an event
-//! stream the host keeps open, calling the plugin for each step (see the SDK's module doc).
+//! owner is opened on the host first, so its tasks from earlier hosts are there. A `GET` that
+//! accepts `text/event-stream` is an event stream the host keeps open, calling the plugin for each
+//! step (see the SDK's module doc).
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -173,7 +174,7 @@ impl Routes {
             Err(unavailable) => return unavailable.into_response(),
         };
         let scheme = if self.tls { "https" } else { "http" };
-        if !viewer::same_origin(&parts.method, &parts.headers, scheme) {
+        if !viewer::same_origin(&parts.method, &parts.headers, &parts.uri, scheme) {
             return (
                 StatusCode::FORBIDDEN,
                 "a change must come from this host's own page",

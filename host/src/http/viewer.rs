@@ -5,7 +5,7 @@
 //! listener's own origin. Every answer carries the headers a page of task output needs: a content
 //! security policy that runs no inline script, `nosniff`, no framing, no caching.
 
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 
 use super::auth::bearer_of;
@@ -63,8 +63,9 @@ pub(super) fn refused(why: &str) -> Response {
 /// True when a request that changes something may go on: a browser's page (which sends an
 /// `Origin` with every such request) must be of the site it was sent to (`scheme://` and the
 /// request's own `Host`: the listener as the person reached it, `localhost` or `127.0.0.1` alike);
-/// a request with no `Origin` is no page's (a script with its token).
-pub(super) fn same_origin(method: &Method, headers: &HeaderMap, scheme: &str) -> bool {
+/// a request with no `Origin` is no page's (a script with its token). Over HTTP/2 the `Host` is the
+/// URI's authority.
+pub(super) fn same_origin(method: &Method, headers: &HeaderMap, uri: &Uri, scheme: &str) -> bool {
     if matches!(*method, Method::GET | Method::HEAD) {
         return true;
     }
@@ -73,7 +74,8 @@ pub(super) fn same_origin(method: &Method, headers: &HeaderMap, scheme: &str) ->
             .get(name)
             .and_then(|v: &HeaderValue| v.to_str().ok())
     };
-    match (value(header::ORIGIN), value(header::HOST)) {
+    let host = value(header::HOST).or_else(|| uri.authority().map(|a| a.as_str()));
+    match (value(header::ORIGIN), host) {
         (None, _) => true,
         (Some(origin), Some(host)) => origin.eq_ignore_ascii_case(&format!("{scheme}://{host}")),
         (Some(_), None) => false,
