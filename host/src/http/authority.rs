@@ -1,31 +1,46 @@
 //! The authorities (`Host` values) a listener answers to: its own address and the loopback names
 //! at its port, and those `[http] allowed_hosts` adds. A page of another site that reached a
 //! loopback listener by rebinding its own name to `127.0.0.1` sends that name as `Host`, and is
-//! refused. `/mcp` gets the same list (rmcp checks it); the plugins' routes check it here.
+//! refused. The plugins' routes check them here; `/mcp` gets the same names from rmcp's check, at
+//! any port: MCP clients on this machine reach it through local proxies on ports of their own (the
+//! conformance suite does).
 
 use axum::http::uri::Authority;
 use axum::http::{HeaderMap, Uri, header};
 
-/// The `Host` values a listener accepts: `name:port`, or a bare `name` for any port (as
-/// `allowed_hosts` may give it, for a proxy in front).
+/// The `Host` values a listener accepts: its own names at its port, and `[http] allowed_hosts`
+/// as given (`name:port`, or a bare `name` for any port, for a proxy in front).
 #[derive(Clone, Debug)]
-pub(super) struct Authorities(Vec<String>);
+pub(super) struct Authorities {
+    own: Vec<String>,
+    configured: Vec<String>,
+}
+
+/// The names every listener answers to besides its listen host.
+const LOOPBACK_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 
 impl Authorities {
     /// The authorities of a listener on `listen_host` (as given to `--listen`) bound at `port`,
     /// with `configured` (`[http] allowed_hosts`).
     pub(super) fn of(listen_host: &str, port: u16, configured: &[String]) -> Self {
-        let mut names: Vec<String> = ["localhost", "127.0.0.1", "[::1]", listen_host]
+        let own = LOOPBACK_NAMES
             .into_iter()
+            .chain([listen_host])
             .map(|name| format!("{name}:{port}"))
             .collect();
-        names.extend(configured.iter().cloned());
-        Self(names)
+        Self {
+            own,
+            configured: configured.to_vec(),
+        }
     }
 
-    /// The list, as rmcp's `allowed_hosts` takes it.
-    pub(super) fn names(&self) -> &[String] {
-        &self.0
+    /// The names, at any port, as rmcp's `allowed_hosts` takes them for `/mcp`.
+    pub(super) fn names_at_any_port(&self) -> Vec<String> {
+        self.own
+            .iter()
+            .filter_map(|a| a.rsplit_once(':').map(|(name, _)| name.to_owned()))
+            .chain(self.configured.iter().cloned())
+            .collect()
     }
 
     /// True when the request's `Host` (or, over HTTP/2, its URI's authority) is one of them.
@@ -41,7 +56,7 @@ impl Authorities {
             return false;
         };
         let (host, port) = (bare(presented.host()), presented.port_u16());
-        self.0.iter().any(|allowed| {
+        self.own.iter().chain(&self.configured).any(|allowed| {
             allowed.parse::<Authority>().is_ok_and(|a| {
                 bare(a.host()) == host && a.port_u16().is_none_or(|p| port == Some(p))
             })
@@ -92,5 +107,15 @@ mod tests {
         let none = HeaderMap::new();
         assert!(own.allow(&none, &Uri::from_static("http://localhost:8765/")));
         assert!(!own.allow(&none, &Uri::from_static("/")));
+        assert_eq!(
+            own.names_at_any_port(),
+            [
+                "localhost",
+                "127.0.0.1",
+                "[::1]",
+                "127.0.0.1",
+                "build.example.com"
+            ]
+        );
     }
 }

@@ -123,7 +123,7 @@ pub struct HttpServing {
 impl HttpServing {
     /// rmcp's service configuration for `listener` (of `origin`): the hosts and origins it accepts.
     fn mcp_config(&self, listener: &HttpListener, origin: &str) -> StreamableHttpServerConfig {
-        let hosts = listener.authorities(&self.section).names().to_vec();
+        let hosts = listener.authorities(&self.section).names_at_any_port();
         let mut origins = vec![origin.to_owned()];
         if listener.address.is_loopback() {
             // Pages of this machine, on any port (a local proxy or dev server in front): a page can
