@@ -31,3 +31,4 @@ mod upgrade_modern;
 mod watch;
 mod web;
 mod web_browser;
+mod web_sign_in;

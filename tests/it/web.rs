@@ -1,6 +1,7 @@
-//! The `web` surface plugin on a real host's HTTP listener: the token gate and its cookie, the
-//! headers that keep task output inert, the cross-site refusal, the fence between principals.
-//! What a person sees in a real browser is in [`crate::web_browser`].
+//! The `web` surface plugin on a real host's HTTP listener: the bearer gate, the headers that keep
+//! task output inert, the cross-site refusal, the fence between principals. What a person sees in
+//! a real browser is in [`crate::web_browser`]; the sign-in and what it never leaks, in
+//! [`crate::web_sign_in`].
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -34,7 +35,7 @@ pub(crate) fn origin(host: &HttpHost) -> String {
 }
 
 /// One request to the host's plugin routes.
-fn get(host: &HttpHost, method: &str, path: &str, headers: &[(&str, &str)]) -> Response {
+pub(crate) fn get(host: &HttpHost, method: &str, path: &str, headers: &[(&str, &str)]) -> Response {
     let authority = host.authority();
     let mut stream = std::net::TcpStream::connect(&authority).unwrap();
     stream
@@ -70,50 +71,16 @@ pub(crate) fn rebuild(plugin: &Path, stem: &str, n: u32) {
 }
 
 #[test]
-fn the_web_view_needs_a_token_then_keeps_it_in_a_strict_http_only_cookie() {
+fn the_views_own_files_need_no_token_and_everything_else_a_bearer_header() {
     let dir = scratch("web-login");
     let (host, _, _) = web_host(&dir, &["--no-watch"]);
     let token = host.token("alice");
-    let page = [("Accept", "text/html")];
 
-    let refused = get(&host, "GET", "/", &page);
-    assert_eq!(refused.status, 401, "{refused:?}");
-    assert!(
-        refused.body.contains("<form"),
-        "a login page: {}",
-        refused.body
-    );
-    let api = get(&host, "GET", "/api/tasks", &[]);
-    assert_eq!(api.status, 401, "{api:?}");
-    let forged = get(&host, "GET", "/?token=taskhost_00", &page);
-    assert_eq!(forged.status, 401, "{forged:?}");
-
-    let login = get(&host, "GET", &format!("/?token={token}"), &page);
-    assert_eq!(login.status, 303, "{login:?}");
-    assert_eq!(
-        login.headers["location"], "/",
-        "the token leaves the address"
-    );
-    let cookie = &login.headers["set-cookie"];
-    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/"] {
-        assert!(cookie.contains(attribute), "{cookie}");
-    }
-    assert!(
-        !cookie.contains("Secure"),
-        "plain HTTP on loopback: {cookie}"
-    );
-    let pair = cookie.split(';').next().unwrap();
-
-    let shown = get(
-        &host,
-        "GET",
-        "/",
-        &[("Accept", "text/html"), ("Cookie", pair)],
-    );
+    let shown = get(&host, "GET", "/", &[("Accept", "text/html")]);
     assert_eq!(shown.status, 200, "{shown:?}");
     assert!(
-        shown.body.contains("<script src=\"/app.js\""),
-        "{}",
+        shown.body.contains("<script src=\"/app.js\"") && shown.body.contains("id=\"sign-in\""),
+        "the page, with its sign-in form: {}",
         shown.body
     );
     let policy = &shown.headers["content-security-policy"];
@@ -123,12 +90,32 @@ fn the_web_view_needs_a_token_then_keeps_it_in_a_strict_http_only_cookie() {
     );
     assert_eq!(shown.headers["x-content-type-options"], "nosniff");
     assert!(
-        get(&host, "GET", "/app.js", &[("Cookie", pair)])
+        get(&host, "GET", "/app.js", &[])
             .body
-            .contains("EventSource"),
-        "the script is embedded in the plugin"
+            .contains("Authorization: 'Bearer '"),
+        "the script is embedded in the plugin and sends the token itself"
     );
-    drop(host);
+
+    for path in ["/api/tasks", "/api/status", "/api/events"] {
+        let refused = get(&host, "GET", path, &[]);
+        assert_eq!(refused.status, 401, "{path}: {refused:?}");
+    }
+    let forged = get(
+        &host,
+        "GET",
+        "/api/tasks",
+        &[("Authorization", "Bearer taskhost_00")],
+    );
+    assert_eq!(forged.status, 401, "{forged:?}");
+    let cookie = format!("taskhost_token={token}");
+    let by_cookie = get(&host, "GET", "/api/tasks", &[("Cookie", &cookie)]);
+    assert_eq!(
+        by_cookie.status, 401,
+        "a cookie names nobody: {by_cookie:?}"
+    );
+    let bearer = format!("Bearer {token}");
+    let listed = get(&host, "GET", "/api/tasks", &[("Authorization", &bearer)]);
+    assert_eq!(listed.status, 200, "{listed:?}");
 }
 
 #[test]
@@ -138,22 +125,20 @@ fn a_kill_from_another_sites_page_is_refused_and_one_from_the_view_kills() {
     let token = host.token("alice");
     let client = Client::new(&host, &token);
     let id = start(&client, "sleep 300");
-    let cookie = format!("taskhost_token={token}");
+    let bearer = format!("Bearer {token}");
     let path = format!("/api/tasks/{id}/kill");
 
     let forged = get(
         &host,
         "POST",
         &path,
-        &[("Cookie", &cookie), ("Origin", "http://attacker.example")],
+        &[
+            ("Authorization", &bearer),
+            ("Origin", "http://attacker.example"),
+        ],
     );
     assert_eq!(forged.status, 403, "{forged:?}");
-    let unnamed = get(&host, "POST", &path, &[("Cookie", &cookie)]);
-    assert_eq!(
-        unnamed.status, 403,
-        "a change without an Origin: {unnamed:?}"
-    );
-    let listed = get(&host, "GET", "/api/tasks", &[("Cookie", &cookie)]);
+    let listed = get(&host, "GET", "/api/tasks", &[("Authorization", &bearer)]);
     assert!(
         listed.body.contains("\"status\":\"running\""),
         "still running: {}",
@@ -172,7 +157,7 @@ fn a_kill_from_another_sites_page_is_refused_and_one_from_the_view_kills() {
         &path,
         &[
             ("Host", &reached),
-            ("Cookie", &cookie),
+            ("Authorization", &bearer),
             ("Origin", &origin(&host)),
         ],
     );
@@ -184,12 +169,16 @@ fn a_kill_from_another_sites_page_is_refused_and_one_from_the_view_kills() {
         &host,
         "POST",
         &path,
-        &[("Host", &reached), ("Cookie", &cookie), ("Origin", &own)],
+        &[
+            ("Host", &reached),
+            ("Authorization", &bearer),
+            ("Origin", &own),
+        ],
     );
     assert_eq!(killed.status, 200, "{killed:?}");
     assert!(
         eventually(Duration::from_secs(20), || {
-            get(&host, "GET", "/api/tasks", &[("Cookie", &cookie)])
+            get(&host, "GET", "/api/tasks", &[("Authorization", &bearer)])
                 .body
                 .contains("\"status\":\"killed\"")
         }),
@@ -306,7 +295,7 @@ fn the_view_lists_an_owners_records_past_those_a_new_host_brings_back() {
 }
 
 /// Opens the page's event stream as `bearer`; the connection and the status it was answered with.
-fn open_stream(host: &HttpHost, bearer: &str) -> (std::net::TcpStream, u16) {
+pub(crate) fn open_stream(host: &HttpHost, bearer: &str) -> (std::net::TcpStream, u16) {
     crate::http_wire::open_event_stream(host, "/api/events", &[("Authorization", bearer)])
 }
 

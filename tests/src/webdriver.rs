@@ -155,6 +155,24 @@ impl Browser {
         self.command("POST", "/url", Some(json!({ "url": url })));
     }
 
+    /// Goes back one entry in the session history, as the Back button does.
+    pub fn back(&self) {
+        self.command("POST", "/back", Some(json!({})));
+    }
+
+    /// Goes forward one entry in the session history.
+    pub fn forward(&self) {
+        self.command("POST", "/forward", Some(json!({})));
+    }
+
+    /// The address bar's URL.
+    pub fn url(&self) -> String {
+        self.command("GET", "/url", None)
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
     /// Runs `script` (a function body; `arguments` are `args`) in the page; what it returns.
     pub fn run(&self, script: &str, args: &[Value]) -> Value {
         self.command(

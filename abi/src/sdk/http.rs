@@ -2,8 +2,14 @@
 //! host accepts the connection, checks the viewer's token, and calls the plugin on its
 //! generation's threads with one request at a time; the plugin starts no listener and no thread.
 //!
-//! Two kinds of call reach an [`HttpHandler`]:
-//! - [`HttpHandler::request`]: one request, one response (text bodies: pages, scripts, JSON);
+//! Three kinds of call reach an [`HttpHandler`]:
+//! - [`HttpHandler::asset`]: a file of the page itself (its HTML, script, style), the same for
+//!   everyone and served with no token: a browser's navigation carries none. A page signs in by
+//!   itself: the sign-in link is `http://HOST:PORT/#token=TOKEN` (a fragment never reaches a
+//!   server), the page keeps the token in `localStorage` (scoped to its origin, port included) and
+//!   sends `Authorization: Bearer TOKEN` on each of its requests. No cookie carries the token;
+//!   `?token=` signs nobody in;
+//! - [`HttpHandler::request`]: one request of a viewer, one response (text bodies: JSON above all);
 //! - [`HttpHandler::events`]: one step of a server-sent event stream the host keeps open. The host
 //!   calls it first with a `null` state, sends the events it returns, and calls again with the
 //!   state it returned once a task registered or settled, or after [`Events::follow_ms`] when the
@@ -13,8 +19,9 @@
 //!   old one returned (a plugin must accept a state it does not recognize as a fresh start).
 //!
 //! The host adds what every page needs (a content security policy that allows no inline script,
-//! `nosniff`, no framing, no caching of answers) and refuses a request that changes anything
-//! (`POST`, `PUT`, `PATCH`, `DELETE`) from another site's page.
+//! `nosniff`, no framing, no caching of answers), answers only requests whose `Host` is the
+//! listener's own, and refuses a request that changes anything (`POST`, `PUT`, `PATCH`, `DELETE`)
+//! from another site's page.
 
 use std::collections::BTreeMap;
 
@@ -31,6 +38,9 @@ pub const EVENTS_IDLE_MS: u64 = 15_000;
 
 /// The method name of an event stream's step, as it crosses the boundary.
 pub const EVENTS_METHOD: &str = "EVENTS";
+
+/// The method name of an asset's lookup, as it crosses the boundary (its params: `{"path"}`).
+pub const ASSET_METHOD: &str = "ASSET";
 
 /// Who is looking: the principal the viewer's token names.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -151,14 +161,23 @@ pub struct Events {
     /// a task's output); `None` to wait for a change.
     #[serde(default)]
     pub follow_ms: Option<u64>,
-    /// Ends the stream after these events (the page's `EventSource` reconnects by itself).
+    /// Ends the stream after these events (the page opens it again by itself).
     #[serde(default)]
     pub end: bool,
 }
 
 /// What answers the requests under a route's prefix.
 pub trait HttpHandler: Send + Sync + 'static {
-    /// Answers one request.
+    /// The asset at `path` (from the route's prefix on), served to a `GET` with no token: the
+    /// page's own files, which must hold nothing of any principal. `None` (the default) for a path
+    /// that needs a viewer: the request goes on to [`HttpHandler::request`] once a bearer token
+    /// names one, and is refused (401) otherwise.
+    fn asset(&self, path: &str) -> Option<HttpResponse> {
+        let _ = path;
+        None
+    }
+
+    /// Answers one request of a viewer.
     fn request(&self, request: HttpRequest) -> HttpResponse;
 
     /// One step of the event stream at `request.path` (see the module's doc). The default serves
@@ -180,6 +199,12 @@ impl<H: HttpHandler> super::mcp::ItemHandler for RouteGlue<H> {
             |e: serde_json::Error| McpError::invalid_params(format!("a malformed request: {e}"));
         let answer = if method == EVENTS_METHOD {
             serde_json::to_value(self.0.events(serde_json::from_value(params).map_err(bad)?))
+        } else if method == ASSET_METHOD {
+            let path = params
+                .get("path")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            serde_json::to_value(self.0.asset(path))
         } else {
             let mut request: HttpRequest = serde_json::from_value(params).map_err(bad)?;
             method.clone_into(&mut request.method);

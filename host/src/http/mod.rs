@@ -4,11 +4,12 @@
 //! it starts (see [`crate::mcp::PrincipalOwners`]). The resource's RFC 9728 metadata is served at
 //! its well-known path, and a refused request is told where to find it. Loopback addresses serve
 //! plain HTTP; any other needs TLS (`--tls-cert`, `--tls-key`) or `--insecure-http`. Every other
-//! path goes to the plugin routes (a surface for people, such as `web`), behind a token given once
-//! and then kept in a cookie.
+//! path goes to the plugin routes (a surface for people, such as `web`): the page's assets to anyone,
+//! the rest behind the bearer token the page keeps and sends itself.
 
 mod address;
 mod auth;
+mod authority;
 mod bounds;
 mod connection;
 mod legacy_tasks;

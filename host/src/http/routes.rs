@@ -1,8 +1,10 @@
 //! Plugins' routes on the HTTP listener (the SDK's `http` module): a request the host does not
-//! serve itself goes to the plugin serving the longest prefix of its path, once the viewer's token
-//! named a principal ([`super::viewer`]); that principal's owner is opened on the host first, so
-//! its tasks from earlier hosts are there. A `GET` that accepts `text/event-stream` is an event
-//! stream the host keeps open, calling the plugin for each step (see the SDK's module doc).
+//! serve itself, whose `Host` is the listener's own ([`super::authority`]), goes to the plugin
+//! serving the longest prefix of its path: a `GET` of one of the page's assets as it is, anything
+//! else once the viewer's bearer token named a principal ([`super::viewer`]); that principal's
+//! owner is opened on the host first, so its tasks from earlier hosts are there. A `GET` that
+//! accepts `text/event-stream` is an event stream the host keeps open, calling the plugin for each
+//! step (see the SDK's module doc).
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -15,10 +17,11 @@ use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use taskhost_abi::McpItemKind;
-use taskhost_abi::sdk::http::{EVENTS_IDLE_MS, EVENTS_METHOD, Events, HttpResponse};
+use taskhost_abi::sdk::http::{ASSET_METHOD, EVENTS_IDLE_MS, EVENTS_METHOD, Events, HttpResponse};
 
+use super::authority::Authorities;
 use super::slots::Slots;
-use super::viewer::{self, Presented};
+use super::viewer;
 use crate::Taskhost;
 use crate::mcp::PrincipalOwners;
 use crate::plugin::{ItemEntry, under};
@@ -42,7 +45,7 @@ struct Watching {
 /// The event streams one principal may have open at once (a page has one).
 pub(super) const MAX_STREAMS: usize = 16;
 
-/// How long a page's `EventSource` waits before it reconnects to a stream that ended.
+/// How long a page waits before it opens again a stream that ended (the stream's `retry:`).
 const RECONNECT_MS: u64 = 500;
 
 /// What one listener's plugin routes share.
@@ -53,6 +56,7 @@ pub(super) struct Routes {
     lookup: Arc<taskhost_store::PrincipalLookup>,
     max_body_bytes: usize,
     tls: bool,
+    authorities: Authorities,
     changes: tokio::sync::watch::Receiver<u64>,
     /// Open event streams by owner.
     streams: Slots,
@@ -66,6 +70,8 @@ pub(super) struct RoutesOf {
     pub(super) lookup: Arc<taskhost_store::PrincipalLookup>,
     pub(super) max_body_bytes: usize,
     pub(super) tls: bool,
+    /// The `Host` values the listener answers to.
+    pub(super) authorities: Authorities,
 }
 
 impl Routes {
@@ -82,6 +88,7 @@ impl Routes {
             lookup: of.lookup,
             max_body_bytes: of.max_body_bytes,
             tls: of.tls,
+            authorities: of.authorities,
             changes,
             streams: Slots::new(MAX_STREAMS),
             _listening: Arc::new(listening),
@@ -100,6 +107,13 @@ impl Routes {
 
     async fn answer(&self, request: Request) -> Response {
         let (parts, body) = request.into_parts();
+        if !self.authorities.allow(&parts.headers, &parts.uri) {
+            return (
+                StatusCode::FORBIDDEN,
+                "this listener does not answer to that Host",
+            )
+                .into_response();
+        }
         let query = Query::<BTreeMap<String, String>>::try_from_uri(&parts.uri)
             .map(|q| q.0)
             .unwrap_or_default();
@@ -107,24 +121,24 @@ impl Routes {
         let Some(route) = self.route_for(&full_path) else {
             return (StatusCode::NOT_FOUND, "nothing is served here").into_response();
         };
-        let Some((token, presented)) = viewer::presented(&parts.headers, &query) else {
-            return viewer::refused(&parts.headers, "This page needs a token.");
+        let path = relative(&full_path, &route.key);
+        if parts.method == Method::GET
+            && let Some(asset) = asset(&route, &path).await
+        {
+            return asset;
+        }
+        let Some(token) = viewer::presented(&parts.headers) else {
+            return viewer::refused("This page needs a token.");
         };
         let (principal, all_owners) = match viewer::principal(&self.lookup, &token) {
             Ok(Some(found)) => found,
             Ok(None) => {
-                return viewer::refused(
-                    &parts.headers,
-                    "The token names no principal (unknown or revoked).",
-                );
+                return viewer::refused("The token names no principal (unknown or revoked).");
             }
             Err(unavailable) => return unavailable.into_response(),
         };
-        if presented == Presented::Query && parts.method == Method::GET {
-            return viewer::login(&without_token(&full_path, &query), &token, self.tls);
-        }
         let scheme = if self.tls { "https" } else { "http" };
-        if !viewer::same_origin(&parts.method, presented, &parts.headers, scheme) {
+        if !viewer::same_origin(&parts.method, &parts.headers, &parts.uri, scheme) {
             return (
                 StatusCode::FORBIDDEN,
                 "a change must come from this host's own page",
@@ -134,7 +148,6 @@ impl Routes {
         self.owners.hub(&principal).await;
         let viewer =
             json!({"name": principal.name, "owner": principal.owner, "all_owners": all_owners});
-        let path = relative(&full_path, &route.key);
         let events = parts.method == Method::GET
             && parts
                 .headers
@@ -303,29 +316,17 @@ fn relative(full_path: &str, prefix: &str) -> String {
     }
 }
 
-/// `path` with the query it had, less its token.
-fn without_token(path: &str, query: &BTreeMap<String, String>) -> String {
-    let rest: Vec<(&String, &String)> = query.iter().filter(|(k, _)| *k != "token").collect();
-    if rest.is_empty() {
-        return path.to_owned();
+/// The asset `route` serves at `path` with no token, if it is one (a plugin that fails to say is
+/// answered 502).
+async fn asset(route: &ItemEntry, path: &str) -> Option<Response> {
+    match route.request(ASSET_METHOD, &json!({ "path": path })).await {
+        Ok(Value::Null) => None,
+        Ok(answer) => Some(match serde_json::from_value::<HttpResponse>(answer) {
+            Ok(answer) => response(answer),
+            Err(e) => plugin_failed(route, &e.to_string()),
+        }),
+        Err(error) => Some(plugin_failed(route, &error.to_string())),
     }
-    let encoded: Vec<String> = rest
-        .into_iter()
-        .map(|(k, v)| format!("{}={}", encode(k), encode(v)))
-        .collect();
-    format!("{path}?{}", encoded.join("&"))
-}
-
-/// Percent-encodes everything but unreserved characters.
-fn encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 /// The plugin's answer as an HTTP response (a header that is not valid is left out).

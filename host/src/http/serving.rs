@@ -13,6 +13,7 @@ use tokio_rustls::TlsAcceptor;
 
 use super::address::HttpAddress;
 use super::auth::{Gate, metadata, require_bearer};
+use super::authority::Authorities;
 use super::bounds::{Bounds, DEFAULT_MAX_CONNECTIONS_PER_PRINCIPAL};
 use super::connection::{Timeouts, serve_connection};
 use super::section::HttpSection;
@@ -74,11 +75,19 @@ impl HttpListener {
     /// The listener's origin: scheme, host as given, and the port bound (the one chosen for port 0).
     pub fn origin(&self) -> String {
         let scheme = if self.tls.is_some() { "https" } else { "http" };
-        let port = self
-            .listener
+        format!("{scheme}://{}:{}", self.address.host, self.port())
+    }
+
+    /// The port bound.
+    fn port(&self) -> u16 {
+        self.listener
             .local_addr()
-            .map_or(self.address.addr.port(), |a| a.port());
-        format!("{scheme}://{}:{port}", self.address.host)
+            .map_or(self.address.addr.port(), |a| a.port())
+    }
+
+    /// The `Host` values it answers to, with `[http] allowed_hosts`.
+    fn authorities(&self, section: &HttpSection) -> Authorities {
+        Authorities::of(&self.address.host, self.port(), &section.allowed_hosts)
     }
 
     /// A second handle of the listening socket (for a handover).
@@ -111,12 +120,7 @@ pub struct HttpServing {
 impl HttpServing {
     /// rmcp's service configuration for `listener` (of `origin`): the hosts and origins it accepts.
     fn mcp_config(&self, listener: &HttpListener, origin: &str) -> StreamableHttpServerConfig {
-        let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1", "[::1]"]
-            .into_iter()
-            .map(str::to_owned)
-            .collect();
-        hosts.push(listener.address.host.clone());
-        hosts.extend(self.section.allowed_hosts.iter().cloned());
+        let hosts = listener.authorities(&self.section).names_at_any_port();
         let mut origins = vec![origin.to_owned()];
         if listener.address.is_loopback() {
             // Pages of this machine, on any port (a local proxy or dev server in front): a page can
@@ -216,6 +220,7 @@ impl HttpServing {
                     .max_body_bytes
                     .unwrap_or(DEFAULT_MAX_BODY_BYTES),
                 tls: listener.tls.is_some(),
+                authorities: listener.authorities(&self.section),
             }))
     }
 }

@@ -1,50 +1,20 @@
-//! Who looks at a plugin's page: a token given once as `?token=TOKEN` (answered with a cookie and a
-//! redirect to the same page without it, as Jupyter does), then the cookie; a bearer header serves
-//! scripts. A page that changes anything (`POST`, ...) on the strength of the cookie must come from
-//! this listener's own origin. Every answer carries the headers a page of task output needs: a
-//! content security policy that runs no inline script, `nosniff`, no framing, no caching.
+//! Who looks at a plugin's page: the principal an `Authorization: Bearer TOKEN` header names. A
+//! page sends it itself (it keeps the token in `localStorage`, scoped to its own origin); no cookie
+//! carries it, since a browser sends a cookie to every port of its host, and `?token=` names
+//! nobody. A request that changes anything (`POST`, ...) from a browser's page must come from this
+//! listener's own origin. Every answer carries the headers a page of task output needs: a content
+//! security policy that runs no inline script, `nosniff`, no framing, no caching.
 
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 
 use super::auth::bearer_of;
 use crate::mcp::Principal;
 use taskhost_store::{PrincipalLookup, Token};
 
-/// The cookie that carries a viewer's token.
-pub(super) const COOKIE: &str = "taskhost_token";
-
-/// Where a viewer's token came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Presented {
-    /// `?token=` in the URL: answered with the cookie and a redirect.
-    Query,
-    /// The cookie: a browser's page.
-    Cookie,
-    /// `Authorization: Bearer`: a script.
-    Header,
-}
-
-/// The token a request presents, and how.
-pub(super) fn presented(
-    headers: &HeaderMap,
-    query: &std::collections::BTreeMap<String, String>,
-) -> Option<(String, Presented)> {
-    if let Some(token) = query.get("token") {
-        return Some((token.clone(), Presented::Query));
-    }
-    if let Some(token) = bearer_of(headers) {
-        return Some((token.to_owned(), Presented::Header));
-    }
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .find_map(|pair| {
-            let (name, value) = pair.trim().split_once('=')?;
-            (name == COOKIE).then(|| (value.to_owned(), Presented::Cookie))
-        })
+/// The token a request presents: its `Authorization: Bearer` header's.
+pub(super) fn presented(headers: &HeaderMap) -> Option<String> {
+    bearer_of(headers).map(str::to_owned)
 }
 
 /// The principal `token` names, if any, and whether its views show every owner's tasks; `Err`
@@ -79,58 +49,24 @@ impl IntoResponse for Unavailable {
     }
 }
 
-/// The answer to `?token=` that named a principal: the cookie, and a redirect to `path` without
-/// the token (so it leaves the address bar and the history).
-pub(super) fn login(path: &str, token: &str, tls: bool) -> Response {
-    let secure = if tls { "; Secure" } else { "" };
-    let cookie = format!("{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict{secure}");
-    let mut response = StatusCode::SEE_OTHER.into_response();
-    let headers = response.headers_mut();
-    if let Ok(v) = HeaderValue::from_str(&cookie) {
-        headers.insert(header::SET_COOKIE, v);
-    }
-    if let Ok(v) = HeaderValue::from_str(path) {
-        headers.insert(header::LOCATION, v);
-    }
-    response
+/// 401, saying `why` and where a token comes from.
+pub(super) fn refused(why: &str) -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        format!(
+            "{why} Send Authorization: Bearer TOKEN; a browser signs in at http://HOST:PORT/#token=TOKEN (a token comes from taskhost token create NAME)."
+        ),
+    )
+        .into_response()
 }
 
-/// 401: the login page for a browser (a form that sends `?token=`), plain text otherwise.
-pub(super) fn refused(headers: &HeaderMap, why: &str) -> Response {
-    let wants_page = headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|a| a.contains("text/html"));
-    if !wants_page {
-        return (StatusCode::UNAUTHORIZED, why.to_owned()).into_response();
-    }
-    let page = format!(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>taskhost: sign in</title></head>\
-         <body><h1>taskhost</h1><p>{}</p><form method=\"get\"><label>Token \
-         <input name=\"token\" type=\"password\" autocomplete=\"off\" required></label> \
-         <button>Open</button></form><p>A token comes from <code>taskhost token create NAME</code>.</p>\
-         </body></html>",
-        escape(why)
-    );
-    let mut response = (StatusCode::UNAUTHORIZED, page).into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    response
-}
-
-/// True when a request that changes something may go on: it came with a bearer token, or from a
-/// page of the site it was sent to (its `Origin`, which browsers send with every such request, is
-/// `scheme://` and the request's own `Host`: the listener as the person reached it, `localhost` or
-/// `127.0.0.1` alike). Another site's page fails this; a rebound name gets no cookie to send.
-pub(super) fn same_origin(
-    method: &Method,
-    presented: Presented,
-    headers: &HeaderMap,
-    scheme: &str,
-) -> bool {
-    if matches!(*method, Method::GET | Method::HEAD) || presented == Presented::Header {
+/// True when a request that changes something may go on: a browser's page (which sends an
+/// `Origin` with every such request) must be of the site it was sent to (`scheme://` and the
+/// request's own `Host`: the listener as the person reached it, `localhost` or `127.0.0.1` alike);
+/// a request with no `Origin` is no page's (a script with its token). Over HTTP/2 the `Host` is the
+/// URI's authority.
+pub(super) fn same_origin(method: &Method, headers: &HeaderMap, uri: &Uri, scheme: &str) -> bool {
+    if matches!(*method, Method::GET | Method::HEAD) {
         return true;
     }
     let value = |name| {
@@ -138,9 +74,11 @@ pub(super) fn same_origin(
             .get(name)
             .and_then(|v: &HeaderValue| v.to_str().ok())
     };
-    match (value(header::ORIGIN), value(header::HOST)) {
+    let host = value(header::HOST).or_else(|| uri.authority().map(|a| a.as_str()));
+    match (value(header::ORIGIN), host) {
+        (None, _) => true,
         (Some(origin), Some(host)) => origin.eq_ignore_ascii_case(&format!("{scheme}://{host}")),
-        _ => false,
+        (Some(_), None) => false,
     }
 }
 
@@ -164,12 +102,4 @@ pub(super) fn harden(response: &mut Response) {
         HeaderValue::from_static("no-referrer"),
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-}
-
-/// `text` with the characters HTML gives meaning to escaped.
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }

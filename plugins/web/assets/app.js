@@ -1,6 +1,11 @@
 // The taskhost web view: the tasks the viewer may see, live from one event stream; every text
-// from a task is set as text (textContent), never parsed as HTML.
+// from a task is set as text (textContent), never parsed as HTML. The page signs in by itself:
+// the sign-in link's fragment (`/#token=TOKEN`, which no server ever receives) or the form puts
+// the token in localStorage (this origin's alone: scheme, host and port), and each request sends
+// it as `Authorization: Bearer`. No cookie carries it: a browser sends cookies to every port.
 'use strict';
+
+const TOKEN_KEY = 'taskhost_token';
 
 const PAGE_ROWS = 100;
 const TIMELINE_HOURS = 6;
@@ -8,34 +13,129 @@ const COLOURS = { running: '#1f5fbf', stopping: '#1f5fbf', completed: '#23803a',
 
 const tasks = new Map();
 let watch = '';
-let source = null;
+let stream = null; // the open event stream's AbortController
+let retryMs = 500; // the stream's `retry:`
+const REFUSED_RETRY_MS = 5000;
 let page = 0;
 let drawing = false;
 
 const $ = (id) => document.getElementById(id);
 
-function connect() {
-  if (source) source.close();
-  source = new EventSource('/api/events' + (watch ? '?watch=' + encodeURIComponent(watch) : ''));
-  source.addEventListener('tasks', (e) => {
-    const d = JSON.parse(e.data);
+const token = () => localStorage.getItem(TOKEN_KEY);
+
+// Moves a token given as `#token=...` into localStorage, and out of the address bar and the
+// history entry (replaced, so Back does not show it either).
+function takeFragment() {
+  const given = new URLSearchParams(location.hash.slice(1)).get('token');
+  if (given === null) return false;
+  history.replaceState(null, '', location.pathname + location.search);
+  if (given) localStorage.setItem(TOKEN_KEY, given);
+  return true;
+}
+
+// The form in place of the view: no token is kept, or the one kept names nobody (it is dropped).
+function signIn(why) {
+  if (stream) stream.abort();
+  stream = null;
+  localStorage.removeItem(TOKEN_KEY);
+  document.title = 'taskhost: sign in';
+  $('sign-in-why').textContent = why;
+  $('sign-in').hidden = false;
+  $('view').hidden = true;
+  $('connection').textContent = 'signed out';
+}
+
+function start() {
+  if (!token()) {
+    signIn('This view needs a token.');
+    return;
+  }
+  document.title = 'taskhost';
+  $('sign-in').hidden = true;
+  $('view').hidden = false;
+  connect();
+}
+
+// `init` for a fetch of this page's origin, with the token.
+function authorized(init) {
+  const headers = Object.assign({ Authorization: 'Bearer ' + token() }, init.headers || {});
+  return Object.assign({ cache: 'no-store', credentials: 'omit' }, init, { headers });
+}
+
+const handlers = {
+  tasks(d) {
     if (d.full) tasks.clear();
     for (const r of d.rows) tasks.set(r.id, r);
     for (const id of d.removed) tasks.delete(id);
     redraw();
-  });
-  source.addEventListener('tail', (e) => {
-    const d = JSON.parse(e.data);
+  },
+  tail(d) {
     if (d.id !== watch) return;
     const pre = $('tail');
     const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
     const t = tasks.get(d.id);
     pre.textContent = d.text || (t && t.expired ? '(its output expired: the state directory no longer keeps it)' : '');
     if (atEnd) pre.scrollTop = pre.scrollHeight;
-  });
-  source.addEventListener('host', (e) => showHost(JSON.parse(e.data)));
-  source.onopen = () => { $('connection').textContent = 'live'; };
-  source.onerror = () => { $('connection').textContent = 'reconnecting…'; };
+  },
+  host: (d) => showHost(d),
+};
+
+// The page's one event stream: a streamed fetch read as text/event-stream (an EventSource cannot
+// send the token), opened again `retry:` ms after it ends, as an EventSource would be.
+async function connect() {
+  if (stream) stream.abort();
+  const mine = new AbortController();
+  stream = mine;
+  const url = '/api/events' + (watch ? '?watch=' + encodeURIComponent(watch) : '');
+  let wait = retryMs;
+  try {
+    const r = await fetch(url, authorized({ headers: { Accept: 'text/event-stream' }, signal: mine.signal }));
+    if (r.status === 401) {
+      signIn('The token names no principal (unknown or revoked).');
+      return;
+    }
+    if (r.ok && r.body) {
+      $('connection').textContent = 'live';
+      await follow(r.body.pipeThrough(new TextDecoderStream()).getReader());
+    } else {
+      wait = REFUSED_RETRY_MS; // 429 (this token's streams are all open elsewhere), 503, ...
+    }
+  } catch (e) {
+    // Aborted for another stream, or the connection dropped: opened again below if still ours.
+  }
+  if (stream !== mine) return;
+  $('connection').textContent = 'reconnecting…';
+  setTimeout(() => { if (stream === mine) connect(); }, wait);
+}
+
+// Reads events (blocks ended by a blank line) until the stream ends.
+async function follow(reader) {
+  let buffer = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value;
+    for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+      dispatch(buffer.slice(0, end));
+      buffer = buffer.slice(end + 2);
+    }
+  }
+}
+
+function dispatch(block) {
+  let name = 'message';
+  const data = [];
+  for (const line of block.split('\n')) {
+    const colon = line.indexOf(':');
+    if (colon === 0) continue;
+    const field = colon < 0 ? line : line.slice(0, colon);
+    const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+    if (field === 'event') name = value;
+    else if (field === 'data') data.push(value);
+    else if (field === 'retry' && /^\d+$/.test(value)) retryMs = Number(value);
+  }
+  const handle = handlers[name];
+  if (handle && data.length) handle(JSON.parse(data.join('\n')));
 }
 
 function redraw() {
@@ -165,11 +265,13 @@ function select(id) {
 
 async function kill(id) {
   if (!window.confirm('Kill task ' + id + '?')) return;
-  const r = await fetch('/api/tasks/' + encodeURIComponent(id) + '/kill', { method: 'POST', credentials: 'same-origin' });
-  if (!r.ok) window.alert('The kill failed: ' + (await r.text()));
+  const r = await fetch('/api/tasks/' + encodeURIComponent(id) + '/kill', authorized({ method: 'POST' }));
+  if (r.status === 401) signIn('The token names no principal (unknown or revoked).');
+  else if (!r.ok) window.alert('The kill failed: ' + (await r.text()));
 }
 
 function showHost(s) {
+  $('host').hidden = false;
   const h = s.health || {};
   const mib = (b) => (b / 1048576).toFixed(1) + ' MiB';
   $('health').textContent = 'tasks live ' + h.tasks_live + ' · threads ' + h.threads + ' · descriptors ' + h.descriptors +
@@ -189,10 +291,20 @@ function showHost(s) {
   $('plugins').replaceChild(body, $('plugins').tBodies[0]);
 }
 
+takeFragment();
+window.addEventListener('hashchange', () => { if (takeFragment()) start(); });
+
 document.addEventListener('DOMContentLoaded', () => {
+  $('sign-in').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const given = $('token').value.trim();
+    $('token').value = '';
+    if (given) localStorage.setItem(TOKEN_KEY, given);
+    start();
+  });
   for (const id of ['f-status', 'f-owner', 'f-kind', 'f-search']) $(id).addEventListener('input', () => { page = 0; redraw(); });
   $('prev').addEventListener('click', () => { page = Math.max(0, page - 1); redraw(); });
   $('next').addEventListener('click', () => { page += 1; redraw(); });
   setInterval(() => { if ([...tasks.values()].some((t) => t.status === 'running')) redraw(); }, 1000);
-  connect();
+  start();
 });

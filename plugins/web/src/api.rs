@@ -1,4 +1,5 @@
-//! The page's requests: the task list, one task's output tail, a kill, the host's status.
+//! The page's requests: the task list, one task's output tail, a kill, and the host's status (its
+//! plugins' paths, the keeper's pid, its health: an overseer's alone).
 
 use taskhost_abi::prelude::*;
 use taskhost_abi::sdk::http::{HttpRequest, HttpResponse};
@@ -30,7 +31,13 @@ pub(crate) fn answer(host: &Host, request: &HttpRequest) -> HttpResponse {
                 Err(e) => HttpResponse::status(404, e),
             }
         }
-        ("GET", ["api", "status"]) => HttpResponse::json(&host.host_status()),
+        ("GET", ["api", "status"]) if request.viewer.all_owners => {
+            HttpResponse::json(&host.host_status())
+        }
+        ("GET", ["api", "status"]) => HttpResponse::status(
+            403,
+            "the host's status is an overseer's (a token made with --all-owners)",
+        ),
         _ => HttpResponse::status(404, "nothing is served here"),
     }
 }

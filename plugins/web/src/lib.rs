@@ -1,8 +1,10 @@
 //! The web surface: a page for people, served on the host's HTTP listener at `/`, that shows the
 //! tasks the viewer's principal may see, live (server-sent events, no polling in the page): each
 //! task's status, command and times, the output tail of the one selected, a kill button per row,
-//! the tasks lost by an earlier host, a timeline, the plugins with their generations, and the
-//! host's health. Everything it serves is embedded here; the page loads nothing from elsewhere.
+//! the tasks lost by an earlier host, a timeline, and for an overseer (a token made with
+//! `--all-owners`) the plugins with their generations and the host's health. Everything it serves
+//! is embedded here; the page loads nothing from elsewhere. The page signs in by itself from the
+//! link's fragment (`/#token=TOKEN`) or its form, and keeps the token in `localStorage`.
 //!
 //! Rooms: `api` answers requests, `rows` turns snapshots into rows, `stream` is the event
 //! stream's step; `assets/` holds the page, its script and its style.
@@ -29,13 +31,20 @@ struct Routes {
 }
 
 impl HttpHandler for Routes {
+    /// The page, its script and its style: the same for everyone, served with no token (the page
+    /// signs in by itself).
+    fn asset(&self, path: &str) -> Option<HttpResponse> {
+        let (content_type, body) = match path {
+            "/" => ("text/html; charset=utf-8", INDEX_HTML),
+            "/app.js" => ("text/javascript; charset=utf-8", APP_JS),
+            "/app.css" => ("text/css; charset=utf-8", APP_CSS),
+            _ => return None,
+        };
+        Some(HttpResponse::ok(content_type, body))
+    }
+
     fn request(&self, request: HttpRequest) -> HttpResponse {
-        match (request.method.as_str(), request.path.as_str()) {
-            ("GET", "/") => HttpResponse::ok("text/html; charset=utf-8", INDEX_HTML),
-            ("GET", "/app.js") => HttpResponse::ok("text/javascript; charset=utf-8", APP_JS),
-            ("GET", "/app.css") => HttpResponse::ok("text/css; charset=utf-8", APP_CSS),
-            _ => api::answer(&self.host, &request),
-        }
+        api::answer(&self.host, &request)
     }
 
     fn events(&self, request: EventsRequest) -> Events {

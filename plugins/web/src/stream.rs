@@ -3,7 +3,8 @@
 //!   since the previous step (all of them at the first, `full`, with the records of earlier hosts'
 //!   tasks no live task has), and the ids no longer listed;
 //! - `tail`: `{"id", "text"}`, the watched task's output tail, when it changed;
-//! - `host`: the host's status (plugins, health), every [`STATUS_EVERY_MS`].
+//! - `host`: the host's status (plugins, health), every [`STATUS_EVERY_MS`], to an overseer alone
+//!   (a viewer with `all_owners`).
 //!
 //! The stream's state (what the page was sent) travels through the host between steps, so a new
 //! generation of this plugin picks the stream up where the old one left it.
@@ -94,7 +95,7 @@ pub(crate) fn step(host: &Host, request: &EventsRequest) -> Events {
             sent.tail = Some(print);
         }
     }
-    if now.saturating_sub(sent.status_at_ms) >= STATUS_EVERY_MS {
+    if request.viewer.all_owners && now.saturating_sub(sent.status_at_ms) >= STATUS_EVERY_MS {
         events.push(("host".to_owned(), host.host_status().to_string()));
         sent.status_at_ms = now;
     }
