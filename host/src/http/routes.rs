@@ -105,6 +105,38 @@ impl Routes {
             .max_by_key(|r| r.key.len())
     }
 
+    /// The viewer a request signs in as (its bearer token, the principal it names, and whether its
+    /// views show every owner), or the answer refusing it: no token, an unknown or revoked one, or a
+    /// change that did not come from this host's own page.
+    fn viewer_of(
+        &self,
+        parts: &axum::http::request::Parts,
+    ) -> Result<(String, crate::mcp::Principal, bool), Box<Response>> {
+        let Some(token) = viewer::presented(&parts.headers) else {
+            return Err(Box::new(viewer::refused("This page needs a token.")));
+        };
+        let (principal, all_owners) = match viewer::principal(&self.lookup, &token) {
+            Ok(Some(found)) => found,
+            Ok(None) => {
+                return Err(Box::new(viewer::refused(
+                    "The token names no principal (unknown or revoked).",
+                )));
+            }
+            Err(unavailable) => return Err(Box::new(unavailable.into_response())),
+        };
+        let scheme = if self.tls { "https" } else { "http" };
+        if !viewer::same_origin(&parts.method, &parts.headers, &parts.uri, scheme) {
+            return Err(Box::new(
+                (
+                    StatusCode::FORBIDDEN,
+                    "a change must come from this host's own page",
+                )
+                    .into_response(),
+            ));
+        }
+        Ok((token, principal, all_owners))
+    }
+
     async fn answer(&self, request: Request) -> Response {
         let (parts, body) = request.into_parts();
         if !self.authorities.allow(&parts.headers, &parts.uri) {
@@ -127,24 +159,10 @@ impl Routes {
         {
             return asset;
         }
-        let Some(token) = viewer::presented(&parts.headers) else {
-            return viewer::refused("This page needs a token.");
+        let (token, principal, all_owners) = match self.viewer_of(&parts) {
+            Ok(viewer) => viewer,
+            Err(refused) => return *refused,
         };
-        let (principal, all_owners) = match viewer::principal(&self.lookup, &token) {
-            Ok(Some(found)) => found,
-            Ok(None) => {
-                return viewer::refused("The token names no principal (unknown or revoked).");
-            }
-            Err(unavailable) => return unavailable.into_response(),
-        };
-        let scheme = if self.tls { "https" } else { "http" };
-        if !viewer::same_origin(&parts.method, &parts.headers, &parts.uri, scheme) {
-            return (
-                StatusCode::FORBIDDEN,
-                "a change must come from this host's own page",
-            )
-                .into_response();
-        }
         self.owners.hub(&principal).await;
         let viewer =
             json!({"name": principal.name, "owner": principal.owner, "all_owners": all_owners});
