@@ -19,13 +19,14 @@ pub(crate) fn install(plugins: &std::sync::Arc<Plugins>, services: Services) {
     plugins.set_status_source(std::sync::Arc::new(move || {
         let plugins = weak
             .upgrade()
-            .map_or_else(|| json!({"plugins": []}), |p| plugins_json(&p));
+            .map_or_else(|| json!({"plugins": []}), |p| plugins_json(&p, true));
         json!({"plugins": plugins["plugins"], "health": health(&services)})
     }));
 }
 
-/// The plugin table as `taskhost://plugins` serves it.
-pub fn plugins_json(plugins: &crate::plugin::Plugins) -> Value {
+/// The plugin table as `taskhost://plugins` serves it: each plugin's name and generations, and,
+/// with `paths`, the file it was loaded from (the host's own layout, for its local users alone).
+pub fn plugins_json(plugins: &crate::plugin::Plugins, paths: bool) -> Value {
     let plugins: Vec<Value> = plugins
         .info()
         .into_iter()
@@ -35,7 +36,11 @@ pub fn plugins_json(plugins: &crate::plugin::Plugins) -> Value {
                 .iter()
                 .map(|g| json!({"generation": g.generation, "state": g.state.as_str(), "live_tasks": g.live_tasks, "loaded_at_ms": g.loaded_at_ms}))
                 .collect();
-            json!({"name": p.name, "path": p.path.display().to_string(), "generations": generations})
+            let mut plugin = json!({"name": p.name, "generations": generations});
+            if paths {
+                plugin["path"] = json!(p.path.display().to_string());
+            }
+            plugin
         })
         .collect();
     json!({"plugins": plugins})

@@ -422,3 +422,37 @@ fn the_python_sdk_over_http_shares_one_principals_tasks_in_both_eras() {
         assert!(stdout.contains(scenario), "{stdout}{stderr}");
     }
 }
+
+/// Proves: a principal over HTTP reads the host's plugin table (`taskhost://plugins`) with each
+/// plugin's name and generations but not the file it was loaded from: the host's paths are its
+/// local users' alone.
+#[test]
+fn a_principal_over_http_reads_the_plugin_table_without_the_hosts_paths() {
+    let dir = scratch("http-plugin-paths");
+    let host = HttpHost::start(&dir, &[]);
+    let alice = Client::new(&host, &host.token("alice"));
+    let answer = alice.modern(
+        "resources/read",
+        Some("taskhost://plugins"),
+        json!({"uri": "taskhost://plugins"}),
+    );
+    let message = answer
+        .messages()
+        .into_iter()
+        .find(|m| m.get("id").is_some())
+        .unwrap_or_else(|| panic!("no answer: {}", answer.body));
+    let text = message["result"]["contents"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text: {message}"));
+    let table: serde_json::Value = serde_json::from_str(text).expect("the table is JSON");
+    let plugins = table["plugins"].as_array().expect("a list of plugins");
+    assert!(
+        plugins.iter().any(|p| p["name"] == "bash"),
+        "the table names the plugins: {table}"
+    );
+    assert!(
+        plugins.iter().all(|p| p.get("path").is_none()),
+        "a path reached a principal over HTTP: {table}"
+    );
+    assert!(!text.contains(".so"), "{text}");
+}

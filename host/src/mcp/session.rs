@@ -264,7 +264,8 @@ impl ServerHandler for McpSession {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         self.observe(&context);
-        surface::read_resource(&self.host, request, &context.meta).await
+        let local = matches!(self.owner, OwnerOf::Connection(_));
+        surface::read_resource(&self.host, request, &context.meta, local).await
     }
 
     async fn subscribe(

@@ -125,13 +125,16 @@ pub(super) fn list_templates(host: &Taskhost) -> ListResourceTemplatesResult {
     ))
 }
 
+/// Reads a resource: the host's own plugin table (with the plugins' paths only for a `local`
+/// session: a principal over HTTP is not shown the host's files), or a plugin's.
 pub(super) async fn read_resource(
     host: &Taskhost,
     request: ReadResourceRequestParams,
     meta: &RequestMetaObject,
+    local: bool,
 ) -> Result<ReadResourceResponse, McpError> {
     if request.uri == PLUGINS_URI {
-        let text = crate::status::plugins_json(host.plugins()).to_string();
+        let text = crate::status::plugins_json(host.plugins(), local).to_string();
         let contents = ResourceContents::text(text, PLUGINS_URI).with_mime_type("application/json");
         return Ok(ReadResourceResult::new(vec![contents]).into());
     }
