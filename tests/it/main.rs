@@ -24,6 +24,7 @@ mod owners;
 mod reload;
 mod slurm;
 mod state;
+mod state_hardening;
 mod subagent;
 mod upgrade_foreground;
 mod watch;

@@ -8,7 +8,8 @@ use crate::config::Config;
 
 /// The durable state's directory: `state` (`--state`), else `[state] dir`, else the default
 /// directory (its missing parents made 0700); none with `no_state` (`--no-state`) or `[state]
-/// durable = false`. The error is the message of an exit 2.
+/// durable = false`. A directory another user could swap (on the way to it, or itself: see
+/// [`taskhost_store::trusted_dir`]) is refused. The error is the message of an exit 2.
 pub(super) fn state_dir(
     config: &Config,
     state: Option<&Path>,
@@ -45,6 +46,8 @@ pub(super) fn state_dir(
             dir
         }
     };
+    // Refused before anything (the handover's socket) is looked for in it.
+    taskhost_store::trusted_dir(&dir).map_err(|e| e.to_string())?;
     Ok(Some(dir))
 }
 
