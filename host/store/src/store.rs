@@ -150,9 +150,20 @@ impl Store {
         self.output.clone()
     }
 
-    /// The state directory.
+    /// The state directory's path, for naming it to people.
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// The state directory as it was opened (reach files in it through [`HeldDir::through`], never
+    /// by [`Store::dir`], which another directory may have taken since).
+    pub fn held_dir(&self) -> &HeldDir {
+        &self.dir
+    }
+
+    /// The state's `hosts/`, held: where the hosts' locks and handover sockets are.
+    pub fn hosts_dir(&self) -> Arc<HeldDir> {
+        self.host_dir.clone()
     }
 
     /// What this open recovered from hosts that are gone.
