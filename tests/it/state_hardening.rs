@@ -211,7 +211,8 @@ fn retention_at_host_start_deletes_no_file_outside_output() {
 }
 
 /// Proves: a state directory another user could swap, on the way to it or (for the default one
-/// under `$XDG_STATE_HOME`) above it, is refused at start with exit 2, naming it and why.
+/// under `$XDG_STATE_HOME`) above it, is refused at start with exit 2, naming it and why, and
+/// nothing is made there.
 #[test]
 fn a_state_directory_another_user_could_swap_is_refused_at_start() {
     let dir = scratch("state-untrusted");
@@ -258,7 +259,12 @@ fn a_state_directory_another_user_could_swap_is_refused_at_start() {
         assert_eq!(out.status.code(), Some(2), "{why}: {err}");
         assert!(err.contains(&state.display().to_string()), "{why}: {err}");
         assert!(err.contains(reason), "{why}: {err}");
+        assert!(!state.exists(), "{why}: the state directory was made");
     }
+    assert!(
+        !theirs.join("xdg").exists(),
+        "nothing is made in nobody's directory"
+    );
 }
 
 /// Proves: a state directory renamed and replaced by another with a database of its own after the

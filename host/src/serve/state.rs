@@ -31,6 +31,11 @@ pub(super) fn state_dir(
                 return Ok(None);
             };
             if let Some(parent) = dir.parent() {
+                // Nothing is made under a directory another user could swap (`sudo -E` can point
+                // XDG_STATE_HOME into another user's home).
+                if let Some(existing) = parent.ancestors().find(|a| a.exists()) {
+                    taskhost_store::trusted_dir_above(existing, &dir).map_err(|e| e.to_string())?;
+                }
                 std::os::unix::fs::DirBuilderExt::mode(
                     std::fs::DirBuilder::new().recursive(true),
                     0o700,

@@ -65,7 +65,7 @@ pub use owners::OwnerSecret;
 pub use principals::{Principal, PrincipalLookup, TOKEN_PREFIX, Token, valid_name};
 pub use records::TaskRecord;
 pub use retention::Retention;
-pub use store::{Recovered, Store, Sync, trusted_dir};
+pub use store::{Recovered, Store, Sync, trusted_dir, trusted_dir_above};
 
 #[cfg(test)]
 mod tests;

@@ -425,3 +425,22 @@ pub fn trusted_dir(dir: &Path) -> Result<HeldDir, StoreError> {
         },
     })
 }
+
+/// Checks that `above`, a directory that exists above the state directory `dir`, and every
+/// directory above it are root's or this user's and not writable by others unless sticky, before
+/// anything is made on the way to `dir`.
+///
+/// # Errors
+/// [`StoreError::Dir`] naming `dir` and the step that failed.
+pub fn trusted_dir_above(above: &Path, dir: &Path) -> Result<(), StoreError> {
+    use taskhost_process::trusted_path::{TrustError, open_trusted_dir};
+    open_trusted_dir(above)
+        .map(drop)
+        .map_err(|e| StoreError::Dir {
+            path: dir.to_owned(),
+            why: match e {
+                TrustError::Untrusted { why, .. } => why,
+                e @ TrustError::Io { .. } => e.to_string(),
+            },
+        })
+}
