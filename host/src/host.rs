@@ -221,7 +221,7 @@ impl Taskhost {
             if self.registry().get(&record.id, Some(&agent)).is_ok() {
                 continue; // taken over live, or brought back already
             }
-            let Some(task) = restored_task(record) else {
+            let Some(task) = restored_task(state, record) else {
                 continue;
             };
             match self.registry().restore(&agent, task) {
@@ -259,7 +259,10 @@ pub const RESTORED_OUTPUT_BYTES: u64 = 16 * 1024;
 pub const RESTORED_TASKS_MAX: usize = 100;
 
 /// A settled record as the registry takes it back; `None` for a live one (another host runs it).
-fn restored_task(record: taskhost_store::TaskRecord) -> Option<taskhost_registry::RestoredTask> {
+fn restored_task(
+    state: &taskhost_store::Store,
+    record: taskhost_store::TaskRecord,
+) -> Option<taskhost_registry::RestoredTask> {
     let status = taskhost_registry::TaskStatus::parse(&record.status)?;
     if !status.is_terminal() {
         return None;
@@ -268,7 +271,8 @@ fn restored_task(record: taskhost_store::TaskRecord) -> Option<taskhost_registry
     let output = if record.expired_at_ms.is_some() {
         "(this task's kept output was removed by the state directory's retention)\n".to_owned()
     } else {
-        taskhost_store::kept_tail(&record, RESTORED_OUTPUT_BYTES)
+        state
+            .kept_tail(&record, RESTORED_OUTPUT_BYTES)
             .unwrap_or_else(|e| format!("(this task's kept output cannot be read: {e})\n"))
     };
     Some(taskhost_registry::RestoredTask {

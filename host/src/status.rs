@@ -54,7 +54,7 @@ fn health(services: &Services) -> Value {
         .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
         .map_or(0, |pages| pages * 4096);
     let store_bytes = services.state.as_ref().map_or(0, |s| {
-        std::fs::read_dir(s.dir())
+        std::fs::read_dir(s.held_dir().through())
             .map(|entries| {
                 entries
                     .filter_map(Result::ok)

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use taskhost_store::{Store, TaskRecord, kept_output};
+use taskhost_store::{Store, TaskRecord};
 
 /// Tasks shown without `--all`: running ones, and those that ended within this many milliseconds.
 const RECENT_MS: u64 = 24 * 3600 * 1000;
@@ -56,7 +56,9 @@ pub fn run(args: &TasksArgs) -> Result<String, (u8, String)> {
                 ),
             ));
         }
-        return kept_output(&record).map_err(|e| (1, format!("cannot read {id}'s output: {e}")));
+        return store
+            .kept_output(&record)
+            .map_err(|e| (1, format!("cannot read {id}'s output: {e}")));
     }
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -25,6 +25,7 @@ mod owners;
 mod reload;
 mod slurm;
 mod state;
+mod state_hardening;
 mod subagent;
 mod upgrade_foreground;
 mod upgrade_modern;

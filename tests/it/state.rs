@@ -164,7 +164,7 @@ async fn expired_output_is_removed_and_reading_it_says_so() {
     host.stop();
     let file = records(&state)[&done]["stdout_path"]
         .as_str()
-        .map(std::path::PathBuf::from)
+        .map(|name| state.join("output").join(name))
         .expect("an output file");
     assert!(file.exists());
 

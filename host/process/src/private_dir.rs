@@ -1,7 +1,7 @@
 //! Private directories: ours, closed to other users, never reached through a symlink. What the spill
 //! files and the host's runtime directory are created in.
 
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -141,6 +141,37 @@ impl HeldDir {
         Self::open(path)
     }
 
+    /// Makes `path` private ([`ensure_private`]) and holds it as the walk from the root finds it
+    /// ([`open_trusted_dir`]): every directory above it root's or ours and not writable by others
+    /// unless sticky, so no other user can rename it or one above it and put another in its place.
+    ///
+    /// [`open_trusted_dir`]: crate::trusted_path::open_trusted_dir
+    ///
+    /// # Errors
+    /// As [`ensure_private`]; [`PrivateDirError::NotPrivate`] naming the step of the walk that failed.
+    pub fn ensure_trusted(path: &Path) -> Result<Self, PrivateDirError> {
+        use crate::trusted_path::open_trusted_dir;
+        // The walk first: nothing is made in a directory another user could swap.
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            open_trusted_dir(parent).map_err(|e| untrusted(path, e))?;
+        }
+        ensure_private(path)?;
+        let fd = open_trusted_dir(path).map_err(|e| untrusted(path, e))?;
+        let held = Self {
+            path: path.to_owned(),
+            fd,
+        };
+        held.check()?;
+        Ok(held)
+    }
+
+    /// A path that names the held directory itself, whatever is at [`HeldDir::path`] now:
+    /// `/proc/self/fd/N`. A library that opens files by path (SQLite) reaches the directory that
+    /// was checked through it.
+    pub fn through(&self) -> PathBuf {
+        Path::new("/proc/self/fd").join(self.fd.as_raw_fd().to_string())
+    }
+
     fn check(&self) -> Result<(), PrivateDirError> {
         let st = nix::sys::stat::fstat(&self.fd).map_err(|e| PrivateDirError::Io {
             path: self.path.clone(),
@@ -179,22 +210,51 @@ impl HeldDir {
     /// # Errors
     /// The OS's, or [`PrivateDirError::NotPrivate`] should what was opened not be what was made.
     pub fn make_dir(&self, name: &str) -> Result<Self, PrivateDirError> {
+        self.subdir(name, false)
+    }
+
+    /// Holds the directory `name` in the held directory, made (mode 0700) if missing, never
+    /// reached through a symlink, and checked private.
+    ///
+    /// # Errors
+    /// As [`HeldDir::make_dir`], but for a directory that exists.
+    pub fn ensure_dir(&self, name: &str) -> Result<Self, PrivateDirError> {
+        self.subdir(name, true)
+    }
+
+    fn subdir(&self, name: &str, existing: bool) -> Result<Self, PrivateDirError> {
         let path = self.path.join(name);
         let io = |e: Errno| PrivateDirError::Io {
             path: path.clone(),
             source: e.into(),
         };
-        nix::sys::stat::mkdirat(&self.fd, name, Mode::from_bits_truncate(0o700)).map_err(io)?;
+        match nix::sys::stat::mkdirat(&self.fd, name, Mode::from_bits_truncate(0o700)) {
+            Err(Errno::EEXIST) if existing => {}
+            made => made.map_err(io)?,
+        }
         let fd = nix::fcntl::openat(
             &self.fd,
             name,
             OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
             Mode::empty(),
         )
-        .map_err(io)?;
+        .map_err(|e| match e {
+            Errno::ELOOP | Errno::ENOTDIR => PrivateDirError::NotPrivate {
+                path: path.clone(),
+                why: "it is a symbolic link or not a directory".to_owned(),
+            },
+            e => io(e),
+        })?;
         let held = Self { path, fd };
         held.check()?;
         Ok(held)
+    }
+}
+
+impl AsFd for HeldDir {
+    /// The held directory, for `*at` calls relative to it.
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
     }
 }
 
@@ -208,17 +268,7 @@ impl HeldDir {
 /// # Errors
 /// When the base is not trusted, or the directory cannot be created or is not what was made.
 pub fn make_fresh(base: &Path, prefix: &str) -> Result<HeldDir, PrivateDirError> {
-    use crate::trusted_path::{TrustError, open_trusted_dir};
-    let base_fd = open_trusted_dir(base).map_err(|e| match e {
-        TrustError::Untrusted { why, .. } => PrivateDirError::NotPrivate {
-            path: base.to_owned(),
-            why,
-        },
-        TrustError::Io { source, .. } => PrivateDirError::Io {
-            path: base.to_owned(),
-            source,
-        },
-    })?;
+    let base_fd = crate::trusted_path::open_trusted_dir(base).map_err(|e| untrusted(base, e))?;
     let base_dir = HeldDir {
         path: base.to_owned(),
         fd: base_fd,
@@ -235,6 +285,22 @@ pub fn make_fresh(base: &Path, prefix: &str) -> Result<HeldDir, PrivateDirError>
         path: base.to_owned(),
         source: std::io::ErrorKind::AlreadyExists.into(),
     })
+}
+
+/// A failed walk ([`open_trusted_dir`](crate::trusted_path::open_trusted_dir)) as the error of the
+/// private directory `path`.
+fn untrusted(path: &Path, e: crate::trusted_path::TrustError) -> PrivateDirError {
+    use crate::trusted_path::TrustError;
+    match e {
+        TrustError::Untrusted { why, .. } => PrivateDirError::NotPrivate {
+            path: path.to_owned(),
+            why,
+        },
+        TrustError::Io { source, .. } => PrivateDirError::Io {
+            path: path.to_owned(),
+            source,
+        },
+    }
 }
 
 /// Six unpredictable characters (from the kernel's random source) for a fresh name.

@@ -57,7 +57,7 @@ impl GenHost {
             Ok(_) => {}
         }
         match record {
-            Some(record) => match taskhost_store::kept_tail(&record, max_bytes) {
+            Some(record) => match state.kept_tail(&record, max_bytes) {
                 Ok(text) => ROk(text.into()),
                 Err(e) => RErr(err(format!("task {id}'s kept output: {e}"))),
             },

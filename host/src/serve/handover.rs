@@ -116,18 +116,23 @@ impl Handover {
         let (Some(row), Some(lock)) = (state.host_id(), state.lock_fd()) else {
             return;
         };
-        let made = self
-            .at_short_path(|short| listen(&self.path, short))
-            .and_then(|listener| {
-                let lock = lock.try_clone_to_owned()?;
-                Ok(HoldSetup {
-                    grace_ms,
-                    host: row,
-                    listener,
-                    lock,
-                    listens,
-                })
-            });
+        // Through the state's held `hosts/`: a directory put at the state's path after start never
+        // gets the socket.
+        let short = self
+            .path
+            .file_name()
+            .map(|name| state.hosts_dir().through().join(name))
+            .ok_or_else(|| std::io::Error::other("the socket has no name"));
+        let made = short.and_then(|short| listen(&short)).and_then(|listener| {
+            let lock = lock.try_clone_to_owned()?;
+            Ok(HoldSetup {
+                grace_ms,
+                host: row,
+                listener,
+                lock,
+                listens,
+            })
+        });
         match made {
             Ok(setup) => host.services().processes.enable_handover(setup),
             Err(e) => tracing::warn!(
@@ -150,11 +155,10 @@ pub(super) fn normalized(spec: &str) -> String {
     }
 }
 
-/// A listening socket at `path` (bound through `short`, the same file), replacing what is there
-/// (a predecessor's, whose keeper has let go of it: this host holds the state directory's address
-/// now).
-fn listen(path: &Path, short: &Path) -> std::io::Result<OwnedFd> {
-    match std::fs::remove_file(path) {
+/// A listening socket at `short`, replacing what is there (a predecessor's, whose keeper has let go
+/// of it: this host holds the state directory's address now).
+fn listen(short: &Path) -> std::io::Result<OwnedFd> {
+    match std::fs::remove_file(short) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),

@@ -8,7 +8,8 @@ use crate::config::Config;
 
 /// The durable state's directory: `state` (`--state`), else `[state] dir`, else the default
 /// directory (its missing parents made 0700); none with `no_state` (`--no-state`) or `[state]
-/// durable = false`. The error is the message of an exit 2.
+/// durable = false`. A directory another user could swap (on the way to it, or itself: see
+/// [`taskhost_store::trusted_dir`]) is refused. The error is the message of an exit 2.
 pub(super) fn state_dir(
     config: &Config,
     state: Option<&Path>,
@@ -30,6 +31,11 @@ pub(super) fn state_dir(
                 return Ok(None);
             };
             if let Some(parent) = dir.parent() {
+                // Nothing is made under a directory another user could swap (`sudo -E` can point
+                // XDG_STATE_HOME into another user's home).
+                if let Some(existing) = parent.ancestors().find(|a| a.exists()) {
+                    taskhost_store::trusted_dir_above(existing, &dir).map_err(|e| e.to_string())?;
+                }
                 std::os::unix::fs::DirBuilderExt::mode(
                     std::fs::DirBuilder::new().recursive(true),
                     0o700,
@@ -45,6 +51,8 @@ pub(super) fn state_dir(
             dir
         }
     };
+    // Refused before anything (the handover's socket) is looked for in it.
+    taskhost_store::trusted_dir(&dir).map_err(|e| e.to_string())?;
     Ok(Some(dir))
 }
 

@@ -39,8 +39,9 @@ impl Services {
                 continue;
             };
             let decl = self.declaration_of(&record);
+            let output = state.output_dir();
             let files = [&record.stdout_path, &record.stderr_path]
-                .map(|p| p.as_ref().map(std::path::PathBuf::from));
+                .map(|name| name.as_ref().map(|name| output.path().join(name)));
             let pgid = task.pgid;
             let process = match self.processes.take_over(
                 task,

@@ -3,7 +3,6 @@
 //! recovers what the gone ones left running.
 
 use std::fs::File;
-use std::path::Path;
 
 use nix::fcntl::{Flock, FlockArg};
 use rusqlite::{Connection, params};
@@ -72,7 +71,7 @@ pub(crate) fn recover(
         .collect::<rusqlite::Result<_>>()?;
     let mut recovered = Recovered::default();
     for host in live.into_iter().filter(|h| Some(*h) != me) {
-        let Some(_held) = gone(dir.path(), host) else {
+        let Some(_held) = gone(dir, host) else {
             continue;
         };
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
@@ -106,7 +105,11 @@ pub(crate) fn recover(
             params![host, now_ms as i64],
         )?;
         tx.commit()?;
-        let _ = std::fs::remove_file(dir.path().join(format!("{host}.lock")));
+        let _ = nix::unistd::unlinkat(
+            dir,
+            format!("{host}.lock").as_str(),
+            nix::unistd::UnlinkatFlags::NoRemoveDir,
+        );
     }
     if let Some(me) = me {
         recovered.adopted = crate::external::adopt(conn, me)?;
@@ -115,10 +118,15 @@ pub(crate) fn recover(
 }
 
 /// The lock of host `id`, taken, when that host is gone (its lock is free, or it has none).
-fn gone(dir: &Path, id: i64) -> Option<Option<Flock<File>>> {
-    let Ok(file) = File::open(dir.join(format!("{id}.lock"))) else {
+fn gone(dir: &HeldDir, id: i64) -> Option<Option<Flock<File>>> {
+    use nix::fcntl::OFlag;
+    let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let name = format!("{id}.lock");
+    let Ok(fd) = nix::fcntl::openat(dir, name.as_str(), flags, nix::sys::stat::Mode::empty())
+    else {
         return Some(None);
     };
+    let file = File::from(fd);
     Flock::lock(file, FlockArg::LockExclusiveNonblock)
         .ok()
         .map(Some)

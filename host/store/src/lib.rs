@@ -35,13 +35,19 @@
 //! there.
 //!
 //! **Refused, not trusted:** a database of another user, a schema newer than this build knows, or a
-//! file that is not a database is an error naming the file; nothing is overwritten.
+//! file that is not a database is an error naming the file; nothing is overwritten. A state
+//! directory another user could swap (see [`trusted_dir`]) is refused; the directory is held open
+//! and everything in it is reached through the held descriptor. A row is not trusted either: a kept
+//! output is a file name in `output/` (`kept.rs`), and a row that names anything else, or holds a
+//! value of the wrong type, is skipped with a warning naming it.
 
+mod database;
 mod error;
 mod external;
 mod foregrounds;
 mod hosts;
 mod journal;
+mod kept;
 mod owners;
 mod principals;
 mod records;
@@ -57,9 +63,9 @@ pub use foregrounds::{FOREGROUND_PREFIX, ForegroundRecord};
 pub use hosts::Takeover;
 pub use owners::OwnerSecret;
 pub use principals::{Principal, PrincipalLookup, TOKEN_PREFIX, Token, valid_name};
-pub use records::{TaskRecord, kept_output, kept_tail};
+pub use records::TaskRecord;
 pub use retention::Retention;
-pub use store::{Recovered, Store, Sync};
+pub use store::{Recovered, Store, Sync, trusted_dir, trusted_dir_above};
 
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,10 @@
-//! Task records as people and tools read them: `taskhost tasks`, and the output a task kept.
+//! Task records as people and tools read them: `taskhost tasks`, and the output a task kept. A row
+//! that is not a record (a value of the wrong type, a kept output that is no name of a file in
+//! `output/`) is skipped with a warning naming it; the others are read.
 
 use rusqlite::{Connection, Row};
+
+use taskhost_process::private_dir::HeldDir;
 
 /// One task's record.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -23,9 +27,9 @@ pub struct TaskRecord {
     pub finished_at_ms: Option<u64>,
     /// The host that ran it (its row in the database).
     pub host: i64,
-    /// Its kept stdout, if any.
+    /// Its kept stdout, if any: the name of a file in the state directory's `output/`.
     pub stdout_path: Option<String>,
-    /// Its kept stderr, if any.
+    /// Its kept stderr, if any: the name of a file in `output/`.
     pub stderr_path: Option<String>,
     /// When retention removed its output, ms since the Unix epoch.
     pub expired_at_ms: Option<u64>,
@@ -57,57 +61,100 @@ fn record(r: &Row<'_>) -> rusqlite::Result<TaskRecord> {
     })
 }
 
+/// The record of row `r`, or `None` (said in a warning naming the row) when it is not one.
+fn checked(r: &Row<'_>) -> Option<TaskRecord> {
+    let why = match record(r) {
+        Ok(rec) => {
+            let bad = [("stdout", &rec.stdout_path), ("stderr", &rec.stderr_path)]
+                .into_iter()
+                .find_map(|(which, name)| {
+                    let name = name.as_deref()?;
+                    let why = crate::kept::bad_name(name)?;
+                    Some(format!("its kept {which} {name:?} {why}"))
+                });
+            match bad {
+                None => return Some(rec),
+                Some(why) => why,
+            }
+        }
+        Err(e) => e.to_string(),
+    };
+    let id = match r.get_ref(0) {
+        Ok(rusqlite::types::ValueRef::Text(t)) => String::from_utf8_lossy(t).into_owned(),
+        Ok(v) => format!("{v:?}"),
+        Err(e) => e.to_string(),
+    };
+    tracing::warn!("skipping the record of task {id:?} in tasks.db: {why}");
+    None
+}
+
+/// The records `sql` selects with `params`, in its order, bad rows skipped.
+fn select<P: rusqlite::Params>(
+    conn: &Connection,
+    sql: &str,
+    params: P,
+) -> rusqlite::Result<Vec<TaskRecord>> {
+    let mut stmt = conn.prepare(sql)?;
+    let mut rows = stmt.query(params)?;
+    let mut records = Vec::new();
+    while let Some(row) = rows.next()? {
+        records.extend(checked(row));
+    }
+    Ok(records)
+}
+
 /// Every record, oldest first.
 pub(crate) fn all(conn: &Connection) -> rusqlite::Result<Vec<TaskRecord>> {
-    conn.prepare(&format!(
-        "SELECT {COLUMNS} FROM tasks ORDER BY started_at_ms, rowid"
-    ))?
-    .query_map([], record)?
-    .collect()
+    select(
+        conn,
+        &format!("SELECT {COLUMNS} FROM tasks ORDER BY started_at_ms, rowid"),
+        [],
+    )
 }
 
 /// Owner `owner`'s records, oldest first.
 pub(crate) fn owned_by(conn: &Connection, owner: &str) -> rusqlite::Result<Vec<TaskRecord>> {
-    conn.prepare(&format!(
-        "SELECT {COLUMNS} FROM tasks WHERE owner = ?1 ORDER BY started_at_ms, rowid"
-    ))?
-    .query_map([owner], record)?
-    .collect()
+    select(
+        conn,
+        &format!("SELECT {COLUMNS} FROM tasks WHERE owner = ?1 ORDER BY started_at_ms, rowid"),
+        [owner],
+    )
 }
 
-/// The record of task `id`.
+/// The record of task `id` (`None` for a row that is not one, said in a warning).
 pub(crate) fn one(conn: &Connection, id: &str) -> rusqlite::Result<Option<TaskRecord>> {
-    use rusqlite::OptionalExtension;
-    conn.query_row(
+    Ok(select(
+        conn,
         &format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1"),
         [id],
-        record,
-    )
-    .optional()
+    )?
+    .pop())
 }
 
-/// The last `max_bytes` of each of `record`'s kept streams, as a read shows them; when a stream holds
-/// more, the read ends saying which kept file has all of it.
+/// The last `max_bytes` of each of `record`'s kept streams in `output`, as a read shows them; when a
+/// stream holds more, the read ends saying which kept file has all of it.
 ///
 /// # Errors
-/// A kept file that exists but cannot be read.
-pub fn kept_tail(record: &TaskRecord, max_bytes: u64) -> std::io::Result<String> {
+/// A kept file that exists but cannot be read, or is not a regular file (a symlink is not followed).
+pub(crate) fn kept_tail(
+    output: &HeldDir,
+    record: &TaskRecord,
+    max_bytes: u64,
+) -> std::io::Result<String> {
     use std::io::{Read, Seek, SeekFrom};
     let mut cut = Vec::new();
-    let mut tail = |path: &Option<String>| -> std::io::Result<Vec<u8>> {
-        let Some(p) = path else {
+    let mut tail = |name: &Option<String>| -> std::io::Result<Vec<u8>> {
+        let Some(name) = name else {
             return Ok(Vec::new());
         };
-        let mut file = match std::fs::File::open(p) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(e),
+        let Some(mut file) = crate::kept::open(output, name)? else {
+            return Ok(Vec::new());
         };
         let len = file.metadata()?.len();
         if len > max_bytes {
             file.seek(SeekFrom::Start(len - max_bytes))?;
             cut.push(taskhost_process::SpillRef {
-                path: p.into(),
+                path: output.path().join(name),
                 head_and_tail: false,
             });
         }
@@ -122,13 +169,4 @@ pub fn kept_tail(record: &TaskRecord, max_bytes: u64) -> std::io::Result<String>
         !cut.is_empty(),
         &cut,
     ))
-}
-
-/// The output `record` kept, as a read shows it: stdout, then `[stderr]` and stderr, each as a
-/// terminal would draw it. Missing files read as empty (a task that wrote nothing).
-///
-/// # Errors
-/// A kept file that exists but cannot be read.
-pub fn kept_output(record: &TaskRecord) -> std::io::Result<String> {
-    kept_tail(record, u64::MAX)
 }

@@ -3,8 +3,10 @@
 
 use rusqlite::Connection;
 
+use taskhost_process::private_dir::HeldDir;
+
 /// The newest schema this build knows.
-pub(crate) const VERSION: i64 = 6;
+pub(crate) const VERSION: i64 = 7;
 
 /// Version 1: hosts, per-kind id counters, tasks.
 const V1: &str = "
@@ -92,14 +94,19 @@ CREATE TABLE foregrounds (
 );
 ";
 
-/// The migrations, `MIGRATIONS[n]` taking version `n` to `n + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
+/// Version 7: a task's kept output is the name of a file in `output/`, never a path; the paths
+/// earlier versions stored are named by [`crate::kept::name_stored_paths`] (no SQL of its own).
+const V7: &str = "";
 
-/// Brings the database to [`VERSION`]; returns the version it found.
+/// The migrations, `MIGRATIONS[n]` taking version `n` to `n + 1`.
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
+
+/// Brings the database to [`VERSION`], the state's kept files being in `output`; returns the version
+/// it found.
 ///
 /// # Errors
 /// SQLite's; a version newer than [`VERSION`] is the caller's to refuse (it is returned unchanged).
-pub(crate) fn migrate(conn: &mut Connection) -> rusqlite::Result<i64> {
+pub(crate) fn migrate(conn: &mut Connection, output: &HeldDir) -> rusqlite::Result<i64> {
     let found: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     if found >= VERSION {
         return Ok(found);
@@ -110,6 +117,9 @@ pub(crate) fn migrate(conn: &mut Connection) -> rusqlite::Result<i64> {
     let found: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     for (from, sql) in MIGRATIONS.iter().enumerate().skip(found.max(0) as usize) {
         tx.execute_batch(sql)?;
+        if from + 1 == 7 {
+            crate::kept::name_stored_paths(&tx, output)?;
+        }
         tx.pragma_update(None, "user_version", from as i64 + 1)?;
     }
     tx.commit()?;

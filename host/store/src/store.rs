@@ -12,9 +12,10 @@ use nix::fcntl::Flock;
 use parking_lot::Mutex;
 use rusqlite::Connection;
 
-use taskhost_process::private_dir::{HeldDir, euid};
+use taskhost_process::private_dir::{HeldDir, PrivateDirError};
 use taskhost_registry::Journal;
 
+pub use crate::database::Sync;
 use crate::error::StoreError;
 pub use crate::hosts::Recovered;
 use crate::journal::StoreJournal;
@@ -23,24 +24,14 @@ use crate::principals::{self, Principal, Token, valid_name};
 use crate::records::{self, TaskRecord};
 use crate::retention::Retention;
 use crate::writer::{self, Op};
-use crate::{hosts, schema};
-
-/// How hard a commit holds (`[state] sync`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Sync {
-    /// `synchronous=NORMAL`: a commit survives a crash of the host; a power loss may lose the last
-    /// ones before a checkpoint.
-    #[default]
-    Normal,
-    /// `synchronous=FULL`: the WAL is synced at every commit; nothing answered is lost.
-    Full,
-}
+use crate::{database, hosts, kept};
 
 /// An open state directory.
 pub struct Store {
     dir: Arc<HeldDir>,
     output: Arc<HeldDir>,
+    host_dir: Arc<HeldDir>,
+    /// The database, reached through the held directory (see [`database::through`]).
     db: PathBuf,
     pub(crate) host: Option<i64>,
     ops: Mutex<Option<Sender<Op>>>,
@@ -83,16 +74,15 @@ impl Store {
         as_host: bool,
         takeover: Option<crate::hosts::Takeover>,
     ) -> Result<Self, StoreError> {
-        let refused = |e: taskhost_process::private_dir::PrivateDirError| StoreError::Dir {
+        let held = Arc::new(trusted_dir(dir)?);
+        let refused = |e: PrivateDirError| StoreError::Dir {
             path: dir.to_owned(),
             why: e.to_string(),
         };
-        let held = Arc::new(HeldDir::ensure(dir).map_err(refused)?);
-        // Made if missing, checked private either way.
-        let output = Arc::new(HeldDir::ensure(&held.path().join("output")).map_err(refused)?);
-        let host_dir = HeldDir::ensure(&held.path().join("hosts")).map_err(refused)?;
-        let db = held.path().join("tasks.db");
-        let mut conn = open_db(&db, sync)?;
+        // Made if missing, checked private either way, reached through the held directory.
+        let output = Arc::new(held.ensure_dir("output").map_err(refused)?);
+        let host_dir = Arc::new(held.ensure_dir("hosts").map_err(refused)?);
+        let mut conn = database::open(&held, &output, sync)?;
         let (host, lock) = if as_host {
             let (id, lock) =
                 hosts::register(&mut conn, &host_dir, now_ms()).map_err(StoreError::Sqlite)?;
@@ -130,9 +120,10 @@ impl Store {
             )?,
         ];
         Ok(Self {
+            db: database::through(&held),
             dir: held,
             output,
-            db,
+            host_dir,
             host,
             ops: Mutex::new(Some(ops)),
             threads: Mutex::new(threads),
@@ -159,9 +150,20 @@ impl Store {
         self.output.clone()
     }
 
-    /// The state directory.
+    /// The state directory's path, for naming it to people.
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// The state directory as it was opened (reach files in it through [`HeldDir::through`], never
+    /// by [`Store::dir`], which another directory may have taken since).
+    pub fn held_dir(&self) -> &HeldDir {
+        &self.dir
+    }
+
+    /// The state's `hosts/`, held: where the hosts' locks and handover sockets are.
+    pub fn hosts_dir(&self) -> Arc<HeldDir> {
+        self.host_dir.clone()
     }
 
     /// What this open recovered from hosts that are gone.
@@ -169,9 +171,17 @@ impl Store {
         &self.recovered
     }
 
-    /// Records task `id`'s kept output files (stdout, stderr).
+    /// Records task `id`'s kept output files (stdout, stderr), files the host made in
+    /// [`Store::output_dir`], by their names there (a file elsewhere is not recorded).
     pub fn set_output(&self, id: &str, files: [Option<PathBuf>; 2]) {
-        let [stdout, stderr] = files.map(|f| f.map(|p| p.display().to_string()));
+        let [stdout, stderr] = files.map(|f| {
+            let path = f?;
+            let name = kept::name_of(&self.output, &path);
+            if name.is_none() {
+                tracing::warn!(task = id, file = %path.display(), "not recorded as kept output: it is not a file in the state's output/");
+            }
+            name
+        });
         self.send(Op::Output {
             id: id.to_owned(),
             stdout,
@@ -187,6 +197,7 @@ impl Store {
         };
         let (reply, answer) = sync_channel(1);
         let op = Op::Retain {
+            output: self.output.clone(),
             now_ms: now_ms(),
             keep_ms: keep.keep_days.saturating_mul(24 * 3600 * 1000),
             keep_bytes: keep.keep_bytes,
@@ -328,6 +339,25 @@ impl Store {
         Ok(records::all(&self.reader()?)?)
     }
 
+    /// The last `max_bytes` of each of `record`'s kept streams, as a read shows them; when a stream
+    /// holds more, the read ends saying which kept file has all of it. Missing files read as empty
+    /// (a task that wrote nothing).
+    ///
+    /// # Errors
+    /// A kept file that exists but cannot be read, or is not a regular file in `output/` (a symlink
+    /// there is not followed).
+    pub fn kept_tail(&self, record: &TaskRecord, max_bytes: u64) -> std::io::Result<String> {
+        records::kept_tail(&self.output, record, max_bytes)
+    }
+
+    /// The output `record` kept, as a read shows it: stdout, then `[stderr]` and stderr.
+    ///
+    /// # Errors
+    /// As [`Store::kept_tail`].
+    pub fn kept_output(&self, record: &TaskRecord) -> std::io::Result<String> {
+        self.kept_tail(record, u64::MAX)
+    }
+
     /// Task `id`'s record, if there is one.
     ///
     /// # Errors
@@ -351,8 +381,11 @@ impl Store {
             let (reply, done) = sync_channel(1);
             let at_ms = now_ms();
             if ops.send(Op::EndHost { host, at_ms, reply }).is_ok() && done.recv().is_ok() {
-                let lock = self.dir.path().join("hosts").join(format!("{host}.lock"));
-                let _ = std::fs::remove_file(lock);
+                let _ = nix::unistd::unlinkat(
+                    &*self.host_dir,
+                    format!("{host}.lock").as_str(),
+                    nix::unistd::UnlinkatFlags::NoRemoveDir,
+                );
             }
         }
         self.ops.lock().take();
@@ -377,73 +410,37 @@ impl Drop for Store {
     }
 }
 
-/// Opens the database at `path`: a regular file of this user's if it exists (made 0600 if not),
-/// WAL, the chosen `synchronous`, this build's schema.
-fn open_db(path: &Path, sync: Sync) -> Result<Connection, StoreError> {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let corrupt = |e: rusqlite::Error| StoreError::Corrupt {
-        path: path.to_owned(),
-        why: e.to_string(),
-    };
-    match std::fs::symlink_metadata(path) {
-        Ok(meta) if !meta.file_type().is_file() => {
-            return Err(StoreError::Corrupt {
-                path: path.to_owned(),
-                why: "it is not a regular file".into(),
-            });
-        }
-        Ok(meta) if meta.uid() != euid() => {
-            return Err(StoreError::Foreign {
-                path: path.to_owned(),
-                owner: meta.uid(),
-                me: euid(),
-            });
-        }
-        _ => {}
-    }
-    let mut conn = Connection::open(path).map_err(corrupt)?;
-    conn.busy_timeout(std::time::Duration::from_secs(5))
-        .map_err(corrupt)?;
-    // Read first, changing nothing: a file that is not a database, or a newer one, is left as it is.
-    let found: i64 = conn
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .map_err(corrupt)?;
-    if found > schema::VERSION {
-        return Err(StoreError::NewerSchema {
-            path: path.to_owned(),
-            found,
-            known: schema::VERSION,
-        });
-    }
-    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
-    wal(&conn).map_err(corrupt)?;
-    let level = match sync {
-        Sync::Normal => "NORMAL",
-        Sync::Full => "FULL",
-    };
-    conn.pragma_update(None, "synchronous", level)
-        .map_err(corrupt)?;
-    schema::migrate(&mut conn).map_err(corrupt)?;
-    Ok(conn)
+/// The state directory `dir`, made (0700) if missing, and held as the walk from the root finds it:
+/// every directory above it root's or this user's and not writable by others unless sticky, the
+/// directory itself ours and closed to others.
+///
+/// # Errors
+/// [`StoreError::Dir`] naming `dir` and the step that failed.
+pub fn trusted_dir(dir: &Path) -> Result<HeldDir, StoreError> {
+    HeldDir::ensure_trusted(dir).map_err(|e| StoreError::Dir {
+        path: dir.to_owned(),
+        why: match e {
+            PrivateDirError::NotPrivate { why, .. } => why,
+            e @ PrivateDirError::Io { .. } => e.to_string(),
+        },
+    })
 }
 
-/// Puts the database in WAL mode. The switch of a new file takes an exclusive lock that SQLite
-/// does not wait for (no busy handler is called), so a host opening a new directory beside another
-/// one retries it for up to the busy timeout.
-fn wal(conn: &Connection) -> rusqlite::Result<()> {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    let mut pause = std::time::Duration::from_millis(1);
-    loop {
-        match conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0)) {
-            Ok(_) => return Ok(()),
-            Err(rusqlite::Error::SqliteFailure(e, _))
-                if e.code == rusqlite::ErrorCode::DatabaseBusy
-                    && std::time::Instant::now() < deadline =>
-            {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(std::time::Duration::from_millis(50));
-            }
-            Err(e) => return Err(e),
-        }
-    }
+/// Checks that `above`, a directory that exists above the state directory `dir`, and every
+/// directory above it are root's or this user's and not writable by others unless sticky, before
+/// anything is made on the way to `dir`.
+///
+/// # Errors
+/// [`StoreError::Dir`] naming `dir` and the step that failed.
+pub fn trusted_dir_above(above: &Path, dir: &Path) -> Result<(), StoreError> {
+    use taskhost_process::trusted_path::{TrustError, open_trusted_dir};
+    open_trusted_dir(above)
+        .map(drop)
+        .map_err(|e| StoreError::Dir {
+            path: dir.to_owned(),
+            why: match e {
+                TrustError::Untrusted { why, .. } => why,
+                e @ TrustError::Io { .. } => e.to_string(),
+            },
+        })
 }

@@ -91,6 +91,8 @@ pub(crate) enum Op {
     /// Retention: settled tasks past `keep_ms` or beyond `keep_bytes` of kept output, oldest
     /// first, lose their output files and are marked expired.
     Retain {
+        /// The state's `output/`, where the kept files are.
+        output: std::sync::Arc<taskhost_process::private_dir::HeldDir>,
         now_ms: u64,
         keep_ms: u64,
         keep_bytes: u64,
@@ -148,13 +150,14 @@ fn commit(conn: &mut Connection, batch: &[Op]) -> Result<Answers, String> {
     let mut answers = Answers::default();
     for op in batch {
         if let Op::Retain {
+            output,
             now_ms,
             keep_ms,
             keep_bytes,
             ..
         } = op
         {
-            let expired = crate::retention::expire(&tx, *now_ms, *keep_ms, *keep_bytes)
+            let expired = crate::retention::expire(&tx, output, *now_ms, *keep_ms, *keep_bytes)
                 .map_err(|e| e.to_string())?;
             answers.expired.extend(expired);
         } else {
