@@ -56,7 +56,7 @@ pub use external::{Adopted, ExternalRecord};
 pub use foregrounds::{FOREGROUND_PREFIX, ForegroundRecord};
 pub use hosts::Takeover;
 pub use owners::OwnerSecret;
-pub use principals::{Principal, PrincipalLookup, TOKEN_PREFIX, Token, valid_name};
+pub use principals::{Principal, PrincipalLookup, ProofKey, TOKEN_PREFIX, Token, valid_name};
 pub use records::{TaskRecord, kept_output, kept_tail};
 pub use retention::Retention;
 pub use store::{Recovered, Store, Sync};
