@@ -125,7 +125,7 @@ fn in_a_browser_a_server_on_another_loopback_port_receives_nothing_that_signs_in
 }
 
 #[test]
-fn in_a_browser_the_sign_in_link_leaves_neither_the_address_bar_nor_the_history() {
+fn in_a_browser_the_sign_in_link_leaves_neither_the_address_bar_nor_the_tabs_back_and_forward() {
     let dir = scratch("web-fragment");
     let (host, _, _) = web_host(&dir, &["--no-watch"]);
     let alice = host.token("alice");
@@ -181,6 +181,12 @@ fn in_a_browser_the_sign_in_form_keeps_the_token_and_a_revoked_one_asks_again() 
         browser.url(),
         format!("{}/", origin(&host)),
         "nothing in the URL"
+    );
+    let unnamed = "return document.getElementById('token').name === '' && document.getElementById('sign-in').method === 'get';";
+    assert_eq!(
+        browser.run(unnamed, &[]),
+        json!(true),
+        "the field has no name: a form sent without the script would carry no token in its URL"
     );
     crate::http_wire::revoke_in(&host.state, "alice");
     let asked = "return document.getElementById('sign-in').hidden === false && document.getElementById('view').hidden && localStorage.getItem('taskhost_token') === null;";

@@ -4,9 +4,10 @@
 //! person's browser neither replaces the token kept without the person's click nor wipes it.
 
 use serde_json::json;
+use sha2::{Digest, Sha256};
 
 use crate::fixtures::{eventually, scratch};
-use crate::web::{origin, web_host, web_host_on};
+use crate::web::{get, origin, web_host, web_host_on};
 use crate::web_sign_in::{LIVE, Recorder, SHOWN_WITHIN};
 use taskhost_tests::webdriver::Browser;
 
@@ -147,4 +148,72 @@ fn in_a_browser_a_link_with_an_unknown_or_malformed_token_leaves_the_kept_one_wo
         );
         assert_eq!(browser.url(), page, "{given}: the address bar");
     }
+}
+
+/// Lower-case hex.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// HMAC-SHA256 (RFC 2104) with a 32-byte key, as the page computes it with WebCrypto.
+fn hmac(key: &[u8], message: &str) -> String {
+    let mut block = [0u8; 64];
+    block[..key.len()].copy_from_slice(key);
+    let inner = Sha256::new()
+        .chain_update(block.map(|b| b ^ 0x36))
+        .chain_update(message)
+        .finalize();
+    hex(&Sha256::new()
+        .chain_update(block.map(|b| b ^ 0x5c))
+        .chain_update(inner)
+        .finalize())
+}
+
+#[test]
+fn the_host_proves_it_holds_a_tokens_record_and_answers_any_other_principal_alike() {
+    let dir = scratch("web-proof");
+    let (host, _, _) = web_host(&dir, &["--no-watch"]);
+    let alice = host.token("alice");
+    let bob = host.token("bob");
+    crate::http_wire::revoke_in(&host.state, "bob");
+    let authority = host.authority();
+    let nonce = "5a".repeat(16);
+    let key = |token: &str| Sha256::digest(token.trim_start_matches("taskhost_")).to_vec();
+    let principal = |token: &str| hex(&Sha256::digest(key(token)));
+    let ask = |id: &str, nonce: &str, host_name: &str| {
+        let path = format!("/.well-known/taskhost-view-proof?principal={id}&nonce={nonce}");
+        get(&host, "GET", &path, &[("Host", host_name)])
+    };
+
+    let live = ask(&principal(&alice), &nonce, &authority);
+    assert_eq!(live.status, 200, "{live:?}");
+    let message = format!("taskhost-view-proof\n{nonce}\n{authority}");
+    assert_eq!(live.body.trim(), hmac(&key(&alice), &message));
+    let gone = ask(&principal(&bob), &nonce, &authority);
+    assert_eq!(gone.status, 410, "{gone:?}");
+    let message = format!("taskhost-view-revoked\n{nonce}\n{authority}");
+    assert_eq!(gone.body.trim(), hmac(&key(&bob), &message));
+
+    let unknown = ask(&"0".repeat(64), &nonce, &authority);
+    assert_eq!(unknown.status, 404, "{unknown:?}");
+    for (id, nonce) in [
+        (principal(&alice), "5a".to_owned()),
+        (principal(&alice), "not-hex!".repeat(5)),
+        ("zz".to_owned(), nonce.clone()),
+        (String::new(), nonce.clone()),
+    ] {
+        let other = ask(&id, &nonce, &authority);
+        assert_eq!(
+            (other.status, &other.body),
+            (unknown.status, &unknown.body),
+            "{id} {nonce}"
+        );
+    }
+    let port = authority.rsplit(':').next().unwrap();
+    let rebound = ask(
+        &principal(&alice),
+        &nonce,
+        &format!("rebound.example:{port}"),
+    );
+    assert_eq!(rebound.status, 403, "{rebound:?}");
 }
