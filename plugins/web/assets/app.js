@@ -124,7 +124,7 @@ function signIn(why) {
 }
 
 function start() {
-  if (!token()) {
+  if (!TOKEN_SHAPE.test(token() || '')) {
     signIn('This view needs a token.');
     return;
   }
