@@ -33,3 +33,4 @@ mod watch;
 mod web;
 mod web_browser;
 mod web_sign_in;
+mod web_sign_in_links;

@@ -14,6 +14,15 @@ use crate::http_wire::{Client, HttpHost, Response, send};
 /// A host on `http://127.0.0.1:0` serving `bash`, `tasks` and `web`, the last two copies in `dir`
 /// (so a test can rebuild them), watching its plugins; `extra` arguments after.
 pub(crate) fn web_host(dir: &Path, extra: &[&str]) -> (HttpHost, PathBuf, PathBuf) {
+    web_host_on(dir, "http://127.0.0.1:0", extra)
+}
+
+/// As [`web_host`], listening on `listen`.
+pub(crate) fn web_host_on(
+    dir: &Path,
+    listen: &str,
+    extra: &[&str],
+) -> (HttpHost, PathBuf, PathBuf) {
     let web = plugin_copy("taskhost_plugin_web", dir, "taskhost_plugin_web");
     let bash = plugin_copy("taskhost_plugin_bash", dir, "taskhost_plugin_bash");
     let tasks = built("taskhost_plugin_tasks");
@@ -25,7 +34,7 @@ pub(crate) fn web_host(dir: &Path, extra: &[&str]) -> (HttpHost, PathBuf, PathBu
         "--plugin",
         web.to_str().unwrap(),
     ];
-    let host = HttpHost::start_on(dir, "http://127.0.0.1:0", &[&plugins[..], extra].concat());
+    let host = HttpHost::start_on(dir, listen, &[&plugins[..], extra].concat());
     (host, web, bash)
 }
 

@@ -1,7 +1,8 @@
 //! The view's sign-in in a real headless Chromium: the bearer never leaves the page's own origin.
 //! A cookie would go to every server of the same host whatever its port, so a server another user
 //! runs on a loopback port would read it; the page keeps its token in `localStorage` (scoped to
-//! scheme, host and port) and sends it itself.
+//! scheme, host and port) and sends it itself. What it sends a server in the host's place, and what
+//! a link of another site can do to the token kept, is in [`crate::web_sign_in_links`].
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -16,23 +17,24 @@ use crate::web::{get, origin, start, web_host};
 use taskhost_tests::webdriver::Browser;
 
 /// How long anything the page shows may take to show (generous: a loaded machine).
-const SHOWN_WITHIN: std::time::Duration = std::time::Duration::from_secs(20);
+pub(crate) const SHOWN_WITHIN: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// The page is signed in and its event stream open.
-const LIVE: &str = "return document.getElementById('connection').textContent === 'live';";
+pub(crate) const LIVE: &str =
+    "return document.getElementById('connection').textContent === 'live';";
 
-/// A plain HTTP server on a loopback port of its own that answers every request with a small page
-/// and keeps every request head it received; stopped when dropped.
-struct Recorder {
-    port: u16,
-    heads: Arc<Mutex<Vec<String>>>,
+/// A plain HTTP server on a loopback port (`port`, or one of its own for 0) that answers every
+/// request with a small page and keeps every request head it received; stopped when dropped.
+pub(crate) struct Recorder {
+    pub(crate) port: u16,
+    pub(crate) heads: Arc<Mutex<Vec<String>>>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Recorder {
-    fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    pub(crate) fn start(port: u16) -> Self {
+        let listener = TcpListener::bind(("127.0.0.1", port)).unwrap();
         let port = listener.local_addr().unwrap().port();
         let heads = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
@@ -105,7 +107,7 @@ fn in_a_browser_a_server_on_another_loopback_port_receives_nothing_that_signs_in
         "signed in"
     );
 
-    let other = Recorder::start();
+    let other = Recorder::start(0);
     browser.open(&format!("http://127.0.0.1:{}/", other.port));
     assert_eq!(
         browser.run("return document.title;", &[]),
@@ -123,7 +125,7 @@ fn in_a_browser_a_server_on_another_loopback_port_receives_nothing_that_signs_in
 }
 
 #[test]
-fn in_a_browser_the_sign_in_link_leaves_neither_the_address_bar_nor_the_history() {
+fn in_a_browser_the_sign_in_link_leaves_neither_the_address_bar_nor_the_tabs_back_and_forward() {
     let dir = scratch("web-fragment");
     let (host, _, _) = web_host(&dir, &["--no-watch"]);
     let alice = host.token("alice");
@@ -179,6 +181,12 @@ fn in_a_browser_the_sign_in_form_keeps_the_token_and_a_revoked_one_asks_again() 
         browser.url(),
         format!("{}/", origin(&host)),
         "nothing in the URL"
+    );
+    let unnamed = "return document.getElementById('token').name === '' && document.getElementById('sign-in').method === 'get';";
+    assert_eq!(
+        browser.run(unnamed, &[]),
+        json!(true),
+        "the field has no name: a form sent without the script would carry no token in its URL"
     );
     crate::http_wire::revoke_in(&host.state, "alice");
     let asked = "return document.getElementById('sign-in').hidden === false && document.getElementById('view').hidden && localStorage.getItem('taskhost_token') === null;";

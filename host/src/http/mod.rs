@@ -13,6 +13,7 @@ mod authority;
 mod bounds;
 mod connection;
 mod legacy_tasks;
+mod proof;
 mod routes;
 mod section;
 mod serving;

@@ -1,5 +1,6 @@
 //! Plugins' routes on the HTTP listener (the SDK's `http` module): a request the host does not
-//! serve itself, whose `Host` is the listener's own ([`super::authority`]), goes to the plugin
+//! serve itself, whose `Host` is the listener's own ([`super::authority`]), is the view's proof of
+//! the host ([`super::proof`]) or goes to the plugin
 //! serving the longest prefix of its path: a `GET` of one of the page's assets as it is, anything
 //! else once the viewer's bearer token named a principal ([`super::viewer`]); that principal's
 //! owner is opened on the host first, so its tasks from earlier hosts are there. A `GET` that
@@ -150,6 +151,9 @@ impl Routes {
             .map(|q| q.0)
             .unwrap_or_default();
         let full_path = parts.uri.path().to_owned();
+        if full_path == super::proof::PATH {
+            return super::proof::answer(&self.lookup, &parts, &query);
+        }
         let Some(route) = self.route_for(&full_path) else {
             return (StatusCode::NOT_FOUND, "nothing is served here").into_response();
         };

@@ -4,6 +4,7 @@
 //! when it is made; the database keeps its SHA-256.
 
 use rusqlite::{Connection, OptionalExtension, params};
+use sha2::{Digest, Sha256};
 
 use crate::owners::OwnerSecret;
 
@@ -180,5 +181,81 @@ impl PrincipalLookup {
         token: &Token,
     ) -> Result<Option<(String, String, bool)>, crate::StoreError> {
         Ok(by_token(&self.0.lock(), token)?)
+    }
+
+    /// The key of the principal whose stored hash `H` hashes (SHA-256, in lower-case hex) to
+    /// `id`, live or revoked, for a page to check the host holds its token's record before it
+    /// sends the token; `None` for any other `id`.
+    ///
+    /// # Errors
+    /// The database could not be read.
+    pub fn proof_key(&self, id: &str) -> Result<Option<ProofKey>, crate::StoreError> {
+        let conn = self.0.lock();
+        let mut rows = conn.prepare_cached(
+            "SELECT secret_sha256, ended_at_ms IS NULL FROM owners WHERE kind = 'principal'",
+        )?;
+        let mut rows = rows.query([])?;
+        while let Some(row) = rows.next()? {
+            let key: Vec<u8> = row.get(0)?;
+            if key.len() == 32 && hex(&Sha256::digest(&key)).eq_ignore_ascii_case(id) {
+                return Ok(Some(ProofKey {
+                    key,
+                    live: row.get(1)?,
+                }));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// A principal's stored hash `H` as the key a host proves it holds with (see
+/// [`PrincipalLookup::proof_key`]).
+pub struct ProofKey {
+    key: Vec<u8>,
+    /// False when the principal was revoked.
+    pub live: bool,
+}
+
+impl ProofKey {
+    /// `HMAC-SHA256(H, message)` in lower-case hex.
+    pub fn sign(&self, message: &[u8]) -> String {
+        hex(&hmac_sha256(&self.key, message))
+    }
+}
+
+impl std::fmt::Debug for ProofKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProofKey(..)")
+    }
+}
+
+/// HMAC-SHA256 (RFC 2104) with a key of at most one block (64 bytes).
+fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
+    let mut block = [0u8; 64];
+    block[..key.len().min(64)].copy_from_slice(&key[..key.len().min(64)]);
+    let inner = Sha256::new()
+        .chain_update(block.map(|b| b ^ 0x36))
+        .chain_update(message)
+        .finalize();
+    Sha256::new()
+        .chain_update(block.map(|b| b ^ 0x5c))
+        .chain_update(inner)
+        .finalize()
+        .into()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn hmac_sha256_is_rfc_4231s() {
+        let mac = super::hmac_sha256(b"Jefe", b"what do ya want for nothing?");
+        assert_eq!(
+            super::hex(&mac),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
     }
 }

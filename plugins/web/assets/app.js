@@ -1,11 +1,19 @@
 // The taskhost web view: the tasks the viewer may see, live from one event stream; every text
 // from a task is set as text (textContent), never parsed as HTML. The page signs in by itself:
-// the sign-in link's fragment (`/#token=TOKEN`, which no server ever receives) or the form puts
-// the token in localStorage (this origin's alone: scheme, host and port), and each request sends
-// it as `Authorization: Bearer`. No cookie carries it: a browser sends cookies to every port.
+// the sign-in link's fragment (`/#token=TOKEN`, which no server ever receives) or the form gives
+// a token, kept in localStorage (this origin's alone: scheme, host and port) once the host proved
+// itself and the token named a principal; each request sends it as `Authorization: Bearer`, and
+// only to a server that has just proved it holds the token's record (see `prove`). No cookie
+// carries it: a browser sends cookies to every port.
 'use strict';
 
 const TOKEN_KEY = 'taskhost_token';
+const TOKEN_PREFIX = 'taskhost_';
+const TOKEN_SHAPE = /^taskhost_[0-9a-fA-F]{64}$/;
+const PROOF_PATH = '/.well-known/taskhost-view-proof';
+const PROOF_WITHIN_MS = 10000;
+const NOT_OURS = 'this server is not the taskhost that issued your token';
+const REVOKED = 'The token names no principal (unknown or revoked).';
 
 const PAGE_ROWS = 100;
 const TIMELINE_HOURS = 6;
@@ -18,19 +26,89 @@ let retryMs = 500; // the stream's `retry:`
 const REFUSED_RETRY_MS = 5000;
 let page = 0;
 let drawing = false;
+let offered = null; // a link's token naming another principal, until the person chooses
 
 const $ = (id) => document.getElementById(id);
 
 const token = () => localStorage.getItem(TOKEN_KEY);
 
-// Moves a token given as `#token=...` into localStorage, and out of the address bar and the
-// history entry (replaced, so Back does not show it either).
+const hex = (bytes) => [...new Uint8Array(bytes)].map((b) => b.toString(16).padStart(2, '0')).join('');
+const utf8 = (text) => new TextEncoder().encode(text);
+
+// Whether the server answering at this origin holds token `t`'s record: 'live', 'revoked' (its
+// word, proved the same way) or 'not ours'. It is sent only P = SHA-256(H), where H = SHA-256 of
+// the token's hex digits is what the host's store keeps, and a fresh nonce; it answers
+// HMAC-SHA256(H, label, nonce, Host), which no server without H can compute. Throws when no
+// server answers as a server.
+async function prove(t) {
+  const h = await crypto.subtle.digest('SHA-256', utf8(t.slice(TOKEN_PREFIX.length).toLowerCase()));
+  const id = hex(await crypto.subtle.digest('SHA-256', h));
+  const nonce = hex(crypto.getRandomValues(new Uint8Array(16)));
+  const key = await crypto.subtle.importKey('raw', h, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+  const expected = async (label) => hex(await crypto.subtle.sign('HMAC', key, utf8(label + '\n' + nonce + '\n' + location.host)));
+  const r = await fetch(PROOF_PATH + '?principal=' + id + '&nonce=' + nonce,
+    { cache: 'no-store', credentials: 'omit', signal: AbortSignal.timeout(PROOF_WITHIN_MS) });
+  if (r.status !== 200 && r.status !== 410 && r.status !== 404) throw new Error('no answer: ' + r.status);
+  const mac = (await r.text()).trim();
+  if (r.status === 200 && mac === await expected('taskhost-view-proof')) return 'live';
+  if (r.status === 410 && mac === await expected('taskhost-view-revoked')) return 'revoked';
+  return 'not ours';
+}
+
+// Who token `t` names at this origin ({name, all_owners}), the host proved first; null when the
+// host cannot prove itself for it or it names nobody.
+async function whoami(t) {
+  try {
+    if (await prove(t) !== 'live') return null;
+    const r = await fetch('/api/whoami', authorized(t, {}));
+    return r.ok ? await r.json() : null;
+  } catch (e) {
+    return null;
+  }
+}
+
+// The token a link gives as `#token=...`, taken out of the address bar and the tab's history
+// entry (replaced, so Back does not show it either); null when it gives none.
 function takeFragment() {
   const given = new URLSearchParams(location.hash.slice(1)).get('token');
-  if (given === null) return false;
+  if (given === null) return null;
   history.replaceState(null, '', location.pathname + location.search);
-  if (given) localStorage.setItem(TOKEN_KEY, given);
-  return true;
+  return given;
+}
+
+// Keeps `given` (from the link or the form) once it has the shape of a token, the host proved
+// itself for it and it names a principal; one that would replace a working token of another
+// principal waits for the person's click. Why it was not taken, or '' (taken, kept, or asked).
+async function offer(given) {
+  if (!TOKEN_SHAPE.test(given)) return 'That is not a taskhost token; it was ignored.';
+  const old = token();
+  if (given === old) return '';
+  const who = await whoami(given);
+  if (!who) return 'That token names no principal of this host; it was ignored.';
+  const was = old ? await whoami(old) : null;
+  if (!was || was.name === who.name) {
+    localStorage.setItem(TOKEN_KEY, given);
+    return '';
+  }
+  offered = given;
+  $('switch-to').textContent = 'Sign in as ' + who.name + ' instead of ' + was.name + '?';
+  $('switch').hidden = false;
+  return '';
+}
+
+// The person's answer to a link's other principal: switch to it, or keep the token kept.
+function switchTo(yes) {
+  if (yes && offered) localStorage.setItem(TOKEN_KEY, offered);
+  offered = null;
+  $('switch').hidden = true;
+  if (yes) start();
+}
+
+// Takes a link's token, if there is one, and shows the view.
+async function arrive() {
+  const given = takeFragment();
+  if (given !== null) $('notice').textContent = await offer(given);
+  start();
 }
 
 // The form in place of the view: no token is kept, or the one kept names nobody (it is dropped).
@@ -46,7 +124,7 @@ function signIn(why) {
 }
 
 function start() {
-  if (!token()) {
+  if (!TOKEN_SHAPE.test(token() || '')) {
     signIn('This view needs a token.');
     return;
   }
@@ -56,9 +134,9 @@ function start() {
   connect();
 }
 
-// `init` for a fetch of this page's origin, with the token.
-function authorized(init) {
-  const headers = Object.assign({ Authorization: 'Bearer ' + token() }, init.headers || {});
+// `init` for a fetch of this page's origin, with token `t`.
+function authorized(t, init) {
+  const headers = Object.assign({ Authorization: 'Bearer ' + t }, init.headers || {});
   return Object.assign({ cache: 'no-store', credentials: 'omit' }, init, { headers });
 }
 
@@ -81,17 +159,27 @@ const handlers = {
 };
 
 // The page's one event stream: a streamed fetch read as text/event-stream (an EventSource cannot
-// send the token), opened again `retry:` ms after it ends, as an EventSource would be.
+// send the token), opened again `retry:` ms after it ends, as an EventSource would be; each time,
+// the host proves itself first, and a server that cannot is sent nothing.
 async function connect() {
   if (stream) stream.abort();
   const mine = new AbortController();
   stream = mine;
+  const t = token();
   const url = '/api/events' + (watch ? '?watch=' + encodeURIComponent(watch) : '');
   let wait = retryMs;
+  let shown = 'reconnecting…';
   try {
-    const r = await fetch(url, authorized({ headers: { Accept: 'text/event-stream' }, signal: mine.signal }));
+    const proof = await prove(t);
+    if (stream !== mine) return;
+    if (proof === 'revoked') {
+      signIn(REVOKED);
+      return;
+    }
+    if (proof !== 'live') throw new Error(shown = NOT_OURS);
+    const r = await fetch(url, authorized(t, { headers: { Accept: 'text/event-stream' }, signal: mine.signal }));
     if (r.status === 401) {
-      signIn('The token names no principal (unknown or revoked).');
+      signIn(REVOKED);
       return;
     }
     if (r.ok && r.body) {
@@ -101,10 +189,11 @@ async function connect() {
       wait = REFUSED_RETRY_MS; // 429 (this token's streams are all open elsewhere), 503, ...
     }
   } catch (e) {
-    // Aborted for another stream, or the connection dropped: opened again below if still ours.
+    // Aborted for another stream, the connection dropped, or the server is not the host: opened
+    // again below if still ours.
   }
   if (stream !== mine) return;
-  $('connection').textContent = 'reconnecting…';
+  $('connection').textContent = shown;
   setTimeout(() => { if (stream === mine) connect(); }, wait);
 }
 
@@ -265,8 +354,12 @@ function select(id) {
 
 async function kill(id) {
   if (!window.confirm('Kill task ' + id + '?')) return;
-  const r = await fetch('/api/tasks/' + encodeURIComponent(id) + '/kill', authorized({ method: 'POST' }));
-  if (r.status === 401) signIn('The token names no principal (unknown or revoked).');
+  const t = token();
+  const proof = await prove(t).catch(() => 'unreachable');
+  if (proof === 'revoked') return signIn(REVOKED);
+  if (proof !== 'live') return window.alert('The kill was not sent: ' + (proof === 'not ours' ? NOT_OURS : 'the host cannot be reached') + '.');
+  const r = await fetch('/api/tasks/' + encodeURIComponent(id) + '/kill', authorized(t, { method: 'POST' }));
+  if (r.status === 401) signIn(REVOKED);
   else if (!r.ok) window.alert('The kill failed: ' + (await r.text()));
 }
 
@@ -291,20 +384,22 @@ function showHost(s) {
   $('plugins').replaceChild(body, $('plugins').tBodies[0]);
 }
 
-takeFragment();
-window.addEventListener('hashchange', () => { if (takeFragment()) start(); });
+window.addEventListener('hashchange', () => { arrive(); });
 
 document.addEventListener('DOMContentLoaded', () => {
-  $('sign-in').addEventListener('submit', (e) => {
+  $('sign-in').addEventListener('submit', async (e) => {
     e.preventDefault();
     const given = $('token').value.trim();
     $('token').value = '';
-    if (given) localStorage.setItem(TOKEN_KEY, given);
-    start();
+    const why = await offer(given);
+    if (why) signIn(why);
+    else start();
   });
+  $('switch-to').addEventListener('click', () => switchTo(true));
+  $('switch-keep').addEventListener('click', () => switchTo(false));
   for (const id of ['f-status', 'f-owner', 'f-kind', 'f-search']) $(id).addEventListener('input', () => { page = 0; redraw(); });
   $('prev').addEventListener('click', () => { page = Math.max(0, page - 1); redraw(); });
   $('next').addEventListener('click', () => { page += 1; redraw(); });
   setInterval(() => { if ([...tasks.values()].some((t) => t.status === 'running')) redraw(); }, 1000);
-  start();
+  arrive();
 });

@@ -1,5 +1,5 @@
-//! The page's requests: the task list, one task's output tail, a kill, and the host's status (its
-//! plugins' paths, the keeper's pid, its health: an overseer's alone).
+//! The page's requests: who signs in, the task list, one task's output tail, a kill, and the host's
+//! status (its plugins' paths, the keeper's pid, its health: an overseer's alone).
 
 use taskhost_abi::prelude::*;
 use taskhost_abi::sdk::http::{HttpRequest, HttpResponse};
@@ -14,6 +14,10 @@ pub(crate) fn answer(host: &Host, request: &HttpRequest) -> HttpResponse {
     let owner = request.viewer.caller();
     let parts: Vec<&str> = request.path.trim_matches('/').split('/').collect();
     match (request.method.as_str(), parts.as_slice()) {
+        ("GET", ["api", "whoami"]) => HttpResponse::json(&json!({
+            "name": request.viewer.name,
+            "all_owners": request.viewer.all_owners,
+        })),
         ("GET", ["api", "tasks"]) => {
             let rows = with_records(host, &host.list_tasks(owner), &request.viewer);
             HttpResponse::json(&json!({ "tasks": rows }))
