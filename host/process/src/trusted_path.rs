@@ -3,8 +3,9 @@
 //! The walk starts at `/` and opens one component at a time relative to the directory opened before
 //! it, never following a symlink by name: every directory on the way must be owned by root or this
 //! user and not writable by group or others unless sticky (a sticky directory lets nobody rename or
-//! remove another's entry); a symlink is read from the trusted directory that holds it, so its
-//! target is its owner's choice, and resolved by the same walk; the file (or directory) at the end is
+//! remove another's entry); a symlink must be root's or this user's (a sticky directory lets anyone
+//! add one), is read from the trusted directory that holds it, and its target is resolved by the
+//! same walk; the file (or directory) at the end is
 //! checked on the descriptor that was opened, and that descriptor is what the caller reads, so what
 //! was checked is what is used. A name another user could swap at any step fails the walk.
 
@@ -113,7 +114,9 @@ fn walk(path: &Path, want: Want) -> Result<OwnedFd, TrustError> {
                 if links > MAX_LINKS {
                     return Err(io(Errno::ELOOP));
                 }
-                // The link stands in a trusted directory: only root or this user could have made it.
+                // The link stands in a trusted directory, but a sticky one lets any user add a
+                // link of their own: only one root or this user made is followed.
+                owned_by_us_or_root(&st, euid).map_err(|why| refuse(&here, why))?;
                 let target = readlinkat(&fd, "").map_err(io)?;
                 let target = PathBuf::from(target);
                 if target.is_absolute() {
@@ -275,6 +278,29 @@ mod tests {
                 .contains("lib.so is writable by group or others"),
             "{e}"
         );
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn another_users_link_in_a_sticky_directory_is_not_followed() {
+        let d = scratch("sticky-link");
+        std::fs::create_dir(d.join("shared")).unwrap();
+        std::fs::set_permissions(d.join("shared"), std::fs::Permissions::from_mode(0o1777))
+            .unwrap();
+        std::fs::create_dir(d.join("trusted")).unwrap();
+        let link = d.join("shared/link");
+        std::os::unix::fs::symlink(d.join("trusted"), &link).unwrap();
+        assert!(open_trusted_dir(&link).is_ok(), "our own link is followed");
+        // `nobody`'s link, as that user could make in a sticky directory (only root can give one).
+        if std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).is_ok() {
+            let e = open_trusted_dir(&link).unwrap_err();
+            assert!(
+                e.to_string().contains("link is owned by another user"),
+                "{e}"
+            );
+            let e = open_trusted_dir(&link.join("below")).unwrap_err();
+            assert!(e.to_string().contains("is owned by another user"), "{e}");
+        }
         std::fs::remove_dir_all(&d).unwrap();
     }
 
