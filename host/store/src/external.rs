@@ -67,19 +67,50 @@ pub(crate) fn read_to(
     Ok(())
 }
 
-/// Takes over, for host `me`, every live external task of a host that has ended.
+/// Takes over, for host `me`, every live external task of a host that has ended. A row whose
+/// values are not of their types is skipped with a warning naming it (left as it is, not adopted),
+/// so one bad row cannot keep a host from starting.
 pub(crate) fn adopt(conn: &mut Connection, me: i64) -> rusqlite::Result<Vec<Adopted>> {
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    let orphans: Vec<(String, i64)> = tx
-        .prepare(
+    let mut orphans: Vec<(String, i64)> = Vec::new();
+    {
+        let mut stmt = tx.prepare(
             "SELECT t.id, t.host FROM tasks t JOIN external e ON e.task_id = t.id
              WHERE t.status IN ('starting', 'running', 'stopping')
                AND t.host IN (SELECT id FROM hosts WHERE ended_at_ms IS NOT NULL)",
-        )?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<rusqlite::Result<_>>()?;
+        )?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            match (r.get(0), r.get(1)) {
+                (Ok(id), Ok(host)) => orphans.push((id, host)),
+                (Err(e), _) | (_, Err(e)) => skip("?", &e),
+            }
+        }
+    }
     let mut adopted = Vec::new();
     for (id, old) in orphans {
+        let external = match tx.query_row(
+            "SELECT work_id, poll, cancel, output, poll_every_ms, read_offset FROM external
+             WHERE task_id = ?1",
+            [&id],
+            |r| {
+                Ok(ExternalRecord {
+                    work_id: r.get(0)?,
+                    poll: r.get(1)?,
+                    cancel: r.get(2)?,
+                    output: r.get(3)?,
+                    poll_every_ms: r.get::<_, i64>(4)?.max(0) as u64,
+                    read_offset: r.get::<_, i64>(5)?.max(0) as u64,
+                })
+            },
+        ) {
+            Ok(external) => external,
+            Err(e) if is_decoding(&e) => {
+                skip(&id, &e);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         let moved = tx.execute(
             "UPDATE tasks SET host = ?2 WHERE id = ?1 AND host = ?3",
             params![id, me, old],
@@ -90,23 +121,24 @@ pub(crate) fn adopt(conn: &mut Connection, me: i64) -> rusqlite::Result<Vec<Adop
         let Some(record) = records::one(&tx, &id)? else {
             continue;
         };
-        let external = tx.query_row(
-            "SELECT work_id, poll, cancel, output, poll_every_ms, read_offset FROM external
-             WHERE task_id = ?1",
-            [&id],
-            |r| {
-                Ok(ExternalRecord {
-                    work_id: r.get(0)?,
-                    poll: r.get(1)?,
-                    cancel: r.get(2)?,
-                    output: r.get(3)?,
-                    poll_every_ms: r.get::<_, i64>(4)? as u64,
-                    read_offset: r.get::<_, i64>(5)? as u64,
-                })
-            },
-        )?;
         adopted.push(Adopted { record, external });
     }
     tx.commit()?;
     Ok(adopted)
+}
+
+/// True for an error of a value that is not of its column's type (the row is bad, not the
+/// database).
+fn is_decoding(e: &rusqlite::Error) -> bool {
+    matches!(
+        e,
+        rusqlite::Error::InvalidColumnType(..)
+            | rusqlite::Error::FromSqlConversionFailure(..)
+            | rusqlite::Error::IntegralValueOutOfRange(..)
+            | rusqlite::Error::Utf8Error(..)
+    )
+}
+
+fn skip(id: &str, e: &rusqlite::Error) {
+    tracing::warn!("skipping the external work record of task {id:?} in tasks.db: {e}");
 }

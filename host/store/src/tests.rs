@@ -229,3 +229,32 @@ fn hosts_opening_one_new_directory_at_once_all_open_it() {
         }
     }
 }
+
+/// Proves: an external work record whose values are not of their types is skipped with a warning
+/// (left as it is), while a good one beside it is adopted: one bad row does not keep a host from
+/// starting.
+#[test]
+fn a_bad_external_record_is_skipped_and_the_good_ones_adopted() {
+    let dir = Dir::new("bad-external");
+    Store::open(&dir.0, Sync::Normal).expect("open").close();
+    let conn = rusqlite::Connection::open(dir.0.join("tasks.db")).expect("the database");
+    conn.execute_batch(
+        "INSERT INTO hosts(id, pid, started_at_ms, ended_at_ms) VALUES (1000, 1, 1, 2);
+         INSERT INTO tasks(id, kind, number, host, owner, label, status, started_at_ms)
+             VALUES ('slurm-5', 'slurm', 5, 1000, NULL, 'bad', 'running', 1),
+                    ('slurm-6', 'slurm', 6, 1000, NULL, 'good', 'running', 1);
+         INSERT INTO external VALUES ('slurm-5', X'00', 'true', 'true', 'x', 1000, 0);
+         INSERT INTO external VALUES ('slurm-6', '6', 'true', 'true', 'x', 1000, 0);",
+    )
+    .expect("rows");
+    drop(conn);
+    let store = Store::open(&dir.0, Sync::Normal).expect("a bad row does not stop the open");
+    let adopted: Vec<&str> = store
+        .recovered()
+        .adopted
+        .iter()
+        .map(|a| a.record.id.as_str())
+        .collect();
+    assert_eq!(adopted, ["slurm-6"]);
+    store.close();
+}
