@@ -195,3 +195,50 @@ async fn a_task_on_a_full_state_disk_is_drained_says_so_and_is_kept_again_when_s
     drop(client);
     host.stop();
 }
+
+/// Proves: a task that settles while the state disk is too full for its record still gets its
+/// record once space returns: the write the database refused is tried again, and the host serves
+/// on meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_settlement_the_full_database_refused_is_recorded_once_space_returns() {
+    let dir = scratch("disk-full-db");
+    let disk = Tmpfs::mount(&dir.join("mnt"));
+    let log = dir.join("host.log");
+    let go = dir.join("go");
+    let mut host = host_on(&dir, &disk.0, &log);
+    let client = mcp::socket_client(&host.socket, Watcher::default()).await;
+    let command = format!(
+        "while [ ! -e '{go}' ]; do sleep 0.05; done; echo settled-on-a-full-disk; exit 3",
+        go = go.display()
+    );
+    let id = mcp::start(&client, &command).await;
+    let filler = disk.fill();
+    std::fs::write(&go, "").unwrap();
+    let end = mcp::read_waiting(&client, &id, 30_000).await;
+    assert!(end.contains("exit code: 3"), "{end}");
+    std::fs::remove_file(&filler).unwrap();
+    // The host serves on: a foreground call after space returned.
+    let answer = mcp::call(&client, "bash", json!({"command": "echo still-serving"})).await;
+    assert!(answer.contains("still-serving"), "{answer}");
+    drop(client);
+    host.stop();
+    let out = output_within(
+        std::process::Command::new(mcp::binary())
+            .args(["tasks", "--json", "--all", "--state"])
+            .arg(disk.0.join("state")),
+        Duration::from_secs(30),
+    );
+    let records = String::from_utf8_lossy(&out.stdout);
+    let record = records
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|r| r["id"] == id.as_str())
+        .unwrap_or_else(|| panic!("no record of {id}: {records}"));
+    assert_eq!(record["status"], "completed", "{record}");
+    assert!(
+        record["detail"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("exit code: 3")),
+        "{record}"
+    );
+}
