@@ -106,35 +106,14 @@ async fn a_foreground_call_answers_with_its_whole_output_on_a_full_state_disk() 
     host.stop();
 }
 
-/// Proves: a task writing more than the full state disk holds is still drained (its reads return
-/// new output, it ends when its command does), its read and the host's log say the disk is full,
-/// its kept file says how many bytes were not kept, and once space returns its output is kept again.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_task_on_a_full_state_disk_is_drained_says_so_and_is_kept_again_when_space_returns() {
-    let dir = scratch("disk-full-bg");
-    let disk = Tmpfs::mount(&dir.join("mnt"));
-    let log = dir.join("host.log");
-    let (go, again) = (dir.join("go"), dir.join("again"));
-    let mut host = host_on(&dir, &disk.0, &log);
-    let client = mcp::socket_client(&host.socket, Watcher::default()).await;
-    let command = format!(
-        "echo before-the-disk-filled; while [ ! -e '{go}' ]; do sleep 0.05; done; \
-         yes 0123456789abcdef0123456789abcdef | head -c 30000000; echo; echo phase-one-done; \
-         while [ ! -e '{again}' ]; do sleep 0.05; done; echo after-space-returned; echo the-end",
-        go = go.display(),
-        again = again.display()
-    );
-    let id = mcp::start(&client, &command).await;
-    let first = mcp::call(&client, "task_output", json!({"task_id": id})).await;
-    let filler = disk.fill();
-    std::fs::write(&go, "").unwrap();
-
-    // Drained: the 30 MB go through the pipe although no byte more fits on the disk.
-    let mut seen = first;
+/// Reads `id`'s output until it names `needle` (60 s at most): everything read, each read that said
+/// the disk is full followed by a line `<disk full told>`.
+async fn read_until(client: &mcp::Client, id: &str, needle: &str) -> String {
+    let mut seen = String::new();
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while !seen.contains("phase-one-done") && std::time::Instant::now() < deadline {
+    while !seen.contains(needle) && std::time::Instant::now() < deadline {
         let read = mcp::call(
-            &client,
+            client,
             "task_output",
             json!({"task_id": id, "wait": true, "timeout_ms": 1000}),
         )
@@ -145,30 +124,92 @@ async fn a_task_on_a_full_state_disk_is_drained_says_so_and_is_kept_again_when_s
         }
     }
     assert!(
-        seen.contains("phase-one-done"),
-        "the task's output stopped: {}",
+        seen.contains(needle),
+        "the task's output stopped before {needle}: {}",
         &seen[seen.len().saturating_sub(2000)..]
     );
+    seen
+}
+
+/// A command that prints `before-the-disk-filled`, waits for `go`, then runs `then`.
+fn after(go: &Path, then: &str) -> String {
+    format!(
+        "echo before-the-disk-filled; while [ ! -e '{}' ]; do sleep 0.05; done; {then}",
+        go.display()
+    )
+}
+
+/// Proves: a task writing more than the full state disk holds is still drained (its reads return
+/// new output, it ends when its command does), and its reads, its status and the host's log (once
+/// per stream) say the disk is full.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_writing_more_than_the_full_state_disk_holds_is_drained_and_told_so() {
+    let dir = scratch("disk-full-bg");
+    let disk = Tmpfs::mount(&dir.join("mnt"));
+    let log = dir.join("host.log");
+    let go = dir.join("go");
+    let mut host = host_on(&dir, &disk.0, &log);
+    let client = mcp::socket_client(&host.socket, Watcher::default()).await;
+    let command = after(
+        &go,
+        "yes 0123456789abcdef0123456789abcdef | head -c 30000000; echo; echo the-writer-ended",
+    );
+    let id = mcp::start(&client, &command).await;
+    disk.fill();
+    std::fs::write(&go, "").unwrap();
+
+    // Drained: the 30 MB go through the pipe although no byte more fits on the disk.
+    let seen = read_until(&client, &id, "the-writer-ended").await;
     assert!(
         seen.contains("<disk full told>"),
         "no read said the disk is full"
     );
+    let end = mcp::read_waiting(&client, &id, 30_000).await;
+    assert!(
+        end.contains("[status: completed, exit code: 0; ")
+            && end.contains(" bytes of its output were not kept (the disk refused them)]"),
+        "the status says output was not kept: {end}"
+    );
+    drop(client);
+    host.stop();
     let logged = std::fs::read_to_string(&log).unwrap_or_default();
     let told = logged.matches("the state disk is full").count();
     assert!(
         (1..=2).contains(&told),
         "the log should say once per stream that the disk is full, said it {told} times:\n{logged}"
     );
+}
 
+/// Proves: output the full state disk refused leaves one marker in the kept file saying how many
+/// bytes were not kept, and the output after space returned is kept after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_is_kept_again_after_a_marked_gap_once_the_state_disk_has_room() {
+    let dir = scratch("disk-full-again");
+    let disk = Tmpfs::mount(&dir.join("mnt"));
+    let log = dir.join("host.log");
+    let (go, again) = (dir.join("go"), dir.join("again"));
+    let mut host = host_on(&dir, &disk.0, &log);
+    let client = mcp::socket_client(&host.socket, Watcher::default()).await;
+    let command = after(
+        &go,
+        &format!(
+            "yes 0123456789abcdef | head -c 1000000; echo; echo refused-output-ended; \
+             while [ ! -e '{}' ]; do sleep 0.05; done; echo after-space-returned; echo the-end",
+            again.display()
+        ),
+    );
+    let id = mcp::start(&client, &command).await;
+    read_until(&client, &id, "before-the-disk-filled").await;
+    let filler = disk.fill();
+    std::fs::write(&go, "").unwrap();
+    read_until(&client, &id, "refused-output-ended").await;
     std::fs::remove_file(&filler).unwrap();
     std::fs::write(&again, "").unwrap();
     let end = mcp::read_waiting(&client, &id, 30_000).await;
     assert!(end.contains("the-end"), "{end}");
-    assert!(end.contains("completed"), "{end}");
-    assert!(
-        end.contains("bytes of its output were not kept (the disk refused them)]"),
-        "the status says output was not kept: {end}"
-    );
+    drop(client);
+    host.stop();
+
     // The task's kept stdout (the database holds its command, which names the same words).
     let kept: Vec<String> = files_containing(&disk.0.join("state"), "after-space-returned")
         .into_iter()
@@ -185,15 +226,14 @@ async fn a_task_on_a_full_state_disk_is_drained_says_so_and_is_kept_again_when_s
         .expect("a marker where output was not kept");
     assert!(
         text[marker_at..].contains("after-space-returned\nthe-end\n"),
-        "output after the gap is kept after its marker"
+        "output after the gap is kept after its marker: {}",
+        &text[marker_at..]
     );
     assert_eq!(
         text.matches("bytes not kept").count(),
         1,
         "one marker per gap"
     );
-    drop(client);
-    host.stop();
 }
 
 /// Proves: a task that settles while the state disk is too full for its record still gets its
