@@ -167,14 +167,17 @@ impl Process {
     /// output was dropped from memory).
     pub fn read(&self) -> String {
         // Rendered once the streams are unlocked: the pump goes on filling them meanwhile.
-        let (out, err, spills, cursors) = {
+        let (out, err, spills, cursors, note) = {
             let mut s = self.streams.lock();
             let (out, err) = (s.out.read(), s.err.read());
             let cursors = [s.out.cursor(), s.err.cursor()];
-            (out, err, spill_refs(&s), cursors)
+            (out, err, spill_refs(&s), cursors, gap_note(&s))
         };
         self.reads_moved(cursors);
-        render_read(&out.bytes, &err.bytes, out.lossy || err.lossy, &spills)
+        with_note(
+            render_read(&out.bytes, &err.bytes, out.lossy || err.lossy, &spills),
+            note,
+        )
     }
 
     /// The output since the previous read as text, stdout and stderr apart (for a command whose
@@ -220,13 +223,16 @@ impl Process {
 
     /// What [`Process::read`] would return now, left unread.
     pub fn peek(&self) -> String {
-        let (out, err, spills) = {
+        let (out, err, spills, note) = {
             let mut s = self.streams.lock();
             s.out.sync_kept();
             s.err.sync_kept();
-            (s.out.peek(), s.err.peek(), spill_refs(&s))
+            (s.out.peek(), s.err.peek(), spill_refs(&s), gap_note(&s))
         };
-        render_read(&out.bytes, &err.bytes, out.lossy || err.lossy, &spills)
+        with_note(
+            render_read(&out.bytes, &err.bytes, out.lossy || err.lossy, &spills),
+            note,
+        )
     }
 
     /// How far the process has got, without consuming anything: the bytes it wrote so far (both
@@ -268,7 +274,7 @@ impl Process {
     /// normal exit is `killed before exit`), a signal is `killed`.
     pub fn outcome(&self, exit: &Exit) -> TaskOutcome {
         let killed = self.kill_requested.load(Ordering::SeqCst);
-        match exit {
+        let outcome = match exit {
             Exit::Code(c) if !killed => {
                 TaskOutcome::completed().with_detail(wording::exit_detail(*c))
             }
@@ -276,8 +282,33 @@ impl Process {
                 TaskOutcome::killed().with_detail(wording::signal_detail(&signal_name(*s)))
             }
             _ => TaskOutcome::new(TerminalStatus::Killed).with_detail("killed before exit"),
+        };
+        let not_kept = {
+            let s = self.streams.lock();
+            s.out.not_kept() + s.err.not_kept()
+        };
+        if not_kept == 0 {
+            return outcome;
         }
+        let detail = outcome.detail.clone().unwrap_or_default();
+        outcome.with_detail(format!(
+            "{detail}; {not_kept} bytes of its output were not kept (the disk refused them)"
+        ))
     }
+}
+
+/// While a stream's kept file misses output (its disk refuses writes), the line that says so.
+fn gap_note(s: &Streams) -> Option<String> {
+    s.out.gap_note().or_else(|| s.err.gap_note())
+}
+
+/// `text`, then `note` on a line of its own.
+fn with_note(mut text: String, note: Option<String>) -> String {
+    if let Some(note) = note {
+        text.push_str(wording::line_break(&text));
+        text.push_str(&note);
+    }
+    text
 }
 
 /// The spill files a read names, as the streams stand.

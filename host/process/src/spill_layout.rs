@@ -1,7 +1,10 @@
 //! The layout of a spill file past its cap: `[head][marker][window]`, the window holding the latest
-//! output, and the marker saying how much was skipped between them.
+//! output, and the marker saying how much was skipped between them; and the marker of a gap in a
+//! kept file ([`Gap`]).
 
 use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
 
 /// A spill file past its cap: `[head][marker][window]`, the window holding the latest output.
 #[derive(Clone, Copy, Debug)]
@@ -30,7 +33,6 @@ pub(crate) fn marker(skipped: u64) -> Vec<u8> {
 
 /// Copies `len` bytes of `file` from offset `from` to offset `to` (the ranges may overlap).
 pub(crate) fn move_within(file: &File, from: u64, to: u64, len: u64) -> std::io::Result<()> {
-    use std::os::unix::fs::FileExt;
     const CHUNK: u64 = 1 << 20;
     if from == to || len == 0 {
         return Ok(());
@@ -60,7 +62,6 @@ pub(crate) fn move_within(file: &File, from: u64, to: u64, len: u64) -> std::io:
 /// What a file of cap `cap` says was skipped, if it is past its cap (its marker is in place after
 /// the head); `None` for a file that still holds the whole stream.
 pub(crate) fn read_marker(file: &File, cap: u64) -> Option<u64> {
-    use std::os::unix::fs::FileExt;
     let mut line = vec![0u8; MARKER_LEN as usize];
     file.read_exact_at(&mut line, cap / 4).ok()?;
     let text = std::str::from_utf8(&line).ok()?;
@@ -70,4 +71,44 @@ pub(crate) fn read_marker(file: &File, cap: u64) -> Option<u64> {
         .0;
     text.ends_with('\n').then_some(())?;
     skipped.parse().ok()
+}
+
+/// Output of one stream its kept file misses since the disk last took a write.
+#[derive(Debug)]
+pub(crate) struct Gap {
+    /// Bytes of the stream not written to the file.
+    pub(crate) bytes: u64,
+    /// Why, as the marker and the reads say it.
+    pub(crate) reason: String,
+}
+
+/// Why a write failed, in the words of the marker: a full disk is named as such.
+pub(crate) fn reason(e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::ENOSPC | libc::EDQUOT) => "the state disk is full".to_owned(),
+        _ => format!("a write of the kept file failed ({e})"),
+    }
+}
+
+/// The line written where a gap was, once the disk takes writes again.
+pub(crate) fn gap_marker(gap: &Gap) -> Vec<u8> {
+    format!(
+        "\n[taskhost: {} bytes not kept: {}]\n",
+        gap.bytes, gap.reason
+    )
+    .into_bytes()
+}
+
+/// Writes `data` at `at`; returns how many bytes went in before a write failed, and the failure.
+pub(crate) fn write_counted(file: &File, data: &[u8], at: u64) -> (usize, Option<io::Error>) {
+    let mut done = 0;
+    while done < data.len() {
+        match file.write_at(&data[done..], at + done as u64) {
+            Ok(0) => return (done, Some(io::ErrorKind::WriteZero.into())),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return (done, Some(e)),
+        }
+    }
+    (done, None)
 }

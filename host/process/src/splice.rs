@@ -71,9 +71,11 @@ pub(crate) async fn splice_kept(
                 return Spliced::Moved(n);
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            // Not a pipe (a terminal's master), or a file splice cannot write to.
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => return Spliced::Declined,
-            Err(_) => return Spliced::End,
+            // Not a pipe (a terminal's master), a file splice cannot write to, or a disk that
+            // refused the write (full): the output stays in the pipe, read from now on, and the
+            // stream's own write meets the disk's refusal (`crate::kept_gap`). A broken pipe ends
+            // that read.
+            Err(_) => return Spliced::Declined,
         }
     }
 }

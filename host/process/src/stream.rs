@@ -20,10 +20,11 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::Write;
+use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::spill_layout::{MARKER_LEN, Rolling, marker, move_within};
+use crate::spill_layout::Rolling;
 
 /// The most output a rolling stream gathers in memory before the oldest of it is skipped.
 pub(crate) const PENDING_MAX: usize = 4 << 20;
@@ -77,6 +78,10 @@ pub(crate) struct StreamBuf {
     pending_dropped: u64,
     /// When `pending` was last written.
     flushed_at: Instant,
+    /// Kept output the disk refused since it last took a write ([`crate::kept_gap`]).
+    pub(crate) gap: Option<crate::spill_layout::Gap>,
+    /// Bytes the kept file missed over all gaps.
+    pub(crate) not_kept: u64,
 }
 
 /// What a read of one stream gives.
@@ -102,6 +107,8 @@ impl StreamBuf {
             pending: VecDeque::new(),
             pending_dropped: 0,
             flushed_at: Instant::now(),
+            gap: None,
+            not_kept: 0,
         }
     }
 
@@ -160,36 +167,21 @@ impl StreamBuf {
     }
 
     fn spill_write(&mut self, data: &[u8], tail_is_whole: bool) {
-        let Some(plan) = &self.plan else {
+        if self.plan.is_none() {
             self.spill_lost = true;
             return;
-        };
+        }
         if self.spill.is_none() {
             // The first overflow: the whole stream so far (still all in the tail) goes first.
-            if !tail_is_whole {
+            if !tail_is_whole || !self.start_spill() {
                 self.spill_lost = true;
                 return;
             }
-            match plan.dir.create_new(&plan.name, 0o600) {
-                Ok(mut f) => {
-                    let (a, b) = self.tail.as_slices();
-                    if f.write_all(a).and_then(|()| f.write_all(b)).is_err() {
-                        self.lose_spill();
-                        return;
-                    }
-                    self.spilled = self.tail.len() as u64;
-                    if let Some(budget) = &plan.budget {
-                        budget.grew(self.spilled);
-                    }
-                    self.spill = Some(f);
-                }
-                Err(e) => {
-                    tracing::warn!(path = %plan.path.display(), error = %e, "cannot create a spill file");
-                    self.spill_lost = true;
-                    return;
-                }
-            }
         }
+        let Some(plan) = &self.plan else {
+            return;
+        };
+        let kept = plan.kept;
         let before = self.spilled;
         let mut cap = self.cap_now.unwrap_or(plan.cap);
         if self.cap_now.is_none()
@@ -213,24 +205,71 @@ impl StreamBuf {
         let written = if self.spilled + data.len() as u64 > cap {
             self.cap_now = Some(cap);
             self.roll(data, cap, 0)
+        } else if kept {
+            self.append_kept(data);
+            Ok(())
         } else {
-            match self.spill.as_mut() {
+            match self.spill.as_ref() {
                 Some(f) => f
-                    .write_all(data)
+                    .write_all_at(data, self.spilled)
                     .map(|()| self.spilled += data.len() as u64),
                 None => Err(std::io::ErrorKind::NotFound.into()),
             }
         };
-        self.settle_write(before, written);
+        self.settle_write(before, written, data.len() as u64);
     }
 
-    /// After a write that took the file from `before` bytes: a failed one drops the file; the
-    /// host-wide budget learns the change.
-    fn settle_write(&mut self, before: u64, written: std::io::Result<()>) {
-        if let Err(e) = written {
-            let path = self.plan.as_ref().map(|p| p.path.display().to_string());
-            tracing::warn!(path, error = %e, "a spill write failed; the spill file is dropped");
-            self.lose_spill();
+    /// Creates the spill file with the tail (the whole stream so far); false when there is none. A
+    /// kept file the disk refuses the tail opens a gap; a spill file is dropped.
+    fn start_spill(&mut self) -> bool {
+        let Some(plan) = &self.plan else {
+            return false;
+        };
+        let f = match plan.dir.create_new(&plan.name, 0o600) {
+            Ok(f) => f,
+            Err(e) => {
+                tracing::warn!(path = %plan.path.display(), error = %e, "cannot create a spill file");
+                return false;
+            }
+        };
+        let tail: Vec<u8> = self.tail.iter().copied().collect();
+        let (n, failed) = crate::spill_layout::write_counted(&f, &tail, 0);
+        self.spilled = n as u64;
+        if let Some(budget) = &plan.budget {
+            budget.grew(self.spilled);
+        }
+        let kept = plan.kept;
+        self.spill = Some(f);
+        match failed {
+            None => true,
+            Some(e) if kept => {
+                self.gap_opened(&e, (tail.len() - n) as u64);
+                true
+            }
+            Some(_) => {
+                self.lose_spill();
+                false
+            }
+        }
+    }
+
+    /// After a write of `bytes` of the stream that took the file from `before` bytes: a failed one
+    /// drops a spill file, and opens a gap in a kept one (its bytes are skipped by the next batch);
+    /// the host-wide budget learns the change.
+    fn settle_write(&mut self, before: u64, written: std::io::Result<()>, bytes: u64) {
+        let kept = self.plan.as_ref().is_some_and(|p| p.kept);
+        match written {
+            Err(e) if kept && self.spill.is_some() => {
+                self.pending_dropped += bytes;
+                self.gap_opened(&e, bytes);
+            }
+            Err(e) => {
+                let path = self.plan.as_ref().map(|p| p.path.display().to_string());
+                tracing::warn!(path, error = %e, "a spill write failed; the spill file is dropped");
+                self.lose_spill();
+            }
+            Ok(()) if self.rolling.is_some() => self.gap_closed(),
+            Ok(()) => {}
         }
         if let Some(budget) = self.plan.as_ref().and_then(|p| p.budget.as_ref()) {
             let after = if self.spill_lost { 0 } else { self.spilled };
@@ -280,88 +319,12 @@ impl StreamBuf {
             return;
         }
         let (before, cap) = (self.spilled, self.cap_now.unwrap_or(self.spilled));
+        let bytes = pending.len() as u64 + dropped;
         let written = self.roll(pending.make_contiguous(), cap, dropped);
-        self.settle_write(before, written);
+        self.settle_write(before, written, bytes);
     }
 
-    /// Appends `data` to a file at its cap: the head stays, the window keeps the latest output. When
-    /// the window would overflow, its older half (or all of it, for a write as large as half the
-    /// window) moves out, so each byte is copied O(1) times on average. `dropped` bytes of the stream
-    /// came between the window and `data` and were never written: the window restarts with `data`.
-    fn roll(&mut self, data: &[u8], cap: u64, dropped: u64) -> std::io::Result<()> {
-        use std::os::unix::fs::FileExt;
-        let mut r = match self.rolling {
-            Some(r) => r,
-            None => {
-                let head = cap / 4;
-                let window_at = head + MARKER_LEN;
-                if cap <= window_at + 1 {
-                    // Too small to roll: nothing but the tail in memory is kept.
-                    self.lose_spill();
-                    return Ok(());
-                }
-                if self.spilled < head {
-                    // The head is not complete yet: the start of `data` completes it.
-                    let part = ((head - self.spilled) as usize).min(data.len());
-                    let Some(file) = self.spill.as_mut() else {
-                        return Err(std::io::ErrorKind::NotFound.into());
-                    };
-                    file.write_all(&data[..part])?;
-                    self.spilled += part as u64;
-                    return if part == data.len() {
-                        Ok(())
-                    } else {
-                        self.roll(&data[part..], cap, dropped)
-                    };
-                }
-                // What was written past the head is the window's content so far, not yet in place.
-                Rolling {
-                    window_at: head,
-                    window_max: cap - window_at,
-                    window_len: self.spilled - head,
-                    skipped: 0,
-                }
-            }
-        };
-        let Some(file) = self.spill.as_ref() else {
-            return Err(std::io::ErrorKind::NotFound.into());
-        };
-        let head = cap / 4;
-        let target = head + MARKER_LEN;
-        let n = data.len() as u64;
-        let fits = dropped == 0 && r.window_at == target && r.window_len + n <= r.window_max;
-        if fits {
-            file.write_all_at(data, r.window_at + r.window_len)?;
-            r.window_len += n;
-        } else if dropped > 0 || n >= r.window_max / 2 {
-            let keep = n.min(r.window_max);
-            r.skipped += r.window_len + dropped + (n - keep);
-            file.write_all_at(&data[(n - keep) as usize..], target)?;
-            r.window_len = keep;
-            r.window_at = target;
-        } else {
-            let keep_old = (r.window_max / 2 - n).min(r.window_len);
-            move_within(
-                file,
-                r.window_at + r.window_len - keep_old,
-                target,
-                keep_old,
-            )?;
-            r.skipped += r.window_len - keep_old;
-            file.write_all_at(data, target + keep_old)?;
-            r.window_len = keep_old + n;
-            r.window_at = target;
-        }
-        if !fits {
-            file.write_all_at(&marker(r.skipped), head)?;
-            file.set_len(target + r.window_len)?;
-        }
-        self.spilled = target + r.window_len;
-        self.rolling = Some(r);
-        Ok(())
-    }
-
-    fn lose_spill(&mut self) {
+    pub(crate) fn lose_spill(&mut self) {
         self.spill = None;
         self.spill_lost = true;
         self.pending = VecDeque::new();
@@ -424,6 +387,10 @@ impl StreamBuf {
     /// output).
     pub(crate) fn finish(&mut self) {
         self.flush();
+        if self.gap.is_some() && self.rolling.is_none() {
+            // The file ends in a gap: its marker says so, if the disk takes it now.
+            self.append_kept(&[]);
+        }
         if let Some(f) = self.spill.as_mut() {
             let _ = f.flush();
         }

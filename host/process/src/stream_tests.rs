@@ -1,6 +1,7 @@
 //! The stream buffer's behaviors: reads, the private spill file, the rolling window past the cap.
 
 use super::*;
+use crate::spill_layout::MARKER_LEN;
 
 fn plan(dir: &std::path::Path, cap: u64) -> Option<SpillPlan> {
     Some(SpillPlan {

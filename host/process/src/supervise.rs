@@ -174,12 +174,16 @@ async fn pump(
         match read {
             Ok(0) | Err(_) => return,
             Ok(n) => {
-                pending = {
+                let kept_again;
+                (pending, kept_again) = {
                     let mut streams = process.streams.lock();
                     let stream = streams.side(stdout);
+                    let gap = stream.gap.is_some();
                     stream.push(&buf[..n]);
-                    stream.has_pending()
+                    (stream.has_pending(), gap && stream.gap.is_none())
                 };
+                // The disk takes the kept file's writes again: splicing may go on.
+                splicing |= kept_again;
                 process.arrived.send_modify(|n| *n = n.wrapping_add(1));
                 if n == buf.len() && buf.len() < PIPE_BYTES {
                     widen(&pipe);

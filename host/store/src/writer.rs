@@ -1,8 +1,10 @@
 //! The one thread that writes the database: every write queued while it committed the previous
 //! batch goes into the next transaction (group commit); then each caller is answered, and each
-//! settlement's `then` is handed, in order, to the notifier thread.
+//! settlement's `then` is handed, in order, to the notifier thread. Records a full disk refused are
+//! applied again once it has room ([`Retry`]).
 
-use std::sync::mpsc::{Receiver, Sender, SyncSender, TryRecvError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, SyncSender, TryRecvError};
+use std::time::Duration;
 
 use rusqlite::{Connection, TransactionBehavior, params};
 
@@ -109,8 +111,22 @@ pub(crate) enum Op {
 /// Runs the writer on `conn` until its host ends ([`Op::EndHost`]) or every sender is gone. Writes
 /// queued behind the end are refused (their senders see the store closed).
 pub(crate) fn run(mut conn: Connection, ops: Receiver<Op>, notifier: Sender<Then>) {
-    while let Ok(first) = ops.recv() {
-        let mut batch = vec![first];
+    let mut retry = Retry::default();
+    loop {
+        let first = if retry.waiting() {
+            match ops.recv_timeout(RETRY_EVERY) {
+                Ok(op) => Some(op),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        } else {
+            match ops.recv() {
+                Ok(op) => Some(op),
+                Err(_) => break,
+            }
+        };
+        let mut batch = retry.take();
+        batch.extend(first);
         while batch.len() < BATCH && !matches!(batch.last(), Some(Op::EndHost { .. })) {
             match ops.try_recv() {
                 Ok(op) => batch.push(op),
@@ -119,7 +135,8 @@ pub(crate) fn run(mut conn: Connection, ops: Receiver<Op>, notifier: Sender<Then
         }
         let ends = matches!(batch.last(), Some(Op::EndHost { .. }));
         let numbers = commit(&mut conn, &batch);
-        answer(batch, numbers, &notifier);
+        retry.after(&batch, numbers.as_ref().map(|_| ()));
+        answer(batch, numbers.map_err(|e| e.to_string()), &notifier);
         if ends {
             return;
         }
@@ -143,10 +160,8 @@ enum Applied {
 }
 
 /// Applies `batch` in one transaction.
-fn commit(conn: &mut Connection, batch: &[Op]) -> Result<Answers, String> {
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(|e| e.to_string())?;
+fn commit(conn: &mut Connection, batch: &[Op]) -> rusqlite::Result<Answers> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let mut answers = Answers::default();
     for op in batch {
         if let Op::Retain {
@@ -157,18 +172,17 @@ fn commit(conn: &mut Connection, batch: &[Op]) -> Result<Answers, String> {
             ..
         } = op
         {
-            let expired = crate::retention::expire(&tx, output, *now_ms, *keep_ms, *keep_bytes)
-                .map_err(|e| e.to_string())?;
+            let expired = crate::retention::expire(&tx, output, *now_ms, *keep_ms, *keep_bytes)?;
             answers.expired.extend(expired);
         } else {
-            match apply(&tx, op).map_err(|e| e.to_string())? {
+            match apply(&tx, op)? {
                 Applied::Number(n) => answers.numbers.push(n),
                 Applied::Owner(name) => answers.owners.push(name),
                 Applied::Nothing => {}
             }
         }
     }
-    tx.commit().map_err(|e| e.to_string())?;
+    tx.commit()?;
     Ok(answers)
 }
 
@@ -277,9 +291,6 @@ fn update(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
 
 /// Answers every caller of a committed (or failed) batch, in order.
 fn answer(batch: Vec<Op>, answers: Result<Answers, String>, notifier: &Sender<Then>) {
-    if let Err(e) = &answers {
-        tracing::error!(error = %e, "a write of the task database failed");
-    }
     let expired = answers
         .as_ref()
         .map(|a| a.expired.clone())
@@ -338,4 +349,100 @@ pub(crate) fn notify(thens: Receiver<Then>) {
 /// The id a row with `number` of `kind` has.
 pub(crate) fn task_id(kind: &str, number: u64) -> String {
     format!("{kind}-{number}")
+}
+
+/// How often kept writes are tried again while no other write comes.
+pub(crate) const RETRY_EVERY: Duration = Duration::from_secs(1);
+
+/// The most writes kept: past it the oldest are given up, which the log says.
+const KEEP_MAX: usize = 10_000;
+
+/// The writes a full disk (`SQLITE_FULL`) refused that answer nobody (a settlement, a start that
+/// began, a kill, output paths, external work), applied again ahead of the next batch; a write that
+/// answers a caller is answered with the failure. Whether the database is failing now.
+#[derive(Default)]
+pub(crate) struct Retry {
+    ops: Vec<Op>,
+    failing: bool,
+}
+
+impl Retry {
+    /// True while writes wait to be tried again.
+    pub(crate) fn waiting(&self) -> bool {
+        !self.ops.is_empty()
+    }
+
+    /// The kept writes, to go first in the next batch.
+    pub(crate) fn take(&mut self) -> Vec<Op> {
+        std::mem::take(&mut self.ops)
+    }
+
+    /// After a batch was committed (`Ok`) or failed: a full disk's refused writes are kept (each
+    /// at most once, the kept ones being part of `batch`); the log says when failing starts and
+    /// ends.
+    pub(crate) fn after(&mut self, batch: &[Op], result: Result<(), &rusqlite::Error>) {
+        match result {
+            Ok(()) => {
+                if self.failing {
+                    tracing::warn!("the task database is written again");
+                }
+                self.failing = false;
+            }
+            Err(e) => {
+                let full = e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull);
+                if !self.failing {
+                    tracing::error!(
+                        error = %e,
+                        "a write of the task database failed{}",
+                        if full { "; its records are written again once the disk has room" } else { "" }
+                    );
+                }
+                self.failing = true;
+                if full {
+                    self.ops = batch.iter().filter_map(again).collect();
+                    let over = self.ops.len().saturating_sub(KEEP_MAX);
+                    if over > 0 {
+                        tracing::error!(over, "task database writes given up: too many wait");
+                        self.ops.drain(..over);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A copy of a write that answers nobody, to apply again.
+fn again(op: &Op) -> Option<Op> {
+    Some(match op {
+        Op::Started { id } => Op::Started { id: id.clone() },
+        Op::Told { id } => Op::Told { id: id.clone() },
+        Op::Stopping { id } => Op::Stopping { id: id.clone() },
+        Op::ForegroundEnded { id } => Op::ForegroundEnded { id: *id },
+        Op::External { id, record } => Op::External {
+            id: id.clone(),
+            record: record.clone(),
+        },
+        Op::Output { id, stdout, stderr } => Op::Output {
+            id: id.clone(),
+            stdout: stdout.clone(),
+            stderr: stderr.clone(),
+        },
+        Op::Settled {
+            id,
+            status,
+            detail,
+            finished_at_ms,
+            told,
+            ..
+        } => Op::Settled {
+            id: id.clone(),
+            status: status.clone(),
+            detail: detail.clone(),
+            finished_at_ms: *finished_at_ms,
+            told: *told,
+            // Its owner was told when the write first failed.
+            then: Box::new(|| {}),
+        },
+        _ => return None,
+    })
 }
