@@ -114,8 +114,7 @@ fn walk(path: &Path, want: Want) -> Result<OwnedFd, TrustError> {
                 if links > MAX_LINKS {
                     return Err(io(Errno::ELOOP));
                 }
-                // The link stands in a trusted directory, but a sticky one lets any user add a
-                // link of their own: only one root or this user made is followed.
+                // A sticky directory lets any user add a link: only root's or ours is followed.
                 owned_by_us_or_root(&st, euid).map_err(|why| refuse(&here, why))?;
                 let target = readlinkat(&fd, "").map_err(io)?;
                 let target = PathBuf::from(target);
