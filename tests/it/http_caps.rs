@@ -2,14 +2,16 @@
 //! after a request, one principal's `subscriptions/listen` streams, and a request whose head came
 //! before its token was revoked and whose body came after.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::fixtures::scratch;
+use serde_json::{Value, json};
+
+use crate::fixtures::{eventually, scratch};
 use crate::http_bounds::closed_within;
-use crate::http_wire::HttpHost;
+use crate::http_wire::{Client, HttpHost, revoke_in};
 
 /// A host whose config's `[http]` holds `section`.
 fn host_with(dir: &Path, section: &str) -> HttpHost {
@@ -101,4 +103,133 @@ fn an_h2c_connection_with_an_unfinished_request_head_is_closed() {
         closed_within(&stream, Duration::from_secs(10)),
         "the h2c connection holding half a head is still open 10 s later"
     );
+}
+
+/// A 2026-07-28 request of `method` as its head (with `Content-Length`) and its body.
+fn modern_request(
+    host: &HttpHost,
+    token: &str,
+    method: &str,
+    name: Option<&str>,
+    params: Value,
+) -> (String, Vec<u8>) {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+    let authority = host.authority();
+    let mut head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: {method}\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if let Some(name) = name {
+        head.push_str(&format!("Mcp-Name: {name}\r\n"));
+    }
+    head.push_str("\r\n");
+    (head, body.into_bytes())
+}
+
+/// The status of the answer on `stream` (0 when none came).
+fn status_of(stream: &TcpStream) -> u16 {
+    let mut status = String::new();
+    let _ = BufReader::new(stream).read_line(&mut status);
+    status
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Opens a `subscriptions/listen` stream of `token`; the connection and its status.
+fn listen(host: &HttpHost, token: &str) -> (TcpStream, u16) {
+    let (head, body) = modern_request(
+        host,
+        token,
+        "subscriptions/listen",
+        None,
+        json!({"notifications": {"toolsListChanged": true}}),
+    );
+    let mut stream = TcpStream::connect(host.authority()).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    stream.write_all(head.as_bytes()).expect("send the head");
+    stream.write_all(&body).expect("send the body");
+    let code = status_of(&stream);
+    (stream, code)
+}
+
+/// Proves: one principal holds at most 16 `subscriptions/listen` streams (429 past them, as for
+/// `GET` streams), another principal's are its own, and a closed stream gives its place back.
+#[test]
+fn a_principals_listen_streams_past_sixteen_get_429() {
+    let dir = scratch("http-listen-cap");
+    let host = HttpHost::start(&dir, &[]);
+    let alice = host.token("alice");
+    let open: Vec<_> = (0..16).map(|_| listen(&host, &alice)).collect();
+    let codes: Vec<u16> = open.iter().map(|o| o.1).collect();
+    assert!(codes.iter().all(|c| *c == 200), "{codes:?}");
+    assert_eq!(listen(&host, &alice).1, 429, "the 17th stream");
+    assert_eq!(
+        listen(&host, &host.token("bob")).1,
+        200,
+        "bob's are his own"
+    );
+    let mut open = open;
+    open.pop();
+    let mut stream = None;
+    assert!(
+        eventually(Duration::from_secs(20), || {
+            let (s, code) = listen(&host, &alice);
+            stream = Some(s);
+            code == 200
+        }),
+        "a closed stream gives its place back"
+    );
+}
+
+/// Proves: a `tools/call` whose head and most of its body came before its token was revoked, and
+/// its last byte after the host saw the revocation, is answered 401 and its command never runs.
+#[test]
+fn a_request_finished_after_its_token_was_revoked_is_refused() {
+    let dir = scratch("http-revoke-midway");
+    let host = HttpHost::start(&dir, &[]);
+    let token = host.token("alice");
+    let client = Client::new(&host, &token);
+    assert!(
+        client
+            .call("bash", json!({"command": "echo up"}))
+            .starts_with("up")
+    );
+    let file = dir.join("ran");
+    let command = format!("date > {}", file.display());
+    let (head, body) = modern_request(
+        &host,
+        &token,
+        "tools/call",
+        Some("bash"),
+        json!({"name": "bash", "arguments": {"command": command}}),
+    );
+    let mut stream = TcpStream::connect(host.authority()).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let (most, last) = body.split_at(body.len() - 1);
+    stream.write_all(head.as_bytes()).expect("send the head");
+    stream.write_all(most).expect("send most of the body");
+    revoke_in(&host.state, "alice");
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            client.post(&[], b"{}").status == 401
+        }),
+        "the host saw the revocation"
+    );
+    stream.write_all(last).expect("send the last byte");
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 401 "), "{answer}");
+    assert!(!file.exists(), "the command ran after the revocation");
 }
