@@ -233,3 +233,33 @@ fn a_request_finished_after_its_token_was_revoked_is_refused() {
     assert!(answer.starts_with("HTTP/1.1 401 "), "{answer}");
     assert!(!file.exists(), "the command ran after the revocation");
 }
+
+/// Proves: clients that close their `subscriptions/listen` streams leave no ERROR line in the
+/// host's log (a client going away is not the host's error).
+#[test]
+fn closing_listen_streams_logs_no_error() {
+    let dir = scratch("http-listen-close");
+    let mut host = HttpHost::start(&dir, &[]);
+    let alice = host.token("alice");
+    let open: Vec<_> = (0..8).map(|_| listen(&host, &alice)).collect();
+    assert!(open.iter().all(|o| o.1 == 200));
+    drop(open);
+    let client = Client::new(&host, &alice);
+    assert!(
+        eventually(Duration::from_secs(20), || (0..8)
+            .map(|_| listen(&host, &alice))
+            .all(|o| o.1 == 200)),
+        "the closed streams gave their places back"
+    );
+    assert!(
+        client
+            .call("bash", json!({"command": "echo up"}))
+            .starts_with("up")
+    );
+    let errors: Vec<String> = host
+        .log_to_its_end()
+        .into_iter()
+        .filter(|l| l.contains("ERROR"))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+}
