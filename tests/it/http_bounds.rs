@@ -35,7 +35,7 @@ fn mcp_stream(host: &HttpHost, session: &LegacySession) -> (TcpStream, u16) {
 }
 
 /// Whether the peer closed `stream` (end of file or a reset) before `limit`; data read is skipped.
-fn closed_within(mut stream: &TcpStream, limit: Duration) -> bool {
+pub(crate) fn closed_within(mut stream: &TcpStream, limit: Duration) -> bool {
     let deadline = Instant::now() + limit;
     let mut buf = [0u8; 4096];
     loop {

@@ -13,6 +13,7 @@ mod handover;
 mod hardening;
 mod http;
 mod http_bounds;
+mod http_caps;
 mod http_wire;
 mod interactive;
 mod items;

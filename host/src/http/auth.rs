@@ -2,7 +2,8 @@
 //! tokens come from. A request without `Authorization: Bearer TOKEN`, or whose token names no live
 //! principal (unknown, malformed, revoked), gets 401 with `WWW-Authenticate: Bearer
 //! resource_metadata="..."`; one whose token names a principal goes on with the [`Principal`] in its
-//! extensions. Tokens are the state directory's own (`taskhost token create`), issued for this
+//! extensions; its token is checked again once its body arrived, so a request whose head came before
+//! a revocation is not served after it. Tokens are the state directory's own (`taskhost token create`), issued for this
 //! resource and no other, so the audience check of RFC 8707 is the lookup itself: a token of
 //! another server never names a principal here.
 //!
@@ -12,12 +13,14 @@
 
 use std::sync::Arc;
 
+use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::bounds::{Bounds, ConnectionClaims, Holding};
+use super::connection::read_body;
 use crate::mcp::Principal;
 use taskhost_store::{PrincipalLookup, Token};
 
@@ -29,7 +32,12 @@ pub(super) struct Gate {
     pub(super) metadata_url: Arc<str>,
     /// What the principals hold, and their legacy sessions.
     pub(super) bounds: Arc<Bounds>,
+    /// The largest request body read.
+    pub(super) max_body_bytes: usize,
 }
+
+/// The method whose answer is a long-lived event stream.
+const LISTEN: &str = "subscriptions/listen";
 
 /// The header that names a legacy session.
 const SESSION_ID: &str = "mcp-session-id";
@@ -49,16 +57,62 @@ pub(super) fn bearer_of(headers: &axum::http::HeaderMap) -> Option<&str> {
 }
 
 impl Gate {
-    /// Serves a request of `principal`: its connection counted as the principal's, legacy sessions
-    /// fenced by their owner, a `GET` counted among its streams, a new session admitted under the
-    /// principal's cap; 429 past a cap.
-    async fn pass(&self, mut request: Request, next: Next, principal: Principal) -> Response {
+    /// The principal `token` names, or the answer refusing it: 401 when it names none (unknown,
+    /// malformed, revoked), 503 when it cannot be checked.
+    fn principal(&self, token: &Token) -> Result<Principal, Box<Response>> {
+        match self.lookup.owner_of(token) {
+            Ok(Some((name, owner))) => Ok(Principal { name, owner }),
+            Ok(None) => Err(Box::new(self.challenge(
+                Some("invalid_token"),
+                "the token names no principal (unknown or revoked)",
+            ))),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot check a bearer token");
+                Err(Box::new(
+                    (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "the token cannot be checked now; try again",
+                    )
+                        .into_response(),
+                ))
+            }
+        }
+    }
+
+    /// Serves a request of `principal`: its connection counted as the principal's, its body read
+    /// and its token checked again (a token revoked while the body came is refused), legacy
+    /// sessions fenced by their owner, a `GET` or a `subscriptions/listen` counted among its
+    /// streams, a new session admitted under the principal's cap; 429 past a cap.
+    async fn pass(
+        &self,
+        request: Request,
+        next: Next,
+        token: &Token,
+        principal: Principal,
+    ) -> Response {
         let owner = principal.owner.clone();
-        if let Some(claims) = request.extensions_mut().remove::<ConnectionClaims>()
+        let (mut parts, body) = request.into_parts();
+        if let Some(claims) = parts.extensions.remove::<ConnectionClaims>()
             && let Err(refused) = self.bounds.claim(&claims, &owner)
         {
             return refused.into_response();
         }
+        let mut listens = false;
+        let mut request = if parts.method == Method::GET {
+            Request::from_parts(parts, body)
+        } else {
+            let body = match read_body(body, self.max_body_bytes).await {
+                Ok(body) => body,
+                Err(refused) => return refused,
+            };
+            match self.principal(token) {
+                Ok(now) if now.owner == owner => {}
+                Ok(_) => return self.challenge(Some("invalid_token"), "the token was revoked"),
+                Err(refused) => return *refused,
+            }
+            listens = opens_a_stream(&body);
+            Request::from_parts(parts, Body::from(body))
+        };
         let named = request
             .headers()
             .get(SESSION_ID)
@@ -71,12 +125,13 @@ impl Gate {
             },
             None => None,
         };
-        let stream = match request.method() {
-            &Method::GET => match self.bounds.stream(&owner) {
+        let stream = if request.method() == Method::GET || listens {
+            match self.bounds.stream(&owner) {
                 Ok(slot) => Some(slot),
                 Err(refused) => return refused.into_response(),
-            },
-            _ => None,
+            }
+        } else {
+            None
         };
         request.extensions_mut().insert(principal);
         let response = next.run(request).await;
@@ -125,20 +180,20 @@ pub(super) async fn require_bearer(
     let Some(token) = Token::parse(presented) else {
         return gate.challenge(Some("invalid_token"), "the token is not a taskhost token");
     };
-    match gate.lookup.owner_of(&token) {
-        Ok(Some((name, owner))) => gate.pass(request, next, Principal { name, owner }).await,
-        Ok(None) => gate.challenge(
-            Some("invalid_token"),
-            "the token names no principal (unknown or revoked)",
-        ),
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot check a bearer token");
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the token cannot be checked now; try again",
-            )
-                .into_response()
-        }
+    match gate.principal(&token) {
+        Ok(principal) => gate.pass(request, next, &token, principal).await,
+        Err(refused) => *refused,
+    }
+}
+
+/// Whether a request body asks for a long-lived event stream: a `subscriptions/listen` request
+/// (alone or in a batch).
+fn opens_a_stream(body: &[u8]) -> bool {
+    let listens = |m: &serde_json::Value| m.get("method").and_then(|m| m.as_str()) == Some(LISTEN);
+    match serde_json::from_slice::<serde_json::Value>(body) {
+        Ok(serde_json::Value::Array(batch)) => batch.iter().any(listens),
+        Ok(message) => listens(&message),
+        Err(_) => false,
     }
 }
 

@@ -1,5 +1,6 @@
 //! What one principal may hold of a listener at once, and its end: its connections (counted from
-//! its first request on each until the connection closes) and its `GET /mcp` streams, each capped
+//! its first request on each until the connection closes) and its event streams (`GET /mcp` and
+//! `subscriptions/listen` alike), each capped
 //! (429 past the cap); its legacy sessions ([`Sessions`]); and every response it has open, which
 //! ends when its token is revoked, together with its sessions.
 
@@ -29,6 +30,8 @@ pub(super) struct Bounds {
     connections: Slots,
     /// Each owner with a response open: cancelled when its token is revoked.
     ending: Mutex<HashMap<String, CancellationToken>>,
+    /// The owners of the revoked principals.
+    revoked: tokio::sync::watch::Receiver<Arc<BTreeSet<String>>>,
 }
 
 /// The principals' places one connection holds, given back when the connection closes (the last
@@ -42,21 +45,31 @@ pub(super) struct ConnectionClaims(Arc<Mutex<Vec<Slot>>>);
     reason = "held for their drop: each gives its place back when the response ends"
 )]
 pub(super) struct Holding {
-    /// Its place among the principal's `GET` streams.
+    /// Its place among the principal's event streams.
     pub(super) stream: Option<Slot>,
     /// The session it is open in.
     pub(super) session: Option<InSession>,
 }
 
 impl Bounds {
-    /// Nothing held yet; `streams` and `connections` are the caps per principal.
-    pub(super) fn new(sessions: Arc<Sessions>, streams: usize, connections: usize) -> Arc<Self> {
-        Arc::new(Self {
+    /// Nothing held yet; `streams` and `connections` are the caps per principal. Each revoked
+    /// principal's responses and sessions end as `revoked` names them, for as long as these bounds
+    /// are in use.
+    pub(super) fn new(
+        sessions: Arc<Sessions>,
+        streams: usize,
+        connections: usize,
+        revoked: tokio::sync::watch::Receiver<Arc<BTreeSet<String>>>,
+    ) -> Arc<Self> {
+        let bounds = Arc::new(Self {
             sessions,
             streams: Slots::new(streams),
             connections: Slots::new(connections.max(1)),
             ending: Mutex::default(),
-        })
+            revoked: revoked.clone(),
+        });
+        bounds.follow(revoked);
+        bounds
     }
 
     /// Counts the connection of `claims` as one of `owner`'s; 429 when it holds the cap.
@@ -75,25 +88,30 @@ impl Bounds {
         Ok(())
     }
 
-    /// A place for one more `GET` stream of `owner`; 429 when it holds the cap.
+    /// A place for one more event stream of `owner` (`GET /mcp`, `subscriptions/listen`); 429 when
+    /// it holds the cap.
     pub(super) fn stream(&self, owner: &str) -> Result<Slot, TooMany> {
         self.streams.take(owner).ok_or_else(|| {
             TooMany(format!(
-                "at most {} MCP GET streams per principal are open at once",
+                "at most {} MCP event streams (GET and subscriptions/listen) per principal are open at once",
                 self.streams.cap()
             ))
         })
     }
 
-    /// `response`, holding `holding` until its body ends, and ended when `owner`'s token is revoked.
+    /// `response`, holding `holding` until its body ends, and ended when `owner`'s token is revoked
+    /// (at once when it already was).
     pub(super) fn hold(&self, owner: &str, response: Response, holding: Holding) -> Response {
-        let ended = self
+        let ending = self
             .ending
             .lock()
             .entry(owner.to_owned())
             .or_default()
-            .clone()
-            .cancelled_owned();
+            .clone();
+        if self.revoked.borrow().contains(owner) {
+            ending.cancel();
+        }
+        let ended = ending.cancelled_owned();
         response.map(|body| {
             Body::new(Held {
                 body,
@@ -113,10 +131,7 @@ impl Bounds {
 
     /// Ends each revoked principal's responses and sessions as `revoked` names them, for as long as
     /// these bounds are in use.
-    pub(super) fn follow(
-        self: &Arc<Self>,
-        mut revoked: tokio::sync::watch::Receiver<Arc<BTreeSet<String>>>,
-    ) {
+    fn follow(self: &Arc<Self>, mut revoked: tokio::sync::watch::Receiver<Arc<BTreeSet<String>>>) {
         let bounds: Weak<Self> = Arc::downgrade(self);
         tokio::spawn(async move {
             while revoked.changed().await.is_ok() {

@@ -1,23 +1,24 @@
 //! One accepted connection, served until it closes: HTTP/1.1 or HTTP/2, in TLS when the listener
-//! has a certificate. A connection that has not sent a whole request head within the header timeout
-//! of its accept (TLS handshake included) is closed: silent ones no longer hold one of the
-//! listener's places for ever (hyper's own header timeout starts only once HTTP/1 is chosen, and the
-//! choice waits for bytes). Each request body must arrive within the body timeout of its head, or
+//! has a certificate. A connection with no request in progress (from the service's call until its
+//! response body is finished or dropped) for the header timeout is closed, from its accept (TLS
+//! handshake included) and between requests, HTTP/1 keep-alive and HTTP/2 alike: silent ones, and
+//! HTTP/2 ones holding a request head that never ends, no longer hold one of the listener's places
+//! for ever. An HTTP/2 connection has at most 32 requests in progress at once. Each request body must arrive within the body timeout of its head, or
 //! reading it fails, the request is refused and the connection closed.
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use hyper::body::{Frame, Incoming, SizeHint};
 use hyper::service::Service as _;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulConnection;
 use hyper_util::service::TowerToHyperService;
 use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
@@ -52,7 +53,8 @@ impl Timeouts {
     }
 }
 
-/// Serves one connection until it closes, or until the header timeout when no request came.
+/// Serves one connection until it closes, or until it was idle (no request in progress) for the
+/// header timeout.
 pub(super) async fn serve_connection(
     router: Router,
     stream: tokio::net::TcpStream,
@@ -60,30 +62,43 @@ pub(super) async fn serve_connection(
     timeouts: Timeouts,
 ) {
     let deadline = Instant::now() + timeouts.header;
-    let requested = Arc::new(AtomicBool::new(false));
+    let busy = InProgress::default();
     let claims = ConnectionClaims::default();
     let inner = TowerToHyperService::new(router);
-    let seen = requested.clone();
+    let counted = busy.clone();
     let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
-        seen.store(true, Ordering::Relaxed);
+        let working = counted.enter();
         let mut request = request.map(|body| TimedBody {
             body,
             deadline: Box::pin(tokio::time::sleep(timeouts.body)),
         });
         request.extensions_mut().insert(claims.clone());
-        inner.call(request)
+        let answered = inner.call(request);
+        async move {
+            let response = answered.await?;
+            Ok::<_, std::convert::Infallible>(response.map(|body| {
+                Body::new(WhileWorking {
+                    body,
+                    _working: working,
+                })
+            }))
+        }
     });
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(timeouts.header);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION);
     let served = match tls {
         Some(acceptor) => match tokio::time::timeout_at(deadline, acceptor.accept(stream)).await {
             Ok(Ok(stream)) => {
                 let connection =
                     builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-                until_first_request(connection, deadline, &requested).await
+                until_idle(connection, timeouts.header, &busy).await
             }
             Ok(Err(e)) => {
                 tracing::debug!(error = %e, "a TLS handshake failed");
@@ -93,7 +108,7 @@ pub(super) async fn serve_connection(
         },
         None => {
             let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-            until_first_request(connection, deadline, &requested).await
+            until_idle(connection, timeouts.header, &busy).await
         }
     };
     if let Some(Err(e)) = served {
@@ -101,17 +116,79 @@ pub(super) async fn serve_connection(
     }
 }
 
-/// Runs `connection` to its end; `None` when it was dropped at `deadline` without a request.
-async fn until_first_request<F: Future>(
+/// How many requests one HTTP/2 connection may have in progress at once.
+const MAX_STREAMS_PER_CONNECTION: u32 = 32;
+
+/// Runs `connection` to its end, or until it was idle for `idle`: then it is shut down gracefully
+/// (HTTP/2's `GOAWAY`), and dropped if it is not closed within `idle` more. `None` when dropped.
+async fn until_idle<F: GracefulConnection>(
     connection: F,
-    deadline: Instant,
-    requested: &AtomicBool,
+    idle: Duration,
+    busy: &InProgress,
 ) -> Option<F::Output> {
     let mut connection = std::pin::pin!(connection);
-    match tokio::time::timeout_at(deadline, connection.as_mut()).await {
-        Ok(served) => Some(served),
-        Err(_) if requested.load(Ordering::Relaxed) => Some(connection.await),
-        Err(_) => None,
+    let mut working = busy.0.subscribe();
+    loop {
+        let quiet = *working.borrow_and_update() == 0;
+        tokio::select! {
+            served = connection.as_mut() => return Some(served),
+            changed = working.changed() => {
+                if changed.is_err() {
+                    break;
+                }
+            }
+            () = tokio::time::sleep(idle), if quiet => break,
+        }
+    }
+    connection.as_mut().graceful_shutdown();
+    tokio::time::timeout(idle, connection).await.ok()
+}
+
+/// How many requests one connection has in progress: each from the service's call until its
+/// response body is finished or dropped.
+#[derive(Clone, Default)]
+struct InProgress(Arc<tokio::sync::watch::Sender<usize>>);
+
+impl InProgress {
+    /// One more request in progress, until the guard drops.
+    fn enter(&self) -> Working {
+        self.0.send_modify(|n| *n += 1);
+        Working(self.0.clone())
+    }
+}
+
+/// One request in progress.
+struct Working(Arc<tokio::sync::watch::Sender<usize>>);
+
+impl Drop for Working {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+/// A response body that keeps its request counted in progress until it is finished or dropped.
+struct WhileWorking {
+    body: Body,
+    _working: Working,
+}
+
+impl hyper::body::Body for WhileWorking {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
     }
 }
 

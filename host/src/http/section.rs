@@ -9,7 +9,7 @@
 /// authorization_servers = ["https://auth.example.com"] # named in the metadata, for a team's OAuth front
 /// max_body_bytes = 4194304                        # a larger request body gets 413
 /// max_connections = 1024                          # connections past this wait to be accepted
-/// header_timeout_ms = 10000                       # a connection with no request head by then is closed
+/// header_timeout_ms = 10000                       # a connection with no request in progress for this long is closed
 /// body_timeout_ms = 30000                         # a request body not all sent by then is refused, its connection closed
 /// max_connections_per_principal = 256             # a principal's connections past this get 429
 /// max_sessions_per_principal = 64                 # past this, the principal's oldest idle legacy session ends
@@ -31,7 +31,8 @@ pub struct HttpSection {
     pub max_body_bytes: Option<usize>,
     /// How many connections are served at once (default 1024).
     pub max_connections: Option<usize>,
-    /// How long a connection may take to send a request head, from its accept (default 10 s).
+    /// How long a connection may go with no request in progress, from its accept or its last
+    /// answer (default 10 s).
     pub header_timeout_ms: Option<u64>,
     /// How long a request body may take to arrive, from its head (default 30 s).
     pub body_timeout_ms: Option<u64>,

@@ -164,8 +164,8 @@ impl HttpServing {
             self.section
                 .max_connections_per_principal
                 .unwrap_or(DEFAULT_MAX_CONNECTIONS_PER_PRINCIPAL),
+            self.owners.revoked(),
         );
-        bounds.follow(self.owners.revoked());
         let service = StreamableHttpService::new(
             move || {
                 Ok(McpSession::for_http(
@@ -184,6 +184,10 @@ impl HttpServing {
             lookup: self.lookup.clone(),
             metadata_url: well_known.into(),
             bounds,
+            max_body_bytes: self
+                .section
+                .max_body_bytes
+                .unwrap_or(DEFAULT_MAX_BODY_BYTES),
         };
         let serve_document = move || {
             let document = document.clone();
