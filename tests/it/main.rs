@@ -20,6 +20,7 @@ mod lifecycle;
 mod loading;
 mod mcp;
 mod mcp_tasks;
+mod overlap;
 mod owners;
 mod reload;
 mod slurm;
