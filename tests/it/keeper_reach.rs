@@ -126,3 +126,38 @@ async fn after_a_keepers_death_and_an_upgrade_no_zombie_remains_under_the_host()
     drop(host);
     bob.cancel().await.ok();
 }
+
+/// The host that took a keeper over after its predecessor was killed is as out of reach of the
+/// tasks that keeper starts from then on as the first host was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_cannot_kill_the_host_that_took_its_keeper_over_after_a_crash() {
+    let dir = scratch("keeper-reach-successor");
+    let mut first = crate::handover::state_host(&dir);
+    let (client, _) = bridged(&first.socket, Watcher::default(), &[]).await;
+    // A running task makes the keeper wait for the next host, which takes it over.
+    let sleeper = mcp::start(&client, "echo pid $$; exec sleep 400").await;
+    first_pid(&client, &sleeper).await;
+    let keeper = keeper_of(first.child.id()).expect("the first host's keeper");
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+    let next = crate::handover::state_host(&dir);
+    let next_pid = next.child.id();
+    assert_eq!(
+        keeper_of(next_pid),
+        None,
+        "the next host took the waiting keeper over instead of starting one"
+    );
+    assert!(alive(keeper));
+    let attack = format!("kill -9 {next_pid}; echo host=$?; echo tried");
+    let id = mcp::start(&client, &attack).await;
+    let said = call(
+        &client,
+        "task_output",
+        json!({"task_id": id, "wait_for": "tried", "timeout_ms": 20000}),
+    )
+    .await;
+    assert!(said.contains("host=1"), "{said}");
+    assert!(alive(next_pid as i32), "the next host runs on");
+    drop(next);
+    client.cancel().await.ok();
+}

@@ -8,7 +8,8 @@
 //! pid, its threads, its group), the host (its pid, its threads at that moment, its group) or every
 //! process at once (`-1`); `pidfd_send_signal` says `ENOSYS` (its target cannot be told from its
 //! arguments, and callers fall back to `kill`). It costs nothing per start: the kernel copies the
-//! filter with the process.
+//! filter with the process. A successor that takes the keeper over after a crash (another pid) is
+//! named by one more filter, which the tasks started from then on carry.
 //!
 //! Why this and not the alternatives: a pid namespace needs `CAP_SYS_ADMIN` (a user namespace for a
 //! normal user, which breaks `sudo` in tasks just the same and maps ids), and tasks would see other
@@ -63,11 +64,30 @@ pub(crate) fn install() -> Result<(), ShieldError> {
         }
     }
     targets.push(-1);
-    apply(&targets, &[host.max(0)], me)
+    apply(&targets, &[host.max(0)], me)?;
+    let unknown = SeccompFilter::new(
+        BTreeMap::from([(libc::SYS_pidfd_send_signal, Vec::new())]),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS.cast_unsigned()),
+        std::env::consts::ARCH.try_into()?,
+    )?;
+    let program: seccompiler::BpfProgram = unknown.try_into()?;
+    Ok(seccompiler::apply_filter_all_threads(&program)?)
 }
 
-/// The filters: the signalling calls aimed at `targets` (processes and groups), `tgkill` at the
-/// processes `hosts` and `me`, refused; `pidfd_send_signal` unknown.
+/// Names one more host no descendant may signal: `host`, a successor that took this keeper over
+/// after its own host died (with another pid than the one [`install`] named). Tasks started from
+/// now on carry it.
+pub(crate) fn also(host: i32) -> Result<(), ShieldError> {
+    let mut targets = threads_of(host);
+    if let Ok(group) = nix::unistd::getpgid(Some(nix::unistd::Pid::from_raw(host))) {
+        targets.push(-group.as_raw());
+    }
+    apply(&targets, &[host], nix::unistd::getpid().as_raw())
+}
+
+/// The filter that refuses the signalling calls aimed at `targets` (processes and groups), and
+/// `tgkill` at the processes `hosts` and `me`.
 fn apply(targets: &[i32], hosts: &[i32], me: i32) -> Result<(), ShieldError> {
     let arch = std::env::consts::ARCH.try_into()?;
     let aimed = |arg: u8, at: &[i32]| -> Result<Vec<SeccompRule>, ShieldError> {
@@ -98,15 +118,6 @@ fn apply(targets: &[i32], hosts: &[i32], me: i32) -> Result<(), ShieldError> {
         SeccompAction::Errno(libc::EPERM.cast_unsigned()),
         arch,
     )?;
-    let unknown = SeccompFilter::new(
-        BTreeMap::from([(libc::SYS_pidfd_send_signal, Vec::new())]),
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::ENOSYS.cast_unsigned()),
-        arch,
-    )?;
-    for filter in [refuse, unknown] {
-        let program: seccompiler::BpfProgram = filter.try_into()?;
-        seccompiler::apply_filter_all_threads(&program)?;
-    }
-    Ok(())
+    let program: seccompiler::BpfProgram = refuse.try_into()?;
+    Ok(seccompiler::apply_filter_all_threads(&program)?)
 }
