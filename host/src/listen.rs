@@ -1,11 +1,16 @@
 //! The host's Unix socket: created private whatever the umask, refused to peers of other users, never
 //! taken from a live host, and removed at exit only if it is still the one this host bound.
 //!
+//! "Still the one" is decided by the file's identity while a handle of it is held: the host keeps
+//! the socket file open (`O_PATH`) from its bind to its removal, so the filesystem cannot give that
+//! inode's number to another file meanwhile (a successor's socket, bound at the same path while
+//! this host stops, once got the freed number and was removed as this host's own).
+//!
 //! Mode 0600 is set on the socket before `bind` (Linux takes the file's mode from the socket inode, less
 //! the umask); peers are checked by `SO_PEERCRED` before anything is read (this user, root, or an
 //! `--allow-uid`); a non-socket file or a live socket at the path is refused, a stale one replaced.
 
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
@@ -45,11 +50,12 @@ impl PeerPolicy {
     }
 }
 
-/// A bound, listening socket and the identity of the file it made.
+/// A bound, listening socket and a handle of the file it made.
 #[derive(Debug)]
 pub struct BoundSocket {
     path: PathBuf,
-    id: (u64, u64),
+    /// The socket file, held open so that its inode number stays its own.
+    file: OwnedFd,
     listener: Option<std::os::unix::net::UnixListener>,
 }
 
@@ -93,11 +99,10 @@ impl BoundSocket {
             nix::errno::Errno::EADDRINUSE => ListenError::Taken(path.to_owned()),
             e => io(e.into()),
         })?;
-        let meta = std::fs::symlink_metadata(path).map_err(io)?;
         // Made before `listen`, so a failure from here on removes the file it bound.
         let mut bound = Self {
             path: path.to_owned(),
-            id: (meta.dev(), meta.ino()),
+            file: hold_file(path).map_err(io)?,
             listener: None,
         };
         let backlog = Backlog::new(1024).map_err(|e| io(e.into()))?;
@@ -115,22 +120,21 @@ impl BoundSocket {
         path: &Path,
         listener: std::os::unix::net::UnixListener,
     ) -> Result<Self, ListenError> {
-        let meta = std::fs::symlink_metadata(path).map_err(|source| ListenError::Io {
+        let io = |source: std::io::Error| ListenError::Io {
             path: path.to_owned(),
             source,
-        })?;
+        };
+        let file = hold_file(path).map_err(io)?;
+        let meta = std::fs::File::from(file.try_clone().map_err(io)?)
+            .metadata()
+            .map_err(io)?;
         if !meta.file_type().is_socket() {
             return Err(ListenError::NotASocket(path.to_owned()));
         }
-        listener
-            .set_nonblocking(true)
-            .map_err(|source| ListenError::Io {
-                path: path.to_owned(),
-                source,
-            })?;
+        listener.set_nonblocking(true).map_err(io)?;
         Ok(Self {
             path: path.to_owned(),
-            id: (meta.dev(), meta.ino()),
+            file,
             listener: Some(listener),
         })
     }
@@ -154,12 +158,23 @@ impl BoundSocket {
     }
 }
 
+/// A handle of the file at `path` itself (`O_PATH`, no link followed), which keeps its inode, and so
+/// its number, from being reused while it is held.
+fn hold_file(path: &Path) -> std::io::Result<OwnedFd> {
+    use nix::fcntl::OFlag;
+    let flags = OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    Ok(nix::fcntl::open(path, flags, Mode::empty())?)
+}
+
 impl Drop for BoundSocket {
-    /// Removes the socket file only while it is still the one this host bound: another host that
-    /// replaced it keeps its own.
+    /// Removes the socket file only while it is still the one this host bound (the inode it holds):
+    /// another host that replaced it keeps its own.
     fn drop(&mut self) {
-        let ours = std::fs::symlink_metadata(&self.path)
-            .is_ok_and(|m| (m.dev(), m.ino()) == self.id && m.file_type().is_socket());
+        let held = nix::sys::stat::fstat(&self.file).map(|s| (s.st_dev, s.st_ino));
+        let ours = std::fs::symlink_metadata(&self.path).is_ok_and(|m| {
+            held.is_ok_and(|(dev, ino)| (m.dev(), m.ino()) == (dev, ino))
+                && m.file_type().is_socket()
+        });
         if ours {
             let _ = std::fs::remove_file(&self.path);
         }

@@ -232,3 +232,28 @@ pub fn mapped_generations(unique: &str) -> Vec<String> {
 }
 
 pub use taskhost_tests::eventually;
+
+/// A FIFO at `path` and a thread that SIGKILLs `pid` the instant a task writes to it (`echo >
+/// FIFO` as its first act): a task cannot signal its host or its keeper itself.
+pub fn kill_on_write(path: &Path, pid: i32) {
+    let made = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success(), "mkfifo {}", path.display());
+    let path = path.to_owned();
+    std::thread::spawn(move || {
+        use std::io::Read;
+        // Opening blocks until the writer opens it.
+        let Ok(mut fifo) = std::fs::File::open(&path) else {
+            return;
+        };
+        let mut byte = [0u8; 1];
+        if fifo.read(&mut byte).is_ok_and(|n| n > 0) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    });
+}

@@ -155,17 +155,19 @@ async fn a_running_task_is_handed_to_the_next_host_after_a_sigkill_with_every_li
     a.cancel().await.expect("close");
 }
 
-/// A background task whose command SIGKILLs its host as its first act is handed over all the
-/// same: it was numbered durably before its start, and the keeper holds it under that id from its
+/// A background task whose first act has its host SIGKILLed (through a FIFO the test reads: a
+/// task cannot signal its host) is handed over all the same: it was numbered durably before its start, and the keeper holds it under that id from its
 /// start (the host had no time to ask for it after). Whether or not the start's answer left before
 /// the host died, the task is in the next host's `task_list`, every line once, its end told once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_background_task_that_kills_its_host_as_it_starts_is_handed_to_the_next_host() {
     let dir = scratch("handover-start-kill");
     let (mut host, a) = bridged_state_host(&dir).await;
+    let fifo = dir.path().join("kill-host");
+    kill_on_write(&fifo, host.child.id() as i32);
     let command = format!(
-        "kill -9 {}; echo pid $$; for i in $(seq 1 20); do echo n$i; sleep 0.02; done; sleep 1",
-        host.child.id()
+        "echo > {}; echo pid $$; for i in $(seq 1 20); do echo n$i; sleep 0.02; done; sleep 1",
+        fifo.display()
     );
     let starting = try_call(
         &a,
@@ -268,7 +270,7 @@ async fn without_a_successor_the_tasks_end_after_the_grace_and_are_recorded_lost
 }
 
 /// The pid a task printed as its first line (`pid N`), once it did.
-async fn first_pid(client: &Client, id: &str) -> i32 {
+pub(crate) async fn first_pid(client: &Client, id: &str) -> i32 {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
         let answer = try_call(
@@ -315,8 +317,18 @@ async fn a_second_host_on_a_live_hosts_state_and_address_is_refused() {
 /// A host run from a copy of the binary at `exe`, on `<dir>/taskhost.sock` with its state in
 /// `<dir>/state`, serving the bash and tasks plugins built beside the original.
 fn copied_host(dir: &std::path::Path, exe: &std::path::Path) -> SocketHost {
+    copied_host_logging(dir, exe, None)
+}
+
+/// A [`copied_host`] whose log goes to the file `log` (inherited when `None`).
+pub(crate) fn copied_host_logging(
+    dir: &std::path::Path,
+    exe: &std::path::Path,
+    log: Option<&std::path::Path>,
+) -> SocketHost {
     let socket = dir.join("taskhost.sock");
-    let child = std::process::Command::new(exe)
+    let mut command = std::process::Command::new(exe);
+    command
         .args(["serve", "--no-watch", "--listen"])
         .arg(format!("unix:{}", socket.display()))
         .arg("--state")
@@ -327,9 +339,22 @@ fn copied_host(dir: &std::path::Path, exe: &std::path::Path) -> SocketHost {
         .arg(built("taskhost_plugin_bash"))
         .env("RUST_LOG", "warn")
         .env("XDG_RUNTIME_DIR", dir)
-        .stdin(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn the copied taskhost");
+        .stdin(std::process::Stdio::null());
+    let mut child = None;
+    // A fork of another test's thread may still hold the copy open for writing (ETXTBSY) until
+    // its child's `exec`.
+    eventually(Duration::from_secs(20), || {
+        if let Some(log) = log {
+            command.stderr(std::fs::File::create(log).unwrap());
+        }
+        match command.spawn() {
+            Ok(c) => child = Some(c),
+            Err(e) if e.raw_os_error() == Some(nix::errno::Errno::ETXTBSY as i32) => {}
+            Err(e) => panic!("spawn the copied taskhost: {e}"),
+        }
+        child.is_some()
+    });
+    let child = child.expect("spawn the copied taskhost: text file busy");
     assert!(
         eventually(Duration::from_secs(20), || {
             std::os::unix::net::UnixStream::connect(&socket).is_ok()
@@ -430,7 +455,7 @@ fn children(parent: u32) -> Vec<i32> {
 }
 
 /// The keeper among `host`'s children.
-fn keeper_of(host: u32) -> Option<i32> {
+pub(crate) fn keeper_of(host: u32) -> Option<i32> {
     children(host).into_iter().find(|pid| {
         std::fs::read(format!("/proc/{pid}/cmdline"))
             .is_ok_and(|c| c.split(|b| *b == 0).nth(1) == Some(b"keeper".as_slice()))

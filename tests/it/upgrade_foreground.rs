@@ -180,7 +180,7 @@ async fn a_foreground_command_in_flight_at_an_upgrade_continues_as_a_background_
     a.cancel().await.ok();
 }
 
-/// The hold travels with the start: a command that SIGKILLs its host as its first act (before
+/// The hold travels with the start: a command whose first act has its host SIGKILLed (before
 /// the host could have said anything more to its keeper) is still carried to the next host; and
 /// again under that host, whose keeper it adopted (the keeper said its protocol at the handover).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -189,7 +189,9 @@ async fn a_command_that_kills_its_host_as_it_starts_is_carried_to_the_next_host(
     for round in 1..=2 {
         c.started = c.dir.join(format!("started-{round}"));
         c.release = c.dir.join(format!("release-{round}"));
-        let command = format!("kill -9 {}; {}", c.host.child.id(), c.command());
+        let fifo = c.dir.join(format!("kill-host-{round}"));
+        kill_on_write(&fifo, c.host.child.id() as i32);
+        let command = format!("echo > {}; {}", fifo.display(), c.command());
         let (answer, pid, next) = c.call_through_a_crash(&command).await;
         let error = answer.expect_err("the call of a crashed host answers an error");
         let id = continued_task(&error);

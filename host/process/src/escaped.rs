@@ -312,6 +312,37 @@ fn reap(pid: i32) -> bool {
     false
 }
 
+/// Reaps, as each ends, the children this process has before it started any of its own: a host
+/// that re-executed itself (an upgrade) inherits the old image's, whose waits went with it (keepers
+/// that died and were not yet reaped, tasks their keeper's death left to the host, their zombies).
+/// Waits on a thread of its own, which ends with the last of them. To be called first thing, so
+/// that no child of this image's own is waited for here.
+pub fn reap_inherited() {
+    let mut left = direct_children();
+    if left.is_empty() {
+        return;
+    }
+    let reaping = std::thread::Builder::new()
+        .name("taskhost-inherited".into())
+        .spawn(move || {
+            while !left.is_empty() {
+                // Reaped, or no longer this process's child (its owner reaped it): done with it.
+                left.retain(|&pid| {
+                    matches!(
+                        waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG)),
+                        Ok(WaitStatus::StillAlive)
+                    )
+                });
+                if !left.is_empty() {
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            }
+        });
+    if let Err(e) = reaping {
+        tracing::warn!(error = %e, "cannot wait for the children the previous image left");
+    }
+}
+
 /// This process's children, from every thread's `children` list (an adopted orphan is attached to
 /// whichever thread the kernel picked).
 fn direct_children() -> Vec<i32> {

@@ -43,7 +43,7 @@ pub mod trusted_path;
 
 pub use budget::DEFAULT_SPILL_BUDGET;
 pub use child::{Exit, Process, ProcessWatch, end_group, signal_name};
-pub use escaped::end_all_children;
+pub use escaped::{end_all_children, reap_inherited};
 pub use input::InputError;
 pub use render::{SpillRef, render_read};
 pub use service::ProcessService;

@@ -101,6 +101,7 @@ struct Prepared {
 /// [`ServeError`] with code 2 for a bad config, a bad `--listen`, a path that is not ours to take;
 /// code 1 when the host cannot run (no runtime directory, no watcher, no signal handlers).
 pub fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Result<(), ServeError> {
+    crate::process::reap_inherited();
     harden_process();
     let mut stop = {
         let _runtime = runtime.enter();
@@ -161,11 +162,11 @@ pub fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Result<(), S
         (policy, config.http.clone()),
         &mut stop,
     ));
-    if let Ok(Ended::Upgrade) = served {
+    if let Ok(Ended::Upgrade(binary)) = &served {
         // The listeners stay open (the keeper holds them too) and their files in place: the next
         // image serves them.
         drop(run_dir);
-        return Err(fail(1)(upgrade::exec_self()));
+        return Err(fail(1)(upgrade::exec_self(binary)));
     }
     drop(listeners);
     drop(run_dir);
@@ -176,8 +177,9 @@ pub fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Result<(), S
 enum Ended {
     /// Stopped: the tasks were cancelled and the host shut down.
     Stopped,
-    /// `SIGHUP` to a host that hands over: its keeper holds the tasks for the binary on disk.
-    Upgrade,
+    /// `SIGHUP` to a host that hands over: its keeper holds the tasks for the binary on disk,
+    /// opened here once it was found trusted.
+    Upgrade(std::fs::File),
 }
 
 /// Children (same uid) must not read the host's environment or memory through `/proc`; thousands of
@@ -331,18 +333,30 @@ async fn run_until_stopped(
     (policy, http): (PeerPolicy, crate::http::HttpSection),
     stop: &mut StopSignals,
 ) -> Result<Ended, String> {
-    let result = tokio::select! {
-        r = listeners.serve(host.clone(), peers.clone(), policy, http) => r,
-        signal = stop.first() => {
-            if signal == libc::SIGHUP && host.services().processes.hands_over() {
-                upgrade::hand_over_in_place(&host).await;
-                return Ok(Ended::Upgrade);
+    let serving = listeners.serve(host.clone(), peers.clone(), policy, http);
+    tokio::pin!(serving);
+    let result = loop {
+        tokio::select! {
+            r = &mut serving => break r,
+            signal = stop.first() => {
+                if signal == libc::SIGHUP && host.services().processes.hands_over() {
+                    match upgrade::binary_on_disk() {
+                        Ok(binary) => {
+                            upgrade::hand_over_in_place(&host).await;
+                            return Ok(Ended::Upgrade(binary));
+                        }
+                        Err(why) => {
+                            tracing::error!(%why, "SIGHUP: not upgrading; serving on with this binary");
+                            continue;
+                        }
+                    }
+                }
+                tracing::info!(
+                    signal,
+                    "stopping: tasks are cancelled and awaited; a second signal exits at once"
+                );
+                break Ok(());
             }
-            tracing::info!(
-                signal,
-                "stopping: tasks are cancelled and awaited; a second signal exits at once"
-            );
-            Ok(())
         }
     };
     // A host that stops has no successor: its tasks end with it, however it ends from here.

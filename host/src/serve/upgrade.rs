@@ -1,7 +1,9 @@
 //! `SIGHUP` to a `--listen` host that hands over: an upgrade in place. The host lets go of its
 //! keeper (which then holds the running tasks, the host's lock and its listening sockets for a
 //! successor, as after a crash), makes every queued record durable, and re-executes the binary
-//! found at its path (a new build) with the same arguments and pid. The new image takes the tasks
+//! found at its path (a new build) with the same arguments and pid. A binary another user could
+//! have written (the file, or a directory on its path) is refused before anything is let go of:
+//! the host logs why and serves on with the image it runs. The new image takes the tasks
 //! back through the keeper exactly as a host started after a crash would.
 //!
 //! Connections open at that moment: a `taskhost connect` bridge's session first stops taking
@@ -39,24 +41,40 @@ pub(super) async fn hand_over_in_place(host: &Taskhost) {
     host.services().processes.leave_keeper();
 }
 
-/// Re-executes the binary at this process's path with its arguments; returns only when that
-/// failed, saying why.
-pub(super) fn exec_self() -> String {
-    use std::os::unix::process::CommandExt;
+/// The binary at this process's path (a rebuild renames a new file over it), opened once the walk
+/// of [`open_trusted_file`] found that only this user or root could have laid it there: what is
+/// checked is what [`exec_self`] runs. `Err` says why it is refused.
+///
+/// [`open_trusted_file`]: taskhost_process::trusted_path::open_trusted_file
+pub(super) fn binary_on_disk() -> Result<std::fs::File, String> {
     let path = match std::env::current_exe() {
         Ok(path) => path,
-        Err(e) => return format!("cannot find the taskhost binary to re-execute: {e}"),
+        Err(e) => {
+            return Err(format!(
+                "cannot find the taskhost binary to re-execute: {e}"
+            ));
+        }
     };
-    // A binary replaced on disk (a rebuild renames a new file over it) reads as "... (deleted)".
+    // A binary replaced on disk reads as "... (deleted)".
     let path = match path.to_str().and_then(|p| p.strip_suffix(" (deleted)")) {
         Some(p) => std::path::PathBuf::from(p),
         None => path,
     };
+    taskhost_process::trusted_path::open_trusted_file(&path).map_err(|e| e.to_string())
+}
+
+/// Re-executes `binary` (see [`binary_on_disk`]) with this process's arguments; returns only when
+/// that failed, saying why.
+pub(super) fn exec_self(binary: &std::fs::File) -> String {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    // The descriptor's own file, whatever is at the path by now.
+    let path = format!("/proc/self/fd/{}", binary.as_raw_fd());
     let mut args = std::env::args_os();
     let mut command = std::process::Command::new(&path);
     if let Some(arg0) = args.next() {
         command.arg0(arg0);
     }
     let e = command.args(args).exec();
-    format!("cannot re-execute {}: {e}", path.display())
+    format!("cannot re-execute the taskhost binary: {e}")
 }
