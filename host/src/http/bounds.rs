@@ -5,17 +5,15 @@
 //! ends when its token is revoked, together with its sessions.
 
 use std::collections::{BTreeSet, HashMap};
-use std::pin::Pin;
 use std::sync::{Arc, Weak};
-use std::task::{Context, Poll};
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use hyper::body::{Frame, SizeHint};
 use parking_lot::Mutex;
-use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+use tokio_util::sync::CancellationToken;
 
+use super::guarded::Guarded;
 use super::sessions::{InSession, Sessions};
 use super::slots::{Slot, Slots};
 
@@ -112,13 +110,7 @@ impl Bounds {
             ending.cancel();
         }
         let ended = ending.cancelled_owned();
-        response.map(|body| {
-            Body::new(Held {
-                body,
-                _holding: holding,
-                ended: Box::pin(ended),
-            })
-        })
+        response.map(|body| Body::new(Guarded::ending(body, holding, ended)))
     }
 
     /// Ends `owner`'s open responses and sessions (its token was revoked).
@@ -153,35 +145,5 @@ pub(super) struct TooMany(String);
 impl IntoResponse for TooMany {
     fn into_response(self) -> Response {
         (StatusCode::TOO_MANY_REQUESTS, self.0).into_response()
-    }
-}
-
-/// A response body that holds its places until it ends, and ends when its owner's token is revoked.
-struct Held {
-    body: Body,
-    _holding: Holding,
-    ended: Pin<Box<WaitForCancellationFutureOwned>>,
-}
-
-impl hyper::body::Body for Held {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
-        if self.ended.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(None);
-        }
-        Pin::new(&mut self.body).poll_frame(cx)
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
     }
 }

@@ -24,6 +24,7 @@ use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 
 use super::bounds::ConnectionClaims;
+use super::guarded::Guarded;
 use super::section::HttpSection;
 
 /// How long a connection may take to send a request head when `[http] header_timeout_ms` is not set.
@@ -76,12 +77,9 @@ pub(super) async fn serve_connection(
         let answered = inner.call(request);
         async move {
             let response = answered.await?;
-            Ok::<_, std::convert::Infallible>(response.map(|body| {
-                Body::new(WhileWorking {
-                    body,
-                    _working: working,
-                })
-            }))
+            Ok::<_, std::convert::Infallible>(
+                response.map(|body| Body::new(Guarded::new(body, working))),
+            )
         }
     });
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
@@ -163,32 +161,6 @@ struct Working(Arc<tokio::sync::watch::Sender<usize>>);
 impl Drop for Working {
     fn drop(&mut self) {
         self.0.send_modify(|n| *n = n.saturating_sub(1));
-    }
-}
-
-/// A response body that keeps its request counted in progress until it is finished or dropped.
-struct WhileWorking {
-    body: Body,
-    _working: Working,
-}
-
-impl hyper::body::Body for WhileWorking {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
-        Pin::new(&mut self.body).poll_frame(cx)
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
     }
 }
 

@@ -12,6 +12,7 @@ mod auth;
 mod authority;
 mod bounds;
 mod connection;
+mod guarded;
 mod legacy_tasks;
 mod proof;
 mod routes;
