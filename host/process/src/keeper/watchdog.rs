@@ -11,7 +11,7 @@
 use std::collections::HashSet;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 /// The line that tells the watchdog the keeper is done with the wait.
@@ -20,7 +20,7 @@ const STAND_DOWN: &str = "stand down";
 /// A running watchdog (the keeper's side).
 pub(crate) struct Watchdog {
     child: Child,
-    stdin: ChildStdin,
+    stdin: std::fs::File,
 }
 
 impl Watchdog {
@@ -32,25 +32,39 @@ impl Watchdog {
         cgroup: Option<&Path>,
     ) -> Option<Self> {
         use std::os::unix::process::CommandExt;
+        let groups: Vec<String> = groups.iter().map(i32::to_string).collect();
+        let cgroup = cgroup.map(|c| c.display().to_string()).unwrap_or_default();
+        let told = format!(
+            "groups {}\nmarkers {}\ncgroup {cgroup}\n",
+            groups.join(" "),
+            markers.join(" ")
+        );
+        // What to end is in the pipe before the watchdog exists, so a keeper killed the instant
+        // its watchdog appeared has told it everything (a list larger than the pipe can be made
+        // to hold goes after the start, as it must).
+        let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).ok()?;
+        let capacity = told
+            .len()
+            .saturating_add(4096)
+            .try_into()
+            .unwrap_or(i32::MAX);
+        let _ = nix::fcntl::fcntl(&write, nix::fcntl::FcntlArg::F_SETPIPE_SZ(capacity));
+        let holds = nix::fcntl::fcntl(&write, nix::fcntl::FcntlArg::F_GETPIPE_SZ)
+            .is_ok_and(|size| usize::try_from(size).is_ok_and(|size| size > told.len()));
+        let mut stdin = std::fs::File::from(write);
+        if holds && stdin.write_all(told.as_bytes()).is_err() {
+            return None;
+        }
         let mut child = Command::new("/proc/self/exe")
             .args(["keeper", "--marker", "-", "--watchdog"])
             .env_clear()
-            .stdin(Stdio::piped())
+            .stdin(Stdio::from(read))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .process_group(0)
             .spawn()
             .ok()?;
-        let mut stdin = child.stdin.take()?;
-        let groups: Vec<String> = groups.iter().map(i32::to_string).collect();
-        let cgroup = cgroup.map(|c| c.display().to_string()).unwrap_or_default();
-        let told = writeln!(
-            stdin,
-            "groups {}\nmarkers {}\ncgroup {cgroup}",
-            groups.join(" "),
-            markers.join(" ")
-        );
-        if told.is_err() {
+        if !holds && stdin.write_all(told.as_bytes()).is_err() {
             let _ = child.kill();
             let _ = child.wait();
             return None;
