@@ -17,7 +17,6 @@ use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
 
 use super::fds;
 use super::held::{HeldFds, Setup};
@@ -221,11 +220,5 @@ fn hand_over(shared: &Shared, setup: &Setup, conn: UnixStream) -> Option<UnixStr
     st.out = conn.try_clone().ok()?;
     st.host_gone = false;
     st.held = HashMap::new();
-    // A successor after a crash is another process than the host the filter named.
-    if let Ok(peer) = getsockopt(&conn, PeerCredentials)
-        && peer.pid() != nix::unistd::getppid().as_raw()
-    {
-        let _ = super::shield::also(peer.pid());
-    }
     Some(conn)
 }

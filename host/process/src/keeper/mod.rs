@@ -19,9 +19,8 @@
 //! privilege: the task processes are the user's own.
 //!
 //! It runs in its own process group with no terminal signals, its stdout and stderr closed, so
-//! neither a terminal's Ctrl-C nor a client waiting for the host's output ever waits for it. No task
-//! can signal the keeper or the host (`shield.rs`: a seccomp filter every task inherits). Should
-//! the keeper itself die anyway (killed from outside), its processes are adopted by the host
+//! neither a terminal's Ctrl-C nor a client waiting for the host's output ever waits for it. Should
+//! the keeper itself die (a task of the same user can kill it), its processes are adopted by the host
 //! (a child subreaper), which reaps them, and a new keeper is started and told of every live group
 //! ([`Keepers`]: at once, then with a backoff; while none runs, starts are refused). A
 //! process that both cleared its environment and left its group is recognised only where the host
@@ -68,7 +67,6 @@ mod held;
 mod os_bytes;
 mod server;
 mod shared;
-mod shield;
 mod slot;
 mod watchdog;
 mod wire;

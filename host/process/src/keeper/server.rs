@@ -74,10 +74,6 @@ fn serve_host(socket: BorrowedFd<'_>, marker_prefix: &str, cgroup: Option<&Path>
         // A keeper that cannot reap must not spawn: exiting makes the host start another.
         return end_everything(&HashSet::new(), &markers, Duration::from_secs(1));
     }
-    // Its threads all run now: no task may signal one of them, nor the host. A kernel without
-    // seccomp leaves the keeper as it was (no stderr to say so: the host's health shows the
-    // keeper's restarts).
-    let _ = super::shield::install();
     let mut groups = HashSet::new();
     serve_one(&shared, socket, &mut groups);
     while let Some(successor) = super::handover::wait(&shared, &mut groups, cgroup) {

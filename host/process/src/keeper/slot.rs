@@ -1,5 +1,5 @@
-//! The host's keeper, started again should it die: a process of the user's (not a task: see
-//! `shield.rs`) can kill it, and the promise that nothing outlives the host must not go with it.
+//! The host's keeper, started again should it die: any process of the user's (a task too) can kill
+//! it, and the promise that nothing outlives the host must not go with it.
 //!
 //! There is no fallback: while no keeper runs, a start fails naming why, so that no task ever runs
 //! without a keeper to end it (and no task is ever the host's own child). A dead keeper is replaced
