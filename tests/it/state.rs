@@ -11,14 +11,17 @@ use crate::mcp::{self, SocketHost, Watcher, binary, read_waiting};
 
 /// `taskhost tasks --state DIR ARGS...`: its exit code and output.
 fn tasks(state: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = output_within(
-        std::process::Command::new(binary())
-            .arg("tasks")
-            .arg("--state")
-            .arg(state)
-            .args(args),
-        std::time::Duration::from_secs(30),
-    );
+    tasks_in(state, args, None)
+}
+
+/// `taskhost tasks --state DIR ARGS...` run in `cwd` (else here): its exit code and output.
+pub(crate) fn tasks_in(state: &Path, args: &[&str], cwd: Option<&Path>) -> (i32, String, String) {
+    let mut command = std::process::Command::new(binary());
+    command.arg("tasks").arg("--state").arg(state).args(args);
+    if let Some(cwd) = cwd {
+        command.current_dir(cwd);
+    }
+    let out = output_within(&mut command, std::time::Duration::from_secs(30));
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -18,20 +18,7 @@ const SECRET: &str = "victim secret";
 /// read from there, as it would be by a process that happened to run there): exit code, stdout,
 /// stderr.
 fn tasks(state: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = output_within(
-        std::process::Command::new(binary())
-            .arg("tasks")
-            .arg("--state")
-            .arg(state)
-            .args(args)
-            .current_dir(state.join("output")),
-        Duration::from_secs(30),
-    );
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    crate::state::tasks_in(state, args, Some(&state.join("output")))
 }
 
 /// A state directory `<dir>/state` with its database made (by `taskhost tasks`).
