@@ -1,48 +1,53 @@
 //! Reading a plugin file's ELF headers without loading it: whether it is whole (a truncated library
 //! would SIGBUS inside `dlopen`), and its GNU build id.
 
+use object::LittleEndian as LE;
+use object::elf::{ELF_NOTE_GNU, ELFCLASS64, ELFDATA2LSB, ET_DYN, FileHeader64, NT_GNU_BUILD_ID};
+use object::read::elf::{FileHeader, NoteIterator, ProgramHeader};
 use std::fs;
+
+/// The header of a 64-bit little-endian ELF file at the start of `bytes`, or why it is not one.
+fn header64(bytes: &[u8]) -> Result<&FileHeader64<LE>, &'static str> {
+    let header = FileHeader64::<LE>::parse(bytes).map_err(|_| "not an ELF file")?;
+    let ident = header.e_ident();
+    if ident.class != ELFCLASS64 || ident.data != ELFDATA2LSB {
+        return Err("not a 64-bit little-endian ELF file");
+    }
+    Ok(header)
+}
 
 /// Checks that `bytes` is a whole 64-bit little-endian ELF shared object: every program segment and the
 /// section table lie inside the file. `dlopen` of a truncated library maps segments past the end of
 /// the file and dies of SIGBUS when it touches them, so a file still being written must be caught here.
 pub(crate) fn check_elf(bytes: &[u8], file_len: u64) -> Result<(), String> {
-    let u16_at = |o: usize| {
-        bytes
-            .get(o..o + 2)
-            .map(|b| u16::from_le_bytes([b[0], b[1]]) as u64)
-    };
-    let u64_at = |o: usize| {
-        bytes
-            .get(o..o + 8)
-            .map(|b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
-    };
-    let len = file_len;
-    if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" {
-        return Err("not an ELF file".to_owned());
-    }
-    if bytes[4] != 2 || bytes[5] != 1 {
-        return Err("not a 64-bit little-endian ELF file".to_owned());
-    }
-    if u16_at(16) != Some(3) {
+    let header = header64(bytes)?;
+    if header.e_type(LE) != ET_DYN {
         return Err("not a shared object (ELF type is not ET_DYN)".to_owned());
     }
-    let field = |v: Option<u64>| v.ok_or_else(|| "truncated ELF header".to_owned());
-    let (phoff, phentsize, phnum) = (field(u64_at(32))?, field(u16_at(54))?, field(u16_at(56))?);
-    let (shoff, shentsize, shnum) = (field(u64_at(40))?, field(u16_at(58))?, field(u16_at(60))?);
+    let len = file_len;
     let within = |off: u64, size: u64| off.checked_add(size).is_some_and(|end| end <= len);
-    if !within(phoff, phentsize * phnum) || !within(shoff, shentsize * shnum) {
+    let table = |off: u64, entsize: u16, num: u16| within(off, u64::from(entsize) * u64::from(num));
+    let (phoff, phentsize, phnum) = (
+        header.e_phoff(LE),
+        header.e_phentsize(LE),
+        header.e_phnum(LE),
+    );
+    if !table(phoff, phentsize, phnum)
+        || !table(
+            header.e_shoff(LE),
+            header.e_shentsize(LE),
+            header.e_shnum(LE),
+        )
+    {
         return Err(format!(
             "truncated: the file ends at byte {len}, before its header tables"
         ));
     }
-    if phoff + phentsize * phnum > bytes.len() as u64 {
-        return Err("the program headers lie beyond the first 64 KiB".to_owned());
-    }
-    for i in 0..phnum {
-        let ph = (phoff + i * phentsize) as usize;
-        let (offset, filesz) = (field(u64_at(ph + 8))?, field(u64_at(ph + 32))?);
-        if !within(offset, filesz) {
+    let segments = header
+        .program_headers(LE, bytes)
+        .map_err(|_| "the program headers lie beyond the first 64 KiB".to_owned())?;
+    for (i, segment) in segments.iter().enumerate() {
+        if !within(segment.p_offset(LE), segment.p_filesz(LE)) {
             return Err(format!(
                 "truncated: segment {i} ends past the end of the file (byte {len})"
             ));
@@ -55,32 +60,25 @@ pub(crate) fn check_elf(bytes: &[u8], file_len: u64) -> Result<(), String> {
 /// first 4 KiB, where linkers put them. `None` for a file without one (or unreadable).
 pub(crate) fn build_id_of(file: &fs::File) -> Option<Vec<u8>> {
     let (head, _) = read_head(file, 4096).ok()?;
-    let u16_at = |o: usize| Some(u16::from_le_bytes(head.get(o..o + 2)?.try_into().ok()?) as usize);
-    let u32_at = |o: usize| Some(u32::from_le_bytes(head.get(o..o + 4)?.try_into().ok()?) as usize);
-    let u64_at = |o: usize| Some(u64::from_le_bytes(head.get(o..o + 8)?.try_into().ok()?) as usize);
-    if head.get(..4) != Some(b"\x7fELF") || head.get(4..6) != Some(&[2, 1]) {
-        return None;
-    }
-    let (phoff, phentsize, phnum) = (u64_at(32)?, u16_at(54)?, u16_at(56)?);
-    for i in 0..phnum {
-        let ph = phoff.checked_add(i.checked_mul(phentsize)?)?;
-        const PT_NOTE: usize = 4;
-        if u32_at(ph)? != PT_NOTE {
+    let header = header64(&head).ok()?;
+    for segment in header.program_headers(LE, head.as_slice()).ok()? {
+        if segment.p_type(LE) != object::elf::PT_NOTE {
             continue;
         }
-        let (start, size) = (u64_at(ph + 8)?, u64_at(ph + 32)?);
-        let mut at = start;
-        while at.checked_add(12)? <= start.checked_add(size)? {
-            let (namesz, descsz, kind) = (u32_at(at)?, u32_at(at + 4)?, u32_at(at + 8)?);
-            let name = at + 12;
-            let desc = name + namesz.next_multiple_of(4);
-            const NT_GNU_BUILD_ID: usize = 3;
-            if kind == NT_GNU_BUILD_ID && head.get(name..name + namesz)? == b"GNU\0" {
-                return head
-                    .get(desc..desc.checked_add(descsz)?)
-                    .map(<[u8]>::to_vec);
+        // The part of the segment inside the head: a note cut off at its end ends the walk.
+        let start = usize::try_from(segment.p_offset(LE)).ok()?;
+        let end = start.saturating_add(usize::try_from(segment.p_filesz(LE)).ok()?);
+        let Some(data) = head.get(start..end.min(head.len())) else {
+            continue;
+        };
+        let Ok(mut notes) = NoteIterator::<FileHeader64<LE>>::new(LE, segment.p_align(LE), data)
+        else {
+            continue;
+        };
+        while let Ok(Some(note)) = notes.next() {
+            if note.n_type(LE) == NT_GNU_BUILD_ID && note.name() == ELF_NOTE_GNU {
+                return Some(note.desc().to_vec());
             }
-            at = desc.checked_add(descsz.next_multiple_of(4))?;
         }
     }
     None
@@ -98,8 +96,35 @@ pub(crate) fn read_head(file: &fs::File, max: usize) -> std::io::Result<(Vec<u8>
 
 #[cfg(test)]
 mod tests {
-    use super::build_id_of;
+    use super::{build_id_of, check_elf, read_head};
     use std::fs;
+
+    #[test]
+    fn a_whole_shared_object_passes_and_a_cut_or_foreign_one_is_named() {
+        // This test binary is position-independent: an ELF shared object, as a plugin is.
+        let exe = fs::File::open(std::env::current_exe().expect("test binary")).expect("open");
+        let (head, len) = read_head(&exe, 64 * 1024).expect("read");
+        assert_eq!(check_elf(&head, len), Ok(()));
+        let cut = check_elf(&head, 4096).expect_err("a file cut at 4 KiB");
+        assert!(cut.starts_with("truncated:"), "{cut}");
+        let mut big_endian = head.clone();
+        big_endian[5] = 2;
+        assert_eq!(
+            check_elf(&big_endian, len).expect_err("big-endian"),
+            "not a 64-bit little-endian ELF file"
+        );
+        let mut executable = head.clone();
+        executable[16] = 2;
+        assert!(
+            check_elf(&executable, len)
+                .expect_err("ET_EXEC")
+                .contains("ET_DYN")
+        );
+        assert_eq!(
+            check_elf(b"#!/bin/sh", 9),
+            Err("not an ELF file".to_owned())
+        );
+    }
 
     #[test]
     fn the_build_id_is_read_from_the_notes_and_changes_only_with_them() {
