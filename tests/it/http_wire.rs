@@ -2,7 +2,6 @@
 //! stderr), and a plain HTTP/1.1 client over a TCP (or TLS) stream that sends one request per
 //! connection and reads the response to its end, so a test sees exactly the bytes on the wire.
 
-use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::time::Duration;
@@ -168,53 +167,9 @@ pub(crate) fn revoke_in(state: &Path, name: &str) {
     assert!(out.status.success(), "{out:?}");
 }
 
-/// One response: its status, its headers (names lower case) and its body (chunks joined).
-#[derive(Debug)]
-pub(crate) struct Response {
-    pub(crate) status: u16,
-    pub(crate) headers: HashMap<String, String>,
-    pub(crate) body: String,
-}
+pub(crate) use taskhost_tests::http1::Response;
 
-impl Response {
-    /// The JSON-RPC messages of the body: the `data:` lines of an event stream, or the body itself.
-    pub(crate) fn messages(&self) -> Vec<Value> {
-        if self.body.trim_start().starts_with('{') {
-            return serde_json::from_str(&self.body).into_iter().collect();
-        }
-        self.body
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .filter_map(|d| serde_json::from_str(d.trim()).ok())
-            .collect()
-    }
-
-    /// The text of the tool result in the body (its content blocks joined by `\n---\n`), or the
-    /// JSON-RPC error's message.
-    pub(crate) fn tool_text(&self) -> String {
-        let Some(message) = self.messages().into_iter().find(|m| m.get("id").is_some()) else {
-            return format!("(no answer: {} {})", self.status, self.body);
-        };
-        if let Some(error) = message.get("error") {
-            return format!(
-                "JSON-RPC error: {}",
-                error["message"].as_str().unwrap_or("")
-            );
-        }
-        message["result"]["content"]
-            .as_array()
-            .map(|blocks| {
-                blocks
-                    .iter()
-                    .filter_map(|b| b["text"].as_str())
-                    .collect::<Vec<_>>()
-                    .join("\n---\n")
-            })
-            .unwrap_or_default()
-    }
-}
-
-/// Sends one request on a new connection (`Connection: close`) and reads the whole response.
+/// Sends one request on a new connection and reads the whole response ([`taskhost_tests::http1`]).
 pub(crate) fn send<S: Read + Write>(
     stream: &mut S,
     authority: &str,
@@ -223,76 +178,8 @@ pub(crate) fn send<S: Read + Write>(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> Response {
-    let mut head = format!(
-        "{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
-        head.push_str(&format!("Host: {authority}\r\n"));
-    }
-    for (name, value) in headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).expect("send the head");
-    // A server may answer from the head alone (413 for a body over the limit) and close before
-    // the body is all sent: its answer is still there to read.
-    if let Err(e) = stream.write_all(body) {
-        assert!(
-            matches!(
-                e.kind(),
-                std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
-            ),
-            "send the body: {e}"
-        );
-    }
-    let mut raw = Vec::new();
-    let _ = stream.read_to_end(&mut raw);
-    parse(&raw)
-}
-
-fn parse(raw: &[u8]) -> Response {
-    let text = String::from_utf8_lossy(raw);
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let headers: HashMap<String, String> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    let body = if headers
-        .get("transfer-encoding")
-        .is_some_and(|v| v.contains("chunked"))
-    {
-        unchunk(body)
-    } else {
-        body.to_owned()
-    };
-    Response {
-        status,
-        headers,
-        body,
-    }
-}
-
-fn unchunk(mut body: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = body.split_once("\r\n") {
-        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
-            break;
-        };
-        if n == 0 || rest.len() < n {
-            out.push_str(&rest[..n.min(rest.len())]);
-            break;
-        }
-        out.push_str(&rest[..n]);
-        body = rest[n..].strip_prefix("\r\n").unwrap_or(&rest[n..]);
-    }
-    out
+    taskhost_tests::http1::exchange(stream, authority, method, path, headers, body)
+        .unwrap_or_else(|e| panic!("{method} {path}: {e}"))
 }
 
 /// A plain HTTP client of one host.

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod http1;
 pub mod webdriver;
 
 /// Polls `f` every 10 ms until it holds or `timeout` passes; whether it held. A test waits for

@@ -3,7 +3,6 @@
 //! The client is the WebDriver wire protocol itself (JSON over HTTP/1.1), through the tests' plain
 //! HTTP client, so what the browser does is what a person's browser would do.
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -101,34 +100,17 @@ impl Browser {
             .set_read_timeout(Some(Duration::from_secs(60)))
             .ok()?;
         let body = body.map(Value::to_string).unwrap_or_default();
-        let head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-            self.authority,
-            body.len()
-        );
-        stream.write_all(head.as_bytes()).ok()?;
-        stream.write_all(body.as_bytes()).ok()?;
-        // chromedriver keeps the connection open whatever the request says: read by length.
-        let mut reader = BufReader::new(stream);
-        let mut length = 0usize;
-        loop {
-            let mut line = String::new();
-            if reader.read_line(&mut line).ok()? == 0 {
-                return None;
-            }
-            let line = line.trim_end();
-            if line.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = line.split_once(':')
-                && name.eq_ignore_ascii_case("content-length")
-            {
-                length = value.trim().parse().ok()?;
-            }
-        }
-        let mut answer = vec![0u8; length];
-        reader.read_exact(&mut answer).ok()?;
-        serde_json::from_slice(&answer).ok()
+        let headers = [("Content-Type", "application/json")];
+        let answer = crate::http1::exchange(
+            &mut stream,
+            &self.authority,
+            method,
+            path,
+            &headers,
+            body.as_bytes(),
+        )
+        .ok()?;
+        serde_json::from_str(&answer.body).ok()
     }
 
     /// A command of this session; its `value`, or a panic naming the WebDriver error.
@@ -237,7 +219,11 @@ impl Browser {
     /// A PNG of the window.
     pub fn screenshot(&self) -> Vec<u8> {
         let encoded = self.command("GET", "/screenshot", None);
-        base64(encoded.as_str().unwrap_or_default())
+        base64::Engine::decode(
+            &base64::engine::general_purpose::STANDARD,
+            encoded.as_str().unwrap_or_default(),
+        )
+        .expect("a base64 screenshot")
     }
 
     /// The value of `script` once it is truthy, or `None` when `timeout` passed first.
@@ -264,27 +250,4 @@ impl Drop for Browser {
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
-}
-
-/// Standard base64 decoded (padding and line breaks ignored).
-fn base64(text: &str) -> Vec<u8> {
-    let value = |c: u8| match c {
-        b'A'..=b'Z' => Some(c - b'A'),
-        b'a'..=b'z' => Some(c - b'a' + 26),
-        b'0'..=b'9' => Some(c - b'0' + 52),
-        b'+' => Some(62),
-        b'/' => Some(63),
-        _ => None,
-    };
-    let digits: Vec<u8> = text.bytes().filter_map(value).collect();
-    let mut out = Vec::with_capacity(digits.len() * 3 / 4);
-    for chunk in digits.chunks(4) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, &d)| n | (u32::from(d) << (18 - 6 * i)));
-        let bytes = n.to_be_bytes();
-        out.extend_from_slice(&bytes[1..chunk.len()]);
-    }
-    out
 }
