@@ -6,7 +6,8 @@
 //!   host loads the file (data, requests, the trait objects both sides implement, the root module);
 //! - [`sdk`]: the plugin author's side in plain Rust ([`Host`], [`Tool`], [`Plugin`],
 //!   [`TaskControl`], typed config), every plugin call under `catch_unwind`;
-//! - [`wording`]: the words the model reads, shared by host and plugins.
+//! - [`wording`]: the words the model reads, shared by host and plugins (from `taskhost-common`,
+//!   the crate the host's crates share with this one without `abi_stable`).
 //!
 //! Boundary rules the SDK enforces so plugin authors need not: no panic crosses; plugins never run an
 //! async runtime or spawn raw threads (the host runs plugin code on threads of the plugin's
@@ -18,7 +19,7 @@
 pub mod ffi;
 pub mod prelude;
 pub mod sdk;
-pub mod wording;
+pub use taskhost_common::wording;
 
 pub use abi_stable;
 pub use ffi::*;

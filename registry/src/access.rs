@@ -7,9 +7,9 @@ use crate::error::ProducerError;
 use crate::error::RegistryError;
 use crate::hook_scope::{self, call_reader};
 use crate::ids::TaskId;
-use crate::listeners::panic_text;
 use crate::state::{LiveHooks, Record, SharedOps, State};
 use crate::status::{TaskRead, TaskSnapshot};
+use taskhost_common::panic_text;
 
 use crate::registry::{KillOutcome, Registry};
 

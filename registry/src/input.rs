@@ -7,9 +7,9 @@ use crate::agent::Agent;
 use crate::error::ProducerError;
 use crate::error::{MAX_INPUT_BYTES, RegistryError};
 use crate::hook_scope;
-use crate::listeners::panic_text;
 use crate::registry::Registry;
 use crate::status::TaskRead;
+use taskhost_common::panic_text;
 
 impl Registry {
     /// Delivers `input` to a live task as typed, then, with `eof`, the end of its input.

@@ -4,6 +4,7 @@ use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Weak};
+use taskhost_common::panic_text;
 
 use crate::agent::Agent;
 use crate::status::TaskSnapshot;
@@ -85,17 +86,6 @@ impl<F: ?Sized> ListenerSet<F> {
                 tracing::error!(listener = what, panic = %panic_text(&*panic), "task listener panicked");
             }
         }
-    }
-}
-
-/// The text of a panic payload.
-pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "non-string panic payload".to_owned()
     }
 }
 

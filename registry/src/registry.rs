@@ -15,6 +15,7 @@
 use parking_lot::Mutex;
 use std::sync::{Arc, Weak};
 
+use taskhost_common::panic_text;
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
 
@@ -23,9 +24,7 @@ use crate::config::RegistryConfig;
 use crate::hook_scope::call_reader;
 use crate::ids::TaskId;
 use crate::journal::Journal;
-use crate::listeners::{
-    Detach, ListenerSet, Registration, TaskDoneListener, TasksChangedListener, panic_text,
-};
+use crate::listeners::{Detach, ListenerSet, Registration, TaskDoneListener, TasksChangedListener};
 use crate::state::{Bucket, Ops, OwnerKey, SharedOps, State, now_ms, owner_key};
 use crate::status::{TaskOutcome, TaskSnapshot};
 use crate::surface::{SurfaceScope, Surfaces};

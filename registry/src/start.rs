@@ -12,10 +12,10 @@ use crate::error::ProducerError;
 use crate::error::{MAX_SAFE_INTEGER, RegistryError};
 use crate::ids::TaskId;
 use crate::journal::JournalStart;
-use crate::listeners::panic_text;
 use crate::producer::{TaskHooks, TaskStart};
 use crate::state::{Bucket, LiveHooks, Ops, OwnerKey, Phase, Record, SharedOps, now_ms, owner_key};
 use crate::status::TaskOutcome;
+use taskhost_common::panic_text;
 
 use crate::registry::{Cause, Registry};
 

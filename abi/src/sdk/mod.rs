@@ -47,11 +47,14 @@ mod starts;
 mod tool;
 pub mod typed;
 
-pub use args::{invalid_wait_for, non_empty, open_own_file, shown};
+pub use args::non_empty;
 pub use config::{NonEmpty, Positive, PositiveMs};
+// The export macro's plumbing: public for the code `export_plugin!` writes, not for authors.
+#[doc(hidden)]
 pub use export::{ROOT_MODULE_SYMBOL, root_module, run_init};
 pub use host::Host;
 pub use mcp::{ItemHandler, McpError};
-pub use plugin::{Handler, NoState, Output, Plugin, TaskControl, TaskHandle, panic_text};
+pub use plugin::{Handler, NoState, Output, Plugin, TaskControl, TaskHandle};
 pub use starts::{Declaration, PROCESS_MARKER};
+pub use taskhost_common::shown;
 pub use tool::{NoArgs, Tool, runs_as_task, runs_in_background_as_task};

@@ -1,9 +1,9 @@
 //! What a plugin implements: the plugin itself ([`Plugin`]), a raw tool handler ([`Handler`]), and a
 //! running task's control ([`TaskControl`]) with the handle that settles it ([`TaskHandle`]).
 
-use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
+use taskhost_common::panic_text;
 
 use crate::ffi::{CompletionBox, FfiOutcome, ToolCall, ToolResult};
 
@@ -78,17 +78,6 @@ impl TaskHandle {
     /// Reports the outcome (call it once the task's resources are released).
     pub fn complete(&self, outcome: FfiOutcome) {
         self.0.complete(outcome);
-    }
-}
-
-/// The text of a panic payload.
-pub fn panic_text(payload: &(dyn Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "non-string panic payload".to_owned()
     }
 }
 

@@ -3,18 +3,12 @@
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::ROption;
+pub use taskhost_common::PROCESS_MARKER;
 
 use super::glue::StarterGlue;
 use super::host::{Host, text_result};
 use super::plugin::{Output, TaskControl, TaskHandle};
 use crate::ffi::*;
-
-/// The environment variable the host marks every process it starts with (and its descendants
-/// inherit): when the host or a task ends, processes carrying its mark are ended. Work handed to
-/// another controller (a batch system's job) is that controller's, not the host's: its submission
-/// must not pass the mark on (`env -u TASKHOST_PROCESS sbatch ...`), or a job that runs on the
-/// host's own machine is ended with the host.
-pub const PROCESS_MARKER: &str = "TASKHOST_PROCESS";
 
 /// A task as its producer declares it: its kind (also its id's prefix), its label, its owner and
 /// its output limit.

@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::args::shown;
+use taskhost_common::shown;
 
 /// The JSON schema of `A` as a tool's input schema: an object schema without the `$schema` and
 /// `title` keys (MCP clients need neither), carrying only the formats the JSON Schema vocabulary

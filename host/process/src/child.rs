@@ -13,7 +13,7 @@ use crate::input::{Input, InputError};
 use crate::render::{SpillRef, render_read};
 use crate::stream::StreamBuf;
 use crate::terminal::render_terminal;
-use taskhost_abi::wording;
+use taskhost_common::wording;
 use taskhost_registry::{TaskOutcome, TerminalStatus};
 
 /// The output and status of a settled process.

@@ -20,7 +20,7 @@ use nix::unistd::Pid;
 
 /// The environment variable naming a child's host and process:
 /// `<host pid>:<service number>:<process number>`.
-pub const MARKER: &str = taskhost_abi::sdk::PROCESS_MARKER;
+pub const MARKER: &str = taskhost_common::PROCESS_MARKER;
 
 /// The marker value for process number `n` of the service `service` of this host process (one
 /// process can hold several services, as the integration tests do).

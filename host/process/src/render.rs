@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use taskhost_abi::wording::{STDERR_HEADER, dropped_output, line_break};
+use taskhost_common::wording::{STDERR_HEADER, dropped_output, line_break};
 
 use crate::terminal::render_terminal;
 

@@ -322,7 +322,7 @@ impl HostApi for GenHost {
         let pattern = match regex::Regex::new(pattern.as_str()) {
             Ok(p) => p,
             Err(e) => {
-                return RErr(taskhost_abi::sdk::invalid_wait_for(pattern.as_str(), &e).into());
+                return RErr(taskhost_common::invalid_wait_for(pattern.as_str(), &e).into());
             }
         };
         let caller = self.caller(caller);

@@ -20,7 +20,7 @@ pub(super) struct Follow {
 impl Follow {
     /// Appends what the file gained since the last look.
     pub(super) fn catch_up(&mut self) {
-        let mut file = match taskhost_abi::sdk::open_own_file(&self.path) {
+        let mut file = match taskhost_common::open_own_file(&self.path) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return, // not written yet
             Err(e) => {
