@@ -31,7 +31,7 @@ const ARCHITECTURE_WORDS: usize = 2000;
 /// A function over this many lines is reported; [`LONG_FN_BUDGET`] of them may remain.
 const LONG_FN_LINES: usize = 60;
 /// How many shipped functions may still run over [`LONG_FN_LINES`]: lower it when one is split.
-const LONG_FN_BUDGET: usize = 24;
+const LONG_FN_BUDGET: usize = 23;
 /// The library crates other than plugins whose modules must form no circle and have no arrow to an
 /// ancestor; every plugin (each folder under `plugins/`) is one too.
 const CRATES: &[&str] = &[
