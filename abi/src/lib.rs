@@ -15,6 +15,10 @@
 //!
 //! Architecture invariant: this crate holds types and glue only; it loads nothing and knows nothing of
 //! the registry's internals.
+//!
+//! Architecture invariant: `unsafe` lives only where abi_stable's macros expand it, in two modules
+//! (the tidy test checks this list): `ffi::objects` (the trait objects' vtable calls) and
+//! `sdk::export` (the root module header the export macro emits).
 
 pub mod ffi;
 pub mod prelude;

@@ -83,6 +83,26 @@ impl Registry {
                 return failed(ProducerError(text).into());
             }
         };
+        let identity = Identity {
+            kind,
+            label,
+            output_limit_bytes,
+            owner,
+            stream: hooks.reader.is_some(),
+        };
+        Ok(self.admit(identity, hooks, key, number))
+    }
+
+    /// Makes a started task's hooks live, registers it (in the slot its preflight reserved, under
+    /// the journal's number if any), tells the journal and the watchers, and awaits its end. Runs
+    /// after the starter returned: nothing here can fail.
+    fn admit(
+        &self,
+        identity: Identity,
+        hooks: TaskHooks,
+        key: OwnerKey,
+        number: Option<u64>,
+    ) -> TaskId {
         let TaskHooks {
             done,
             cancel,
@@ -91,7 +111,6 @@ impl Registry {
             writer,
             watch,
         } = hooks;
-        let stream = reader.is_some();
         let ops: SharedOps = Arc::new(Mutex::new(Ops {
             hooks: Some(LiveHooks {
                 cancel,
@@ -103,13 +122,6 @@ impl Registry {
             remainder: String::new(),
             watcher: None,
         }));
-        let identity = Identity {
-            kind,
-            label,
-            output_limit_bytes,
-            owner,
-            stream,
-        };
         let owner = identity.owner.clone();
         let id = self.register(identity, key, ops.clone(), number);
         if let Some(journal) = &self.inner.journal {
@@ -118,7 +130,7 @@ impl Registry {
         self.inner.reservations.notify_waiters();
         self.inner.changed(owner.as_ref());
         self.watch_completion(&id, done, &ops);
-        Ok(id)
+        id
     }
 
     /// Issues the id and records the task, in the slot its preflight reserved. Cannot fail.

@@ -1,10 +1,12 @@
-//! What ARCHITECTURE.md names in backticks, checked against the tree: a path must exist, and a Rust
-//! item (a type, `Type::item`, `function()`, `macro!`) must be defined somewhere in the workspace.
-//! Names from other crates that the map mentions are listed in [`EXTERNAL`].
+//! What a document (ARCHITECTURE.md, README.md, a `docs/` page) names in backticks, checked against
+//! the tree: a path must exist, and a Rust item (a type, `Type::item`, `function()`, `macro!`) must be
+//! defined somewhere in the workspace. Names from other crates the documents mention are listed in
+//! [`EXTERNAL`].
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use crate::documents::Document;
 use crate::source::Source;
 
 /// Names from outside the workspace (std, tokio, abi_stable, rmcp, the kernel) the map may mention.
@@ -48,6 +50,12 @@ const EXTERNAL: &[&str] = &[
     "RResult",
     "RStr",
     "Ctrl",
+    "Origin",
+    "EventSource",
+    "serde",
+    "Deserialize",
+    "schemars",
+    "JsonSchema",
 ];
 
 /// The top-level folders and files of the workspace a path in the map may start with.
@@ -61,16 +69,12 @@ const ROOTS: &[&str] = &[
     ".ci/",
 ];
 
-/// Every backticked name in the file at `doc` that is a path not in the tree or an item not defined
-/// in `sources`, as `line: name`.
-pub fn missing_names(doc: &Path, sources: &[Source]) -> Vec<String> {
-    let root = doc.parent().unwrap_or(Path::new("."));
-    let Ok(text) = std::fs::read_to_string(doc) else {
-        return vec![format!("{} cannot be read", doc.display())];
-    };
+/// Every backticked name in `doc` that is a path not in the tree at `root` or an item not defined in
+/// `sources`, as `path:line: name`.
+pub fn missing_names(root: &Path, doc: &Document, sources: &[Source]) -> Vec<String> {
     let defined = definitions(sources);
     let mut missing = Vec::new();
-    for (n, line) in text.lines().enumerate() {
+    for (n, line) in doc.text.lines().enumerate() {
         for name in line.split('`').skip(1).step_by(2) {
             let problem = if is_path(name) {
                 (!root.join(name).exists()).then_some("no such path")
@@ -83,7 +87,7 @@ pub fn missing_names(doc: &Path, sources: &[Source]) -> Vec<String> {
                 None
             };
             if let Some(problem) = problem {
-                missing.push(format!("ARCHITECTURE.md:{}: `{name}`: {problem}", n + 1));
+                missing.push(format!("{}:{}: `{name}`: {problem}", doc.path, n + 1));
             }
         }
     }

@@ -211,26 +211,7 @@ impl Escaped {
                     _ => {}
                 }
             }
-            let Known { adopted, groups } = &mut *known;
-            adopted.retain(|&pid, n| {
-                let zombie = stat(pid).is_none_or(|(z, _)| z);
-                if live.contains(n) && !zombie {
-                    return true;
-                }
-                if !zombie {
-                    // After `setsid` the daemon leads its own group: end that group with it.
-                    groups.insert(pid);
-                    killed.push(pid);
-                    kill_with_group(pid);
-                    ended += 1;
-                }
-                if !reap(pid) {
-                    // Not dead yet (uninterruptible sleep): the next sweep tries again.
-                    return true;
-                }
-                progressed = true;
-                false
-            });
+            progressed |= end_orphans(&mut known, &live, &mut killed, &mut ended);
             drop(gate);
             if progressed {
                 rounds += 1;
@@ -341,6 +322,38 @@ pub fn reap_inherited() {
     if let Err(e) = reaping {
         tracing::warn!(error = %e, "cannot wait for the children the previous image left");
     }
+}
+
+/// Ends and reaps each adopted child whose task is no longer live (`live`, by number), with its
+/// group; adds the ended to `killed` and `ended`. Whether any was reaped.
+fn end_orphans(
+    known: &mut Known,
+    live: &HashSet<u64>,
+    killed: &mut Vec<i32>,
+    ended: &mut usize,
+) -> bool {
+    let mut progressed = false;
+    let Known { adopted, groups } = known;
+    adopted.retain(|&pid, n| {
+        let zombie = stat(pid).is_none_or(|(z, _)| z);
+        if live.contains(n) && !zombie {
+            return true;
+        }
+        if !zombie {
+            // After `setsid` the daemon leads its own group: end that group with it.
+            groups.insert(pid);
+            killed.push(pid);
+            kill_with_group(pid);
+            *ended += 1;
+        }
+        if !reap(pid) {
+            // Not dead yet (uninterruptible sleep): the next sweep tries again.
+            return true;
+        }
+        progressed = true;
+        false
+    });
+    progressed
 }
 
 /// This process's children, from every thread's `children` list (an adopted orphan is attached to

@@ -73,22 +73,63 @@ const ROOT_FLAGS: OFlag = OFlag::O_PATH
     .union(OFlag::O_DIRECTORY)
     .union(OFlag::O_CLOEXEC);
 
+/// The path being walked and the user walking it, to word the walk's errors.
+struct Walker<'a> {
+    path: &'a Path,
+    euid: u32,
+}
+
+impl Walker<'_> {
+    fn io(&self, e: Errno) -> TrustError {
+        TrustError::Io {
+            path: self.path.to_owned(),
+            source: e.into(),
+        }
+    }
+
+    fn refuse(&self, step: &Path, why: &str) -> TrustError {
+        TrustError::Untrusted {
+            path: self.path.to_owned(),
+            why: format!("{} {why}", step.display()),
+        }
+    }
+
+    /// Follows the link `fd` (at `here`, whose stat is `st`): only root's or ours, at most
+    /// [`MAX_LINKS`] in a walk; its target's components are walked next, from `/` if absolute.
+    fn follow(
+        &self,
+        (fd, st, here): (&OwnedFd, &FileStat, &Path),
+        links: &mut u32,
+        stack: &mut Vec<(OwnedFd, PathBuf)>,
+        pending: &mut Vec<OsString>,
+    ) -> Result<(), TrustError> {
+        *links += 1;
+        if *links > MAX_LINKS {
+            return Err(self.io(Errno::ELOOP));
+        }
+        // A sticky directory lets any user add a link: only root's or ours is followed.
+        owned_by_us_or_root(st, self.euid).map_err(|why| self.refuse(here, why))?;
+        let target = PathBuf::from(readlinkat(fd, "").map_err(|e| self.io(e))?);
+        if target.is_absolute() {
+            stack.truncate(1);
+        }
+        pending.extend(components(&target).into_iter().rev());
+        Ok(())
+    }
+}
+
 fn walk(path: &Path, want: Want) -> Result<OwnedFd, TrustError> {
-    let io = |e: Errno| TrustError::Io {
-        path: path.to_owned(),
-        source: e.into(),
-    };
-    let refuse = |step: &Path, why: &str| TrustError::Untrusted {
-        path: path.to_owned(),
-        why: format!("{} {why}", step.display()),
-    };
     let absolute = std::path::absolute(path).map_err(|source| TrustError::Io {
         path: path.to_owned(),
         source,
     })?;
-    let euid = nix::unistd::geteuid().as_raw();
-    let root = nix::fcntl::open("/", ROOT_FLAGS, Mode::empty()).map_err(io)?;
-    check_dir(&fstat(&root).map_err(io)?, euid).map_err(|why| refuse(Path::new("/"), why))?;
+    let w = Walker {
+        path,
+        euid: nix::unistd::geteuid().as_raw(),
+    };
+    let root = nix::fcntl::open("/", ROOT_FLAGS, Mode::empty()).map_err(|e| w.io(e))?;
+    check_dir(&fstat(&root).map_err(|e| w.io(e))?, w.euid)
+        .map_err(|why| w.refuse(Path::new("/"), why))?;
     // The directories open so far, from the root down, with the path they stand for.
     let mut stack: Vec<(OwnedFd, PathBuf)> = vec![(root, PathBuf::from("/"))];
     let mut pending: Vec<OsString> = components(&absolute);
@@ -103,54 +144,38 @@ fn walk(path: &Path, want: Want) -> Result<OwnedFd, TrustError> {
         }
         let last = pending.is_empty();
         // The root is never popped, so there is always a directory to open the name in.
-        let (dir, dir_path) = stack.last().ok_or_else(|| refuse(path, "has no root"))?;
-        let dir = dir.as_fd();
+        let (dir, dir_path) = stack.last().ok_or_else(|| w.refuse(path, "has no root"))?;
         let here = dir_path.join(&name);
-        let fd = open_step(dir, &name, last, want).map_err(io)?;
-        let st = fstat(&fd).map_err(io)?;
+        let fd = open_step(dir.as_fd(), &name, last, want).map_err(|e| w.io(e))?;
+        let st = fstat(&fd).map_err(|e| w.io(e))?;
         match SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT {
-            SFlag::S_IFLNK => {
-                links += 1;
-                if links > MAX_LINKS {
-                    return Err(io(Errno::ELOOP));
-                }
-                // A sticky directory lets any user add a link: only root's or ours is followed.
-                owned_by_us_or_root(&st, euid).map_err(|why| refuse(&here, why))?;
-                let target = readlinkat(&fd, "").map_err(io)?;
-                let target = PathBuf::from(target);
-                if target.is_absolute() {
-                    stack.truncate(1);
-                }
-                pending.extend(components(&target).into_iter().rev());
-            }
+            SFlag::S_IFLNK => w.follow((&fd, &st, &here), &mut links, &mut stack, &mut pending)?,
             SFlag::S_IFDIR => {
-                check_dir(&st, euid).map_err(|why| refuse(&here, why))?;
+                check_dir(&st, w.euid).map_err(|why| w.refuse(&here, why))?;
                 if last && want == Want::Dir {
                     return Ok(fd);
                 }
                 stack.push((fd, here));
             }
             SFlag::S_IFREG if last && want == Want::File => {
-                check_file(&st, euid).map_err(|why| refuse(&here, why))?;
+                check_file(&st, w.euid).map_err(|why| w.refuse(&here, why))?;
                 return Ok(fd);
             }
             _ if last => {
-                return Err(refuse(
-                    &here,
-                    match want {
-                        Want::File => "is not a regular file",
-                        Want::Dir => "is not a directory",
-                    },
-                ));
+                let why = match want {
+                    Want::File => "is not a regular file",
+                    Want::Dir => "is not a directory",
+                };
+                return Err(w.refuse(&here, why));
             }
-            _ => return Err(refuse(&here, "is not a directory")),
+            _ => return Err(w.refuse(&here, "is not a directory")),
         }
     }
     // The path ended on a directory (or on `/`): wanted as a directory, it is opened for use.
-    let (dir, at) = stack.last().ok_or_else(|| refuse(path, "has no root"))?;
+    let (dir, at) = stack.last().ok_or_else(|| w.refuse(path, "has no root"))?;
     match want {
-        Want::Dir => open_for_use(dir).map_err(io),
-        Want::File => Err(refuse(at, "is a directory")),
+        Want::Dir => open_for_use(dir).map_err(|e| w.io(e)),
+        Want::File => Err(w.refuse(at, "is a directory")),
     }
 }
 

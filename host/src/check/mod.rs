@@ -78,18 +78,7 @@ fn runtime_thread(name: &str) -> bool {
 pub fn run(runtime: &tokio::runtime::Runtime, args: &CheckArgs) -> Result<Report, String> {
     let run_dir = RunDir::create().map_err(|e| e.to_string())?;
     let (threads_before, fds_before) = (threads(), descriptors());
-    let host = Taskhost::new(
-        RegistryConfig::new(),
-        runtime.handle().clone(),
-        LoadOptions {
-            allow_untrusted: args.allow_untrusted,
-            ..LoadOptions::new(run_dir.generations())
-        },
-        ServiceOptions {
-            spill_dir: Some(run_dir.spills()),
-            ..ServiceOptions::default()
-        },
-    );
+    let host = fresh_host(runtime, &run_dir, args);
     let surface = host
         .registry()
         .attach_surface("check", SurfaceScope::Global);
@@ -98,20 +87,7 @@ pub fn run(runtime: &tokio::runtime::Runtime, args: &CheckArgs) -> Result<Report
     let serving = mapped_generations(&run_dir.generations()).len();
     runtime.block_on(host.close_session("check"));
     // A retiring generation is unloaded off the swap path; one still listed after a while is held.
-    let held = settle(Duration::from_secs(2), || {
-        host.plugins()
-            .info()
-            .iter()
-            .flat_map(|p| p.generations.iter())
-            .filter(|g| g.state != GenerationState::Active)
-            .map(|g| {
-                format!(
-                    "generation {} ({}, {} live tasks)",
-                    g.generation, g.state, g.live_tasks
-                )
-            })
-            .collect::<Vec<_>>()
-    });
+    let held = settle(Duration::from_secs(2), || retiring(&host));
     drop(surface);
     runtime.block_on(host.shutdown());
     drop(host);
@@ -146,6 +122,38 @@ pub fn run(runtime: &tokio::runtime::Runtime, args: &CheckArgs) -> Result<Report
         "FAILED: something of the plugin was left".to_owned()
     });
     Ok(Report { lines, clean })
+}
+
+/// A host of its own for the check, its generations and spill files in `run_dir`.
+fn fresh_host(runtime: &tokio::runtime::Runtime, run_dir: &RunDir, args: &CheckArgs) -> Taskhost {
+    Taskhost::new(
+        RegistryConfig::new(),
+        runtime.handle().clone(),
+        LoadOptions {
+            allow_untrusted: args.allow_untrusted,
+            ..LoadOptions::new(run_dir.generations())
+        },
+        ServiceOptions {
+            spill_dir: Some(run_dir.spills()),
+            ..ServiceOptions::default()
+        },
+    )
+}
+
+/// The generations of `host` that are not serving (retired, not yet unloaded), one line each.
+fn retiring(host: &Taskhost) -> Vec<String> {
+    host.plugins()
+        .info()
+        .iter()
+        .flat_map(|p| p.generations.iter())
+        .filter(|g| g.state != GenerationState::Active)
+        .map(|g| {
+            format!(
+                "generation {} ({}, {} live tasks)",
+                g.generation, g.state, g.live_tasks
+            )
+        })
+        .collect()
 }
 
 /// Loads the plugin, runs the calls, then reloads and runs them again `args.reloads` times; one line

@@ -163,23 +163,13 @@ pub async fn run(
 ) -> TaskOutcome {
     let (process, (stdin, stdout)) = match processes.spawn_piped(&agent_spec(&run), session) {
         Ok(spawned) => spawned,
-        Err(e) => {
-            return TaskOutcome::failed(format!(
-                "cannot start agent {}: {}",
-                crate::process::excerpt(&run.command.join(" ")),
-                e.0
-            ));
-        }
+        Err(e) => return not_started(&run, &e.0),
     };
     let transcript: Arc<Mutex<Transcript>> = Arc::default();
     let seen = transcript.clone();
     let policy = run.permission_policy;
     let (grace, setup_timeout) = (run.grace, run.setup_timeout);
-    let cwd = run
-        .cwd
-        .clone()
-        .or_else(|| std::env::current_dir().ok())
-        .unwrap_or_else(|| PathBuf::from("/"));
+    let cwd = agent_cwd(&run);
     let prompt = run.prompt.clone();
     let token = cancel.clone();
     let cancelled = cancel.clone();
@@ -216,20 +206,51 @@ pub async fn run(
                 converse(cx, setup_timeout, cwd, prompt, token, grace).await
             },
         );
-    let ended = conversation.await;
-    // The connection is gone, so stdin is closed; give the agent the grace to exit, then end it.
-    if tokio::time::timeout(grace, process.wait()).await.is_err() {
+    let result = conversation.await;
+    let output = transcript.lock().final_message();
+    settle(&process, &run, result, output, cancel.is_cancelled()).await
+}
+
+/// The outcome of a run whose agent could not be started, saying `why`.
+fn not_started(run: &SubagentRun, why: &str) -> TaskOutcome {
+    TaskOutcome::failed(format!(
+        "cannot start agent {}: {why}",
+        crate::process::excerpt(&run.command.join(" ")),
+    ))
+}
+
+/// The agent session's working directory: the run's, else the host's, else `/`.
+fn agent_cwd(run: &SubagentRun) -> PathBuf {
+    run.cwd
+        .clone()
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| PathBuf::from("/"))
+}
+
+/// Accounts for the agent's process once its conversation `result` is in: the connection is gone,
+/// so stdin is closed; the agent has its grace to exit, then is ended. The task's outcome.
+async fn settle(
+    process: &Arc<crate::process::Process>,
+    run: &SubagentRun,
+    result: Result<End, agent_client_protocol::Error>,
+    output: String,
+    cancelled: bool,
+) -> TaskOutcome {
+    if tokio::time::timeout(run.grace, process.wait())
+        .await
+        .is_err()
+    {
         process.kill();
     }
     let exit = process.wait().await;
     let ended = Ended {
-        result: ended,
+        result,
         command: shell_words(&run.command),
         exit,
         stderr: process.stderr_tail(400),
-        output: transcript.lock().final_message(),
-        setup_timeout,
-        cancelled: cancel.is_cancelled(),
+        output,
+        setup_timeout: run.setup_timeout,
+        cancelled,
     };
     ended.outcome()
 }

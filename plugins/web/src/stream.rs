@@ -41,24 +41,25 @@ fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-/// One step: what changed since the previous one, and when to look again.
-pub(crate) fn step(host: &Host, request: &EventsRequest) -> Events {
-    // A state this generation cannot read (another version's) starts the stream afresh.
-    let mut sent: Sent =
-        taskhost_abi::serde_json::from_value(request.state.clone()).unwrap_or_default();
-    let owner = request.viewer.caller();
-    let now = now_ms();
-    let mut events = Vec::new();
-    let first = request.state.is_null();
-    let mut watched_live = false;
-    let watch = request.query.get("watch").filter(|w| !w.is_empty());
-    if first || request.changed || now.saturating_sub(sent.listed_at_ms) >= STATUS_EVERY_MS {
-        let tasks = host.list_tasks(owner);
+/// One event: its name and its data.
+type Event = (String, String);
+
+impl Sent {
+    /// The `tasks` event: the rows that changed since the last list and the ids gone (all rows and
+    /// earlier hosts' records on the `first` step), if any; remembers what it sent.
+    fn list(
+        &mut self,
+        host: &Host,
+        request: &EventsRequest,
+        first: bool,
+        now: u64,
+    ) -> Option<Event> {
+        let tasks = host.list_tasks(request.viewer.caller());
         let mut rows = Vec::new();
         let mut seen = BTreeMap::new();
         for task in &tasks {
             let print = fingerprint(task);
-            if sent.rows.get(task.id.as_str()) != Some(&print) {
+            if self.rows.get(task.id.as_str()) != Some(&print) {
                 rows.push(row(task, &request.viewer));
             }
             seen.insert(task.id.to_string(), print);
@@ -67,33 +68,59 @@ pub(crate) fn step(host: &Host, request: &EventsRequest) -> Events {
             // The records of earlier hosts' tasks are settled: sent once, never followed.
             rows.extend(record_rows(host, &tasks, &request.viewer));
         }
-        let removed: Vec<&String> = sent
+        let removed: Vec<&String> = self
             .rows
             .keys()
             .filter(|id| !seen.contains_key(*id))
             .collect();
-        if first || !rows.is_empty() || !removed.is_empty() {
+        let event = (first || !rows.is_empty() || !removed.is_empty()).then(|| {
             let data = json!({"rows": rows, "removed": removed, "full": first});
-            events.push(("tasks".to_owned(), data.to_string()));
-        }
-        sent.rows = seen;
-        sent.listed_at_ms = now;
+            ("tasks".to_owned(), data.to_string())
+        });
+        self.rows = seen;
+        self.listed_at_ms = now;
+        event
     }
-    if let Some(id) = watch {
-        watched_live = host
+
+    /// The `tail` event of the watched task `id`, if its tail changed, and whether it still runs.
+    fn tail(&mut self, host: &Host, request: &EventsRequest, id: &str) -> (Option<Event>, bool) {
+        let owner = request.viewer.caller();
+        let live = host
             .get_task(owner, id)
             .is_ok_and(|t| !t.status.is_terminal());
         let text = host.task_tail(owner, id, TAIL_BYTES).unwrap_or_default();
         let mut h = DefaultHasher::new();
         text.hash(&mut h);
-        let print = (id.clone(), h.finish());
-        if sent.tail.as_ref() != Some(&print) {
-            events.push((
-                "tail".to_owned(),
-                json!({"id": id, "text": text}).to_string(),
-            ));
-            sent.tail = Some(print);
+        let print = (id.to_owned(), h.finish());
+        if self.tail.as_ref() == Some(&print) {
+            return (None, live);
         }
+        self.tail = Some(print);
+        let event = (
+            "tail".to_owned(),
+            json!({"id": id, "text": text}).to_string(),
+        );
+        (Some(event), live)
+    }
+}
+
+/// One step: what changed since the previous one, and when to look again.
+pub(crate) fn step(host: &Host, request: &EventsRequest) -> Events {
+    // A state this generation cannot read (another version's) starts the stream afresh.
+    let mut sent: Sent =
+        taskhost_abi::serde_json::from_value(request.state.clone()).unwrap_or_default();
+    let now = now_ms();
+    let mut events = Vec::new();
+    let first = request.state.is_null();
+    let mut watched_live = false;
+    let watch = request.query.get("watch").filter(|w| !w.is_empty());
+    if first || request.changed || now.saturating_sub(sent.listed_at_ms) >= STATUS_EVERY_MS {
+        events.extend(sent.list(host, request, first, now));
+    }
+    if let Some(id) = watch {
+        let (tail, live) = sent.tail(host, request, id);
+        events.extend(tail);
+        watched_live = live;
     }
     if request.viewer.all_owners && now.saturating_sub(sent.status_at_ms) >= STATUS_EVERY_MS {
         events.push(("host".to_owned(), host.host_status().to_string()));
