@@ -31,6 +31,7 @@ mod rolling;
 mod service;
 mod spawned;
 mod spec;
+mod spill_handle;
 mod spill_layout;
 mod spills;
 mod splice;
