@@ -26,6 +26,7 @@ struct Identity {
     output_limit_bytes: Option<u64>,
     owner: Option<Agent>,
     stream: bool,
+    started_at_ms: u64,
 }
 
 impl Registry {
@@ -48,7 +49,9 @@ impl Registry {
             owner,
             run,
             taken_over,
+            started_at_ms,
         } = spec;
+        let started_at_ms = started_at_ms.map_or_else(now_ms, |ms| ms.min(now_ms()));
         let key = owner_key(owner.as_ref());
         if let Some(n) = taken_over
             && self
@@ -65,7 +68,7 @@ impl Registry {
         self.preflight(&kind, &label, output_limit_bytes, owner.as_ref(), key)?;
         let number = match taken_over {
             Some(n) => Some(n),
-            None => self.journal_begin(&kind, &label, owner.as_ref(), key)?,
+            None => self.journal_begin(&kind, &label, owner.as_ref(), key, started_at_ms)?,
         };
         let failed = |e: RegistryError| {
             self.inner.release_reservation(key);
@@ -109,6 +112,7 @@ impl Registry {
             output_limit_bytes,
             owner,
             stream,
+            started_at_ms,
         };
         let owner = identity.owner.clone();
         let id = self.register(identity, key, ops.clone(), number);
@@ -130,6 +134,7 @@ impl Registry {
         label: &str,
         owner: Option<&Agent>,
         key: OwnerKey,
+        started_at_ms: u64,
     ) -> Result<Option<u64>, RegistryError> {
         let Some(journal) = &self.inner.journal else {
             return Ok(None);
@@ -138,7 +143,7 @@ impl Registry {
             kind,
             label,
             owner_session: owner.map(|a| a.session().as_str()),
-            started_at_ms: now_ms(),
+            started_at_ms,
         };
         journal.begin(&start).map(Some).map_err(|e| {
             self.inner.release_reservation(key);
@@ -160,6 +165,7 @@ impl Registry {
             output_limit_bytes,
             owner,
             stream,
+            started_at_ms,
         } = identity;
         let mut st = self.inner.state.lock();
         let st = &mut *st;
@@ -187,7 +193,7 @@ impl Registry {
                 status: crate::TaskStatus::Running,
                 detail: None,
                 output: None,
-                started_at_ms: now_ms(),
+                started_at_ms,
                 finished_at_ms: None,
                 reported: false,
                 pending_waiters: Default::default(),
