@@ -16,6 +16,24 @@ fn open_fds(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
 }
 
+/// The descriptors the host's children (the keeper) have open, for the record.
+fn children_fds(pid: u32) -> Vec<(String, usize)> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|c| c.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+        .filter_map(|child| {
+            let n: u32 = child.parse().ok()?;
+            let cmd = std::fs::read_to_string(format!("/proc/{n}/cmdline")).ok()?;
+            let cmd = cmd.replace('\0', " ");
+            (!cmd.contains("sleep") && !cmd.starts_with("bash")).then(|| (cmd, open_fds(n)))
+        })
+        .collect()
+}
+
 /// A socket host on a state directory that lets one session have `tasks` live tasks, started
 /// after the shell commands `setup` (a `ulimit`).
 fn state_host(dir: &Path, tasks: usize, setup: &str) -> SocketHost {
@@ -122,6 +140,7 @@ async fn ten_thousand_live_tasks_with_a_state_under_a_20000_descriptor_limit() {
     let after = open_fds(host.child.id());
     let bad = not_ready(&client, &ids).await;
     let per_task = (after.saturating_sub(before)) as f64 / ids.len().max(1) as f64;
+    eprintln!("the host's other processes' descriptors: {:?}", children_fds(host.child.id()));
     eprintln!(
         "{} of {tasks} started in {:.1} s ({} refused, first: {:?}); host descriptors {before} -> {after}, {per_task:.2} per live task; {} not alive and readable; read all in {:.1} s",
         ids.len(),
