@@ -53,18 +53,7 @@ impl Registry {
         } = spec;
         let started_at_ms = started_at_ms.map_or_else(now_ms, |ms| ms.min(now_ms()));
         let key = owner_key(owner.as_ref());
-        if let Some(n) = taken_over
-            && self
-                .inner
-                .state
-                .lock()
-                .records
-                .contains_key(&TaskId::issue(&kind, n))
-        {
-            return Err(RegistryError::Restore(format!(
-                "task {kind}-{n} is already held"
-            )));
-        }
+        self.refuse_held(&kind, taken_over)?;
         self.preflight(&kind, &label, output_limit_bytes, owner.as_ref(), key)?;
         let number = match taken_over {
             Some(n) => Some(n),
@@ -123,6 +112,25 @@ impl Registry {
         self.inner.changed(owner.as_ref());
         self.watch_completion(&id, done, &ops);
         Ok(id)
+    }
+
+    /// Refuses to take over task `kind-n` when the registry holds it already.
+    fn refuse_held(&self, kind: &str, taken_over: Option<u64>) -> Result<(), RegistryError> {
+        match taken_over {
+            Some(n)
+                if self
+                    .inner
+                    .state
+                    .lock()
+                    .records
+                    .contains_key(&TaskId::issue(kind, n)) =>
+            {
+                Err(RegistryError::Restore(format!(
+                    "task {kind}-{n} is already held"
+                )))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Issues the id and records the task, in the slot its preflight reserved. Cannot fail.

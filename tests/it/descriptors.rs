@@ -78,6 +78,11 @@ async fn not_ready(client: &mcp::Client, ids: &[String]) -> Vec<String> {
     bad
 }
 
+/// One `ready N` line (a task's stdout); its stderr is empty.
+fn is_ready_line(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"ready ") && bytes.ends_with(b"\n")
+}
+
 /// The kept files in the state's output directory that do not hold exactly one `ready` line.
 fn kept_not_exact(state: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(state.join("output")) else {
@@ -86,7 +91,7 @@ fn kept_not_exact(state: &Path) -> usize {
     entries
         .filter_map(Result::ok)
         .map(|e| std::fs::read(e.path()).unwrap_or_default())
-        .filter(|bytes| !bytes.is_empty() && !(bytes.starts_with(b"ready ") && bytes.ends_with(b"\n")))
+        .filter(|bytes| !(bytes.is_empty() || is_ready_line(bytes)))
         .count()
 }
 
@@ -140,7 +145,10 @@ async fn ten_thousand_live_tasks_with_a_state_under_a_20000_descriptor_limit() {
     let after = open_fds(host.child.id());
     let bad = not_ready(&client, &ids).await;
     let per_task = (after.saturating_sub(before)) as f64 / ids.len().max(1) as f64;
-    eprintln!("the host's other processes' descriptors: {:?}", children_fds(host.child.id()));
+    eprintln!(
+        "the host's other processes' descriptors: {:?}",
+        children_fds(host.child.id())
+    );
     eprintln!(
         "{} of {tasks} started in {:.1} s ({} refused, first: {:?}); host descriptors {before} -> {after}, {per_task:.2} per live task; {} not alive and readable; read all in {:.1} s",
         ids.len(),

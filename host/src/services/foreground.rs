@@ -87,7 +87,8 @@ impl Services {
             self.runtime.block_on(process.wait())
         };
         let promoted = |process: &std::sync::Arc<crate::process::Process>| {
-            let id = promote.and_then(|d| self.adopt_process(d, process.clone(), began_at_ms).ok())?;
+            let id =
+                promote.and_then(|d| self.adopt_process(d, process.clone(), began_at_ms).ok())?;
             if carried {
                 self.processes.kept_as_task(session, process);
                 self.keep_for_successor(process, &id);
