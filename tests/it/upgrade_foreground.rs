@@ -127,10 +127,25 @@ impl Crashable {
 async fn a_foreground_command_in_flight_at_a_crash_continues_as_a_task_the_error_names() {
     let mut c = Crashable::start("crash-foreground").await;
     let command = c.command();
+    let called = now_ms();
     let (answer, pid, _next) = c.call_through_a_crash(&command).await;
     let error = answer.expect_err("the call of a crashed host answers an error");
     assert!(error.contains("restarted"), "{error}");
     let id = continued_task(&error);
+    // It shows as started when the command did (before it wrote its pid), not at the next host.
+    let wrote = std::fs::metadata(&c.started).unwrap().modified().unwrap();
+    let wrote = u64::try_from(
+        wrote
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    );
+    let started = crate::state::records(&c.dir.join("state"))[&id]["started_at_ms"].as_u64();
+    let started = started.expect("a start");
+    assert!(
+        started + 20 >= called && started <= wrote.unwrap() + 20,
+        "started at {started}: called at {called}, the command wrote its pid at {wrote:?}"
+    );
     assert!(alive(pid), "the same process runs on under the next host");
     c.released_to_its_end(&id, "before\n").await;
     c.client.cancel().await.ok();
