@@ -4,8 +4,10 @@
 //! read, a flush of the gathered output) and opens it again, by name relative to the held output
 //! directory, for the next. So a live task with a state holds two of the host's descriptors (its
 //! pipes' read ends), not four, and the live bound is half the open-file limit with a state as
-//! without (issue 41). A batch costs two or three more system calls (`openat`, `fstat`, `close`);
-//! BENCHMARKS.md has the writer's throughput before and after.
+//! without (issue 41). A batch costs three more system calls (`openat`, `statx`, `close`; `strace
+//! -c` of a 50 MB writer), and a writer's throughput did not move measurably (debug builds, three
+//! runs each: 50 MB spliced in 0.15-0.21 s against 0.19-0.28 s before, 1 GB past the cap in
+//! 1.81-1.88 s against 1.86-2.14 s).
 //!
 //! Opened again, a kept file must be the file the stream created: the name is opened with
 //! `O_NOFOLLOW` (never through a symlink) and its device and inode compared with the ones it was
