@@ -115,6 +115,8 @@ pub struct TaskStart {
     pub(crate) run: RunFn,
     /// The number of a task the journal holds already, taken over rather than begun.
     pub(crate) taken_over: Option<u64>,
+    /// When the task's work began, if before its start (ms since the epoch).
+    pub(crate) started_at_ms: Option<u64>,
 }
 
 impl TaskStart {
@@ -147,6 +149,7 @@ impl TaskStart {
             owner: None,
             run: Box::new(run),
             taken_over: None,
+            started_at_ms: None,
         }
     }
 
@@ -156,6 +159,14 @@ impl TaskStart {
     /// id already.
     pub fn take_over(mut self, number: u64) -> Self {
         self.taken_over = Some(number);
+        self
+    }
+
+    /// Dates the task's start at `ms` (milliseconds since the epoch) rather than now: work that
+    /// began before it became a task (a foreground command promoted at its timeout) shows as started
+    /// when it began. A time after now is taken as now.
+    pub fn started_at(mut self, ms: u64) -> Self {
+        self.started_at_ms = Some(ms);
         self
     }
 

@@ -26,6 +26,7 @@ struct Identity {
     output_limit_bytes: Option<u64>,
     owner: Option<Agent>,
     stream: bool,
+    started_at_ms: u64,
 }
 
 impl Registry {
@@ -48,24 +49,15 @@ impl Registry {
             owner,
             run,
             taken_over,
+            started_at_ms,
         } = spec;
+        let started_at_ms = started_at_ms.map_or_else(now_ms, |ms| ms.min(now_ms()));
         let key = owner_key(owner.as_ref());
-        if let Some(n) = taken_over
-            && self
-                .inner
-                .state
-                .lock()
-                .records
-                .contains_key(&TaskId::issue(&kind, n))
-        {
-            return Err(RegistryError::Restore(format!(
-                "task {kind}-{n} is already held"
-            )));
-        }
+        self.refuse_held(&kind, taken_over)?;
         self.preflight(&kind, &label, output_limit_bytes, owner.as_ref(), key)?;
         let number = match taken_over {
             Some(n) => Some(n),
-            None => self.journal_begin(&kind, &label, owner.as_ref(), key)?,
+            None => self.journal_begin(&kind, &label, owner.as_ref(), key, started_at_ms)?,
         };
         let failed = |e: RegistryError| {
             self.inner.release_reservation(key);
@@ -89,6 +81,7 @@ impl Registry {
             output_limit_bytes,
             owner,
             stream: hooks.reader.is_some(),
+            started_at_ms,
         };
         Ok(self.admit(identity, hooks, key, number))
     }
@@ -133,6 +126,25 @@ impl Registry {
         id
     }
 
+    /// Refuses to take over task `kind-n` when the registry holds it already.
+    fn refuse_held(&self, kind: &str, taken_over: Option<u64>) -> Result<(), RegistryError> {
+        match taken_over {
+            Some(n)
+                if self
+                    .inner
+                    .state
+                    .lock()
+                    .records
+                    .contains_key(&TaskId::issue(kind, n)) =>
+            {
+                Err(RegistryError::Restore(format!(
+                    "task {kind}-{n} is already held"
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Issues the id and records the task, in the slot its preflight reserved. Cannot fail.
     /// With a journal, records the task about to start and takes its number from it (durably,
     /// before the starter runs); `None` without one.
@@ -142,6 +154,7 @@ impl Registry {
         label: &str,
         owner: Option<&Agent>,
         key: OwnerKey,
+        started_at_ms: u64,
     ) -> Result<Option<u64>, RegistryError> {
         let Some(journal) = &self.inner.journal else {
             return Ok(None);
@@ -150,7 +163,7 @@ impl Registry {
             kind,
             label,
             owner_session: owner.map(|a| a.session().as_str()),
-            started_at_ms: now_ms(),
+            started_at_ms,
         };
         journal.begin(&start).map(Some).map_err(|e| {
             self.inner.release_reservation(key);
@@ -172,6 +185,7 @@ impl Registry {
             output_limit_bytes,
             owner,
             stream,
+            started_at_ms,
         } = identity;
         let mut st = self.inner.state.lock();
         let st = &mut *st;
@@ -199,7 +213,7 @@ impl Registry {
                 status: crate::TaskStatus::Running,
                 detail: None,
                 output: None,
-                started_at_ms: now_ms(),
+                started_at_ms,
                 finished_at_ms: None,
                 reported: false,
                 pending_waiters: Default::default(),

@@ -6,6 +6,7 @@
 mod authoring;
 mod bash;
 mod clients;
+mod descriptors;
 mod disk_full;
 mod faults;
 mod fixtures;

@@ -30,7 +30,7 @@ pub(crate) fn tasks_in(state: &Path, args: &[&str], cwd: Option<&Path>) -> (i32,
 }
 
 /// The records `taskhost tasks --json --all` prints, by id.
-fn records(state: &Path) -> std::collections::HashMap<String, Value> {
+pub(crate) fn records(state: &Path) -> std::collections::HashMap<String, Value> {
     let (code, out, err) = tasks(state, &["--json", "--all"]);
     assert_eq!(code, 0, "{err}");
     out.lines()

@@ -127,10 +127,25 @@ impl Crashable {
 async fn a_foreground_command_in_flight_at_a_crash_continues_as_a_task_the_error_names() {
     let mut c = Crashable::start("crash-foreground").await;
     let command = c.command();
+    let called = now_ms();
     let (answer, pid, _next) = c.call_through_a_crash(&command).await;
     let error = answer.expect_err("the call of a crashed host answers an error");
     assert!(error.contains("restarted"), "{error}");
     let id = continued_task(&error);
+    // It shows as started when the command did (before it wrote its pid), not at the next host.
+    let wrote = std::fs::metadata(&c.started).unwrap().modified().unwrap();
+    let wrote = u64::try_from(
+        wrote
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    );
+    let started = crate::state::records(&c.dir.join("state"))[&id]["started_at_ms"].as_u64();
+    let started = started.expect("a start");
+    assert!(
+        started + 20 >= called && started <= wrote.unwrap() + 20,
+        "started at {started}: called at {called}, the command wrote its pid at {wrote:?}"
+    );
     assert!(alive(pid), "the same process runs on under the next host");
     c.released_to_its_end(&id, "before\n").await;
     c.client.cancel().await.ok();
@@ -222,4 +237,40 @@ async fn a_command_promoted_at_its_timeout_is_the_same_task_after_a_crash() {
     assert!(alive(pid), "the same process runs on under the next host");
     c.released_to_its_end(&id, "after\n").await;
     c.client.cancel().await.ok();
+}
+
+/// Milliseconds since the epoch.
+fn now_ms() -> u64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    u64::try_from(since.unwrap().as_millis()).unwrap()
+}
+
+/// Proves (issue 41, item 6): a foreground command carried past its timeout as a background task
+/// shows as started when its command started, not when it became a task: its record's start is
+/// within the call, well before its timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreground_command_carried_past_its_timeout_shows_its_commands_start() {
+    let dir = scratch("foreground-start");
+    let host = state_host(&dir);
+    let (client, _) = bridged(&host.socket, Watcher::default(), &[]).await;
+    let timeout_ms = 3000;
+    let called = now_ms();
+    let answer = call(
+        &client,
+        "bash",
+        json!({"command": "sleep 60", "timeout_ms": timeout_ms}),
+    )
+    .await;
+    let id = continued_task(&answer);
+    let records = crate::state::records(&dir.join("state"));
+    let started = records[&id]["started_at_ms"].as_u64().expect("a start");
+    assert!(
+        started >= called && started < called + timeout_ms / 2,
+        "started at {started}: the call began at {called}, its timeout passed at {}",
+        called + timeout_ms
+    );
+    let killed = call(&client, "task_kill", json!({"task_id": id})).await;
+    assert!(!killed.starts_with("Error"), "{killed}");
+    client.cancel().await.ok();
+    drop(host);
 }

@@ -15,8 +15,17 @@ impl StreamBuf {
     /// Appends `data` to the kept file at its end, after the marker of an open gap; what the disk
     /// refuses opens the gap, or widens it.
     pub(crate) fn append_kept(&mut self, data: &[u8]) {
-        let Some(file) = self.spill.as_ref() else {
-            return;
+        let file = match self
+            .spill
+            .as_mut()
+            .map(crate::spill_handle::SpillHandle::file)
+        {
+            None => return,
+            Some(Ok(file)) => file,
+            Some(Err(e)) => {
+                self.gap_opened(&e, data.len() as u64);
+                return;
+            }
         };
         if let Some(gap) = &self.gap {
             let line = gap_marker(gap);
@@ -32,7 +41,11 @@ impl StreamBuf {
             self.spilled += line.len() as u64;
             self.gap_closed();
         }
-        let Some(file) = self.spill.as_ref() else {
+        let Some(Ok(file)) = self
+            .spill
+            .as_mut()
+            .map(crate::spill_handle::SpillHandle::file)
+        else {
             return;
         };
         let (n, failed) = write_counted(file, data, self.spilled);

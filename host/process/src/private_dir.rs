@@ -205,6 +205,22 @@ impl HeldDir {
         .map_err(Into::into)
     }
 
+    /// Opens the existing file `name` in the held directory for reading and writing, never through
+    /// a symlink (`O_NOFOLLOW`) and never creating it.
+    ///
+    /// # Errors
+    /// The OS's; `NotFound` when nothing has the name.
+    pub fn open_existing(&self, name: &str) -> std::io::Result<std::fs::File> {
+        nix::fcntl::openat(
+            &self.fd,
+            name,
+            OFlag::O_RDWR | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .map(std::fs::File::from)
+        .map_err(Into::into)
+    }
+
     /// Creates the directory `name` (mode 0700) in the held directory and holds it.
     ///
     /// # Errors

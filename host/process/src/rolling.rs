@@ -24,8 +24,9 @@ impl StreamBuf {
                 if self.spilled < head {
                     // The head is not complete yet: the start of `data` completes it.
                     let part = ((head - self.spilled) as usize).min(data.len());
-                    let Some(file) = self.spill.as_ref() else {
-                        return Err(std::io::ErrorKind::NotFound.into());
+                    let file = match self.spill.as_mut() {
+                        Some(h) => h.file()?,
+                        None => return Err(std::io::ErrorKind::NotFound.into()),
                     };
                     file.write_all_at(&data[..part], self.spilled)?;
                     self.spilled += part as u64;
@@ -44,8 +45,9 @@ impl StreamBuf {
                 }
             }
         };
-        let Some(file) = self.spill.as_ref() else {
-            return Err(std::io::ErrorKind::NotFound.into());
+        let file = match self.spill.as_mut() {
+            Some(h) => h.file()?,
+            None => return Err(std::io::ErrorKind::NotFound.into()),
         };
         let head = cap / 4;
         let target = head + MARKER_LEN;

@@ -45,8 +45,32 @@ pub(crate) async fn splice_kept(
         let Some((at, len)) = stream.splice_room(buf.len() as u64) else {
             return Spliced::Declined;
         };
-        let Some(file) = stream.spill.as_ref() else {
-            return Spliced::Declined;
+        let spliced = splice_once(pipe, stream, at, len, buf);
+        // The kept file is closed between batches ([`crate::spill_handle`]).
+        stream.close_kept();
+        match spliced {
+            Some(done) => return done,
+            None => continue,
+        }
+    }
+}
+
+/// One splice of at most `len` bytes into the stream's kept file at `at`; `None` when the pipe had
+/// nothing after all (wait for it again).
+fn splice_once(
+    pipe: &pipe::Receiver,
+    stream: &mut StreamBuf,
+    at: u64,
+    len: usize,
+    buf: &mut [u8],
+) -> Option<Spliced> {
+    let n = {
+        let Some(Ok(file)) = stream
+            .spill
+            .as_mut()
+            .map(crate::spill_handle::SpillHandle::file)
+        else {
+            return Some(Spliced::Declined);
         };
         let mut offset = at;
         let moved = pipe.try_io(|| {
@@ -61,23 +85,24 @@ pub(crate) async fn splice_kept(
             .map_err(io::Error::from)
         });
         match moved {
-            Ok(0) => return Spliced::End,
+            Ok(0) => return Some(Spliced::End),
             Ok(n) => {
                 if file.read_exact_at(&mut buf[..n], at).is_err() {
                     // In the file, but not readable back: the tail misses it, the file has it.
                     buf[..n].fill(b'?');
                 }
-                stream.spliced(&buf[..n]);
-                return Spliced::Moved(n);
+                n
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
             // Not a pipe (a terminal's master), a file splice cannot write to, or a disk that
             // refused the write (full): the output stays in the pipe, read from now on, and the
             // stream's own write meets the disk's refusal (`crate::kept_gap`). A broken pipe ends
             // that read.
-            Err(_) => return Spliced::Declined,
+            Err(_) => return Some(Spliced::Declined),
         }
-    }
+    };
+    stream.spliced(&buf[..n]);
+    Some(Spliced::Moved(n))
 }
 
 impl StreamBuf {

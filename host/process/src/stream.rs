@@ -18,8 +18,6 @@
 //! out at most the last 100 ms (and 4 MiB) of a stream past its cap.
 
 use std::collections::VecDeque;
-use std::fs::File;
-use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -62,7 +60,7 @@ pub(crate) struct StreamBuf {
     /// Absolute position of the next byte to read.
     pub(crate) cursor: u64,
     pub(crate) plan: Option<SpillPlan>,
-    pub(crate) spill: Option<File>,
+    pub(crate) spill: Option<crate::spill_handle::SpillHandle>,
     /// Bytes in the spill file (head, marker and window once it rolls).
     pub(crate) spilled: u64,
     /// Set once the file keeps only the head and the latest output.
@@ -150,8 +148,16 @@ impl StreamBuf {
         let kept = self.plan.as_ref().is_some_and(|p| p.kept);
         if !self.spill_lost && (kept || self.spill.is_some() || self.total > self.tail_max as u64) {
             self.spill_write(data, before == self.tail.len() as u64);
+            self.close_kept();
         }
         self.keep_in_tail(data);
+    }
+
+    /// Closes a kept file until the next batch written to it ([`crate::spill_handle`]).
+    pub(crate) fn close_kept(&mut self) {
+        if let Some(h) = self.spill.as_mut() {
+            h.close_kept();
+        }
     }
 
     /// Keeps the end of `data` in the tail. Only what the tail keeps is copied into it, so it never
@@ -209,10 +215,15 @@ impl StreamBuf {
             self.append_kept(data);
             Ok(())
         } else {
-            match self.spill.as_ref() {
-                Some(f) => f
+            match self
+                .spill
+                .as_mut()
+                .map(crate::spill_handle::SpillHandle::file)
+            {
+                Some(Ok(f)) => f
                     .write_all_at(data, self.spilled)
                     .map(|()| self.spilled += data.len() as u64),
+                Some(Err(e)) => Err(e),
                 None => Err(std::io::ErrorKind::NotFound.into()),
             }
         };
@@ -239,7 +250,19 @@ impl StreamBuf {
             budget.grew(self.spilled);
         }
         let kept = plan.kept;
-        self.spill = Some(f);
+        let handle = if kept {
+            crate::spill_handle::SpillHandle::kept(f, plan.dir.clone(), &plan.name)
+        } else {
+            Ok(crate::spill_handle::SpillHandle::spill(f))
+        };
+        match handle {
+            Ok(h) => self.spill = Some(h),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot hold a spill file");
+                self.lose_spill();
+                return false;
+            }
+        }
         match failed {
             None => true,
             Some(e) if kept => {
@@ -322,6 +345,7 @@ impl StreamBuf {
         let bytes = pending.len() as u64 + dropped;
         let written = self.roll(pending.make_contiguous(), cap, dropped);
         self.settle_write(before, written, bytes);
+        self.close_kept();
     }
 
     pub(crate) fn lose_spill(&mut self) {
@@ -391,9 +415,7 @@ impl StreamBuf {
             // The file ends in a gap: its marker says so, if the disk takes it now.
             self.append_kept(&[]);
         }
-        if let Some(f) = self.spill.as_mut() {
-            let _ = f.flush();
-        }
+        self.close_kept();
     }
 }
 

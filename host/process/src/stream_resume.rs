@@ -45,7 +45,16 @@ impl StreamBuf {
         if let Some(budget) = s.plan.as_ref().and_then(|p| p.budget.as_ref()) {
             budget.grew(len);
         }
-        s.spill = Some(file);
+        let held = s
+            .plan
+            .as_ref()
+            .map(|p| crate::spill_handle::SpillHandle::kept(file, p.dir.clone(), &p.name));
+        match held {
+            Some(Ok(h)) => s.spill = Some(h),
+            // A file that cannot be told apart from another is written no more.
+            _ => s.spill_lost = true,
+        }
+        s.close_kept();
         s
     }
 
@@ -54,8 +63,12 @@ impl StreamBuf {
     pub(crate) fn open_kept(&mut self) -> Option<File> {
         let plan = self.plan.as_ref().filter(|p| p.kept)?;
         if self.spill.is_none() {
-            self.spill = Some(plan.dir.create_new(&plan.name, 0o600).ok()?);
+            let file = plan.dir.create_new(&plan.name, 0o600).ok()?;
+            let held = crate::spill_handle::SpillHandle::kept(file, plan.dir.clone(), &plan.name);
+            self.spill = Some(held.ok()?);
         }
-        self.spill.as_ref()?.try_clone().ok()
+        let second = self.spill.as_mut()?.file().and_then(File::try_clone).ok();
+        self.close_kept();
+        second
     }
 }

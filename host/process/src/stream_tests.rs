@@ -265,3 +265,70 @@ fn a_file_that_never_rolled_has_no_marker() {
     let file = std::fs::File::open(d.join("s.log")).unwrap();
     assert_eq!(crate::spill_layout::read_marker(&file, 1 << 20), None);
 }
+
+/// How many descriptors this process has open on `path`.
+fn open_on(path: &std::path::Path) -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|target| target == path)
+        .count()
+}
+
+#[test]
+fn a_kept_file_is_closed_between_batches_and_holds_every_byte() {
+    let d = dir("kept-closed");
+    let path = d.join("s.log");
+    let mut s = StreamBuf::new(8, kept_plan(&d, 1 << 20));
+    let mut all = Vec::new();
+    for i in 0..50 {
+        let line = format!("batch {i}\n");
+        s.push(line.as_bytes());
+        all.extend_from_slice(line.as_bytes());
+        assert!(
+            !s.spill.as_ref().unwrap().is_open(),
+            "closed after batch {i}"
+        );
+        assert_eq!(open_on(&path), 0);
+    }
+    // Past the cap too: a rolling kept file is closed after each flush.
+    let mut small = StreamBuf::new(
+        8,
+        kept_plan(&d, 1 << 20).map(|p| SpillPlan {
+            cap: 4096,
+            name: "r.log".into(),
+            path: d.join("r.log"),
+            ..p
+        }),
+    );
+    small.push(&vec![b'x'; 10_000]);
+    small.flush();
+    assert!(!small.spill.as_ref().unwrap().is_open());
+    s.finish();
+    assert_eq!(std::fs::read(&path).unwrap(), all, "byte-exact");
+    let handle = s.open_kept().expect("a second handle for a handover");
+    assert!(
+        !s.spill.as_ref().unwrap().is_open(),
+        "only the handover's handle is open"
+    );
+    drop(handle);
+}
+
+#[test]
+fn a_kept_file_put_aside_is_never_written_through_another_in_its_place() {
+    let d = dir("kept-replaced");
+    let path = d.join("s.log");
+    let mut s = StreamBuf::new(8, kept_plan(&d, 1 << 20));
+    s.push(b"first\n");
+    std::fs::rename(&path, d.join("aside")).unwrap();
+    std::fs::write(&path, b"").unwrap();
+    s.push(b"second\n");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        b"",
+        "the stranger is untouched"
+    );
+    assert_eq!(std::fs::read(d.join("aside")).unwrap(), b"first\n");
+    assert!(s.gap_note().is_some(), "a gap says the output is not kept");
+    assert_eq!(s.not_kept(), 7);
+}

@@ -37,7 +37,7 @@ impl Services {
         decl: &TaskDeclaration,
         run: impl FnOnce() -> Result<TaskHooks, ProducerError> + Send + 'static,
     ) -> Result<String, String> {
-        self.register(decl, None, move |_| run())
+        self.register(decl, None, None, move |_| run())
     }
 
     /// As [`Services::declare`], with `run` given the task's id when it is known before the start
@@ -50,7 +50,7 @@ impl Services {
         decl: &TaskDeclaration,
         run: impl FnOnce(Option<&TaskId>) -> Result<TaskHooks, ProducerError> + Send + 'static,
     ) -> Result<String, String> {
-        self.register(decl, None, run)
+        self.register(decl, None, None, run)
     }
 
     /// The declaration of the task `record` describes, taken over from a host that is gone; its
@@ -80,13 +80,28 @@ impl Services {
         number: u64,
         run: impl FnOnce() -> Result<TaskHooks, ProducerError> + Send + 'static,
     ) -> Result<String, String> {
-        self.register(decl, Some(number), move |_| run())
+        self.register(decl, Some(number), None, move |_| run())
+    }
+
+    /// As [`Services::declare`], for work that began at `began_at_ms` (ms since the epoch) before
+    /// it became a task: the task shows as started then ([`TaskStart::started_at`]).
+    ///
+    /// # Errors
+    /// As [`Services::declare`].
+    pub(crate) fn declare_begun(
+        &self,
+        decl: &TaskDeclaration,
+        began_at_ms: u64,
+        run: impl FnOnce() -> Result<TaskHooks, ProducerError> + Send + 'static,
+    ) -> Result<String, String> {
+        self.register(decl, None, Some(began_at_ms), move |_| run())
     }
 
     fn register(
         &self,
         decl: &TaskDeclaration,
         taken_over: Option<u64>,
+        began_at_ms: Option<u64>,
         run: impl FnOnce(Option<&TaskId>) -> Result<TaskHooks, ProducerError> + Send + 'static,
     ) -> Result<String, String> {
         let owner = match &decl.owner_session {
@@ -105,6 +120,9 @@ impl Services {
         }
         if let Some(number) = taken_over {
             spec = spec.take_over(number);
+        }
+        if let Some(ms) = began_at_ms {
+            spec = spec.started_at(ms);
         }
         self.registry
             .start(spec)

@@ -66,6 +66,8 @@ impl Services {
         };
         // Carried past a crash of this host too, as a task of the caller's, where it may become one.
         let carry = promote.filter(|_| carried);
+        // The command's start, which a task it becomes shows as its own.
+        let began_at_ms = epoch_ms();
         let (process, carried_id) =
             self.spawn_carried(spec, session, carry, call.request_id.as_ref())?;
         let ended = self.runtime.block_on(async {
@@ -85,7 +87,8 @@ impl Services {
             self.runtime.block_on(process.wait())
         };
         let promoted = |process: &std::sync::Arc<crate::process::Process>| {
-            let id = promote.and_then(|d| self.adopt_process(d, process.clone()).ok())?;
+            let id =
+                promote.and_then(|d| self.adopt_process(d, process.clone(), began_at_ms).ok())?;
             if carried {
                 self.processes.kept_as_task(session, process);
                 self.keep_for_successor(process, &id);
@@ -119,4 +122,11 @@ impl Services {
             restarted,
         })
     }
+}
+
+/// Now, in milliseconds since the epoch (0 for a clock before it).
+fn epoch_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }

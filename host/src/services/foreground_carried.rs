@@ -112,6 +112,7 @@ impl Services {
             output_limit_bytes: None,
             owner_session: record.session.clone(),
         };
+        let pgid = task.pgid;
         // Its kept files are the ones the keeper names.
         let process = self
             .processes
@@ -121,7 +122,9 @@ impl Services {
             )
             .ok()?;
         let hooks = process.clone();
-        let id = match self.declare(&decl, move || Ok(process_hooks(hooks))) {
+        // The command began before the crash: the task shows as started then.
+        let begun = crate::process::started_at_ms(pgid).unwrap_or(u64::MAX);
+        let id = match self.declare_begun(&decl, begun, move || Ok(process_hooks(hooks))) {
             Ok(id) => id,
             Err(e) => {
                 tracing::warn!(error = %e, "a carried foreground command could not become a task");

@@ -95,8 +95,9 @@ impl Services {
         }
     }
 
-    /// Adopts a running process as the background task `decl` declares: the registry's fence and
-    /// admission checks run first, exactly as for a start; refused, the process is the caller's again.
+    /// Adopts a running process, started at `began_at_ms` (ms since the epoch), as the background
+    /// task `decl` declares, which shows as started then: the registry's fence and admission checks
+    /// run first, exactly as for a start; refused, the process is the caller's again.
     ///
     /// # Errors
     /// As [`Services::declare`].
@@ -104,7 +105,8 @@ impl Services {
         &self,
         decl: &TaskDeclaration,
         process: Arc<Process>,
+        began_at_ms: u64,
     ) -> Result<String, String> {
-        self.declare(decl, move || Ok(process_hooks(process)))
+        self.declare_begun(decl, began_at_ms, move || Ok(process_hooks(process)))
     }
 }

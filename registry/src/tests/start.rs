@@ -304,3 +304,20 @@ async fn snapshots_are_coherent_and_the_check_rejects_incoherent_ones() {
         assert!(s.check_coherent().is_err(), "{s:?} passed");
     }
 }
+
+#[tokio::test]
+async fn work_begun_before_its_start_shows_as_started_then_and_never_later_than_now() {
+    let (reg, _s) = registry();
+    let p = Probe::new();
+    let before = crate::state::now_ms();
+    let begun = reg
+        .start(p.final_task("bash", "x").started_at(before - 5_000))
+        .unwrap();
+    let snap = reg.get(begun.as_str(), None).unwrap();
+    assert_eq!(snap.started_at_ms, before - 5_000);
+    let future = reg
+        .start(p.final_task("bash", "y").started_at(u64::MAX))
+        .unwrap();
+    let snap = reg.get(future.as_str(), None).unwrap();
+    assert!(snap.started_at_ms >= before && snap.started_at_ms <= crate::state::now_ms());
+}
