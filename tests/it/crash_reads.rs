@@ -1,0 +1,140 @@
+//! Reads across a crash, with the real binary: a handed-over task's reads continue from the
+//! owner's cursor in the kept output, byte exact, however much was written while no host ran; a
+//! lost task's read continues from that cursor too.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::clients::bridged;
+use crate::fixtures::*;
+use crate::handover::state_host;
+use crate::mcp::{self, Client, Watcher, try_call};
+
+/// One numbered line of the fast writer: `L` and eight digits, padded to 64 bytes with its newline
+/// (so every write and every read of the task's output ends on a line's end).
+const LINE: &str = "L%08.0f xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx";
+
+/// A command writing `bursts` bursts of 500 numbered lines (32,000 bytes, half a read's tail in
+/// memory), one every 0.2 s, then sleeping a second: its pid first, on a line of its own.
+fn fast_writer(bursts: u32) -> String {
+    format!(
+        "echo pid $$; for b in $(seq 0 {}); do seq -f '{LINE}' $((b*500+1)) $((b*500+500)); sleep 0.2; done; sleep 1",
+        bursts - 1
+    )
+}
+
+/// What the reads of one task returned, gathered across calls.
+#[derive(Default)]
+struct Gathered {
+    /// Every numbered line read, in order.
+    numbers: Vec<u32>,
+    /// Lines read that are neither numbered lines whole nor the pid line nor a status.
+    odd: Vec<String>,
+    /// A read's note pointing at a file instead of giving the output.
+    notes: Vec<String>,
+    status: String,
+}
+
+impl Gathered {
+    fn take(&mut self, answer: &str) {
+        let read = answer.split("\n---\n").next().unwrap_or_default();
+        for line in read.lines() {
+            if let Some(n) = line
+                .strip_prefix('L')
+                .filter(|_| line.len() == 63)
+                .and_then(|l| l.get(..8)?.parse().ok())
+            {
+                self.numbers.push(n);
+            } else if line.starts_with("[status: ") {
+                self.status = line.to_owned();
+            } else if line.contains("dropped from memory") {
+                self.notes
+                    .push(format!("after line {}: {line}", self.numbers.len()));
+            } else if !line.starts_with("pid ")
+                && line != "(no new output)"
+                && !line.contains("more bytes of output are unread")
+            {
+                self.odd.push(line.chars().take(80).collect());
+            }
+        }
+    }
+}
+
+/// Reads `id` until its status is no longer running, or until `stop` says so (failed calls are
+/// tried again).
+async fn read_while(
+    client: &Client,
+    id: &str,
+    seen: &mut Gathered,
+    stop: impl Fn(&Gathered) -> bool,
+) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the reads never ended"
+        );
+        if let Ok(answer) = try_call(client, "task_output", json!({"task_id": id})).await {
+            seen.take(&answer);
+            if stop(seen) || (!seen.status.is_empty() && seen.status != "[status: running]") {
+                return;
+            }
+        }
+        // Polling pace of a client that reads now and then.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Bytes in the state directory's kept files.
+fn kept_bytes(state: &std::path::Path) -> u64 {
+    std::fs::read_dir(state.join("output"))
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// Proves (issue 41, 3): a writer of 32,000 bytes every 0.2 s, its host SIGKILLed and the next
+/// started only once more than 256 KiB was kept meanwhile: every line is read once through
+/// `task_output`, in order, whole, and no read points at a file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fast_writer_across_a_host_sigkill_is_read_whole_with_every_line_once() {
+    let dir = scratch("crash-fast-writer");
+    let state = dir.join("state");
+    let mut host = state_host(&dir);
+    let (a, _) = bridged(&host.socket, Watcher::default(), &[]).await;
+    let id = mcp::start(&a, &fast_writer(60)).await;
+    let mut seen = Gathered::default();
+    read_while(&a, &id, &mut seen, |s| s.numbers.len() >= 1000).await;
+    host.child.kill().unwrap();
+    host.child.wait().unwrap();
+    let at_kill = kept_bytes(&state);
+    assert!(
+        eventually(Duration::from_secs(30), || kept_bytes(&state)
+            > at_kill + (256 << 10)),
+        "the keeper kept what the task wrote while no host ran"
+    );
+    let _next = state_host(&dir);
+    read_while(&a, &id, &mut seen, |_| false).await;
+    assert_eq!(seen.status, "[status: completed, exit code: 0]");
+    assert!(seen.notes.is_empty(), "{:?}", seen.notes);
+    assert!(
+        seen.odd.is_empty(),
+        "lines cut or foreign: {:?}",
+        &seen.odd[..seen.odd.len().min(5)]
+    );
+    let want: Vec<u32> = (1..=30_000).collect();
+    if seen.numbers != want {
+        let first_bad = seen.numbers.iter().zip(&want).position(|(a, b)| a != b);
+        panic!(
+            "{} lines read of {}; first difference at {first_bad:?}",
+            seen.numbers.len(),
+            want.len()
+        );
+    }
+    a.cancel().await.expect("close");
+}
