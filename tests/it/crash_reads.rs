@@ -138,3 +138,78 @@ async fn a_fast_writer_across_a_host_sigkill_is_read_whole_with_every_line_once(
     }
     a.cancel().await.expect("close");
 }
+
+/// A command printing its pid, five lines `a1`..`a5`, then after two seconds `while no host ran`,
+/// then sleeping.
+const READ_THEN_WAIT: &str = "echo pid $$; for i in 1 2 3 4 5; do echo a$i; done; sleep 2; echo while no host ran; exec sleep 1000";
+
+/// Reads `id` until a read holds `until`; every answer so far, joined.
+async fn read_until(client: &Client, id: &str, until: &str) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut all = String::new();
+    while !all.contains(until) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{until} never read: {all}"
+        );
+        if let Ok(answer) = try_call(
+            client,
+            "task_output",
+            json!({"task_id": id, "wait": true, "timeout_ms": 500}),
+        )
+        .await
+        {
+            all.push_str(&answer);
+            all.push('\n');
+        }
+    }
+    all
+}
+
+/// The pid a read's `pid N` line names.
+fn pid_in(read: &str) -> i32 {
+    read.lines()
+        .find_map(|l| l.strip_prefix("pid ")?.parse().ok())
+        .unwrap_or_else(|| panic!("no pid line: {read}"))
+}
+
+/// Proves (issue 41, 4): a task whose owner read its first lines, its host SIGKILLed and no
+/// successor within the grace, is ended and recorded lost; the owner's read from the next host
+/// continues from its cursor: the lines written while no host ran, none it had read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_tasks_read_after_the_grace_continues_from_the_owners_cursor() {
+    let dir = scratch("crash-lost-cursor");
+    let state = dir.join("state");
+    let config = crate::handover::grace_config(&dir, 3000);
+    let args = [
+        "--no-watch",
+        "--state",
+        state.to_str().unwrap(),
+        "--config",
+        &config,
+    ];
+    let mut host = crate::mcp::SocketHost::start(&dir, &args);
+    let (a, _) = bridged(
+        &host.socket,
+        Watcher::default(),
+        &["--reconnect-for-ms", "60000"],
+    )
+    .await;
+    let id = mcp::start(&a, READ_THEN_WAIT).await;
+    let pid = pid_in(&read_until(&a, &id, "a5").await);
+    host.child.kill().unwrap();
+    host.child.wait().unwrap();
+    assert!(
+        eventually(Duration::from_secs(30), || !crate::mcp::alive(pid)),
+        "the task ended after the grace"
+    );
+    let _next = crate::mcp::SocketHost::start(&dir, &args);
+    let read = read_until(&a, &id, "[status: ").await;
+    assert!(read.contains("while no host ran"), "{read}");
+    assert!(
+        !read.contains("a1") && !read.contains("pid "),
+        "a line read again: {read}"
+    );
+    assert!(read.contains("[status: lost"), "{read}");
+    a.cancel().await.ok();
+}
