@@ -79,6 +79,7 @@ impl Taskhost {
             restarting: taskhost_registry::CancellationToken::new(),
             continued: Default::default(),
         };
+        services.tell_unheld();
         let plugins = Arc::new(Plugins::new(services.clone(), options));
         crate::status::install(&plugins, services.clone());
         Self {

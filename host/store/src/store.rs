@@ -370,7 +370,7 @@ impl Store {
         Ok(records::one(&self.reader()?, id)?)
     }
 
-    fn reader(&self) -> Result<Connection, StoreError> {
+    pub(crate) fn reader(&self) -> Result<Connection, StoreError> {
         let conn = Connection::open(&self.db)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         Ok(conn)
