@@ -213,3 +213,65 @@ async fn a_lost_tasks_read_after_the_grace_continues_from_the_owners_cursor() {
     assert!(read.contains("[status: lost"), "{read}");
     a.cancel().await.ok();
 }
+
+/// Answers of `client`'s `task_list` calls until one carries a notice holding `text`, then three
+/// more: the notices holding `text` among them all.
+async fn notices_of(client: &Client, text: &str, wait: bool) -> usize {
+    let deadline = std::time::Instant::now() + Duration::from_secs(if wait { 30 } else { 2 });
+    let mut seen = 0;
+    let mut after = 0;
+    while after < 3 && std::time::Instant::now() < deadline {
+        if let Ok(answer) = try_call(client, "task_list", json!({})).await {
+            seen += answer.split("\n---\n").filter(|b| b.contains(text)).count();
+        }
+        if seen > 0 || !wait {
+            after += 1;
+        }
+        // Polling pace of a client that looks now and then.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    seen
+}
+
+/// Proves (issue 41, 5): the keeper SIGKILLed under a live host tells the owner of a running task,
+/// once and on its own session only, that its tasks lost their crash protection; the host
+/// SIGKILLed after, the next host records the task lost naming the keeper's death, and the
+/// owner's read repeats nothing it had read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_keepers_tasks_are_told_and_then_recorded_lost_by_the_keepers_death() {
+    let dir = scratch("crash-keeper-death");
+    let mut host = state_host(&dir);
+    let (a, _) = bridged(&host.socket, Watcher::default(), &[]).await;
+    let (b, _) = bridged(&host.socket, Watcher::default(), &[]).await;
+    let id = mcp::start(&a, "echo pid $$; echo one; exec sleep 1000").await;
+    let pid = pid_in(&read_until(&a, &id, "one").await);
+    let keeper = crate::handover::keeper_of(host.child.id()).expect("the host's keeper");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(keeper),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let lost_protection = "lost their crash protection";
+    assert_eq!(notices_of(&a, lost_protection, true).await, 1, "told once");
+    assert_eq!(
+        notices_of(&b, lost_protection, false).await,
+        0,
+        "to its owner only"
+    );
+    assert!(crate::mcp::alive(pid), "the task runs on");
+    host.child.kill().unwrap();
+    host.child.wait().unwrap();
+    assert!(
+        eventually(Duration::from_secs(30), || !crate::mcp::alive(pid)),
+        "the task ended with its host"
+    );
+    let _next = state_host(&dir);
+    let read = read_until(&a, &id, "[status: ").await;
+    assert!(
+        read.contains("[status: lost, the handover ended it: its keeper died"),
+        "{read}"
+    );
+    assert!(!read.contains("one\n"), "a line read again: {read}");
+    a.cancel().await.ok();
+    b.cancel().await.ok();
+}

@@ -18,8 +18,8 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use super::adopt::{Handed, HandoverError};
 use super::client::{Keeper, KeeperSpawnError, KeptProcess, KeptStreams};
 use super::handover_state::HandoverState;
-use super::unheld::Unheld;
 use super::held::HoldSetup;
+use super::unheld::Unheld;
 use super::wire::{HeldFromStart, Hold, Launch};
 use crate::escaped::Live;
 
