@@ -19,21 +19,6 @@ pub(crate) const UNHELD: &str =
 /// The detail of such a task that was running when its host stopped.
 pub(crate) const LOST_UNHELD: &str = "the handover ended it: its keeper died while it ran, so no successor could take it over, and the task ended with its host; its exit is unknown";
 
-impl crate::Store {
-    /// Marks running task `id` as no longer held for a successor (its keeper died): should the
-    /// host stop before it ends, its record says why it was lost ([`LOST_UNHELD`]).
-    ///
-    /// # Errors
-    /// The database could not be written.
-    pub fn unheld(&self, id: &str) -> Result<(), crate::StoreError> {
-        self.reader()?.execute(
-            "UPDATE tasks SET detail = ?2 WHERE id = ?1 AND status = 'running'",
-            params![id, UNHELD],
-        )?;
-        Ok(())
-    }
-}
-
 /// The detail of a task recorded but not yet seen started when its host stopped.
 pub(crate) const LOST_STARTING: &str =
     "the host stopped while the task was starting; it may not have run";
