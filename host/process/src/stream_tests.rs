@@ -265,3 +265,21 @@ fn a_file_that_never_rolled_has_no_marker() {
     let file = std::fs::File::open(d.join("s.log")).unwrap();
     assert_eq!(crate::spill_layout::read_marker(&file, 1 << 20), None);
 }
+
+#[test]
+fn a_resumed_streams_reads_behind_its_tail_continue_in_the_kept_file_a_bounded_part_at_a_time() {
+    use crate::kept_read::KEPT_READ_MAX;
+    let d = dir("resume-behind");
+    let written: Vec<u8> = (0..KEPT_READ_MAX + 1000)
+        .map(|i| b'a' + (i % 26) as u8)
+        .collect();
+    let mut s = resumed(&d, 8 << 20, &written[..10], 3);
+    s.push(&written[10..]);
+    let first = s.read();
+    assert!(!first.lossy);
+    assert_eq!(first.bytes, &written[3..3 + KEPT_READ_MAX as usize]);
+    assert_eq!(first.more, 997, "what the bound left for the next read");
+    let second = s.read();
+    assert_eq!(second.bytes, &written[3 + KEPT_READ_MAX as usize..]);
+    assert_eq!((second.more, s.read().bytes.len()), (0, 0));
+}
