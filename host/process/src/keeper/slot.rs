@@ -260,8 +260,7 @@ impl Keepers {
         }
     }
 
-    /// Calls `tell` with the names of the running tasks a keeper held for a successor each time it
-    /// dies: the keeper that replaces it holds none of them, so they end with the host.
+    /// Calls `tell` with the running tasks a dead keeper held for a successor (`unheld`).
     pub fn on_unheld(&self, tell: impl Fn(Vec<String>) + Send + Sync + 'static) {
         self.0.unheld.set(Arc::new(tell));
     }
@@ -366,8 +365,9 @@ fn on_death(inner: &Arc<Inner>, dead: &Weak<Keeper>) {
     }
     // Dropped after the locks: dropping a keeper waits for its process to exit.
     drop(retired);
-    inner.unheld.on_death();
+    let unheld = inner.unheld.on_death();
     start_after(inner, delay);
+    super::unheld::tell(unheld);
 }
 
 /// Starts the next keeper once `delay` has passed (on a thread of its own when there is a delay).

@@ -33,15 +33,21 @@ impl Unheld {
         *self.tell.lock() = Some(tell);
     }
 
-    /// The current keeper died: tells the names of the tasks it held, once, and forgets them.
-    pub(super) fn on_death(&self) {
+    /// The current keeper died: takes the names of the tasks it held (forgotten here), with whom
+    /// to tell them, for [`Unheld::tell`] once the next keeper is starting.
+    pub(super) fn on_death(&self) -> Option<(UnheldHook, Vec<String>)> {
         let names: Vec<String> = std::mem::take(&mut *self.held.lock())
             .into_iter()
             .map(|(_, task)| task)
             .collect();
-        let tell = self.tell.lock().clone();
-        if let (Some(tell), false) = (tell, names.is_empty()) {
-            tell(names);
-        }
+        let tell = self.tell.lock().clone()?;
+        (!names.is_empty()).then_some((tell, names))
+    }
+}
+
+/// Tells what [`Unheld::on_death`] took, once.
+pub(super) fn tell(dead: Option<(UnheldHook, Vec<String>)>) {
+    if let Some((tell, names)) = dead {
+        tell(names);
     }
 }
