@@ -145,6 +145,20 @@ pub fn dropped_output(files: &str) -> String {
     format!("[some output was dropped from memory; full output: {files}]")
 }
 
+/// The notice an owner gets when the keeper that held its running tasks `ids` (joined) for a
+/// successor died: they run on, but a crash of the host now ends them.
+pub fn unheld_notice(ids: &str) -> String {
+    format!(
+        "taskhost's keeper died: background task(s) {ids} keep running but lost their crash protection (should the host stop or crash, they end with it instead of being handed to the next host)"
+    )
+}
+
+/// The note after a read that took at most its share of a handed-over task's kept output:
+/// `bytes` more are unread, for the next read.
+pub fn more_kept_output(bytes: u64) -> String {
+    format!("[{bytes} more bytes of output are unread; read again for them]")
+}
+
 /// A newline unless `text` is empty or already ends with one.
 pub fn line_break(text: &str) -> &'static str {
     if text.is_empty() || text.ends_with('\n') {

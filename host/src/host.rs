@@ -79,6 +79,7 @@ impl Taskhost {
             restarting: taskhost_registry::CancellationToken::new(),
             continued: Default::default(),
         };
+        services.tell_unheld();
         let plugins = Arc::new(Plugins::new(services.clone(), options));
         crate::status::install(&plugins, services.clone());
         Self {
@@ -251,8 +252,8 @@ impl Taskhost {
     }
 }
 
-/// How much of each kept stream a task brought back from the records shows (the rest is in the
-/// kept file the read names).
+/// How much of each kept stream a task brought back from the records shows, from where its owner's
+/// reads stood (the rest is in the kept file the read names).
 pub const RESTORED_OUTPUT_BYTES: u64 = 16 * 1024;
 
 /// How many settled tasks an owner was told of come back with it (the newest).
@@ -272,7 +273,7 @@ fn restored_task(
         "(this task's kept output was removed by the state directory's retention)\n".to_owned()
     } else {
         state
-            .kept_tail(&record, RESTORED_OUTPUT_BYTES)
+            .kept_tail(&record, RESTORED_OUTPUT_BYTES, record.read)
             .unwrap_or_else(|e| format!("(this task's kept output cannot be read: {e})\n"))
     };
     Some(taskhost_registry::RestoredTask {

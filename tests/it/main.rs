@@ -6,6 +6,7 @@
 mod authoring;
 mod bash;
 mod clients;
+mod crash_reads;
 mod descriptors;
 mod disk_full;
 mod faults;

@@ -171,7 +171,8 @@ impl Process {
             let mut s = self.streams.lock();
             let (out, err) = (s.out.read(), s.err.read());
             let cursors = [s.out.cursor(), s.err.cursor()];
-            (out, err, spill_refs(&s), cursors, gap_note(&s))
+            let note = gap_note(&s).or_else(|| more_note(&out, &err));
+            (out, err, spill_refs(&s), cursors, note)
         };
         self.reads_moved(cursors);
         with_note(
@@ -227,7 +228,9 @@ impl Process {
             let mut s = self.streams.lock();
             s.out.sync_kept();
             s.err.sync_kept();
-            (s.out.peek(), s.err.peek(), spill_refs(&s), gap_note(&s))
+            let (out, err) = (s.out.peek(), s.err.peek());
+            let note = gap_note(&s).or_else(|| more_note(&out, &err));
+            (out, err, spill_refs(&s), note)
         };
         with_note(
             render_read(&out.bytes, &err.bytes, out.lossy || err.lossy, &spills),
@@ -300,6 +303,13 @@ impl Process {
 /// While a stream's kept file misses output (its disk refuses writes), the line that says so.
 fn gap_note(s: &Streams) -> Option<String> {
     s.out.gap_note().or_else(|| s.err.gap_note())
+}
+
+/// After a read that left part of a handed-over task's kept output for the next one, the line
+/// that says so.
+fn more_note(out: &crate::stream::StreamRead, err: &crate::stream::StreamRead) -> Option<String> {
+    let more = out.more + err.more;
+    (more > 0).then(|| wording::more_kept_output(more))
 }
 
 /// `text`, then `note` on a line of its own.

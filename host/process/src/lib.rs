@@ -22,6 +22,7 @@ mod exit;
 mod input;
 pub mod keeper;
 mod kept_gap;
+mod kept_read;
 mod launch;
 mod master;
 pub mod private_dir;

@@ -66,20 +66,38 @@ impl SpillHandle {
     /// The OS's; `NotFound` when what has the name is not the file the stream created.
     pub(crate) fn file(&mut self) -> io::Result<&File> {
         if self.open.is_none() {
-            let r = self.reopen.as_ref().ok_or(io::ErrorKind::NotFound)?;
-            let file = r.dir.open_existing(&r.name)?;
-            let meta = file.metadata()?;
-            if (meta.dev(), meta.ino()) != (r.dev, r.ino) {
-                return Err(io::Error::new(
-                    io::ErrorKind::NotFound,
-                    "the kept file was replaced",
-                ));
-            }
-            self.open = Some(file);
+            self.open = Some(self.reopened()?);
         }
         self.open
             .as_ref()
             .ok_or_else(|| io::ErrorKind::NotFound.into())
+    }
+
+    /// Reads `buf.len()` bytes at `offset`, through the open file or, for a kept file between
+    /// batches, a descriptor opened for this read alone (closed again when it returns).
+    ///
+    /// # Errors
+    /// As [`SpillHandle::file`], or the read's.
+    pub(crate) fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        match &self.open {
+            Some(file) => file.read_exact_at(buf, offset),
+            None => self.reopened()?.read_exact_at(buf, offset),
+        }
+    }
+
+    /// The kept file opened again by its name, checked to be the file the stream created.
+    fn reopened(&self) -> io::Result<File> {
+        let r = self.reopen.as_ref().ok_or(io::ErrorKind::NotFound)?;
+        let file = r.dir.open_existing(&r.name)?;
+        let meta = file.metadata()?;
+        if (meta.dev(), meta.ino()) != (r.dev, r.ino) {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "the kept file was replaced",
+            ));
+        }
+        Ok(file)
     }
 
     /// Closes a kept file until its next batch; a spill file stays open.

@@ -78,6 +78,9 @@ pub(crate) struct StreamBuf {
     flushed_at: Instant,
     /// Kept output the disk refused since it last took a write ([`crate::kept_gap`]).
     pub(crate) gap: Option<crate::spill_layout::Gap>,
+    /// Taken over from a gone host: reads behind the tail continue in the kept file
+    /// ([`crate::kept_read`]).
+    pub(crate) resumed: bool,
     /// Bytes the kept file missed over all gaps.
     pub(crate) not_kept: u64,
 }
@@ -87,6 +90,10 @@ pub(crate) struct StreamRead {
     pub(crate) bytes: Vec<u8>,
     /// The cursor had fallen behind the tail: output between was dropped from memory.
     pub(crate) lossy: bool,
+    /// Where the cursor stands after the read.
+    pub(crate) next: u64,
+    /// Bytes written and still unread after it (a read from a kept file stops short of them).
+    pub(crate) more: u64,
 }
 
 impl StreamBuf {
@@ -106,6 +113,7 @@ impl StreamBuf {
             pending_dropped: 0,
             flushed_at: Instant::now(),
             gap: None,
+            resumed: false,
             not_kept: 0,
         }
     }
@@ -362,16 +370,21 @@ impl StreamBuf {
     pub(crate) fn read(&mut self) -> StreamRead {
         self.sync_kept();
         let read = self.peek();
-        self.cursor = self.total;
+        self.cursor = read.next;
         read
     }
 
     /// What [`StreamBuf::read`] would return now, left unread.
     pub(crate) fn peek(&self) -> StreamRead {
+        if let Some(read) = self.read_kept(self.cursor) {
+            return read;
+        }
         let (bytes, _) = self.since(self.cursor);
         StreamRead {
             bytes,
             lossy: self.cursor < self.tail_start(),
+            next: self.total,
+            more: 0,
         }
     }
 

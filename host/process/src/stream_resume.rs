@@ -16,6 +16,7 @@ impl StreamBuf {
         let cap = plan.cap;
         let len = file.metadata().map_or(0, |m| m.len());
         let mut s = Self::new(tail_max, Some(plan));
+        s.resumed = true;
         let (total, window_at) = match read_marker(&file, cap) {
             None => (len, 0),
             Some(skipped) => {

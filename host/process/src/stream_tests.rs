@@ -332,3 +332,21 @@ fn a_kept_file_put_aside_is_never_written_through_another_in_its_place() {
     assert!(s.gap_note().is_some(), "a gap says the output is not kept");
     assert_eq!(s.not_kept(), 7);
 }
+
+#[test]
+fn a_resumed_streams_reads_behind_its_tail_continue_in_the_kept_file_a_bounded_part_at_a_time() {
+    use crate::kept_read::KEPT_READ_MAX;
+    let d = dir("resume-behind");
+    let written: Vec<u8> = (0..KEPT_READ_MAX + 1000)
+        .map(|i| b'a' + (i % 26) as u8)
+        .collect();
+    let mut s = resumed(&d, 8 << 20, &written[..10], 3);
+    s.push(&written[10..]);
+    let first = s.read();
+    assert!(!first.lossy);
+    assert_eq!(first.bytes, &written[3..3 + KEPT_READ_MAX as usize]);
+    assert_eq!(first.more, 997, "what the bound left for the next read");
+    let second = s.read();
+    assert_eq!(second.bytes, &written[3 + KEPT_READ_MAX as usize..]);
+    assert_eq!((second.more, s.read().bytes.len()), (0, 0));
+}

@@ -62,6 +62,14 @@ impl ProcessService {
         }
     }
 
+    /// Calls `tell` with the names of the running tasks a keeper held for a successor each time it
+    /// dies (see [`Keepers::on_unheld`]): they end with the host from then on.
+    pub fn on_unheld(&self, tell: impl Fn(Vec<String>) + Send + Sync + 'static) {
+        if let Some(k) = &self.keeper {
+            k.on_unheld(tell);
+        }
+    }
+
     /// True once the keeper holds this host's tasks for a successor (see
     /// [`ProcessService::enable_handover`]).
     pub fn hands_over(&self) -> bool {

@@ -57,7 +57,7 @@ impl GenHost {
             Ok(_) => {}
         }
         match record {
-            Some(record) => match state.kept_tail(&record, max_bytes) {
+            Some(record) => match state.kept_tail(&record, max_bytes, [0, 0]) {
                 Ok(text) => ROk(text.into()),
                 Err(e) => RErr(err(format!("task {id}'s kept output: {e}"))),
             },

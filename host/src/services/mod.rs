@@ -22,6 +22,7 @@ pub mod options;
 pub mod process_tasks;
 pub mod subagent;
 mod take_back;
+mod unheld;
 
 pub use call::{CallContext, ClientLink, Progress};
 pub use declare::TaskDeclaration;

@@ -12,6 +12,13 @@ use taskhost_process::private_dir::HeldDir;
 /// The detail of a task that was running when its host stopped.
 pub(crate) const LOST: &str = "the host stopped while it ran; its exit is unknown";
 
+/// The detail a running task is marked with when the keeper that held it for a successor died.
+pub(crate) const UNHELD: &str =
+    "its keeper died while it ran: it is no longer held for a successor of its host";
+
+/// The detail of such a task that was running when its host stopped.
+pub(crate) const LOST_UNHELD: &str = "the handover ended it: its keeper died while it ran, so no successor could take it over, and the task ended with its host; its exit is unknown";
+
 /// The detail of a task recorded but not yet seen started when its host stopped.
 pub(crate) const LOST_STARTING: &str =
     "the host stopped while the task was starting; it may not have run";
@@ -93,9 +100,10 @@ pub(crate) fn recover(
                 .query_map(params![host, from], |r| r.get(0))?
                 .collect::<rusqlite::Result<_>>()?;
             tx.execute(
-                "UPDATE tasks SET status = ?3, detail = ?4, finished_at_ms = ?5
+                "UPDATE tasks SET status = ?3, finished_at_ms = ?5,
+                 detail = CASE WHEN ?2 = 'running' AND detail = ?6 THEN ?7 ELSE ?4 END
                  WHERE host = ?1 AND status = ?2 AND id NOT IN (SELECT task_id FROM external)",
-                params![host, from, to, detail, now_ms as i64],
+                params![host, from, to, detail, now_ms as i64, UNHELD, LOST_UNHELD],
             )?;
             list.extend(ids);
         }

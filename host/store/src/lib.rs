@@ -55,6 +55,7 @@ mod retention;
 mod schema;
 mod store;
 mod takeover;
+mod unheld;
 mod writer;
 
 pub use error::StoreError;

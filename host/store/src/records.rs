@@ -131,8 +131,9 @@ pub(crate) fn one(conn: &Connection, id: &str) -> rusqlite::Result<Option<TaskRe
     .pop())
 }
 
-/// The last `max_bytes` of each of `record`'s kept streams in `output`, as a read shows them; when a
-/// stream holds more, the read ends saying which kept file has all of it.
+/// The last `max_bytes` of each of `record`'s kept streams in `output` from `from` (a position in
+/// each, stdout's then stderr's), as a read shows them; when a stream holds more, the read ends
+/// saying which kept file has all of it.
 ///
 /// # Errors
 /// A kept file that exists but cannot be read, or is not a regular file (a symlink is not followed).
@@ -140,10 +141,11 @@ pub(crate) fn kept_tail(
     output: &HeldDir,
     record: &TaskRecord,
     max_bytes: u64,
+    from: [u64; 2],
 ) -> std::io::Result<String> {
     use std::io::{Read, Seek, SeekFrom};
     let mut cut = Vec::new();
-    let mut tail = |name: &Option<String>| -> std::io::Result<Vec<u8>> {
+    let mut tail = |name: &Option<String>, from: u64| -> std::io::Result<Vec<u8>> {
         let Some(name) = name else {
             return Ok(Vec::new());
         };
@@ -151,18 +153,24 @@ pub(crate) fn kept_tail(
             return Ok(Vec::new());
         };
         let len = file.metadata()?.len();
-        if len > max_bytes {
+        let from = from.min(len);
+        if len - from > max_bytes {
             file.seek(SeekFrom::Start(len - max_bytes))?;
             cut.push(taskhost_process::SpillRef {
                 path: output.path().join(name),
                 head_and_tail: false,
             });
+        } else {
+            file.seek(SeekFrom::Start(from))?;
         }
         let mut bytes = Vec::new();
         file.take(max_bytes).read_to_end(&mut bytes)?;
         Ok(bytes)
     };
-    let (out, err) = (tail(&record.stdout_path)?, tail(&record.stderr_path)?);
+    let (out, err) = (
+        tail(&record.stdout_path, from[0])?,
+        tail(&record.stderr_path, from[1])?,
+    );
     Ok(taskhost_process::render_read(
         &out,
         &err,

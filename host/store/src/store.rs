@@ -339,15 +339,19 @@ impl Store {
         Ok(records::all(&self.reader()?)?)
     }
 
-    /// The last `max_bytes` of each of `record`'s kept streams, as a read shows them; when a stream
-    /// holds more, the read ends saying which kept file has all of it. Missing files read as empty
-    /// (a task that wrote nothing).
+    /// The last `max_bytes` of each of `record`'s kept streams from `from` (stdout's, stderr's:
+    /// [`TaskRecord::read`] for what its owner has not read), as a read shows them, naming the kept
+    /// file of one that holds more. Missing files read as empty (a task that wrote nothing).
     ///
     /// # Errors
-    /// A kept file that exists but cannot be read, or is not a regular file in `output/` (a symlink
-    /// there is not followed).
-    pub fn kept_tail(&self, record: &TaskRecord, max_bytes: u64) -> std::io::Result<String> {
-        records::kept_tail(&self.output, record, max_bytes)
+    /// A kept file that exists but cannot be read, or not a regular file in `output/` (no symlink).
+    pub fn kept_tail(
+        &self,
+        record: &TaskRecord,
+        max_bytes: u64,
+        from: [u64; 2],
+    ) -> std::io::Result<String> {
+        records::kept_tail(&self.output, record, max_bytes, from)
     }
 
     /// The output `record` kept, as a read shows it: stdout, then `[stderr]` and stderr.
@@ -355,7 +359,7 @@ impl Store {
     /// # Errors
     /// As [`Store::kept_tail`].
     pub fn kept_output(&self, record: &TaskRecord) -> std::io::Result<String> {
-        self.kept_tail(record, u64::MAX)
+        self.kept_tail(record, u64::MAX, [0, 0])
     }
 
     /// Task `id`'s record, if there is one.
@@ -366,7 +370,7 @@ impl Store {
         Ok(records::one(&self.reader()?, id)?)
     }
 
-    fn reader(&self) -> Result<Connection, StoreError> {
+    pub(crate) fn reader(&self) -> Result<Connection, StoreError> {
         let conn = Connection::open(&self.db)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         Ok(conn)

@@ -68,6 +68,7 @@ mod os_bytes;
 mod server;
 mod shared;
 mod slot;
+mod unheld;
 mod watchdog;
 mod wire;
 

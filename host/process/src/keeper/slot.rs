@@ -19,6 +19,7 @@ use super::adopt::{Handed, HandoverError};
 use super::client::{Keeper, KeeperSpawnError, KeptProcess, KeptStreams};
 use super::handover_state::HandoverState;
 use super::held::HoldSetup;
+use super::unheld::Unheld;
 use super::wire::{HeldFromStart, Hold, Launch};
 use crate::escaped::Live;
 
@@ -49,6 +50,8 @@ struct Inner {
     state: Mutex<State>,
     /// Signalled whenever `current` changes.
     changed: Condvar,
+    /// The tasks the current keeper holds for a successor, told should it die.
+    unheld: Unheld,
 }
 
 struct State {
@@ -156,6 +159,7 @@ impl Keepers {
     /// Holds the running task in group `pgid` for a handover (see [`Keeper::hold`]) in the current
     /// keeper, until the group ends (a keeper that replaces it does not hold it).
     pub fn hold(&self, pgid: i32, hold: Hold, fds: Vec<OwnedFd>) {
+        self.0.unheld.held(pgid, &hold.task);
         if let Some(k) = self.current() {
             let borrowed: Vec<BorrowedFd<'_>> = fds.iter().map(AsFd::as_fd).collect();
             k.hold(pgid, &hold, &borrowed);
@@ -164,6 +168,7 @@ impl Keepers {
 
     /// Renames the task held in group `pgid` (see [`Keeper::rename`]).
     pub fn rename(&self, pgid: i32, task: &str) {
+        self.0.unheld.held(pgid, task);
         if let Some(k) = self.current() {
             k.rename(pgid, task);
         }
@@ -206,6 +211,7 @@ impl Keepers {
                 stopped: false,
             }),
             changed: Condvar::new(),
+            unheld: Unheld::default(),
         })
     }
 
@@ -231,6 +237,12 @@ impl Keepers {
                 }
             };
             match keeper.spawn(launch, streams, held) {
+                Ok(p) if p.held => {
+                    if let Some(h) = held {
+                        self.0.unheld.held(p.pid, &h.hold.task);
+                    }
+                    return Ok(p);
+                }
                 Err(KeeperSpawnError::Gone) => {
                     let mut st = self.0.state.lock();
                     while !st.stopped
@@ -248,8 +260,14 @@ impl Keepers {
         }
     }
 
+    /// Calls `tell` with the running tasks a dead keeper held for a successor (`unheld`).
+    pub fn on_unheld(&self, tell: impl Fn(Vec<String>) + Send + Sync + 'static) {
+        self.0.unheld.set(Arc::new(tell));
+    }
+
     /// Tells the current keeper that a process group is gone.
     pub fn group_ended(&self, pgid: i32) {
+        self.0.unheld.ended(pgid);
         if let Some(k) = self.current() {
             k.group_ended(pgid);
         }
@@ -347,7 +365,9 @@ fn on_death(inner: &Arc<Inner>, dead: &Weak<Keeper>) {
     }
     // Dropped after the locks: dropping a keeper waits for its process to exit.
     drop(retired);
+    let unheld = inner.unheld.on_death();
     start_after(inner, delay);
+    super::unheld::tell(unheld);
 }
 
 /// Starts the next keeper once `delay` has passed (on a thread of its own when there is a delay).
