@@ -189,7 +189,7 @@ impl Handover {
 fn identity(dir: &crate::process::private_dir::HeldDir, name: &str) -> Option<(u64, u64)> {
     nix::sys::stat::fstatat(dir, name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW)
         .ok()
-        .map(|st| (st.st_dev as u64, st.st_ino as u64))
+        .map(|st| (st.st_dev, st.st_ino))
 }
 
 /// `spec` (a `--listen` value) as the handover names it: a Unix socket's path made absolute.

@@ -36,7 +36,7 @@ pub(crate) struct Watch {
 fn identity(dir: &HeldDir) -> Option<(u64, u64)> {
     nix::sys::stat::fstatat(dir, FILE, AtFlags::AT_SYMLINK_NOFOLLOW)
         .ok()
-        .map(|st| (st.st_dev as u64, st.st_ino as u64))
+        .map(|st| (st.st_dev, st.st_ino))
 }
 
 impl Watch {

@@ -249,18 +249,6 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn hmac_sha256_is_rfc_4231s() {
-        let mac = super::hmac_sha256(b"Jefe", b"what do ya want for nothing?");
-        assert_eq!(
-            super::hex(&mac),
-            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
-        );
-    }
-}
-
 impl crate::Store {
     /// Makes principal `name` and its token, shown only now.
     ///
@@ -328,5 +316,17 @@ impl crate::Store {
     /// The database could not be opened.
     pub fn principal_lookup(&self) -> Result<crate::PrincipalLookup, StoreError> {
         Ok(crate::PrincipalLookup::new(self.reader()?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn hmac_sha256_is_rfc_4231s() {
+        let mac = super::hmac_sha256(b"Jefe", b"what do ya want for nothing?");
+        assert_eq!(
+            super::hex(&mac),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
     }
 }
