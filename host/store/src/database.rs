@@ -50,7 +50,7 @@ pub(crate) fn open(dir: &HeldDir, output: &HeldDir, sync: Sync) -> Result<Connec
     // written is named.
     let corrupt = |e: rusqlite::Error| StoreError::Corrupt {
         path: path.clone(),
-        why: match crate::lost::read_only(dir) {
+        why: match read_only(dir) {
             Some(why) => format!("{e}: the state directory is read-only ({why})"),
             None => e.to_string(),
         },
@@ -121,4 +121,22 @@ fn wal(conn: &Connection) -> rusqlite::Result<()> {
             Err(e) => return Err(e),
         }
     }
+}
+
+/// Why the held directory `dir` cannot be written, if it cannot: a read-only mount, or no write
+/// permission for this user.
+pub(crate) fn read_only(dir: &HeldDir) -> Option<String> {
+    use nix::sys::statvfs::{FsFlags, fstatvfs};
+    if fstatvfs(dir).is_ok_and(|st| st.flags().contains(FsFlags::ST_RDONLY)) {
+        return Some("it is on a read-only mount".into());
+    }
+    let writable = nix::unistd::faccessat(
+        dir,
+        ".",
+        nix::unistd::AccessFlags::W_OK,
+        AtFlags::AT_EACCESS,
+    );
+    writable
+        .is_err()
+        .then(|| "this user may not write in it (its mode)".into())
 }

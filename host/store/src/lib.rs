@@ -50,6 +50,7 @@ mod journal;
 mod kept;
 mod lost;
 mod marks;
+mod ops;
 mod owners;
 mod principals;
 mod records;

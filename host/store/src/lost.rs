@@ -140,21 +140,3 @@ pub(crate) fn refuse_orphan_locks(dir: &HeldDir) -> Result<(), StoreError> {
         ),
     }))
 }
-
-/// Why the held directory `dir` cannot be written, if it cannot: a read-only mount, or no write
-/// permission for this user.
-pub(crate) fn read_only(dir: &HeldDir) -> Option<String> {
-    use nix::sys::statvfs::{FsFlags, fstatvfs};
-    if fstatvfs(dir).is_ok_and(|st| st.flags().contains(FsFlags::ST_RDONLY)) {
-        return Some("it is on a read-only mount".into());
-    }
-    let writable = nix::unistd::faccessat(
-        dir,
-        ".",
-        nix::unistd::AccessFlags::W_OK,
-        AtFlags::AT_EACCESS,
-    );
-    writable
-        .is_err()
-        .then(|| "this user may not write in it (its mode)".into())
-}

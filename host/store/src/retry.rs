@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::writer::Op;
+use crate::ops::Op;
 
 /// How often kept writes are tried again while no other write comes.
 pub(crate) const RETRY_EVERY: Duration = Duration::from_secs(1);

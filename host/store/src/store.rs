@@ -106,7 +106,7 @@ impl Store {
         if use_ == Use::Read && !database::exists(&held) {
             return Err(absent());
         }
-        if let (Use::Host, Some(why)) = (use_, crate::lost::read_only(&held)) {
+        if let (Use::Host, Some(why)) = (use_, database::read_only(&held)) {
             return Err(StoreError::ReadOnly {
                 dir: dir.to_owned(),
                 why,
