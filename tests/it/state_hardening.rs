@@ -40,21 +40,6 @@ fn new_state(dir: &Path) -> PathBuf {
     state
 }
 
-fn tasks_made(state: &Path) -> (i32, String, String) {
-    let out = output_within(
-        std::process::Command::new(binary())
-            .arg("tasks")
-            .arg("--state")
-            .arg(state),
-        Duration::from_secs(30),
-    );
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 /// Writes rows into `state`'s database as `sql` says (`?1` is a host row of an ended host).
 fn plant(state: &Path, rows: &[(&str, Option<&str>)], finished_ms: i64) {
     let conn = rusqlite::Connection::open(state.join("tasks.db")).unwrap();
