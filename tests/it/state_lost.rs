@@ -168,12 +168,12 @@ async fn a_host_killed_after_its_database_was_removed_is_refused_then_ids_never_
 /// Proves: a state directory on a read-only mount (in a private mount namespace) is refused with a
 /// message saying it is read-only.
 #[test]
-#[ignore = "fails: the host still serves on the read-only bind mount (not yet understood, see the report)"]
 fn a_read_only_state_directory_is_refused_saying_read_only() {
     let dir = scratch("state-read-only");
     let state = dir.join("state");
-    let (code, err) = serve_once(&dir, &state);
-    assert_eq!(code, Some(0), "{err}");
+    // A host made the database (how it ends on a stdin with nothing is not this test's).
+    let (_, err) = serve_once(&dir, &state);
+    assert!(state.join("tasks.db").exists(), "{err}");
     let out = output_within(
         std::process::Command::new("unshare")
             .args(["-m", "sh", "-c"])
