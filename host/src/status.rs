@@ -46,7 +46,8 @@ pub fn plugins_json(plugins: &crate::plugin::Plugins, paths: bool) -> Value {
     json!({"plugins": plugins})
 }
 
-/// Live tasks, threads, descriptors, resident memory, the keeper's pid and the store's size.
+/// Live tasks, threads, descriptors, resident memory, the keeper's pid, the store's size and, once
+/// its database was removed under it, why (`store_lost`).
 fn health(services: &Services) -> Value {
     let count = |dir: &str| std::fs::read_dir(dir).map_or(0, Iterator::count);
     let rss_bytes = std::fs::read_to_string("/proc/self/statm")
@@ -75,6 +76,7 @@ fn health(services: &Services) -> Value {
         "rss_bytes": rss_bytes,
         "keeper_pid": services.processes.keeper_pid(),
         "store_bytes": store_bytes,
+        "store_lost": services.state.as_ref().and_then(|s| s.lost()),
         "uptime_ms": uptime_ms,
     })
 }

@@ -23,16 +23,37 @@ pub struct TasksArgs {
 }
 
 /// The state directory `state` (the default one when `None`) opened to read, as the commands for
-/// people open it (`tasks`, `token`).
+/// people open it (`tasks`, `token list`): `None` when it has no database (nothing is made).
 ///
 /// # Errors
 /// `(2, why)` with no directory to use, or one (or a database) that is refused.
-pub(crate) fn open_to_read(state: Option<PathBuf>) -> Result<(PathBuf, Store), (u8, String)> {
-    let dir = state
-        .or_else(crate::config::default_state_dir)
-        .ok_or((2, "no state directory: pass --state DIR".to_owned()))?;
-    let store = Store::open_to_read(&dir).map_err(|e| (2, e.to_string()))?;
+pub(crate) fn open_to_read(
+    state: Option<PathBuf>,
+) -> Result<(PathBuf, Option<Store>), (u8, String)> {
+    let dir = state_dir(state)?;
+    match Store::open_to_read(&dir) {
+        Ok(store) => Ok((dir, Some(store))),
+        Err(taskhost_store::StoreError::NoDatabase { .. }) => Ok((dir, None)),
+        Err(e) => Err((2, e.to_string())),
+    }
+}
+
+/// The state directory `state` (the default one when `None`) opened to change records, its
+/// database made if missing (`token create`).
+///
+/// # Errors
+/// As [`open_to_read`].
+pub(crate) fn open_to_change(state: Option<PathBuf>) -> Result<(PathBuf, Store), (u8, String)> {
+    let dir = state_dir(state)?;
+    let store = Store::open_to_change(&dir).map_err(|e| (2, e.to_string()))?;
     Ok((dir, store))
+}
+
+/// `state`, else the default state directory.
+fn state_dir(state: Option<PathBuf>) -> Result<PathBuf, (u8, String)> {
+    state
+        .or_else(crate::config::default_state_dir)
+        .ok_or((2, "no state directory: pass --state DIR".to_owned()))
 }
 
 /// Runs `taskhost tasks`; the text to print.
@@ -41,7 +62,20 @@ pub(crate) fn open_to_read(state: Option<PathBuf>) -> Result<(PathBuf, Store), (
 /// `(2, why)` for a state directory or database that is refused, an unknown task; `(1, why)` for a
 /// kept file that cannot be read.
 pub fn run(args: &TasksArgs) -> Result<String, (u8, String)> {
-    let (dir, store) = open_to_read(args.state.clone())?;
+    let (dir, store) = match open_to_read(args.state.clone())? {
+        (dir, Some(store)) => (dir, store),
+        // Nothing to show, and nothing made.
+        (dir, None) => {
+            return match &args.output {
+                Some(id) => Err((2, format!("unknown task {id} in {}", dir.display()))),
+                None if args.json => Ok(String::new()),
+                None => Ok(format!(
+                    "(no tasks in {}: it has no database; a host makes one when it starts)",
+                    dir.display()
+                )),
+            };
+        }
+    };
     if let Some(id) = &args.output {
         let record = store
             .task(id)

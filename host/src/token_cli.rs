@@ -36,7 +36,20 @@ pub enum TokenCommand {
 /// `(2, why)` for a refused state directory, a name that is taken, malformed or unknown; `(1, why)`
 /// when the database fails.
 pub fn run(state: Option<PathBuf>, command: &TokenCommand) -> Result<String, (u8, String)> {
-    let (dir, store) = crate::tasks_cli::open_to_read(state)?;
+    let (dir, store) = match command {
+        TokenCommand::Create { .. } => {
+            let (dir, store) = crate::tasks_cli::open_to_change(state)?;
+            (dir, Some(store))
+        }
+        _ => crate::tasks_cli::open_to_read(state)?,
+    };
+    let Some(store) = store else {
+        return match command {
+            TokenCommand::Revoke { name } => Err((2, format!("no principal named {name}"))),
+            TokenCommand::List { json: true } => Ok(String::new()),
+            _ => Ok(format!("(no principals in {})", dir.display())),
+        };
+    };
     let refused = |e: taskhost_store::StoreError| match e {
         taskhost_store::StoreError::Principal(why) => (2, why),
         other => (1, other.to_string()),

@@ -32,6 +32,7 @@ mod reload;
 mod slurm;
 mod state;
 mod state_hardening;
+mod state_lost;
 mod subagent;
 mod upgrade_binary;
 mod upgrade_foreground;

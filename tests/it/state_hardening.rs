@@ -24,24 +24,20 @@ fn tasks(state: &Path, args: &[&str]) -> (i32, String, String) {
 /// A state directory `<dir>/state` with its database made (by `taskhost tasks`).
 fn new_state(dir: &Path) -> PathBuf {
     let state = dir.join("state");
-    let (code, _, err) = tasks_made(&state);
-    assert_eq!(code, 0, "{err}");
-    state
-}
-
-fn tasks_made(state: &Path) -> (i32, String, String) {
+    // `taskhost tasks` makes no database: a token's creation does.
     let out = output_within(
         std::process::Command::new(binary())
-            .arg("tasks")
-            .arg("--state")
-            .arg(state),
+            .args(["token", "create", "state-maker", "--state"])
+            .arg(&state),
         Duration::from_secs(30),
     );
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    state
 }
 
 /// Writes rows into `state`'s database as `sql` says (`?1` is a host row of an ended host).

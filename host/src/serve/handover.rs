@@ -15,6 +15,13 @@ pub(super) struct Handover {
     /// The socket's path: `<state>/hosts/handover-<hash of the addresses>.sock`.
     path: PathBuf,
     taken: Option<Arc<TakenKeeper>>,
+    /// The socket this host made, once it offered: the held `hosts/`, its name, and its device and
+    /// inode (so only this host's socket is removed at its stop).
+    offered: Option<(
+        Arc<crate::process::private_dir::HeldDir>,
+        String,
+        (u64, u64),
+    )>,
 }
 
 impl Handover {
@@ -38,6 +45,7 @@ impl Handover {
                 .join("hosts")
                 .join(format!("handover-{hash:016x}.sock")),
             taken: None,
+            offered: None,
         })
     }
 
@@ -105,7 +113,12 @@ impl Handover {
 
     /// Tells `host`'s keeper to hold its running tasks for the next host for `grace_ms` once this
     /// one is gone. A socket that cannot be made is logged: the tasks then end with the host.
-    pub(super) fn offer(&self, host: &Taskhost, grace_ms: u64, listens: Vec<(String, OwnedFd)>) {
+    pub(super) fn offer(
+        &mut self,
+        host: &Taskhost,
+        grace_ms: u64,
+        listens: Vec<(String, OwnedFd)>,
+    ) {
         let Some(state) = host.services().state.as_ref() else {
             return;
         };
@@ -134,7 +147,18 @@ impl Handover {
             })
         });
         match made {
-            Ok(setup) => host.services().processes.enable_handover(setup),
+            Ok(setup) => {
+                let hosts = state.hosts_dir();
+                let name = self
+                    .path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned());
+                self.offered = name.and_then(|name| {
+                    let id = identity(&hosts, &name)?;
+                    Some((hosts, name, id))
+                });
+                host.services().processes.enable_handover(setup);
+            }
             Err(e) => tracing::warn!(
                 path = %self.path.display(),
                 error = %e,
@@ -142,6 +166,30 @@ impl Handover {
             ),
         }
     }
+}
+
+impl Handover {
+    /// Removes the socket this host offered its successor on, at a stop that hands nothing over
+    /// (its keeper no longer listens there): a socket another host made since is left.
+    pub(super) fn withdraw(&self) {
+        let Some((hosts, name, id)) = &self.offered else {
+            return;
+        };
+        if identity(hosts, name) == Some(*id) {
+            let _ = nix::unistd::unlinkat(
+                &**hosts,
+                name.as_str(),
+                nix::unistd::UnlinkatFlags::NoRemoveDir,
+            );
+        }
+    }
+}
+
+/// The device and inode of `name` in the held directory `dir`, if it exists.
+fn identity(dir: &crate::process::private_dir::HeldDir, name: &str) -> Option<(u64, u64)> {
+    nix::sys::stat::fstatat(dir, name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW)
+        .ok()
+        .map(|st| (st.st_dev, st.st_ino))
 }
 
 /// `spec` (a `--listen` value) as the handover names it: a Unix socket's path made absolute.

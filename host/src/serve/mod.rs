@@ -116,7 +116,7 @@ pub fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Result<(), S
         mut handover,
     } = prepared;
     let host = start_host(runtime, &config, &run_dir, &args, state, handover.as_mut())?;
-    if let Some(handover) = &handover {
+    if let Some(handover) = &mut handover {
         let listens = listeners.duplicates(&args.listen);
         handover.offer(&host, config.handover_grace_ms(), listens);
     }
@@ -167,6 +167,10 @@ pub fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Result<(), S
         // image serves them.
         drop(run_dir);
         return Err(fail(1)(upgrade::exec_self(binary)));
+    }
+    // Stopped: nobody is handed anything, so nothing waits on the handover's socket.
+    if let Some(handover) = &handover {
+        handover.withdraw();
     }
     drop(listeners);
     drop(run_dir);

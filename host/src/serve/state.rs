@@ -51,8 +51,10 @@ pub(super) fn state_dir(
             dir
         }
     };
-    // Refused before anything (the handover's socket) is looked for in it.
-    taskhost_store::trusted_dir(&dir).map_err(|e| e.to_string())?;
+    // Refused before anything (the handover's socket) is looked for in it, as is a directory whose
+    // database was removed while its hosts ran: a keeper's tasks are not taken to be refused then.
+    let held = taskhost_store::trusted_dir(&dir).map_err(|e| e.to_string())?;
+    taskhost_store::refuse_lost(&held).map_err(|e| e.to_string())?;
     Ok(Some(dir))
 }
 

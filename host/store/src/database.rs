@@ -36,14 +36,24 @@ pub(crate) fn through(dir: &HeldDir) -> PathBuf {
     dir.through().join(FILE)
 }
 
+/// Whether the held state directory `dir` has a database file (of any kind: [`open`] checks it).
+pub(crate) fn exists(dir: &HeldDir) -> bool {
+    nix::sys::stat::fstatat(dir, FILE, AtFlags::AT_SYMLINK_NOFOLLOW).is_ok()
+}
+
 /// Opens the database of the held state directory `dir`: a regular file of this user's if it
 /// exists (made 0600 if not), WAL, the chosen `synchronous`, this build's schema (kept files in
 /// `output`).
 pub(crate) fn open(dir: &HeldDir, output: &HeldDir, sync: Sync) -> Result<Connection, StoreError> {
     let path = dir.path().join(FILE);
+    // SQLite's "unable to open database file" says nothing of why: a directory that cannot be
+    // written is named.
     let corrupt = |e: rusqlite::Error| StoreError::Corrupt {
         path: path.clone(),
-        why: e.to_string(),
+        why: match read_only(dir) {
+            Some(why) => format!("{e}: the state directory is read-only ({why})"),
+            None => e.to_string(),
+        },
     };
     match nix::sys::stat::fstatat(dir, FILE, AtFlags::AT_SYMLINK_NOFOLLOW) {
         Ok(st) if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT != SFlag::S_IFREG => {
@@ -111,4 +121,22 @@ fn wal(conn: &Connection) -> rusqlite::Result<()> {
             Err(e) => return Err(e),
         }
     }
+}
+
+/// Why the held directory `dir` cannot be written, if it cannot: a read-only mount, or no write
+/// permission for this user.
+pub(crate) fn read_only(dir: &HeldDir) -> Option<String> {
+    use nix::sys::statvfs::{FsFlags, fstatvfs};
+    if fstatvfs(dir).is_ok_and(|st| st.flags().contains(FsFlags::ST_RDONLY)) {
+        return Some("it is on a read-only mount".into());
+    }
+    let writable = nix::unistd::faccessat(
+        dir,
+        ".",
+        nix::unistd::AccessFlags::W_OK,
+        AtFlags::AT_EACCESS,
+    );
+    writable
+        .is_err()
+        .then(|| "this user may not write in it (its mode)".into())
 }

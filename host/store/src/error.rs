@@ -41,6 +41,26 @@ pub enum StoreError {
         /// SQLite's reason.
         why: String,
     },
+    /// The state directory has no database (nothing was made: `taskhost tasks`).
+    #[error("state directory {dir} has no task database: no host has kept tasks there")]
+    NoDatabase {
+        /// The directory.
+        dir: PathBuf,
+    },
+    /// The database was removed while a host used it (see `lost.rs`): what happened, what to do.
+    #[error("{0}")]
+    Lost(String),
+    /// The state directory cannot be written.
+    #[error(
+        "state directory {dir} is read-only ({why}): a host writes its task records there; make it \
+         writable, or pass --state with another directory (--no-state keeps them in memory only)"
+    )]
+    ReadOnly {
+        /// The directory.
+        dir: PathBuf,
+        /// Why it cannot be written.
+        why: String,
+    },
     /// A write or a read failed.
     #[error("the task database failed: {0}")]
     Sqlite(String),

@@ -48,13 +48,18 @@ mod foregrounds;
 mod hosts;
 mod journal;
 mod kept;
+mod lost;
+mod marks;
+mod ops;
 mod owners;
 mod principals;
 mod records;
 mod retention;
+mod retry;
 mod schema;
 mod store;
 mod takeover;
+mod trusted;
 mod unheld;
 mod writer;
 
@@ -66,7 +71,8 @@ pub use owners::OwnerSecret;
 pub use principals::{Principal, PrincipalLookup, ProofKey, TOKEN_PREFIX, Token, valid_name};
 pub use records::TaskRecord;
 pub use retention::Retention;
-pub use store::{Recovered, Store, Sync, trusted_dir, trusted_dir_above};
+pub use store::{Recovered, Store, Sync};
+pub use trusted::{refuse_lost, trusted_dir, trusted_dir_above};
 
 #[cfg(test)]
 mod tests;

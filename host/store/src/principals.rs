@@ -6,6 +6,7 @@
 use rusqlite::{Connection, OptionalExtension, params};
 use sha2::{Digest, Sha256};
 
+use crate::error::StoreError;
 use crate::owners::OwnerSecret;
 
 /// The name of principal row `n`'s owner.
@@ -246,6 +247,76 @@ fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl crate::Store {
+    /// Makes principal `name` and its token, shown only now.
+    ///
+    /// # Errors
+    /// [`StoreError::Principal`] for a malformed name or one a live principal has; the database's.
+    pub fn create_principal(&self, name: &str) -> Result<Token, StoreError> {
+        self.create_principal_with(name, false)
+    }
+
+    /// As [`Store::create_principal`]; with `sees_all`, people's views (the `web` plugin) show
+    /// the principal every owner's tasks, while its MCP clients still see only its own.
+    ///
+    /// # Errors
+    /// As [`Store::create_principal`].
+    pub fn create_principal_with(&self, name: &str, sees_all: bool) -> Result<Token, StoreError> {
+        if !valid_name(name) {
+            return Err(StoreError::Principal(format!(
+                "a principal's name is 1 to 64 letters, digits, '.', '_' or '-': {name:?}"
+            )));
+        }
+        let token = Token::generate().map_err(StoreError::Sqlite)?;
+        let mut conn = self.reader()?;
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        if insert(&tx, name, &token, crate::store::now_ms(), sees_all)?.is_none() {
+            return Err(StoreError::Principal(format!(
+                "a principal named {name} exists; revoke it first, or pick another name"
+            )));
+        }
+        tx.commit()?;
+        Ok(token)
+    }
+
+    /// Revokes principal `name`: its token names nobody from now on. Returns its owner.
+    ///
+    /// # Errors
+    /// [`StoreError::Principal`] when no live principal has that name; the database's.
+    pub fn revoke_principal(&self, name: &str) -> Result<String, StoreError> {
+        let mut conn = self.reader()?;
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let owner = revoke(&tx, name, crate::store::now_ms())?
+            .ok_or_else(|| StoreError::Principal(format!("no principal named {name}")))?;
+        tx.commit()?;
+        Ok(owner)
+    }
+
+    /// Every principal, revoked ones included, oldest first (never a token).
+    ///
+    /// # Errors
+    /// The database could not be read.
+    pub fn principals(&self) -> Result<Vec<Principal>, StoreError> {
+        Ok(all(&self.reader()?)?)
+    }
+
+    /// The live principal `token` names: its name and its owner.
+    ///
+    /// # Errors
+    /// The database could not be read.
+    pub fn principal_of(&self, token: &Token) -> Result<Option<(String, String)>, StoreError> {
+        Ok(by_token(&self.reader()?, token)?.map(|(name, owner, _)| (name, owner)))
+    }
+
+    /// A lookup of tokens that keeps a connection of its own (see [`crate::PrincipalLookup`]).
+    ///
+    /// # Errors
+    /// The database could not be opened.
+    pub fn principal_lookup(&self) -> Result<crate::PrincipalLookup, StoreError> {
+        Ok(crate::PrincipalLookup::new(self.reader()?))
+    }
 }
 
 #[cfg(test)]

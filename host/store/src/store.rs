@@ -4,7 +4,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::mpsc::{Sender, channel, sync_channel};
+use std::sync::mpsc::{Sender, sync_channel};
 use std::thread::JoinHandle;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -20,11 +20,22 @@ use crate::error::StoreError;
 pub use crate::hosts::Recovered;
 use crate::journal::StoreJournal;
 use crate::owners::{self, OwnerSecret};
-use crate::principals::{self, Principal, Token, valid_name};
 use crate::records::{self, TaskRecord};
 use crate::retention::Retention;
+use crate::trusted::trusted_dir;
 use crate::writer::{self, Op};
 use crate::{database, hosts, kept};
+
+/// What a store is opened for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Use {
+    /// A host's: registered and locked, recovering, and writing.
+    Host,
+    /// A command's that changes records (`taskhost token create`): the database made if missing.
+    Change,
+    /// A command's that reads (`taskhost tasks`): nothing made.
+    Read,
+}
 
 /// An open state directory.
 pub struct Store {
@@ -37,12 +48,13 @@ pub struct Store {
     ops: Mutex<Option<Sender<Op>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     recovered: Recovered,
+    lost: Arc<std::sync::OnceLock<String>>,
     pub(crate) _lock: Option<Flock<File>>,
     pub(crate) taken_over: Vec<TaskRecord>,
     pub(crate) taken_foregrounds: Vec<crate::ForegroundRecord>,
 }
 
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
@@ -56,25 +68,50 @@ impl Store {
     /// # Errors
     /// [`StoreError`] naming the directory or the file; nothing is overwritten.
     pub fn open(dir: &Path, sync: Sync) -> Result<Self, StoreError> {
-        Self::open_as(dir, sync, true, None)
+        Self::open_as(dir, sync, Use::Host, None)
     }
 
     /// Opens the state directory `dir` to read it (`taskhost tasks`): checked and recovered as a host
-    /// would, without registering a host.
+    /// would, without registering a host, and without making anything (no directory, no database).
+    ///
+    /// # Errors
+    /// As [`Store::open`]; [`StoreError::NoDatabase`] when there is no database.
+    pub fn open_to_read(dir: &Path) -> Result<Self, StoreError> {
+        Self::open_as(dir, Sync::Normal, Use::Read, None)
+    }
+
+    /// As [`Store::open_to_read`], making the directory and the database if missing, for a command
+    /// that changes records (`taskhost token create`).
     ///
     /// # Errors
     /// As [`Store::open`].
-    pub fn open_to_read(dir: &Path) -> Result<Self, StoreError> {
-        Self::open_as(dir, Sync::Normal, false, None)
+    pub fn open_to_change(dir: &Path) -> Result<Self, StoreError> {
+        Self::open_as(dir, Sync::Normal, Use::Change, None)
     }
 
     pub(crate) fn open_as(
         dir: &Path,
         sync: Sync,
-        as_host: bool,
+        use_: Use,
         takeover: Option<crate::hosts::Takeover>,
     ) -> Result<Self, StoreError> {
+        let absent = || StoreError::NoDatabase {
+            dir: dir.to_owned(),
+        };
+        if use_ == Use::Read && std::fs::symlink_metadata(dir).is_err() {
+            return Err(absent());
+        }
         let held = Arc::new(trusted_dir(dir)?);
+        crate::lost::refuse_orphan_locks(&held)?;
+        if use_ == Use::Read && !database::exists(&held) {
+            return Err(absent());
+        }
+        if let (Use::Host, Some(why)) = (use_, database::read_only(&held)) {
+            return Err(StoreError::ReadOnly {
+                dir: dir.to_owned(),
+                why,
+            });
+        }
         let refused = |e: PrivateDirError| StoreError::Dir {
             path: dir.to_owned(),
             why: e.to_string(),
@@ -83,9 +120,13 @@ impl Store {
         let output = Arc::new(held.ensure_dir("output").map_err(refused)?);
         let host_dir = Arc::new(held.ensure_dir("hosts").map_err(refused)?);
         let mut conn = database::open(&held, &output, sync)?;
-        let (host, lock) = if as_host {
+        let watch = crate::lost::Watch::new(held.clone());
+        let mut marks = crate::marks::Marks::read(held.clone());
+        let (host, lock) = if use_ == Use::Host {
+            marks.lift(&conn)?;
             let (id, lock) =
                 hosts::register(&mut conn, &host_dir, now_ms()).map_err(StoreError::Sqlite)?;
+            marks.note([(crate::marks::HOSTS, id.unsigned_abs())]);
             (Some(id), Some(lock))
         } else {
             (None, None)
@@ -101,24 +142,8 @@ impl Store {
             _ => (Vec::new(), Vec::new()),
         };
         let recovered = hosts::recover(&mut conn, &host_dir, host, now_ms())?;
-        let (ops, queue) = channel();
-        let (to_notifier, notices) = channel();
-        let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
-            std::thread::Builder::new()
-                .name(name.to_owned())
-                .spawn(f)
-                .map_err(|e| StoreError::Sqlite(format!("cannot start the {name} thread: {e}")))
-        };
-        let threads = vec![
-            spawn(
-                "taskhost-store",
-                Box::new(move || writer::run(conn, queue, to_notifier)),
-            )?,
-            spawn(
-                "taskhost-store-notify",
-                Box::new(move || writer::notify(notices)),
-            )?,
-        ];
+        let lost = watch.lost();
+        let (ops, threads) = writer::start(conn, writer::Beside { watch, marks })?;
         Ok(Self {
             db: database::through(&held),
             dir: held,
@@ -128,10 +153,16 @@ impl Store {
             ops: Mutex::new(Some(ops)),
             threads: Mutex::new(threads),
             recovered,
+            lost,
             taken_over,
             taken_foregrounds,
             _lock: lock,
         })
+    }
+
+    /// Why this host's database is lost (removed while it ran; see `lost.rs`), once it is.
+    pub fn lost(&self) -> Option<&str> {
+        self.lost.get().map(String::as_str)
     }
 
     /// The registry's journal, writing as this host.
@@ -257,74 +288,6 @@ impl Store {
         Ok(records::owned_by(&self.reader()?, name)?)
     }
 
-    /// Makes principal `name` and its token, shown only now.
-    ///
-    /// # Errors
-    /// [`StoreError::Principal`] for a malformed name or one a live principal has; the database's.
-    pub fn create_principal(&self, name: &str) -> Result<Token, StoreError> {
-        self.create_principal_with(name, false)
-    }
-
-    /// As [`Store::create_principal`]; with `sees_all`, people's views (the `web` plugin) show
-    /// the principal every owner's tasks, while its MCP clients still see only its own.
-    ///
-    /// # Errors
-    /// As [`Store::create_principal`].
-    pub fn create_principal_with(&self, name: &str, sees_all: bool) -> Result<Token, StoreError> {
-        if !valid_name(name) {
-            return Err(StoreError::Principal(format!(
-                "a principal's name is 1 to 64 letters, digits, '.', '_' or '-': {name:?}"
-            )));
-        }
-        let token = Token::generate().map_err(StoreError::Sqlite)?;
-        let mut conn = self.reader()?;
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        if principals::insert(&tx, name, &token, now_ms(), sees_all)?.is_none() {
-            return Err(StoreError::Principal(format!(
-                "a principal named {name} exists; revoke it first, or pick another name"
-            )));
-        }
-        tx.commit()?;
-        Ok(token)
-    }
-
-    /// Revokes principal `name`: its token names nobody from now on. Returns its owner.
-    ///
-    /// # Errors
-    /// [`StoreError::Principal`] when no live principal has that name; the database's.
-    pub fn revoke_principal(&self, name: &str) -> Result<String, StoreError> {
-        let mut conn = self.reader()?;
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let owner = principals::revoke(&tx, name, now_ms())?
-            .ok_or_else(|| StoreError::Principal(format!("no principal named {name}")))?;
-        tx.commit()?;
-        Ok(owner)
-    }
-
-    /// Every principal, revoked ones included, oldest first (never a token).
-    ///
-    /// # Errors
-    /// The database could not be read.
-    pub fn principals(&self) -> Result<Vec<Principal>, StoreError> {
-        Ok(principals::all(&self.reader()?)?)
-    }
-
-    /// The live principal `token` names: its name and its owner.
-    ///
-    /// # Errors
-    /// The database could not be read.
-    pub fn principal_of(&self, token: &Token) -> Result<Option<(String, String)>, StoreError> {
-        Ok(principals::by_token(&self.reader()?, token)?.map(|(name, owner, _)| (name, owner)))
-    }
-
-    /// A lookup of tokens that keeps a connection of its own (see [`crate::PrincipalLookup`]).
-    ///
-    /// # Errors
-    /// The database could not be opened.
-    pub fn principal_lookup(&self) -> Result<crate::PrincipalLookup, StoreError> {
-        Ok(crate::PrincipalLookup::new(self.reader()?))
-    }
-
     pub(crate) fn send(&self, op: Op) {
         if let Some(ops) = self.ops.lock().as_ref() {
             let _ = ops.send(op);
@@ -370,8 +333,17 @@ impl Store {
         Ok(records::one(&self.reader()?, id)?)
     }
 
+    /// A connection of its own to the database, never making one (a removed database is not made
+    /// again empty).
     pub(crate) fn reader(&self) -> Result<Connection, StoreError> {
-        let conn = Connection::open(&self.db)?;
+        if let Some(why) = self.lost.get() {
+            return Err(StoreError::Lost(why.clone()));
+        }
+        use rusqlite::OpenFlags;
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(&self.db, flags)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         Ok(conn)
     }
@@ -412,39 +384,4 @@ impl Drop for Store {
     fn drop(&mut self) {
         self.close();
     }
-}
-
-/// The state directory `dir`, made (0700) if missing, and held as the walk from the root finds it:
-/// every directory above it root's or this user's and not writable by others unless sticky, the
-/// directory itself ours and closed to others.
-///
-/// # Errors
-/// [`StoreError::Dir`] naming `dir` and the step that failed.
-pub fn trusted_dir(dir: &Path) -> Result<HeldDir, StoreError> {
-    HeldDir::ensure_trusted(dir).map_err(|e| StoreError::Dir {
-        path: dir.to_owned(),
-        why: match e {
-            PrivateDirError::NotPrivate { why, .. } => why,
-            e @ PrivateDirError::Io { .. } => e.to_string(),
-        },
-    })
-}
-
-/// Checks that `above`, a directory that exists above the state directory `dir`, and every
-/// directory above it are root's or this user's and not writable by others unless sticky, before
-/// anything is made on the way to `dir`.
-///
-/// # Errors
-/// [`StoreError::Dir`] naming `dir` and the step that failed.
-pub fn trusted_dir_above(above: &Path, dir: &Path) -> Result<(), StoreError> {
-    use taskhost_process::trusted_path::{TrustError, open_trusted_dir};
-    open_trusted_dir(above)
-        .map(drop)
-        .map_err(|e| StoreError::Dir {
-            path: dir.to_owned(),
-            why: match e {
-                TrustError::Untrusted { why, .. } => why,
-                e @ TrustError::Io { .. } => e.to_string(),
-            },
-        })
 }

@@ -33,7 +33,7 @@ impl Store {
         sync: Sync,
         takeover: Takeover,
     ) -> Result<Self, StoreError> {
-        Self::open_as(dir, sync, true, Some(takeover))
+        Self::open_as(dir, sync, crate::store::Use::Host, Some(takeover))
     }
 
     /// The records of the tasks taken over at open (see [`Store::open_taking_over`]).

@@ -155,7 +155,7 @@ fn retention_expires_the_oldest_settled_output_first_and_keeps_ids_and_running_t
 #[test]
 fn a_principals_token_names_it_until_revoked() {
     let dir = Dir::new("principals");
-    let store = Store::open_to_read(&dir.0).expect("open");
+    let store = Store::open_to_change(&dir.0).expect("open");
     let token = store.create_principal("ci-runner").expect("made");
     let text = token.reveal();
     assert!(

@@ -3,127 +3,69 @@
 //! settlement's `then` is handed, in order, to the notifier thread. Records a full disk refused are
 //! applied again once it has room ([`Retry`]).
 
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, SyncSender, TryRecvError};
-use std::time::Duration;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 
 use rusqlite::{Connection, TransactionBehavior, params};
+
+use crate::retry::{RETRY_EVERY, Retry};
 
 /// The most writes one transaction takes.
 const BATCH: usize = 512;
 
-/// What runs once a settlement is durable.
-pub(crate) type Then = Box<dyn FnOnce() + Send>;
+pub(crate) use crate::ops::{Op, Then};
 
-/// A write.
-pub(crate) enum Op {
-    /// A task about to start: its number, durably.
-    Begin {
-        host: i64,
-        kind: String,
-        label: String,
-        owner: Option<String>,
-        started_at_ms: u64,
-        reply: SyncSender<Result<u64, String>>,
-    },
-    /// A start whose work began.
-    Started { id: String },
-    /// A start that failed: its record goes, and its number is given again when no later one was
-    /// given (nobody was ever answered with it).
-    Abandon { kind: String, number: u64 },
-    /// Its owner was told of the task's end (a notice, or a read).
-    Told { id: String },
-    /// A new owner: its name.
-    MintOwner {
-        secret_sha256: Option<Vec<u8>>,
-        at_ms: u64,
-        reply: SyncSender<Result<String, String>>,
-    },
-    /// How a task's external work is followed.
-    External {
-        id: String,
-        record: crate::external::ExternalRecord,
-    },
-    /// Where the reads of a task's external work stand.
-    ExternalRead {
-        id: String,
-        offset: u64,
-        reply: SyncSender<()>,
-    },
-    /// Nothing: answered once every write queued before it is durable.
-    Sync { reply: SyncSender<()> },
-    /// Where the reads of a task's stdout and stderr stand; answered once durable.
-    Read {
-        id: String,
-        out: u64,
-        err: u64,
-        reply: SyncSender<()>,
-    },
-    /// An owner ended: its secret names nobody from now on.
-    EndOwner {
-        name: String,
-        at_ms: u64,
-        reply: SyncSender<()>,
-    },
-    /// A kill was delivered.
-    Stopping { id: String },
-    /// A foreground command is about to run in host `host`: its id, durably.
-    Foreground {
-        host: i64,
-        record: crate::ForegroundRecord,
-        reply: SyncSender<Result<u64, String>>,
-    },
-    /// A foreground command ended or became a task.
-    ForegroundEnded { id: u64 },
-    /// A task settled.
-    Settled {
-        id: String,
-        status: String,
-        detail: Option<String>,
-        finished_at_ms: u64,
-        /// Its owner already knows of its end (it waited, read or killed it).
-        told: bool,
-        then: Then,
-    },
-    /// A task's kept output files.
-    Output {
-        id: String,
-        stdout: Option<String>,
-        stderr: Option<String>,
-    },
-    /// Retention: settled tasks past `keep_ms` or beyond `keep_bytes` of kept output, oldest
-    /// first, lose their output files and are marked expired.
-    Retain {
-        /// The state's `output/`, where the kept files are.
-        output: std::sync::Arc<taskhost_process::private_dir::HeldDir>,
-        now_ms: u64,
-        keep_ms: u64,
-        keep_bytes: u64,
-        reply: SyncSender<Vec<String>>,
-    },
-    /// This host ends: its row says so.
-    EndHost {
-        host: i64,
-        at_ms: u64,
-        reply: SyncSender<()>,
-    },
+/// What the writer keeps beside the database: the watch on its file, and the ids' marks.
+pub(crate) struct Beside {
+    pub(crate) watch: crate::lost::Watch,
+    pub(crate) marks: crate::marks::Marks,
+}
+
+/// Starts the writer on `conn` and its notifier: the writes' sender and the two threads.
+///
+/// # Errors
+/// A thread that cannot be started.
+pub(crate) fn start(
+    conn: Connection,
+    beside: Beside,
+) -> Result<(Sender<Op>, Vec<std::thread::JoinHandle<()>>), crate::StoreError> {
+    let (ops, queue) = std::sync::mpsc::channel();
+    let (to_notifier, notices) = std::sync::mpsc::channel();
+    let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
+        std::thread::Builder::new()
+            .name(name.to_owned())
+            .spawn(f)
+            .map_err(|e| crate::StoreError::Sqlite(format!("cannot start the {name} thread: {e}")))
+    };
+    let threads = vec![
+        spawn(
+            "taskhost-store",
+            Box::new(move || run(conn, queue, to_notifier, beside)),
+        )?,
+        spawn("taskhost-store-notify", Box::new(move || notify(notices)))?,
+    ];
+    Ok((ops, threads))
 }
 
 /// Runs the writer on `conn` until its host ends ([`Op::EndHost`]) or every sender is gone. Writes
-/// queued behind the end are refused (their senders see the store closed).
-pub(crate) fn run(mut conn: Connection, ops: Receiver<Op>, notifier: Sender<Then>) {
+/// queued behind the end are refused (their senders see the store closed). Once the database is
+/// lost (see `lost.rs`; looked at before each batch and every [`RETRY_EVERY`] while none comes),
+/// every write is refused saying why.
+pub(crate) fn run(
+    mut conn: Connection,
+    ops: Receiver<Op>,
+    notifier: Sender<Then>,
+    mut beside: Beside,
+) {
     let mut retry = Retry::default();
     loop {
-        let first = if retry.waiting() {
-            match ops.recv_timeout(RETRY_EVERY) {
-                Ok(op) => Some(op),
-                Err(RecvTimeoutError::Timeout) => None,
-                Err(RecvTimeoutError::Disconnected) => break,
+        let first = match ops.recv_timeout(RETRY_EVERY) {
+            Ok(op) => Some(op),
+            Err(RecvTimeoutError::Timeout) if retry.waiting() => None,
+            Err(RecvTimeoutError::Timeout) => {
+                beside.watch.check();
+                continue;
             }
-        } else {
-            match ops.recv() {
-                Ok(op) => Some(op),
-                Err(_) => break,
-            }
+            Err(RecvTimeoutError::Disconnected) => break,
         };
         let mut batch = retry.take();
         batch.extend(first);
@@ -134,13 +76,32 @@ pub(crate) fn run(mut conn: Connection, ops: Receiver<Op>, notifier: Sender<Then
             }
         }
         let ends = matches!(batch.last(), Some(Op::EndHost { .. }));
-        let numbers = commit(&mut conn, &batch);
-        retry.after(&batch, numbers.as_ref().map(|_| ()));
-        answer(batch, numbers.map_err(|e| e.to_string()), &notifier);
+        if let Some(why) = beside.watch.check() {
+            answer(batch, Err(why), &notifier);
+        } else {
+            let numbers = commit(&mut conn, &batch);
+            retry.after(&batch, numbers.as_ref().map(|_| ()));
+            if let Ok(answers) = &numbers {
+                beside.marks.note(issued(&batch, &answers.numbers));
+            }
+            answer(batch, numbers.map_err(|e| e.to_string()), &notifier);
+        }
         if ends {
             return;
         }
     }
+}
+
+/// The task ids a committed batch issued: each start's kind and number.
+fn issued<'a>(batch: &'a [Op], numbers: &'a [u64]) -> impl Iterator<Item = (&'a str, u64)> {
+    batch
+        .iter()
+        .filter(|op| matches!(op, Op::Begin { .. } | Op::Foreground { .. }))
+        .zip(numbers)
+        .filter_map(|(op, n)| match op {
+            Op::Begin { kind, .. } => Some((kind.as_str(), *n)),
+            _ => None,
+        })
 }
 
 /// What a committed batch answers: the numbers of its starts and the names of its new owners, in
@@ -349,100 +310,4 @@ pub(crate) fn notify(thens: Receiver<Then>) {
 /// The id a row with `number` of `kind` has.
 pub(crate) fn task_id(kind: &str, number: u64) -> String {
     format!("{kind}-{number}")
-}
-
-/// How often kept writes are tried again while no other write comes.
-pub(crate) const RETRY_EVERY: Duration = Duration::from_secs(1);
-
-/// The most writes kept: past it the oldest are given up, which the log says.
-const KEEP_MAX: usize = 10_000;
-
-/// The writes a full disk (`SQLITE_FULL`) refused that answer nobody (a settlement, a start that
-/// began, a kill, output paths, external work), applied again ahead of the next batch; a write that
-/// answers a caller is answered with the failure. Whether the database is failing now.
-#[derive(Default)]
-pub(crate) struct Retry {
-    ops: Vec<Op>,
-    failing: bool,
-}
-
-impl Retry {
-    /// True while writes wait to be tried again.
-    pub(crate) fn waiting(&self) -> bool {
-        !self.ops.is_empty()
-    }
-
-    /// The kept writes, to go first in the next batch.
-    pub(crate) fn take(&mut self) -> Vec<Op> {
-        std::mem::take(&mut self.ops)
-    }
-
-    /// After a batch was committed (`Ok`) or failed: a full disk's refused writes are kept (each
-    /// at most once, the kept ones being part of `batch`); the log says when failing starts and
-    /// ends.
-    pub(crate) fn after(&mut self, batch: &[Op], result: Result<(), &rusqlite::Error>) {
-        match result {
-            Ok(()) => {
-                if self.failing {
-                    tracing::warn!("the task database is written again");
-                }
-                self.failing = false;
-            }
-            Err(e) => {
-                let full = e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull);
-                if !self.failing {
-                    tracing::error!(
-                        error = %e,
-                        "a write of the task database failed{}",
-                        if full { "; its records are written again once the disk has room" } else { "" }
-                    );
-                }
-                self.failing = true;
-                if full {
-                    self.ops = batch.iter().filter_map(again).collect();
-                    let over = self.ops.len().saturating_sub(KEEP_MAX);
-                    if over > 0 {
-                        tracing::error!(over, "task database writes given up: too many wait");
-                        self.ops.drain(..over);
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// A copy of a write that answers nobody, to apply again.
-fn again(op: &Op) -> Option<Op> {
-    Some(match op {
-        Op::Started { id } => Op::Started { id: id.clone() },
-        Op::Told { id } => Op::Told { id: id.clone() },
-        Op::Stopping { id } => Op::Stopping { id: id.clone() },
-        Op::ForegroundEnded { id } => Op::ForegroundEnded { id: *id },
-        Op::External { id, record } => Op::External {
-            id: id.clone(),
-            record: record.clone(),
-        },
-        Op::Output { id, stdout, stderr } => Op::Output {
-            id: id.clone(),
-            stdout: stdout.clone(),
-            stderr: stderr.clone(),
-        },
-        Op::Settled {
-            id,
-            status,
-            detail,
-            finished_at_ms,
-            told,
-            ..
-        } => Op::Settled {
-            id: id.clone(),
-            status: status.clone(),
-            detail: detail.clone(),
-            finished_at_ms: *finished_at_ms,
-            told: *told,
-            // Its owner was told when the write first failed.
-            then: Box::new(|| {}),
-        },
-        _ => return None,
-    })
 }
