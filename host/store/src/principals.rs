@@ -258,11 +258,11 @@ impl crate::Store {
         self.create_principal_with(name, false)
     }
 
-    /// As [`Store::create_principal`]; with `sees_all`, people's views (the `web` plugin) show
+    /// As [`crate::Store::create_principal`]; with `sees_all`, people's views (the `web` plugin) show
     /// the principal every owner's tasks, while its MCP clients still see only its own.
     ///
     /// # Errors
-    /// As [`Store::create_principal`].
+    /// As [`crate::Store::create_principal`].
     pub fn create_principal_with(&self, name: &str, sees_all: bool) -> Result<Token, StoreError> {
         if !valid_name(name) {
             return Err(StoreError::Principal(format!(
