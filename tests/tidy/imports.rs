@@ -145,8 +145,9 @@ impl Crate {
     }
 }
 
-/// Module path of a file under `src/`: `lib.rs` is `crate`, `a/mod.rs` and `a.rs` are `a`.
-fn module_of(rel: &str) -> String {
+/// Module path of a file under `src/`: `lib.rs` is `crate`, `main.rs` is `main`, `a/mod.rs` and
+/// `a.rs` are `a`.
+pub(crate) fn module_of(rel: &str) -> String {
     let rel = rel.trim_end_matches(".rs");
     let rel = rel.strip_suffix("/mod").unwrap_or(rel);
     if rel == "lib" {

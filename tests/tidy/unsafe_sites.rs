@@ -8,6 +8,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::imports::module_of;
 use crate::source::Source;
 
 /// The modules of the crate at `dir` that hold an `unsafe_code` opt-out, as paths from its root.
@@ -66,18 +67,6 @@ fn join(module: &str, child: &str) -> String {
         child.to_string()
     } else {
         format!("{module}::{child}")
-    }
-}
-
-/// Module path of a file under `src/`: `lib.rs` is `crate`, `main.rs` is `main`, `a/mod.rs` and
-/// `a.rs` are `a`.
-fn module_of(rel: &str) -> String {
-    let rel = rel.trim_end_matches(".rs");
-    let rel = rel.strip_suffix("/mod").unwrap_or(rel);
-    if rel == "lib" {
-        "crate".to_string()
-    } else {
-        rel.replace('/', "::")
     }
 }
 
