@@ -19,11 +19,9 @@ impl Services {
         let (registry, sessions) = (self.registry.clone(), self.sessions.clone());
         self.processes.on_unheld(move |tasks| {
             let host = Agent::overseer("taskhost");
+            state.unheld(tasks.iter().map(String::as_str));
             let mut by_owner: BTreeMap<String, Vec<String>> = BTreeMap::new();
             for id in tasks {
-                if let Err(e) = state.unheld(&id) {
-                    tracing::warn!(task = %id, error = %e, "cannot record that a task's keeper died");
-                }
                 let Ok(task) = registry.get(&id, Some(&host)) else {
                     continue;
                 };

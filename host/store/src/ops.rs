@@ -23,6 +23,8 @@ pub(crate) enum Op {
     Abandon { kind: String, number: u64 },
     /// Its owner was told of the task's end (a notice, or a read).
     Told { id: String },
+    /// A running task whose keeper died while it held it for a successor.
+    Unheld { id: String },
     /// A new owner: its name.
     MintOwner {
         secret_sha256: Option<Vec<u8>>,

@@ -69,6 +69,7 @@ fn again(op: &Op) -> Option<Op> {
     Some(match op {
         Op::Started { id } => Op::Started { id: id.clone() },
         Op::Told { id } => Op::Told { id: id.clone() },
+        Op::Unheld { id } => Op::Unheld { id: id.clone() },
         Op::Stopping { id } => Op::Stopping { id: id.clone() },
         Op::ForegroundEnded { id } => Op::ForegroundEnded { id: *id },
         Op::External { id, record } => Op::External {

@@ -201,6 +201,10 @@ fn update(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
             params![id],
         ),
         Op::Told { id } => run("UPDATE tasks SET told = 1 WHERE id = ?1", params![id]),
+        Op::Unheld { id } => run(
+            "UPDATE tasks SET detail = ?2 WHERE id = ?1 AND status = 'running'",
+            params![id, crate::hosts::UNHELD],
+        ),
         Op::External { id, record } => crate::external::set(tx, id, record),
         Op::ExternalRead { id, offset, .. } => crate::external::read_to(tx, id, *offset),
         Op::Sync { .. } => Ok(()),
@@ -292,6 +296,7 @@ fn answer(batch: Vec<Op>, answers: Result<Answers, String>, notifier: &Sender<Th
             Op::Started { .. }
             | Op::Abandon { .. }
             | Op::Told { .. }
+            | Op::Unheld { .. }
             | Op::External { .. }
             | Op::Stopping { .. }
             | Op::ForegroundEnded { .. }
