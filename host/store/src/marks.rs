@@ -82,7 +82,7 @@ impl Marks {
             }
         }
         if rose && let Err(e) = self.write() {
-            tracing::warn!(error = %e, "the ids' high-water marks were not written (ids/ beside the database)");
+            tracing::warn!(error = %e, "the ids' high-water marks were not written (the file ids beside the database)");
         }
     }
 
