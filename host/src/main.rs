@@ -81,6 +81,17 @@ enum Command {
         #[arg(long)]
         watchdog: bool,
     },
+    /// Internal: applies a policy's bounds to itself and executes PROGRAM (how the host starts every
+    /// bounded process; see `taskhost policy-check`).
+    #[command(hide = true)]
+    Bounded {
+        /// The bounds, as the host wrote them.
+        #[arg(long)]
+        bounds: String,
+        /// The program and its arguments.
+        #[arg(last = true, required = true)]
+        program: Vec<std::ffi::OsString>,
+    },
     /// The reload regression check for a plugin file: loads it into a fresh host, runs the calls
     /// between N reloads, then unloads it and reports what was left (exit 0 only when nothing was).
     Check {
@@ -207,6 +218,16 @@ fn main() -> ExitCode {
         );
         return ExitCode::SUCCESS;
     }
+    if let Command::Bounded { bounds, program } = &cli.command {
+        let (program, args) = program.split_first().unzip();
+        let error = taskhost::process::bounds::enter(
+            bounds,
+            program.map_or(std::ffi::OsStr::new(""), |p| p.as_os_str()),
+            args.unwrap_or_default(),
+        );
+        eprintln!("taskhost: {error}");
+        return ExitCode::from(taskhost::process::bounds::REFUSED_EXIT);
+    }
     taskhost::logs::init(matches!(cli.command, Command::Serve(_)));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -246,7 +267,7 @@ fn run(runtime: &tokio::runtime::Runtime, command: Command) -> Outcome {
             reconnect_for_ms,
             server,
         } => bridge(runtime, &socket, reconnect_for_ms, server),
-        Command::Keeper { .. } => Ok(ExitCode::SUCCESS),
+        Command::Keeper { .. } | Command::Bounded { .. } => Ok(ExitCode::SUCCESS),
         Command::Check {
             plugin,
             reloads,

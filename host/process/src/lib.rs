@@ -13,6 +13,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod bounds;
 mod budget;
 mod cgroup;
 mod child;

@@ -37,6 +37,9 @@ pub struct ProcessService {
     pub(crate) live: escaped::Live,
     /// Descendants that left their group, ended when their process settles.
     pub(crate) escaped: Arc<escaped::Escaped>,
+    /// The `taskhost` binary that starts bounded processes ([`crate::bounds::wrap`]): the keeper's
+    /// program.
+    pub(crate) wrapper: Option<PathBuf>,
 }
 
 impl ProcessService {
@@ -63,6 +66,7 @@ impl ProcessService {
         };
         let live = escaped::Live::default();
         let escaped = Arc::new(escaped::Escaped::new(live.clone()));
+        let wrapper = keeper.map(std::path::Path::to_path_buf);
         let keeper = keeper.map(|program| {
             keeper::Keepers::start(
                 program,
@@ -93,6 +97,7 @@ impl ProcessService {
             budget: Arc::new(budget::SpillBudget::new(spill_budget)),
             escaped,
             live,
+            wrapper,
         }
     }
 
@@ -170,6 +175,19 @@ impl ProcessService {
             Some(plan)
         });
         let launch = self.launch(spec, n);
+        let launch = match &spec.bounds {
+            None => launch,
+            Some(bounds) => {
+                let Some(exe) = &self.wrapper else {
+                    return Err(SpawnError(format!(
+                        "policy '{}': this host has no bounds wrapper (no keeper program): the \
+                         process was not started",
+                        bounds.policy
+                    )));
+                };
+                crate::bounds::wrap(exe, &launch, bounds).map_err(|e| SpawnError(e.to_string()))?
+            }
+        };
         let _guard = self.runtime.enter();
         let (exit, _) = watch::channel(None);
         let spawning = self.escaped.spawning();

@@ -40,6 +40,9 @@ pub struct ProcessSpec {
     /// `foreground:N` for a foreground command that may become a task), so no crash finds it
     /// started and not yet held. Named again by [`crate::ProcessService::hold_for_handover`].
     pub held_as: Option<String>,
+    /// The owner's bounds (its policy's): the process is started through the bounds wrapper
+    /// ([`crate::bounds`]); a service that has no wrapper refuses it.
+    pub bounds: Option<std::sync::Arc<crate::bounds::Bounds>>,
 }
 
 /// A terminal's size in character cells.
@@ -66,6 +69,7 @@ impl ProcessSpec {
             keep_output: false,
             kept_for_session: false,
             held_as: None,
+            bounds: None,
         }
     }
 }

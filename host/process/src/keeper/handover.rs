@@ -43,6 +43,18 @@ pub(crate) fn wait(
     let uncarried: HashSet<i32> = groups.difference(&carried).copied().collect();
     groups.retain(|g| carried.contains(g));
     if carried.is_empty() {
+        // No wait: the host's addresses, then the successors' listener, then the lock are let go
+        // before the tasks are ended, so a successor that starts once they are gone finds its
+        // addresses free, no keeper waiting, and their records its to settle as lost.
+        let Setup {
+            listens,
+            listener,
+            lock,
+            ..
+        } = setup;
+        drop(listens);
+        drop(listener);
+        drop(lock);
         super::ending::end_everything(&uncarried, &[], Duration::from_millis(200));
         return None;
     }
