@@ -63,6 +63,9 @@ impl Taskhost {
         if let Some(state) = &services.state {
             processes = processes.with_kept_output(state.output_dir());
         }
+        if let Some(policies) = &services.policies {
+            processes = processes.with_owner_bounds(policies.clone());
+        }
         let processes = Arc::new(processes);
         let sessions = Arc::new(Sessions::new(
             registry.clone(),

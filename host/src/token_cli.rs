@@ -15,6 +15,14 @@ pub enum TokenCommand {
         /// kill; its MCP clients still see only its own.
         #[arg(long)]
         all_owners: bool,
+        /// The policy (`[policy.POLICY]` of the host's config) every task of this principal runs
+        /// under; without it, `[policy.default]` if the config has one.
+        #[arg(long, value_name = "POLICY")]
+        policy: Option<String>,
+        /// The host's config: a `--policy` it does not define is refused now (without it, a host
+        /// whose config lacks the policy refuses this principal's commands).
+        #[arg(long, value_name = "FILE", requires = "policy")]
+        config: Option<PathBuf>,
     },
     /// Prints the principals (never their tokens).
     List {
@@ -55,12 +63,30 @@ pub fn run(state: Option<PathBuf>, command: &TokenCommand) -> Result<String, (u8
         other => (1, other.to_string()),
     };
     match command {
-        TokenCommand::Create { name, all_owners } => {
-            let token = store
-                .create_principal_with(name, *all_owners)
-                .map_err(refused)?;
+        TokenCommand::Create {
+            name,
+            all_owners,
+            policy,
+            config,
+        } => {
+            if let (Some(policy), Some(config)) = (policy, config) {
+                configured(policy, config)?;
+            }
+            let grants = taskhost_store::PrincipalGrants {
+                sees_all: *all_owners,
+                policy: policy.clone(),
+            };
+            let token = store.create_principal_with(name, &grants).map_err(refused)?;
+            let bound = policy.as_ref().map_or_else(String::new, |p| {
+                let checked = if config.is_some() {
+                    ""
+                } else {
+                    " (not checked against a config: a host without it refuses its commands)"
+                };
+                format!(", bound to policy {p}{checked}")
+            });
             Ok(format!(
-                "principal {name} made in {}; its token, shown this once (the state keeps only its hash):\n{}",
+                "principal {name} made in {}{bound}; its token, shown this once (the state keeps only its hash):\n{}",
                 dir.display(),
                 token.reveal()
             ))
@@ -90,8 +116,8 @@ pub fn run(state: Option<PathBuf>, command: &TokenCommand) -> Result<String, (u8
                 .unwrap_or(0)
                 .max(4);
             let mut out = format!(
-                "{:<width$}  {:<12}  {:<19}  revoked\n",
-                "name", "owner", "made"
+                "{:<width$}  {:<12}  {:<12}  {:<19}  revoked\n",
+                "name", "owner", "policy", "made"
             );
             for p in &principals {
                 let revoked = p
@@ -103,13 +129,35 @@ pub fn run(state: Option<PathBuf>, command: &TokenCommand) -> Result<String, (u8
                     ""
                 };
                 out.push_str(&format!(
-                    "{:<width$}  {:<12}  {:<19}  {revoked}{views}\n",
+                    "{:<width$}  {:<12}  {:<12}  {:<19}  {revoked}{views}\n",
                     p.name,
                     p.owner,
+                    p.policy.as_deref().unwrap_or("-"),
                     crate::tasks_cli::clock(p.created_at_ms)
                 ));
             }
             Ok(out.trim_end().to_owned())
         }
     }
+}
+
+/// Refuses a `--policy` the config at `config` does not define (exit 2).
+fn configured(policy: &str, config: &std::path::Path) -> Result<(), (u8, String)> {
+    let loaded = crate::config::Config::load(config).map_err(|e| (2, e.to_string()))?;
+    if loaded.policy.contains_key(policy) {
+        return Ok(());
+    }
+    let known: Vec<&str> = loaded.policy.keys().map(String::as_str).collect();
+    Err((
+        2,
+        format!(
+            "{} has no [policy.{policy}] (its policies: {}); no principal was made",
+            config.display(),
+            if known.is_empty() {
+                "none".to_owned()
+            } else {
+                known.join(", ")
+            }
+        ),
+    ))
 }

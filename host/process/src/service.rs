@@ -40,6 +40,8 @@ pub struct ProcessService {
     /// The `taskhost` binary that starts bounded processes ([`crate::bounds::wrap`]): the keeper's
     /// program.
     pub(crate) wrapper: Option<PathBuf>,
+    /// Where each start's bounds come from, by its owner (`None`: only a spec's own).
+    pub(crate) owner_bounds: Option<Arc<dyn crate::owner_bounds::OwnerBounds>>,
 }
 
 impl ProcessService {
@@ -98,6 +100,7 @@ impl ProcessService {
             escaped,
             live,
             wrapper,
+            owner_bounds: None,
         }
     }
 
@@ -175,19 +178,7 @@ impl ProcessService {
             Some(plan)
         });
         let launch = self.launch(spec, n);
-        let launch = match &spec.bounds {
-            None => launch,
-            Some(bounds) => {
-                let Some(exe) = &self.wrapper else {
-                    return Err(SpawnError(format!(
-                        "policy '{}': this host has no bounds wrapper (no keeper program): the \
-                         process was not started",
-                        bounds.policy
-                    )));
-                };
-                crate::bounds::wrap(exe, &launch, bounds).map_err(|e| SpawnError(e.to_string()))?
-            }
-        };
+        let launch = self.bounded(spec, owner_session, launch)?;
         let _guard = self.runtime.enter();
         let (exit, _) = watch::channel(None);
         let spawning = self.escaped.spawning();

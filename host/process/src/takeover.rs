@@ -36,6 +36,8 @@ impl ProcessService {
         if let Some(k) = self.keeper.take() {
             k.stop();
         }
+        // The successor's bounded starts go through the same binary's wrapper.
+        self.wrapper = Some(program.to_path_buf());
         self.keeper = Some(Keepers::with_adopted(
             program,
             &prefix,
