@@ -47,6 +47,8 @@ pub struct Process {
     pub(crate) held_as: Mutex<Option<String>>,
     /// Told where the reads stand each time a read moves them.
     reads: Mutex<Option<ReadsMoved>>,
+    /// The bounds it was started under, which may be what ended it ([`crate::bounds::ended_by`]).
+    pub(crate) bounds: std::sync::OnceLock<Arc<crate::bounds::Bounds>>,
 }
 
 /// A callback told where the reads of stdout and stderr stand, and where they stood when it was
@@ -93,6 +95,7 @@ impl Process {
             hold: Mutex::new(None),
             held_as: Mutex::new(None),
             reads: Mutex::new(None),
+            bounds: std::sync::OnceLock::new(),
         })
     }
 
@@ -274,10 +277,19 @@ impl Process {
     }
 
     /// The registry outcome of a settled process: an exit code is `completed` (a kill that raced a
-    /// normal exit is `killed before exit`), a signal is `killed`.
+    /// normal exit is `killed before exit`), a signal is `killed`; an end one of its bounds caused
+    /// is `killed` with the bound named (`memory limit 256 MiB`).
     pub fn outcome(&self, exit: &Exit) -> TaskOutcome {
         let killed = self.kill_requested.load(Ordering::SeqCst);
+        let by_bound = self
+            .bounds
+            .get()
+            .filter(|_| !killed)
+            .and_then(|b| crate::bounds::ended_by(b, exit));
         let outcome = match exit {
+            _ if by_bound.is_some() => {
+                TaskOutcome::killed().with_detail(by_bound.unwrap_or_default())
+            }
             Exit::Code(c) if !killed => {
                 TaskOutcome::completed().with_detail(wording::exit_detail(*c))
             }

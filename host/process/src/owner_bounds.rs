@@ -29,21 +29,21 @@ impl ProcessService {
         self
     }
 
-    /// `launch` as it starts for `owner`: through the bounds wrapper when the spec or the owner has
-    /// bounds, as it is otherwise.
+    /// `launch` as it starts for `owner`, with the bounds it runs under: through the bounds wrapper
+    /// when the spec or the owner has bounds, as it is otherwise.
     pub(crate) fn bounded(
         &self,
         spec: &ProcessSpec,
         owner: &str,
         launch: Launch,
-    ) -> Result<Launch, SpawnError> {
+    ) -> Result<(Launch, Option<Arc<Bounds>>), SpawnError> {
         let bounds = match (&spec.bounds, &self.owner_bounds) {
             (Some(bounds), _) => Some(bounds.clone()),
             (None, Some(resolver)) => resolver.bounds_of(owner).map_err(SpawnError)?,
             (None, None) => None,
         };
         let Some(bounds) = bounds else {
-            return Ok(launch);
+            return Ok((launch, None));
         };
         let Some(exe) = &self.wrapper else {
             return Err(SpawnError(format!(
@@ -52,6 +52,8 @@ impl ProcessService {
                 bounds.policy
             )));
         };
-        crate::bounds::wrap(exe, &launch, &bounds).map_err(|e| SpawnError(e.to_string()))
+        let wrapped =
+            crate::bounds::wrap(exe, &launch, &bounds).map_err(|e| SpawnError(e.to_string()))?;
+        Ok((wrapped, Some(bounds)))
     }
 }

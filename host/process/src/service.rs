@@ -178,7 +178,7 @@ impl ProcessService {
             Some(plan)
         });
         let launch = self.launch(spec, n);
-        let launch = self.bounded(spec, owner_session, launch)?;
+        let (launch, bounds) = self.bounded(spec, owner_session, launch)?;
         let _guard = self.runtime.enter();
         let (exit, _) = watch::channel(None);
         let spawning = self.escaped.spawning();
@@ -212,6 +212,9 @@ impl ProcessService {
             false => self.handover_hold(n, &HoldSpec::of(spec), &outputs, &mut streams),
         };
         let process = Process::new(pgid, streams, exit, spec.grace, &self.runtime, input);
+        if let Some(bounds) = bounds {
+            let _ = process.bounds.set(bounds);
+        }
         *process.hold.lock() = hold;
         if held_from_start {
             process.held_as.lock().clone_from(&spec.held_as);

@@ -71,9 +71,12 @@ fn host_paths(config: &crate::config::Config) -> super::HostPaths {
         .dir
         .clone()
         .or_else(crate::config::default_state_dir);
-    let (runtime, _) = crate::rundir::RunDir::base();
+    // The base of every host's runtime directory when it is one of taskhost's own (a host hides its
+    // own directory in any case; the temp dir itself is never hidden).
+    let (base, _) = crate::rundir::RunDir::base();
+    let runtime = base.ends_with("taskhost").then_some(base);
     let spill: Option<PathBuf> = config.tasks.spill_dir.clone();
-    super::HostPaths::new(state.into_iter().chain(spill).chain([runtime]))
+    super::HostPaths::new(state.into_iter().chain(spill).chain(runtime))
 }
 
 /// One line per part: what the policy asks and how this machine enforces it.
@@ -107,10 +110,13 @@ fn asked(b: &Bounds, part: &str) -> Option<String> {
     };
     match part {
         "write" if b.filesystem => Some(format!("only [{}]", paths(&b.write))),
-        "hide" => Some(format!("[{}]", paths(&b.hide))),
+        "hide" => Some(format!(
+            "[{}] and the host's runtime directory",
+            paths(&b.hide)
+        )),
         "signals" => Some("no signal outside the task".to_owned()),
         "network" if !b.network => Some("none".to_owned()),
-        "memory_max" => b.memory_max.map(|m| format!("{m} bytes")),
+        "memory_max" => b.memory_max.map(size),
         "pids_max" => b.pids_max.map(|n| n.to_string()),
         "cpu_max" => b.cpu_max_millis.map(|m| format!("{m} millicores")),
         "run_as" => b
@@ -119,6 +125,17 @@ fn asked(b: &Bounds, part: &str) -> Option<String> {
             .map(|u| format!("{} (uid {}, gid {})", u.name, u.uid, u.gid)),
         _ => None,
     }
+}
+
+/// Bytes in the largest binary unit that divides them.
+fn size(bytes: u64) -> String {
+    [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")]
+        .iter()
+        .find(|(shift, _)| bytes >= 1 << shift && bytes % (1 << shift) == 0)
+        .map_or_else(
+            || format!("{bytes} bytes"),
+            |(shift, unit)| format!("{} {unit}", bytes >> shift),
+        )
 }
 
 fn how(m: &Mechanism) -> String {

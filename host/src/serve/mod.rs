@@ -286,8 +286,11 @@ fn start_host(
     if let Some(store) = &state {
         crate::policy::warn_unconfigured(store, &policies);
     }
-    let policies = (!policies.is_empty())
-        .then(|| Arc::new(crate::policy::Policies::new(policies, state.clone())));
+    // Installed with no policy configured too: a principal bound to one is refused, never free.
+    let policies = Some(Arc::new(crate::policy::Policies::new(
+        policies,
+        state.clone(),
+    )));
     let options = LoadOptions {
         generation_dir: run_dir.generations(),
         allow_untrusted: args.allow_untrusted,
