@@ -28,6 +28,7 @@ mod mcp;
 mod mcp_tasks;
 mod overlap;
 mod owners;
+mod policy;
 mod reload;
 mod slurm;
 mod state;

@@ -48,10 +48,12 @@ pub enum PolicyError {
         user: String,
     },
     /// `run_as` on a host not run by root.
-    #[error("policy '{policy}': run_as needs a host run by root; this one runs as uid {uid}")]
+    #[error("policy '{policy}': run_as {user} needs a host run by root; this one runs as uid {uid}")]
     NotRoot {
         /// The policy.
         policy: String,
+        /// The name.
+        user: String,
         /// This host's effective uid.
         uid: u32,
     },
@@ -186,6 +188,7 @@ fn run_as(policy: &str, user: &str) -> Result<RunAs, PolicyError> {
     if !uid.is_root() {
         return Err(PolicyError::NotRoot {
             policy: policy.to_owned(),
+            user: user.to_owned(),
             uid: uid.as_raw(),
         });
     }
