@@ -252,7 +252,10 @@ impl Config {
         }
         for (name, table) in &mut config.policy {
             let named = |why: String| {
-                ConfigError(format!("bad config {}: [policy.{name}] {why}", path.display()))
+                ConfigError(format!(
+                    "bad config {}: [policy.{name}] {why}",
+                    path.display()
+                ))
             };
             if !taskhost_store::valid_name(name) {
                 return Err(named(

@@ -76,7 +76,9 @@ pub fn run(state: Option<PathBuf>, command: &TokenCommand) -> Result<String, (u8
                 sees_all: *all_owners,
                 policy: policy.clone(),
             };
-            let token = store.create_principal_with(name, &grants).map_err(refused)?;
+            let token = store
+                .create_principal_with(name, &grants)
+                .map_err(refused)?;
             let bound = policy.as_ref().map_or_else(String::new, |p| {
                 let checked = if config.is_some() {
                     ""

@@ -61,7 +61,10 @@ fn a_bad_policy_key_or_value_refuses_the_config_naming_it() {
         ("cpu_max = 0", "cpu_max"),
         ("pids_max = 0", "pids_max"),
         ("write = \"/one/path\"", "write"),
-        ("run_as = \"no-such-user-taskhost\"", "no-such-user-taskhost"),
+        (
+            "run_as = \"no-such-user-taskhost\"",
+            "no-such-user-taskhost",
+        ),
     ];
     for (line, named) in cases {
         let path = config(&dir, &format!("[policy.agents]\n{line}\n"));
@@ -96,8 +99,7 @@ fn token_create_binds_a_principal_to_a_policy_and_token_list_shows_it() {
 
     let (code, _, err) = run(
         &[
-            "token", "create", "carol", "--policy", "ghost", "--config", path, "--state",
-            state_arg,
+            "token", "create", "carol", "--policy", "ghost", "--config", path, "--state", state_arg,
         ],
         &[],
     );
@@ -117,7 +119,10 @@ fn policy_check_says_each_part_and_exits_2_when_one_cannot_be_enforced() {
     let work = dir.join("work");
     let path = config(
         &dir,
-        &format!("[policy.locked]\nwrite = [{:?}]\n", work.display().to_string()),
+        &format!(
+            "[policy.locked]\nwrite = [{:?}]\n",
+            work.display().to_string()
+        ),
     );
     let (code, out, err) = run(
         &["policy-check", "--config", path.to_str().unwrap()],
@@ -125,9 +130,15 @@ fn policy_check_says_each_part_and_exits_2_when_one_cannot_be_enforced() {
     );
     assert_eq!(code, Some(2), "{out}{err}");
     assert!(out.contains("policy locked:"), "{out}");
-    let write = out.lines().find(|l| l.trim_start().starts_with("write")).unwrap();
+    let write = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("write"))
+        .unwrap();
     assert!(write.contains(&work.display().to_string()), "{out}");
-    assert!(out.contains("NOT ENFORCEABLE here: policy 'locked'"), "{out}");
+    assert!(
+        out.contains("NOT ENFORCEABLE here: policy 'locked'"),
+        "{out}"
+    );
     assert!(err.contains("`serve` refuses to start"), "{err}");
 }
 
@@ -137,7 +148,10 @@ fn serve_refuses_to_start_when_a_policy_cannot_be_enforced() {
     let work = dir.join("work");
     let path = config(
         &dir,
-        &format!("[policy.locked]\nwrite = [{:?}]\n", work.display().to_string()),
+        &format!(
+            "[policy.locked]\nwrite = [{:?}]\n",
+            work.display().to_string()
+        ),
     );
     let (code, _, err) = run(
         &["serve", "--no-state", "--config", path.to_str().unwrap()],
@@ -159,7 +173,10 @@ fn a_bound_principals_commands_run_under_its_policy_and_an_unbound_one_beside_it
     std::fs::create_dir_all(&outside).unwrap();
     let path = config(
         &dir,
-        &format!("[policy.agents]\nwrite = [{:?}]\n", work.display().to_string()),
+        &format!(
+            "[policy.agents]\nwrite = [{:?}]\n",
+            work.display().to_string()
+        ),
     );
     let host = HttpHost::start_with_env(
         &dir,
@@ -167,7 +184,10 @@ fn a_bound_principals_commands_run_under_its_policy_and_an_unbound_one_beside_it
         &["--no-watch", "--config", path.to_str().unwrap()],
         &[UNCHECKED],
     );
-    let bot = Client::new(&host, &token_made(&host.state, "bot", &["--policy", "agents"]));
+    let bot = Client::new(
+        &host,
+        &token_made(&host.state, "bot", &["--policy", "agents"]),
+    );
     let person = Client::new(&host, &host.token("person"));
     let touch = |name: &str| format!("touch {}/{name} && echo wrote", outside.display());
 
@@ -188,8 +208,14 @@ fn a_bound_principals_commands_run_under_its_policy_and_an_unbound_one_beside_it
         text
     };
     let free_read = read(&person, &free);
-    assert!(free_read.contains("wrote") && free_read.contains("exit code: 0"), "{free_read}");
-    assert!(outside.join("person").exists(), "the attack works unbounded");
+    assert!(
+        free_read.contains("wrote") && free_read.contains("exit code: 0"),
+        "{free_read}"
+    );
+    assert!(
+        outside.join("person").exists(),
+        "the attack works unbounded"
+    );
     let caged_read = read(&bot, &caged);
     assert!(bounded(&caged_read, "agents"), "{caged_read}");
     assert!(!outside.join("bot").exists(), "{caged_read}");
@@ -205,7 +231,10 @@ fn a_principal_bound_to_a_policy_the_config_lacks_has_its_commands_refused() {
     let outside = dir.join("outside");
     std::fs::create_dir_all(&outside).unwrap();
     let host = HttpHost::start(&dir, &[]);
-    let ghost = Client::new(&host, &token_made(&host.state, "ghost", &["--policy", "ghost"]));
+    let ghost = Client::new(
+        &host,
+        &token_made(&host.state, "ghost", &["--policy", "ghost"]),
+    );
     let command = format!("touch {}/ghost", outside.display());
     for args in [
         json!({"command": command, "run_in_background": true}),
@@ -226,7 +255,10 @@ async fn the_default_policy_bounds_a_local_stdio_session() {
     std::fs::create_dir_all(&outside).unwrap();
     let path = config(
         &dir,
-        &format!("[policy.default]\nwrite = [{:?}]\n", work.display().to_string()),
+        &format!(
+            "[policy.default]\nwrite = [{:?}]\n",
+            work.display().to_string()
+        ),
     );
     let mut cmd = tokio::process::Command::new(binary());
     cmd.args(["serve", "--no-watch", "--config"])

@@ -48,7 +48,9 @@ pub enum PolicyError {
         user: String,
     },
     /// `run_as` on a host not run by root.
-    #[error("policy '{policy}': run_as {user} needs a host run by root; this one runs as uid {uid}")]
+    #[error(
+        "policy '{policy}': run_as {user} needs a host run by root; this one runs as uid {uid}"
+    )]
     NotRoot {
         /// The policy.
         policy: String,

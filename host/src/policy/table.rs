@@ -122,7 +122,7 @@ impl PolicyTable {
             return Err("pids_max must be at least 1".into());
         }
         if let Some(cores) = self.cpu_max
-            && !(cores.is_finite() && cores >= 0.001 && cores <= 1_000_000.0)
+            && !(cores.is_finite() && (0.001..=1_000_000.0).contains(&cores))
         {
             return Err(format!(
                 "cpu_max must be a number of cores of at least 0.001, got {cores}"

@@ -29,7 +29,11 @@ fn every_policy_hides_the_hosts_own_paths() {
     assert!(b.filesystem);
     assert_eq!(b.write, [PathBuf::from("/work")]);
     for path in ["/home/me/.ssh", "/srv/state", "/run/th/host-1"] {
-        assert!(b.hide.contains(&PathBuf::from(path)), "{path}: {:?}", b.hide);
+        assert!(
+            b.hide.contains(&PathBuf::from(path)),
+            "{path}: {:?}",
+            b.hide
+        );
     }
 }
 
@@ -39,7 +43,10 @@ fn a_policy_without_write_leaves_the_filesystem_writable_and_network_on() {
     let b = &resolved["open"];
     assert!(!b.filesystem);
     assert!(b.network);
-    assert_eq!((b.memory_max, b.pids_max, b.cpu_max_millis), (None, None, None));
+    assert_eq!(
+        (b.memory_max, b.pids_max, b.cpu_max_millis),
+        (None, None, None)
+    );
 }
 
 #[test]
