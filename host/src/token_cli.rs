@@ -68,78 +68,24 @@ pub fn run(state: Option<PathBuf>, command: &TokenCommand) -> Result<String, (u8
             all_owners,
             policy,
             config,
-        } => {
-            if let (Some(policy), Some(config)) = (policy, config) {
-                configured(policy, config)?;
-            }
-            let grants = taskhost_store::PrincipalGrants {
-                sees_all: *all_owners,
-                policy: policy.clone(),
-            };
-            let token = store
-                .create_principal_with(name, &grants)
-                .map_err(refused)?;
-            let bound = policy.as_ref().map_or_else(String::new, |p| {
-                let checked = if config.is_some() {
-                    ""
-                } else {
-                    " (not checked against a config: a host without it refuses its commands)"
-                };
-                format!(", bound to policy {p}{checked}")
-            });
-            Ok(format!(
-                "principal {name} made in {}{bound}; its token, shown this once (the state keeps only its hash):\n{}",
-                dir.display(),
-                token.reveal()
-            ))
-        }
+        } => create(
+            &store,
+            &dir,
+            name,
+            *all_owners,
+            (policy.as_deref(), config.as_deref()),
+        )
+        .map_err(|e| match e {
+            Refusal::Config(why) => why,
+            Refusal::Store(e) => refused(e),
+        }),
         TokenCommand::Revoke { name } => {
             let owner = store.revoke_principal(name).map_err(refused)?;
             Ok(format!(
                 "principal {name} ({owner}) revoked: its token names nobody from now on"
             ))
         }
-        TokenCommand::List { json } => {
-            let principals = store.principals().map_err(refused)?;
-            if *json {
-                let lines: Vec<String> = principals
-                    .iter()
-                    .filter_map(|p| serde_json::to_string(p).ok())
-                    .collect();
-                return Ok(lines.join("\n"));
-            }
-            if principals.is_empty() {
-                return Ok(format!("(no principals in {})", dir.display()));
-            }
-            let width = principals
-                .iter()
-                .map(|p| p.name.len())
-                .max()
-                .unwrap_or(0)
-                .max(4);
-            let mut out = format!(
-                "{:<width$}  {:<12}  {:<12}  {:<19}  revoked\n",
-                "name", "owner", "policy", "made"
-            );
-            for p in &principals {
-                let revoked = p
-                    .revoked_at_ms
-                    .map_or_else(|| "-".to_owned(), crate::tasks_cli::clock);
-                let views = if p.sees_all {
-                    "  (its views show every owner's tasks)"
-                } else {
-                    ""
-                };
-                out.push_str(&format!(
-                    "{:<width$}  {:<12}  {:<12}  {:<19}  {revoked}{views}\n",
-                    p.name,
-                    p.owner,
-                    p.policy.as_deref().unwrap_or("-"),
-                    crate::tasks_cli::clock(p.created_at_ms)
-                ));
-            }
-            Ok(out.trim_end().to_owned())
-        }
+        TokenCommand::List { json } => list(&store, &dir, *json).map_err(refused),
     }
 }
 
@@ -162,4 +108,92 @@ fn configured(policy: &str, config: &std::path::Path) -> Result<(), (u8, String)
             }
         ),
     ))
+}
+
+/// Why `token create` made no principal.
+enum Refusal {
+    /// The `--config` check.
+    Config((u8, String)),
+    /// The store's.
+    Store(taskhost_store::StoreError),
+}
+
+/// `token create NAME [--all-owners] [--policy POLICY [--config FILE]]`.
+fn create(
+    store: &taskhost_store::Store,
+    dir: &std::path::Path,
+    name: &str,
+    all_owners: bool,
+    (policy, config): (Option<&str>, Option<&std::path::Path>),
+) -> Result<String, Refusal> {
+    if let (Some(policy), Some(config)) = (policy, config) {
+        configured(policy, config).map_err(Refusal::Config)?;
+    }
+    let grants = taskhost_store::PrincipalGrants {
+        sees_all: all_owners,
+        policy: policy.map(str::to_owned),
+    };
+    let token = store
+        .create_principal_with(name, &grants)
+        .map_err(Refusal::Store)?;
+    let bound = policy.map_or_else(String::new, |p| {
+        let checked = if config.is_some() {
+            ""
+        } else {
+            " (not checked against a config: a host without it refuses its commands)"
+        };
+        format!(", bound to policy {p}{checked}")
+    });
+    Ok(format!(
+        "principal {name} made in {}{bound}; its token, shown this once (the state keeps only its hash):\n{}",
+        dir.display(),
+        token.reveal()
+    ))
+}
+
+/// `token list [--json]`.
+fn list(
+    store: &taskhost_store::Store,
+    dir: &std::path::Path,
+    json: bool,
+) -> Result<String, taskhost_store::StoreError> {
+    let principals = store.principals()?;
+    if json {
+        let lines: Vec<String> = principals
+            .iter()
+            .filter_map(|p| serde_json::to_string(p).ok())
+            .collect();
+        return Ok(lines.join("\n"));
+    }
+    if principals.is_empty() {
+        return Ok(format!("(no principals in {})", dir.display()));
+    }
+    let width = principals
+        .iter()
+        .map(|p| p.name.len())
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    let mut out = format!(
+        "{:<width$}  {:<12}  {:<12}  {:<19}  revoked\n",
+        "name", "owner", "policy", "made"
+    );
+    for p in &principals {
+        let revoked = p
+            .revoked_at_ms
+            .map_or_else(|| "-".to_owned(), crate::tasks_cli::clock);
+        let views = if p.sees_all {
+            "  (its views show every owner's tasks)"
+        } else {
+            ""
+        };
+        out.push_str(&format!(
+            "{:<width$}  {:<12}  {:<12}  {:<19}  {revoked}{views}\n",
+            p.name,
+            p.owner,
+            p.policy.as_deref().unwrap_or("-"),
+            crate::tasks_cli::clock(p.created_at_ms)
+        ));
+    }
+    Ok(out.trim_end().to_owned())
 }

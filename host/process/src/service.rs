@@ -239,6 +239,45 @@ impl ProcessService {
         Ok((process, talk))
     }
 
+    /// Resolves every start's bounds by its owner through `resolver` (see
+    /// [`crate::OwnerBounds`]).
+    #[must_use]
+    pub fn with_owner_bounds(
+        mut self,
+        resolver: Arc<dyn crate::owner_bounds::OwnerBounds>,
+    ) -> Self {
+        self.owner_bounds = Some(resolver);
+        self
+    }
+
+    /// `launch` as it starts for `owner`, with the bounds it runs under: through the bounds wrapper
+    /// when the spec or the owner has bounds, as it is otherwise.
+    fn bounded(
+        &self,
+        spec: &ProcessSpec,
+        owner: &str,
+        launch: keeper::Launch,
+    ) -> Result<(keeper::Launch, Option<Arc<crate::bounds::Bounds>>), SpawnError> {
+        let bounds = match (&spec.bounds, &self.owner_bounds) {
+            (Some(bounds), _) => Some(bounds.clone()),
+            (None, Some(resolver)) => resolver.bounds_of(owner).map_err(SpawnError)?,
+            (None, None) => None,
+        };
+        let Some(bounds) = bounds else {
+            return Ok((launch, None));
+        };
+        let Some(exe) = &self.wrapper else {
+            return Err(SpawnError(format!(
+                "policy '{}': this host has no bounds wrapper (no keeper program): the process \
+                 was not started",
+                bounds.policy
+            )));
+        };
+        let wrapped =
+            crate::bounds::wrap(exe, &launch, &bounds).map_err(|e| SpawnError(e.to_string()))?;
+        Ok((wrapped, Some(bounds)))
+    }
+
     /// Keeps the output of processes asked to keep it ([`ProcessSpec::keep_output`]) in `dir`: their
     /// files are written from the first byte and never removed by the service.
     #[must_use]

@@ -1,3 +1,5 @@
+use std::path::PathBuf;
+
 use super::*;
 
 fn table(write: Option<&str>) -> PolicyTable {

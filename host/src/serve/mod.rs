@@ -93,7 +93,6 @@ struct Prepared {
     /// The state directory, and what a predecessor's keeper handed over there.
     state: Option<(PathBuf, Option<taskhost_store::Takeover>)>,
     handover: Option<Handover>,
-    /// The configured policies, resolved and checked (empty: every task unbounded).
     policies: crate::policy::Resolved,
 }
 
@@ -118,14 +117,8 @@ pub fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Result<(), S
         mut handover,
         policies,
     } = prepared;
-    let host = start_host(
-        runtime,
-        (&config, policies),
-        &run_dir,
-        &args,
-        state,
-        handover.as_mut(),
-    )?;
+    let (built, handover_now) = ((&config, policies), handover.as_mut());
+    let host = start_host(runtime, built, &run_dir, &args, state, handover_now)?;
     if let Some(handover) = &mut handover {
         let listens = listeners.duplicates(&args.listen);
         handover.offer(&host, config.handover_grace_ms(), listens);
@@ -222,7 +215,8 @@ fn prepare(args: &ServeArgs) -> Result<Prepared, ServeError> {
         insecure: args.insecure_http,
     };
     let dir = state::state_dir(&config, args.state.as_deref(), args.no_state).map_err(fail(2))?;
-    let policies = host_policies(&config, args, &run_dir, dir.as_deref())?;
+    let policies =
+        state::host_policies(&config, &args.listen, &run_dir, dir.as_deref()).map_err(fail(2))?;
     let mut handover = dir.as_deref().and_then(|d| Handover::of(d, &args.listen));
     let takeover = handover.as_mut().and_then(Handover::take_waiting);
     let inherited = handover
@@ -238,23 +232,6 @@ fn prepare(args: &ServeArgs) -> Result<Prepared, ServeError> {
         handover,
         policies,
     })
-}
-
-/// The config's policies for this host (its own paths hidden), or the refusal to start (exit 2).
-fn host_policies(
-    config: &Config,
-    args: &ServeArgs,
-    run_dir: &RunDir,
-    state: Option<&std::path::Path>,
-) -> Result<crate::policy::Resolved, ServeError> {
-    let sockets = args.listen.iter().filter_map(|l| unix_path(l).ok());
-    let paths = [run_dir.path().to_owned(), run_dir.spills()]
-        .into_iter()
-        .chain(state.map(std::path::Path::to_path_buf))
-        .chain(config.tasks.spill_dir.clone())
-        .chain(sockets);
-    crate::policy::for_serve(&config.policy, &crate::policy::HostPaths::new(paths))
-        .map_err(|e| fail(2)(format!("{e}: the host does not start")))
 }
 
 /// The plugin directories: the config's, then `--plugin-dir`s, each absolute.
@@ -283,14 +260,7 @@ fn start_host(
         Some((dir, takeover)) => Some(state::open_state(config, &dir, takeover).map_err(fail(2))?),
         None => None,
     };
-    if let Some(store) = &state {
-        crate::policy::warn_unconfigured(store, &policies);
-    }
-    // Installed with no policy configured too: a principal bound to one is refused, never free.
-    let policies = Some(Arc::new(crate::policy::Policies::new(
-        policies,
-        state.clone(),
-    )));
+    let policies = crate::policy::Policies::new(policies, state.clone());
     let options = LoadOptions {
         generation_dir: run_dir.generations(),
         allow_untrusted: args.allow_untrusted,
@@ -307,7 +277,7 @@ fn start_host(
         state,
         owner_grace: config.owner_grace(),
         handed: handover.and_then(Handover::taken_keeper),
-        policies,
+        policies: Some(Arc::new(policies)),
     };
     let host = Arc::new(Taskhost::new(
         registry,
