@@ -276,16 +276,17 @@ impl Process {
         }
     }
 
+    /// What ended it with `exit`, when one of its bounds did (`memory limit 256 MiB`).
+    pub fn ended_by_bound(&self, exit: &Exit) -> Option<String> {
+        crate::bounds::ended_by(self.bounds.get()?, exit)
+    }
+
     /// The registry outcome of a settled process: an exit code is `completed` (a kill that raced a
     /// normal exit is `killed before exit`), a signal is `killed`; an end one of its bounds caused
     /// is `killed` with the bound named (`memory limit 256 MiB`).
     pub fn outcome(&self, exit: &Exit) -> TaskOutcome {
         let killed = self.kill_requested.load(Ordering::SeqCst);
-        let by_bound = self
-            .bounds
-            .get()
-            .filter(|_| !killed)
-            .and_then(|b| crate::bounds::ended_by(b, exit));
+        let by_bound = self.ended_by_bound(exit).filter(|_| !killed);
         let outcome = match exit {
             _ if by_bound.is_some() => {
                 TaskOutcome::killed().with_detail(by_bound.unwrap_or_default())
