@@ -81,6 +81,7 @@ impl Taskhost {
             state: services.state,
             restarting: taskhost_registry::CancellationToken::new(),
             continued: Default::default(),
+            policies: services.policies,
         };
         services.tell_unheld();
         let plugins = Arc::new(Plugins::new(services.clone(), options));

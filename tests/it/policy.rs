@@ -226,7 +226,7 @@ fn a_bound_principals_commands_run_under_its_policy_and_an_unbound_one_beside_it
 }
 
 #[test]
-fn a_principal_bound_to_a_policy_the_config_lacks_has_its_commands_refused() {
+fn a_principal_bound_to_a_policy_the_config_lacks_has_its_calls_refused() {
     let dir = scratch("policy-missing");
     let outside = dir.join("outside");
     std::fs::create_dir_all(&outside).unwrap();
@@ -240,11 +240,23 @@ fn a_principal_bound_to_a_policy_the_config_lacks_has_its_commands_refused() {
         json!({"command": command, "run_in_background": true}),
         json!({"command": command}),
     ] {
-        let answer = ghost.call("bash", args);
-        assert!(answer.contains("policy 'ghost'"), "{answer}");
-        assert!(answer.contains("refused"), "{answer}");
+        let answer = ghost.modern(
+            "tools/call",
+            Some("bash"),
+            json!({"name": "bash", "arguments": args}),
+        );
+        assert_eq!(answer.status, 403, "{answer:?}");
+        assert!(answer.body.contains("policy 'ghost'"), "{answer:?}");
     }
+    let listed = ghost.modern("tools/list", None, json!({}));
+    assert_eq!(listed.status, 403, "{listed:?}");
     assert!(!outside.join("ghost").exists());
+    let person = Client::new(&host, &host.token("person"));
+    assert!(
+        person
+            .call("bash", json!({"command": "echo free"}))
+            .contains("free")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
