@@ -67,6 +67,9 @@ impl ProcessService {
         let live = escaped::Live::default();
         let escaped = Arc::new(escaped::Escaped::new(live.clone()));
         let wrapper = keeper.map(std::path::Path::to_path_buf);
+        if wrapper.is_some() {
+            crate::bounds::sweep();
+        }
         let keeper = keeper.map(|program| {
             keeper::Keepers::start(
                 program,
@@ -175,6 +178,10 @@ impl ProcessService {
             Some(plan)
         });
         let launch = self.launch(spec, n);
+        let cgroups = spec
+            .bounds
+            .as_ref()
+            .and_then(|b| crate::bounds::TaskCgroups::for_spawn(b, n));
         let launch = match &spec.bounds {
             None => launch,
             Some(bounds) => {
@@ -185,7 +192,8 @@ impl ProcessService {
                         bounds.policy
                     )));
                 };
-                crate::bounds::wrap(exe, &launch, bounds).map_err(|e| SpawnError(e.to_string()))?
+                crate::bounds::wrap(exe, &launch, bounds, cgroups.as_ref())
+                    .map_err(|e| SpawnError(e.to_string()))?
             }
         };
         let _guard = self.runtime.enter();
@@ -240,6 +248,7 @@ impl ProcessService {
             budget: self.budget.clone(),
             session: owner_session.to_owned(),
             keeper: self.keeper.clone(),
+            bounded: spec.bounds.clone().map(|b| (b, cgroups)),
         };
         self.runtime.spawn(supervised.run(waiter, pgid, outputs));
         Ok((process, talk))

@@ -11,6 +11,7 @@ use super::keeper::Keepers;
 use super::spills::Spills;
 use super::splice::{Spliced, splice_kept};
 use super::stream::FLUSH_EVERY;
+use super::bounds::{Bounds, TaskCgroups};
 use super::{Exit, Process, escaped};
 
 /// How a process's exit is awaited.
@@ -61,6 +62,8 @@ pub(crate) struct Supervised {
     pub(crate) budget: Arc<crate::budget::SpillBudget>,
     pub(crate) session: String,
     pub(crate) keeper: Option<Keepers>,
+    /// The owner's bounds and the process's own cgroups, for a bounded process.
+    pub(crate) bounded: Option<(Arc<Bounds>, Option<TaskCgroups>)>,
 }
 
 impl Supervised {
@@ -109,6 +112,16 @@ impl Supervised {
         }
         self.live.lock().remove(&self.n);
         self.escaped.settled(pgid).await;
+        if let Some((bounds, cgroups)) = self.bounded {
+            let exit = exit.clone();
+            // Read what ended it before its cgroups go; a bounded task's processes end with it.
+            let ended = tokio::task::spawn_blocking(move || {
+                let ended = super::bounds::ended_by(&bounds, cgroups.as_ref(), &exit);
+                cgroups.as_ref().map(TaskCgroups::remove);
+                ended
+            });
+            *p.ended_by.lock() = ended.await.ok().flatten();
+        }
         if let (Some(k), Some(g)) = (&self.keeper, pgid) {
             k.group_ended(g);
         }
