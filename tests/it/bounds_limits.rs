@@ -85,7 +85,10 @@ fn a_gibibyte_allocated_under_a_256_mib_memory_limit_is_killed_and_the_limit_nam
     // `tail` keeps a line that never ends in memory: 1 GiB of zeros is 1 GiB held.
     let attack = "head -c 1G /dev/zero | tail >/dev/null";
     let free = output_within(&mut unbounded(attack, Path::new("/")), LIMIT);
-    assert!(free.status.success(), "unbounded, the allocation succeeds: {free:?}");
+    assert!(
+        free.status.success(),
+        "unbounded, the allocation succeeds: {free:?}"
+    );
 
     let limited = Bounds {
         memory_max: Some(256 << 20),
@@ -161,7 +164,10 @@ fn a_cpu_limit_gives_the_task_cgroup_its_quota() {
     let out = output_within(&mut cmd, LIMIT);
     let text = text(&out.stdout);
     assert!(text.starts_with("150000"), "a quota of 1.5 cores: {out:?}");
-    assert!(!text.ends_with("\n0\n"), "the program is in the cgroup: {out:?}");
+    assert!(
+        !text.ends_with("\n0\n"),
+        "the program is in the cgroup: {out:?}"
+    );
     remove(&cgroups);
 }
 
@@ -182,7 +188,10 @@ fn as_nobody() -> Bounds {
 fn run_as_runs_the_program_as_that_user_with_its_home() {
     let script = "id -u; echo \"$HOME $USER $LOGNAME\"";
     let free = output_within(&mut unbounded(script, Path::new("/")), LIMIT);
-    assert!(text(&free.stdout).starts_with("0\n"), "unbounded, root: {free:?}");
+    assert!(
+        text(&free.stdout).starts_with("0\n"),
+        "unbounded, root: {free:?}"
+    );
 
     let bounds = as_nobody();
     let user = nix::unistd::User::from_name("nobody").unwrap().unwrap();
@@ -200,7 +209,10 @@ fn run_as_runs_the_program_as_that_user_with_its_home() {
 fn run_as_in_a_working_directory_the_user_cannot_enter_fails_with_the_os_error() {
     let dir = scratch("run-as-cwd");
     let free = output_within(&mut unbounded("pwd", &dir), LIMIT);
-    assert!(free.status.success(), "unbounded, the directory is entered: {free:?}");
+    assert!(
+        free.status.success(),
+        "unbounded, the directory is entered: {free:?}"
+    );
 
     let (mut cmd, _) = bounded(&as_nobody(), "pwd", &dir);
     let out = output_within(&mut cmd, LIMIT);
@@ -211,4 +223,35 @@ fn run_as_in_a_working_directory_the_user_cannot_enter_fails_with_the_os_error()
         "{err}"
     );
     assert!(out.stdout.is_empty(), "the program never ran: {out:?}");
+}
+
+#[test]
+fn a_process_the_memory_limit_ended_settles_killed_naming_the_limit_and_leaves_no_cgroup() {
+    use taskhost::process::ProcessSpec;
+    use taskhost_registry::TerminalStatus;
+    let f = crate::fixtures::Fixture::new("bounds-memory-service");
+    let limited = Bounds {
+        memory_max: Some(256 << 20),
+        ..policy()
+    };
+    let mut spec = ProcessSpec::new("head -c 1G /dev/zero | tail >/dev/null");
+    spec.bounds = Some(std::sync::Arc::new(limited.clone()));
+    let process = f.host.processes().spawn(&spec, "s").expect("spawn");
+    let exit = f.rt.block_on(process.wait());
+    let outcome = process.outcome(&exit);
+    assert_eq!(outcome.status, TerminalStatus::Killed, "{outcome:?}");
+    assert_eq!(outcome.detail.as_deref(), Some("memory limit 256 MiB"));
+    // The host's task cgroups are numbered from 1 (this module's own from 1,000,000).
+    let dir = named(&limited).unwrap().paths()[0]
+        .parent()
+        .unwrap()
+        .to_owned();
+    let prefix = format!("taskhost-{}-", std::process::id());
+    let left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with(&prefix))
+        .filter(|n| n.rsplit('-').next().and_then(|n| n.parse::<u64>().ok()) < Some(1_000_000))
+        .collect();
+    assert!(left.is_empty(), "left: {left:?}");
 }

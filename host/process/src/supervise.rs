@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
 
+use super::bounds::{Bounds, TaskCgroups};
 use super::child::signal_group;
 use super::keeper::Keepers;
 use super::spills::Spills;
 use super::splice::{Spliced, splice_kept};
 use super::stream::FLUSH_EVERY;
-use super::bounds::{Bounds, TaskCgroups};
 use super::{Exit, Process, escaped};
 
 /// How a process's exit is awaited.

@@ -97,7 +97,9 @@ fn own_path(wanted: impl Fn(&str) -> bool) -> Option<String> {
 fn place(part: Part) -> Result<Place, String> {
     let controller = part.controller();
     if denied(controller) {
-        return Err(format!("cgroup {controller}: denied by TASKHOST_BOUNDS_DENY"));
+        return Err(format!(
+            "cgroup {controller}: denied by TASKHOST_BOUNDS_DENY"
+        ));
     }
     let all = mounts();
     if let Some((_, _, root)) = all.iter().find(|(kind, _, _)| kind == "cgroup2")
@@ -115,7 +117,9 @@ fn place(part: Part) -> Result<Place, String> {
         }
     }
     let has = |list: &str| list.split(',').any(|c| c == controller);
-    let Some((_, _, root)) = all.iter().find(|(kind, options, _)| kind == "cgroup" && has(options))
+    let Some((_, _, root)) = all
+        .iter()
+        .find(|(kind, options, _)| kind == "cgroup" && has(options))
     else {
         return Err(format!(
             "no cgroup {controller} controller: neither enabled for the host's cgroup v2 nor \
@@ -147,7 +151,11 @@ pub(super) fn probe() -> Vec<Mechanism> {
             part: part.name(),
             how: place(part).map(|p| {
                 let version = if p.v2 { 2 } else { 1 };
-                format!("cgroup v{version} {} ({})", part.controller(), p.parent.display())
+                format!(
+                    "cgroup v{version} {} ({})",
+                    part.controller(),
+                    p.parent.display()
+                )
             }),
         })
         .collect()
@@ -222,7 +230,11 @@ impl TaskCgroups {
         let Some(dir) = self.dirs.iter().find(|d| d.part == Part::Memory) else {
             return 0;
         };
-        let file = if dir.v2 { "memory.events" } else { "memory.oom_control" };
+        let file = if dir.v2 {
+            "memory.events"
+        } else {
+            "memory.oom_control"
+        };
         std::fs::read_to_string(dir.path.join(file))
             .ok()
             .and_then(|text| {
@@ -259,7 +271,11 @@ pub(super) fn join(bounds: &Bounds, cgroups: Option<&TaskCgroups>) -> Result<(),
         for (file, value) in limit_files(bounds, dir) {
             write(&dir.path.join(file), &value).map_err(failed)?;
         }
-        write(&dir.path.join("cgroup.procs"), &std::process::id().to_string()).map_err(failed)?;
+        write(
+            &dir.path.join("cgroup.procs"),
+            &std::process::id().to_string(),
+        )
+        .map_err(failed)?;
     }
     Ok(())
 }
@@ -273,7 +289,11 @@ fn limit_files(bounds: &Bounds, dir: &Dir) -> Vec<(&'static str, String)> {
         (Part::Memory, v2) => {
             let bytes = bounds.memory_max.unwrap_or(u64::MAX).to_string();
             let (limit, swap, swap_value) = match v2 {
-                false => ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes", &bytes),
+                false => (
+                    "memory.limit_in_bytes",
+                    "memory.memsw.limit_in_bytes",
+                    &bytes,
+                ),
                 true => ("memory.max", "memory.swap.max", &"0".to_owned()),
             };
             let mut files = vec![(limit, bytes.clone())];
@@ -311,7 +331,10 @@ fn kill_and_remove(cgroup: &Path) -> bool {
     let deadline = Instant::now() + Duration::from_secs(1);
     loop {
         let procs = std::fs::read_to_string(cgroup.join("cgroup.procs")).unwrap_or_default();
-        for pid in procs.split_whitespace().filter_map(|p| p.parse::<i32>().ok()) {
+        for pid in procs
+            .split_whitespace()
+            .filter_map(|p| p.parse::<i32>().ok())
+        {
             let _ = nix::sys::signal::kill(
                 nix::unistd::Pid::from_raw(pid),
                 nix::sys::signal::Signal::SIGKILL,
@@ -376,11 +399,19 @@ pub(super) fn ended_by(
 
 /// `bytes` as people write it: `256 MiB`, `2 GiB`, `1536 KiB`, `1000 bytes`.
 fn bytes(n: u64) -> String {
-    const UNITS: [(u64, &str); 4] = [(1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    const UNITS: [(u64, &str); 4] = [
+        (1 << 40, "TiB"),
+        (1 << 30, "GiB"),
+        (1 << 20, "MiB"),
+        (1 << 10, "KiB"),
+    ];
     UNITS
         .iter()
         .find(|(size, _)| n >= *size && n % size == 0)
-        .map_or_else(|| format!("{n} bytes"), |(size, unit)| format!("{} {unit}", n / size))
+        .map_or_else(
+            || format!("{n} bytes"),
+            |(size, unit)| format!("{} {unit}", n / size),
+        )
 }
 
 #[cfg(test)]
