@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use taskhost::process::Exit;
-use taskhost::process::bounds::{self, Bounds, RunAs, TaskCgroups};
+use taskhost::process::bounds::limits::TaskCgroups;
+use taskhost::process::bounds::{self, Bounds, RunAs};
 use taskhost::process::keeper::Launch;
 
 use crate::fixtures::{output_within, scratch};
@@ -117,7 +118,7 @@ fn a_fork_bomb_stops_at_its_process_limit_and_a_process_beside_it_is_untouched()
     let started = |out: &Output| {
         let text = text(&out.stdout);
         let mut lines = text.lines().map(|l| l.parse::<u64>().unwrap());
-        (lines.next().unwrap(), lines.last().unwrap_or(0))
+        (lines.next().unwrap(), lines.next_back().unwrap_or(0))
     };
     let free = output_within(&mut unbounded(attack, Path::new("/")), LIMIT);
     let (group, count) = started(&free);

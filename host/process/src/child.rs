@@ -281,7 +281,7 @@ impl Process {
     /// with the bound as its detail.
     pub fn outcome(&self, exit: &Exit) -> TaskOutcome {
         let killed = self.kill_requested.load(Ordering::SeqCst);
-        let bound = self.ended_by.lock().clone();
+        let bound = self.ended_by.lock().clone().filter(|_| !killed);
         let outcome = match exit {
             _ if bound.is_some() => TaskOutcome::killed().with_detail(bound.unwrap_or_default()),
             Exit::Code(c) if !killed => {

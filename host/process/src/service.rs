@@ -68,7 +68,7 @@ impl ProcessService {
         let escaped = Arc::new(escaped::Escaped::new(live.clone()));
         let wrapper = keeper.map(std::path::Path::to_path_buf);
         if wrapper.is_some() {
-            crate::bounds::sweep();
+            crate::bounds::limits::sweep();
         }
         let keeper = keeper.map(|program| {
             keeper::Keepers::start(
@@ -177,25 +177,7 @@ impl ProcessService {
             plan.hold.task.clone_from(task);
             Some(plan)
         });
-        let launch = self.launch(spec, n);
-        let cgroups = spec
-            .bounds
-            .as_ref()
-            .and_then(|b| crate::bounds::TaskCgroups::for_spawn(b, n));
-        let launch = match &spec.bounds {
-            None => launch,
-            Some(bounds) => {
-                let Some(exe) = &self.wrapper else {
-                    return Err(SpawnError(format!(
-                        "policy '{}': this host has no bounds wrapper (no keeper program): the \
-                         process was not started",
-                        bounds.policy
-                    )));
-                };
-                crate::bounds::wrap(exe, &launch, bounds, cgroups.as_ref())
-                    .map_err(|e| SpawnError(e.to_string()))?
-            }
-        };
+        let (launch, bounded) = self.wrapped(spec, self.launch(spec, n), n)?;
         let _guard = self.runtime.enter();
         let (exit, _) = watch::channel(None);
         let spawning = self.escaped.spawning();
@@ -248,10 +230,34 @@ impl ProcessService {
             budget: self.budget.clone(),
             session: owner_session.to_owned(),
             keeper: self.keeper.clone(),
-            bounded: spec.bounds.clone().map(|b| (b, cgroups)),
+            bounded,
         };
         self.runtime.spawn(supervised.run(waiter, pgid, outputs));
         Ok((process, talk))
+    }
+
+    /// `launch` as the `n`th process starts: through the bounds wrapper, in cgroups of its own where
+    /// its bounds set a limit, when the spec has bounds; as it is otherwise.
+    fn wrapped(
+        &self,
+        spec: &ProcessSpec,
+        launch: crate::keeper::Launch,
+        n: u64,
+    ) -> Result<(crate::keeper::Launch, Option<supervise::Bounded>), SpawnError> {
+        let Some(bounds) = &spec.bounds else {
+            return Ok((launch, None));
+        };
+        let Some(exe) = &self.wrapper else {
+            return Err(SpawnError(format!(
+                "policy '{}': this host has no bounds wrapper (no keeper program): the process \
+                 was not started",
+                bounds.policy
+            )));
+        };
+        let cgroups = crate::bounds::limits::TaskCgroups::for_spawn(bounds, n);
+        let wrapped = crate::bounds::wrap(exe, &launch, bounds, cgroups.as_ref())
+            .map_err(|e| SpawnError(e.to_string()))?;
+        Ok((wrapped, Some((bounds.clone(), cgroups))))
     }
 
     /// Keeps the output of processes asked to keep it ([`ProcessSpec::keep_output`]) in `dir`: their

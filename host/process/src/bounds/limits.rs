@@ -407,7 +407,7 @@ fn bytes(n: u64) -> String {
     ];
     UNITS
         .iter()
-        .find(|(size, _)| n >= *size && n % size == 0)
+        .find(|(size, _)| n >= *size && n.is_multiple_of(*size))
         .map_or_else(
             || format!("{n} bytes"),
             |(size, unit)| format!("{} {unit}", n / size),

@@ -8,7 +8,7 @@
 //! on the task's stderr before the program runs: a bound is never skipped (fail closed).
 
 mod fs;
-mod limits;
+pub mod limits;
 mod net;
 mod user;
 
@@ -16,8 +16,6 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
 use crate::keeper::Launch;
-
-pub use limits::{TaskCgroups, sweep};
 
 /// The subcommand of the `taskhost` binary that applies bounds and executes a program.
 pub const WRAPPER_COMMAND: &str = "bounded";
@@ -132,11 +130,11 @@ struct Passed {
     #[serde(flatten)]
     bounds: Bounds,
     #[serde(default)]
-    cgroups: Option<TaskCgroups>,
+    cgroups: Option<limits::TaskCgroups>,
 }
 
 /// The launch that runs `launch` under `bounds`, in `cgroups` (made for this launch alone, see
-/// [`TaskCgroups::for_spawn`]): the wrapper `exe` (this binary) with the bounds and the program as
+/// [`limits::TaskCgroups::for_spawn`]): the wrapper `exe` (this binary) with the bounds and the program as
 /// its arguments; the environment and directory are the program's.
 ///
 /// # Errors
@@ -145,7 +143,7 @@ pub fn wrap(
     exe: &Path,
     launch: &Launch,
     bounds: &Bounds,
-    cgroups: Option<&TaskCgroups>,
+    cgroups: Option<&limits::TaskCgroups>,
 ) -> Result<Launch, BoundsError> {
     let passed = Passed {
         bounds: bounds.clone(),
@@ -220,17 +218,20 @@ fn no_new_privs(bounds: &Bounds) -> Result<(), BoundsError> {
 /// are removed) was caused by one of its bounds (`memory limit 256 MiB`), `None` otherwise.
 pub fn ended_by(
     bounds: &Bounds,
-    cgroups: Option<&TaskCgroups>,
+    cgroups: Option<&limits::TaskCgroups>,
     exit: &crate::Exit,
 ) -> Option<String> {
     limits::ended_by(bounds, cgroups, exit)
 }
 
-/// Whether `TASKHOST_BOUNDS_DENY` (a comma-separated list, for tests that simulate a kernel
-/// without a mechanism) names `mechanism`: `probe` and `check` then find it missing.
+/// The environment variable a test sets to simulate mechanisms missing: a comma-separated list of
+/// `memory`, `pids`, `cpu`, `run_as`. [`probe`], [`check`] and the wrapper then find that mechanism
+/// absent, so a bound that needs it is refused (never skipped). It can only refuse more.
+pub const DENY_ENV: &str = "TASKHOST_BOUNDS_DENY";
+
+/// Whether `mechanism` is denied by [`DENY_ENV`].
 fn denied(mechanism: &str) -> bool {
-    std::env::var("TASKHOST_BOUNDS_DENY")
-        .is_ok_and(|list| list.split(',').any(|m| m.trim() == mechanism))
+    std::env::var(DENY_ENV).is_ok_and(|v| v.split(',').any(|m| m.trim() == mechanism))
 }
 
 /// A part not built yet: refused, never skipped.
