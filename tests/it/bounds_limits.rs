@@ -256,3 +256,58 @@ fn a_process_the_memory_limit_ended_settles_killed_naming_the_limit_and_leaves_n
         .collect();
     assert!(left.is_empty(), "left: {left:?}");
 }
+
+/// Open until the filesystem part makes `/sys/fs/cgroup` read-only inside a bounded task (a task
+/// run as root, without `run_as`, otherwise raises its own limit and leaves its cgroup: watched on
+/// this branch, where both succeed).
+#[test]
+#[ignore = "needs the filesystem part's read-only /sys/fs/cgroup in the task's mount namespace"]
+fn a_task_cannot_raise_its_own_limit_or_leave_its_cgroup() {
+    let limited = Bounds {
+        pids_max: Some(64),
+        ..policy()
+    };
+    let cgroups = named(&limited).expect("this machine has a pids controller");
+    let dir = cgroups.paths()[0].to_owned();
+    let parent = dir.parent().unwrap().display().to_string();
+    let script = format!(
+        "echo 1000000 > {d}/pids.max; cat {d}/pids.max; echo $$ > {parent}/cgroup.procs; \
+         grep -c {name} /proc/self/cgroup",
+        d = dir.display(),
+        name = dir.file_name().unwrap().to_str().unwrap(),
+    );
+    let mut cmd = wrapped(&limited, Some(&cgroups), &script, Path::new("/"));
+    let out = output_within(&mut cmd, LIMIT);
+    assert_eq!(text(&out.stdout), "64\n1\n", "{out:?}");
+    remove(&cgroups);
+}
+
+#[test]
+fn a_limit_or_user_switch_this_machine_cannot_enforce_refuses_the_program() {
+    let limited = Bounds {
+        memory_max: Some(256 << 20),
+        ..policy()
+    };
+    let cgroups = named(&limited);
+    for (bounds, deny, part) in [
+        (&limited, "memory", "memory_max"),
+        (&as_nobody(), "run_as", "run_as"),
+    ] {
+        let mut cmd = wrapped(bounds, cgroups.as_ref(), "echo ran", Path::new("/"));
+        let out = output_within(cmd.env(bounds::DENY_ENV, deny), LIMIT);
+        assert_eq!(
+            out.status.code(),
+            Some(i32::from(bounds::REFUSED_EXIT)),
+            "{out:?}"
+        );
+        let err = text(&out.stderr);
+        assert!(
+            err.contains(&format!("{part} cannot be enforced here")),
+            "{err}"
+        );
+        assert!(out.stdout.is_empty(), "the program never ran: {out:?}");
+    }
+    if let Some(cgroups) = cgroups {
+        remove(&cgroups);
+    }
+}

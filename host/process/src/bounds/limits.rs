@@ -247,11 +247,12 @@ impl TaskCgroups {
 }
 
 /// Makes the task's cgroups, writes its limits and moves this process into them (in the wrapper,
-/// while privileged). A limit with no cgroup passed is refused.
+/// while privileged). A limit with no cgroup passed, or whose controller is denied (see
+/// [`super::DENY_ENV`]), is refused.
 pub(super) fn join(bounds: &Bounds, cgroups: Option<&TaskCgroups>) -> Result<(), BoundsError> {
     for part in PARTS.into_iter().filter(|p| p.wanted(bounds)) {
         let dir = cgroups.and_then(|c| c.dirs.iter().find(|d| d.part == part));
-        let Some(dir) = dir else {
+        let Some(dir) = dir.filter(|_| !denied(part.controller())) else {
             check(bounds)?;
             return Err(BoundsError::Unsupported {
                 policy: bounds.policy.clone(),
