@@ -311,3 +311,46 @@ fn a_limit_or_user_switch_this_machine_cannot_enforce_refuses_the_program() {
         remove(&cgroups);
     }
 }
+
+/// Prints the median cost of starting `true` (the spawn's answer, and until its exit is known)
+/// unbounded, bounded without limits and bounded with all three limits: 200 of each, interleaved.
+#[test]
+#[ignore = "a measurement, not a check: run it by name with --ignored --nocapture"]
+fn measure_bounded_starts_with_and_without_limits() {
+    use std::time::Instant;
+    use taskhost::process::ProcessSpec;
+    let f = crate::fixtures::Fixture::new("bounds-measure");
+    let limits = Bounds {
+        memory_max: Some(256 << 20),
+        pids_max: Some(64),
+        cpu_max_millis: Some(1500),
+        ..policy()
+    };
+    let kinds = [None, Some(policy()), Some(limits)];
+    let mut times = vec![(Vec::new(), Vec::new()); kinds.len()];
+    for _ in 0..200 {
+        for (kind, (started, ended)) in kinds.iter().zip(times.iter_mut()) {
+            let mut spec = ProcessSpec::new("true");
+            spec.bounds = kind.clone().map(std::sync::Arc::new);
+            let at = Instant::now();
+            let process = f.host.processes().spawn(&spec, "s").unwrap();
+            started.push(at.elapsed().as_secs_f64() * 1000.0);
+            assert_eq!(f.rt.block_on(process.wait()), Exit::Code(0));
+            ended.push(at.elapsed().as_secs_f64() * 1000.0);
+        }
+    }
+    let median = |xs: &mut Vec<f64>| {
+        xs.sort_by(f64::total_cmp);
+        xs[xs.len() / 2]
+    };
+    for (name, (started, ended)) in ["unbounded", "bounded", "bounded, 3 limits"]
+        .iter()
+        .zip(times.iter_mut())
+    {
+        println!(
+            "{name:18} start {:7.3} ms, to its exit {:7.3} ms (medians of 200)",
+            median(started),
+            median(ended)
+        );
+    }
+}
