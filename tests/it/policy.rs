@@ -120,13 +120,13 @@ fn policy_check_says_each_part_and_exits_2_when_one_cannot_be_enforced() {
     let path = config(
         &dir,
         &format!(
-            "[policy.locked]\nwrite = [{:?}]\n",
+            "[policy.locked]\nwrite = [{:?}]\nmemory_max = \"64M\"\n",
             work.display().to_string()
         ),
     );
     let (code, out, err) = run(
         &["policy-check", "--config", path.to_str().unwrap()],
-        &[("TASKHOST_BOUNDS_DENY", "landlock")],
+        &[("TASKHOST_BOUNDS_DENY", "memory")],
     );
     assert_eq!(code, Some(2), "{out}{err}");
     assert!(out.contains("policy locked:"), "{out}");
@@ -135,6 +135,11 @@ fn policy_check_says_each_part_and_exits_2_when_one_cannot_be_enforced() {
         .find(|l| l.trim_start().starts_with("write"))
         .unwrap();
     assert!(write.contains(&work.display().to_string()), "{out}");
+    let memory = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("memory_max"))
+        .unwrap();
+    assert!(memory.contains("64 MiB"), "{out}");
     assert!(
         out.contains("NOT ENFORCEABLE here: policy 'locked'"),
         "{out}"
@@ -149,14 +154,14 @@ fn serve_refuses_to_start_when_a_policy_cannot_be_enforced() {
     let path = config(
         &dir,
         &format!(
-            "[policy.locked]\nwrite = [{:?}]\n",
+            "[policy.locked]\nwrite = [{:?}]\nmemory_max = \"64M\"\n",
             work.display().to_string()
         ),
     );
     let (code, _, err) = run(
         &["serve", "--no-state", "--config", path.to_str().unwrap()],
         &[
-            ("TASKHOST_BOUNDS_DENY", "landlock"),
+            ("TASKHOST_BOUNDS_DENY", "memory"),
             ("XDG_RUNTIME_DIR", dir.to_str().unwrap()),
         ],
     );

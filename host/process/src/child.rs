@@ -47,8 +47,8 @@ pub struct Process {
     pub(crate) held_as: Mutex<Option<String>>,
     /// Told where the reads stand each time a read moves them.
     reads: Mutex<Option<ReadsMoved>>,
-    /// The bounds it was started under, which may be what ended it ([`crate::bounds::ended_by`]).
-    pub(crate) bounds: std::sync::OnceLock<Arc<crate::bounds::Bounds>>,
+    /// The bound that ended it (`memory limit 256 MiB`), once it settled.
+    pub(crate) ended_by: Mutex<Option<String>>,
 }
 
 /// A callback told where the reads of stdout and stderr stand, and where they stood when it was
@@ -95,7 +95,7 @@ impl Process {
             hold: Mutex::new(None),
             held_as: Mutex::new(None),
             reads: Mutex::new(None),
-            bounds: std::sync::OnceLock::new(),
+            ended_by: Mutex::new(None),
         })
     }
 
@@ -276,21 +276,19 @@ impl Process {
         }
     }
 
-    /// What ended it with `exit`, when one of its bounds did (`memory limit 256 MiB`).
-    pub fn ended_by_bound(&self, exit: &Exit) -> Option<String> {
-        crate::bounds::ended_by(self.bounds.get()?, exit)
+    /// The bound that ended it (`memory limit 256 MiB`), once it settled, when one did.
+    pub fn ended_by_bound(&self) -> Option<String> {
+        self.ended_by.lock().clone()
     }
 
     /// The registry outcome of a settled process: an exit code is `completed` (a kill that raced a
-    /// normal exit is `killed before exit`), a signal is `killed`; an end one of its bounds caused
-    /// is `killed` with the bound named (`memory limit 256 MiB`).
+    /// normal exit is `killed before exit`), a signal is `killed`; one a bound ended is `killed`
+    /// with the bound as its detail.
     pub fn outcome(&self, exit: &Exit) -> TaskOutcome {
         let killed = self.kill_requested.load(Ordering::SeqCst);
-        let by_bound = self.ended_by_bound(exit).filter(|_| !killed);
+        let bound = self.ended_by.lock().clone().filter(|_| !killed);
         let outcome = match exit {
-            _ if by_bound.is_some() => {
-                TaskOutcome::killed().with_detail(by_bound.unwrap_or_default())
-            }
+            _ if bound.is_some() => TaskOutcome::killed().with_detail(bound.unwrap_or_default()),
             Exit::Code(c) if !killed => {
                 TaskOutcome::completed().with_detail(wording::exit_detail(*c))
             }

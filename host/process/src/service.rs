@@ -69,6 +69,9 @@ impl ProcessService {
         let live = escaped::Live::default();
         let escaped = Arc::new(escaped::Escaped::new(live.clone()));
         let wrapper = keeper.map(std::path::Path::to_path_buf);
+        if wrapper.is_some() {
+            crate::bounds::limits::sweep();
+        }
         let keeper = keeper.map(|program| {
             keeper::Keepers::start(
                 program,
@@ -177,8 +180,7 @@ impl ProcessService {
             plan.hold.task.clone_from(task);
             Some(plan)
         });
-        let launch = self.launch(spec, n);
-        let (launch, bounds) = self.bounded(spec, owner_session, launch)?;
+        let (launch, bounded) = self.wrapped(spec, owner_session, self.launch(spec, n), n)?;
         let _guard = self.runtime.enter();
         let (exit, _) = watch::channel(None);
         let spawning = self.escaped.spawning();
@@ -212,9 +214,6 @@ impl ProcessService {
             false => self.handover_hold(n, &HoldSpec::of(spec), &outputs, &mut streams),
         };
         let process = Process::new(pgid, streams, exit, spec.grace, &self.runtime, input);
-        if let Some(bounds) = bounds {
-            let _ = process.bounds.set(bounds);
-        }
         *process.hold.lock() = hold;
         if held_from_start {
             process.held_as.lock().clone_from(&spec.held_as);
@@ -234,6 +233,7 @@ impl ProcessService {
             budget: self.budget.clone(),
             session: owner_session.to_owned(),
             keeper: self.keeper.clone(),
+            bounded,
         };
         self.runtime.spawn(supervised.run(waiter, pgid, outputs));
         Ok((process, talk))
@@ -250,20 +250,22 @@ impl ProcessService {
         self
     }
 
-    /// `launch` as it starts for `owner`, with the bounds it runs under: through the bounds wrapper
-    /// when the spec or the owner has bounds, as it is otherwise.
-    fn bounded(
+    /// `launch` as the `n`th process starts for `owner`: through the bounds wrapper, in cgroups of
+    /// its own where its bounds set a limit, when the spec or the owner has bounds; as it is
+    /// otherwise. An owner whose bounds cannot be found is refused.
+    fn wrapped(
         &self,
         spec: &ProcessSpec,
         owner: &str,
-        launch: keeper::Launch,
-    ) -> Result<(keeper::Launch, Option<Arc<crate::bounds::Bounds>>), SpawnError> {
+        launch: crate::keeper::Launch,
+        n: u64,
+    ) -> Result<(crate::keeper::Launch, Option<supervise::Bounded>), SpawnError> {
         let bounds = match (&spec.bounds, &self.owner_bounds) {
             (Some(bounds), _) => Some(bounds.clone()),
             (None, Some(resolver)) => resolver.bounds_of(owner).map_err(SpawnError)?,
             (None, None) => None,
         };
-        let Some(bounds) = bounds else {
+        let Some(bounds) = &bounds else {
             return Ok((launch, None));
         };
         let Some(exe) = &self.wrapper else {
@@ -273,9 +275,10 @@ impl ProcessService {
                 bounds.policy
             )));
         };
-        let wrapped =
-            crate::bounds::wrap(exe, &launch, &bounds).map_err(|e| SpawnError(e.to_string()))?;
-        Ok((wrapped, Some(bounds)))
+        let cgroups = crate::bounds::limits::TaskCgroups::for_spawn(bounds, n);
+        let wrapped = crate::bounds::wrap(exe, &launch, bounds, cgroups.as_ref())
+            .map_err(|e| SpawnError(e.to_string()))?;
+        Ok((wrapped, Some((bounds.clone(), cgroups))))
     }
 
     /// Keeps the output of processes asked to keep it ([`ProcessSpec::keep_output`]) in `dir`: their

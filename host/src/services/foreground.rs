@@ -114,7 +114,7 @@ impl Services {
             self.foreground_settled(id);
         }
         Ok(Foreground {
-            output: with_bound(process.read(), process.ended_by_bound(&exit)),
+            output: with_bound(process.read(), process.ended_by_bound()),
             exit,
             timed_out,
             cancelled,
