@@ -9,7 +9,9 @@
 
 mod fs;
 mod limits;
+mod mounts;
 mod net;
+mod privileges;
 mod user;
 
 use std::ffi::{OsStr, OsString};
@@ -108,6 +110,7 @@ pub struct Mechanism {
 pub fn probe() -> Vec<Mechanism> {
     let mut all = fs::probe();
     all.extend(net::probe());
+    all.extend(privileges::probe());
     all.extend(limits::probe());
     all.extend(user::probe());
     all
@@ -162,6 +165,7 @@ pub fn enter(bounds: &str, program: &OsStr, args: &[OsString]) -> BoundsError {
     let applied = limits::join(&bounds)
         .and_then(|()| fs::mount(&bounds))
         .and_then(|()| user::switch(&bounds))
+        .and_then(|()| privileges::give_up(&bounds))
         .and_then(|()| no_new_privs(&bounds))
         .and_then(|()| net::restrict(&bounds))
         .and_then(|()| fs::restrict(&bounds));
@@ -195,6 +199,34 @@ fn no_new_privs(bounds: &Bounds) -> Result<(), BoundsError> {
 /// (`memory limit 256 MiB`), `None` otherwise.
 pub fn ended_by(bounds: &Bounds, exit: &crate::Exit) -> Option<String> {
     limits::ended_by(bounds, exit)
+}
+
+/// The environment variable a test sets to simulate mechanisms missing: a comma-separated list of
+/// `landlock`, `mount`, `seccomp`. [`probe`], [`check`] and the wrapper then find that mechanism
+/// absent, so a bound that needs it is refused (never skipped). It can only refuse more.
+pub const DENY_ENV: &str = "TASKHOST_BOUNDS_DENY";
+
+/// Whether `mechanism` is denied by [`DENY_ENV`].
+fn denied(mechanism: &str) -> bool {
+    std::env::var(DENY_ENV).is_ok_and(|v| v.split(',').any(|m| m.trim() == mechanism))
+}
+
+/// A part this machine cannot enforce, with the measured reason.
+fn unsupported(bounds: &Bounds, part: &'static str, why: String) -> BoundsError {
+    BoundsError::Unsupported {
+        policy: bounds.policy.clone(),
+        part,
+        why,
+    }
+}
+
+/// Applying a part failed with the OS's error.
+fn failed(bounds: &Bounds, part: &'static str, source: impl Into<std::io::Error>) -> BoundsError {
+    BoundsError::Failed {
+        policy: bounds.policy.clone(),
+        part,
+        source: source.into(),
+    }
 }
 
 /// A part not built yet: refused, never skipped.
