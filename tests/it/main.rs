@@ -5,6 +5,7 @@
 
 mod authoring;
 mod bash;
+mod bounds_fs;
 mod clients;
 mod crash_reads;
 mod descriptors;

@@ -79,10 +79,18 @@ fn landlock_here() -> Result<String, String> {
 }
 
 pub(super) fn check(bounds: &Bounds) -> Result<(), BoundsError> {
-    let part = if bounds.filesystem { "write" } else { "signals" };
+    let part = if bounds.filesystem {
+        "write"
+    } else {
+        "signals"
+    };
     landlock_here().map_err(|why| unsupported(bounds, part, why))?;
     if mounts::needed(bounds) {
-        let part = if bounds.hide.is_empty() { "git_read_only" } else { "hide" };
+        let part = if bounds.hide.is_empty() {
+            "git_read_only"
+        } else {
+            "hide"
+        };
         mounts::here().map_err(|why| unsupported(bounds, part, why))?;
     }
     Ok(())
@@ -96,7 +104,11 @@ pub(super) fn mount(bounds: &Bounds) -> Result<(), BoundsError> {
 
 /// Landlock, last before the exec (`no_new_privs` is already set).
 pub(super) fn restrict(bounds: &Bounds) -> Result<(), BoundsError> {
-    let part = if bounds.filesystem { "write" } else { "signals" };
+    let part = if bounds.filesystem {
+        "write"
+    } else {
+        "signals"
+    };
     let rules = rules(bounds).map_err(|e| failed(bounds, part, std::io::Error::other(e)))?;
     rules
         .restrict_self()

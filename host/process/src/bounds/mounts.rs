@@ -18,7 +18,8 @@ use super::{Bounds, BoundsError, denied, failed};
 
 /// Whether `bounds` needs a mount namespace.
 pub(super) fn needed(bounds: &Bounds) -> bool {
-    !bounds.hide.is_empty() || (bounds.filesystem && !bounds.git_writable && !bounds.write.is_empty())
+    !bounds.hide.is_empty()
+        || (bounds.filesystem && !bounds.git_writable && !bounds.write.is_empty())
 }
 
 /// How this process could make the namespace, or why it cannot.
@@ -104,7 +105,13 @@ fn git_dirs(root: &Path) -> Vec<PathBuf> {
 /// Binds `path` read-only over itself.
 fn read_only(path: &Path) -> std::io::Result<()> {
     let none = None::<&str>;
-    mount(Some(path), path, none, MsFlags::MS_BIND | MsFlags::MS_REC, none)?;
+    mount(
+        Some(path),
+        path,
+        none,
+        MsFlags::MS_BIND | MsFlags::MS_REC,
+        none,
+    )?;
     remount(path, MsFlags::MS_RDONLY)
 }
 
@@ -116,12 +123,22 @@ fn hide(path: &Path) -> std::io::Result<()> {
         return Ok(());
     };
     if meta.is_dir() {
-        let flags = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
-        mount(Some("tmpfs"), path, Some("tmpfs"), flags, Some("size=4k,mode=0555"))?;
+        let flags =
+            MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+        mount(
+            Some("tmpfs"),
+            path,
+            Some("tmpfs"),
+            flags,
+            Some("size=4k,mode=0555"),
+        )?;
         return Ok(());
     }
     mount(Some("/dev/null"), path, none, MsFlags::MS_BIND, none)?;
-    remount(path, MsFlags::MS_RDONLY | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC)
+    remount(
+        path,
+        MsFlags::MS_RDONLY | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+    )
 }
 
 /// Remounts the bind mount at `path` with `extra` added to the flags it has (a user namespace may
@@ -136,10 +153,10 @@ fn remount(path: &Path, extra: MsFlags) -> std::io::Result<()> {
         (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
         (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
     ];
-    let flags = kept
-        .iter()
-        .filter(|(st, _)| has.contains(*st))
-        .fold(MsFlags::MS_BIND | MsFlags::MS_REMOUNT | extra, |f, (_, ms)| f | *ms);
+    let flags = kept.iter().filter(|(st, _)| has.contains(*st)).fold(
+        MsFlags::MS_BIND | MsFlags::MS_REMOUNT | extra,
+        |f, (_, ms)| f | *ms,
+    );
     let none = None::<&str>;
     mount(none, path, none, flags, none)?;
     Ok(())

@@ -35,7 +35,9 @@ fn seccomp_here() -> Result<(), String> {
     }
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     if !status.lines().any(|l| l.starts_with("Seccomp:")) {
-        return Err("this kernel has no seccomp (no Seccomp: line in /proc/self/status)".to_owned());
+        return Err(
+            "this kernel has no seccomp (no Seccomp: line in /proc/self/status)".to_owned(),
+        );
     }
     filter().map(|_| ())
 }
@@ -54,7 +56,8 @@ pub(super) fn restrict(bounds: &Bounds) -> Result<(), BoundsError> {
     }
     check(bounds)?;
     let program = filter().map_err(|why| unsupported(bounds, "network", why))?;
-    seccompiler::apply_filter(&program).map_err(|e| failed(bounds, "network", std::io::Error::other(e)))
+    seccompiler::apply_filter(&program)
+        .map_err(|e| failed(bounds, "network", std::io::Error::other(e)))
 }
 
 /// The filter: EACCES for a socket of any family but `AF_UNIX`, and for `io_uring_setup`.

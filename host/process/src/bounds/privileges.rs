@@ -19,7 +19,8 @@ pub(super) fn probe() -> Vec<Mechanism> {
 /// Drops every capability: the bounding set first (while `CAP_SETPCAP` allows it), then the
 /// ambient, inheritable, effective and permitted sets.
 pub(super) fn give_up(bounds: &Bounds) -> Result<(), BoundsError> {
-    let fail = |e: caps::errors::CapsError| failed(bounds, "capabilities", std::io::Error::other(e));
+    let fail =
+        |e: caps::errors::CapsError| failed(bounds, "capabilities", std::io::Error::other(e));
     if caps::has_cap(None, CapSet::Effective, Capability::CAP_SETPCAP).map_err(fail)? {
         caps::clear(None, CapSet::Bounding).map_err(fail)?;
     }
