@@ -301,3 +301,26 @@ fn a_mechanism_missing_refuses_the_bounds_before_the_program_runs() {
         assert!(!marker.exists(), "{denied}: the program ran");
     }
 }
+
+#[test]
+fn an_abstract_unix_socket_made_outside_the_bounds_cannot_be_reached() {
+    use std::os::linux::net::SocketAddrExt;
+    let s = scratch("bounds-abstract");
+    let root = dir(&s, "root");
+    let name = format!("taskhost-it-abstract-{}", std::process::id());
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(&name).unwrap();
+    let _listener = std::os::unix::net::UnixListener::bind_addr(&addr).unwrap();
+    let attack = format!(
+        "python3 -c 'import socket; socket.socket(socket.AF_UNIX).connect(\"\\0{name}\"); print(\"connected\")'"
+    );
+
+    let free = run(None, &attack);
+    assert_eq!(stdout(&free), "connected\n", "{}", stderr(&free));
+    let out = run(Some(&bounds(&[&root], &[])), &attack);
+    assert_eq!(stdout(&out), "");
+    assert!(
+        stderr(&out).contains("[Errno 1] Operation not permitted"),
+        "{}",
+        stderr(&out)
+    );
+}
