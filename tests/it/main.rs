@@ -5,6 +5,7 @@
 
 mod authoring;
 mod bash;
+mod bounds_fs;
 mod bounds_limits;
 mod clients;
 mod crash_reads;

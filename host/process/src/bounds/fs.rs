@@ -1,39 +1,176 @@
 //! The filesystem part: writable roots, hidden paths, read-only `.git`, and the scopes that keep a
 //! bounded process from signalling or reaching processes outside its bounds.
+//!
+//! Landlock does the rights, the mount namespace ([`super::mounts`]) the hiding and the read-only
+//! `.git`: a read-only mount wins over a Landlock write right, and a Landlock domain that handles
+//! the filesystem forbids every change of the mounts, so the task cannot undo them.
+//!
+//! Every bounded process gets a Landlock domain, even one whose policy sets no `write`: the signal
+//! scope (a task cannot signal, nor ptrace, a process outside its domain, such as the keeper or the
+//! host), the abstract Unix socket scope, and the freezing of the mounts come with it.
+//!
+//! What is readable and writable, with `write` set: every path is readable and executable except
+//! the device nodes of `/dev` (a root task would otherwise read raw disks past `hide`); of `/dev`,
+//! only `null`, `zero`, `full`, `random`, `urandom`, `tty`, `ptmx` and `pts/` may be opened, for
+//! reading and writing. The `write` roots are writable, and nothing else: not `/tmp` (a shared
+//! `/tmp` is where principals would tamper with each other's files; a policy that wants it lists
+//! it). Without `write` (`Bounds::filesystem` false) every path but the devices is writable.
 
-use super::{Bounds, BoundsError, Mechanism, not_built};
+use std::path::Path;
+
+use landlock::{
+    ABI, Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetError, Scope,
+};
+
+use super::{Bounds, BoundsError, Mechanism, denied, failed, mounts, unsupported};
+
+/// The Landlock ABI every bound needs (Linux 6.12): filesystem rights with truncation and device
+/// ioctls, and the signal and abstract Unix socket scopes. Required, never best effort.
+const NEEDED: ABI = ABI::V6;
+
+/// The device nodes a shell needs, opened for reading and writing.
+const DEVICES: [&str; 7] = [
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+];
 
 pub(super) fn probe() -> Vec<Mechanism> {
-    let none = || Err("not built yet".to_owned());
+    let landlock = landlock_here();
     vec![
         Mechanism {
             part: "write",
-            how: none(),
+            how: landlock.clone(),
         },
         Mechanism {
             part: "hide",
-            how: none(),
+            how: mounts::here().map(|m| format!("{m}: an empty read-only mount over each path")),
+        },
+        Mechanism {
+            part: "git_read_only",
+            how: mounts::here().map(|m| format!("{m}: a read-only bind mount of each .git")),
         },
         Mechanism {
             part: "signals",
-            how: none(),
+            how: landlock.map(|l| format!("{l} scopes: signals, ptrace, abstract Unix sockets")),
         },
     ]
 }
 
+/// Landlock with [`NEEDED`], measured by creating (and dropping) a ruleset that requires it.
+fn landlock_here() -> Result<String, String> {
+    if denied("landlock") {
+        return Err(format!(
+            "Landlock is denied by {} (a test's simulation of a kernel without it)",
+            super::DENY_ENV
+        ));
+    }
+    match ruleset() {
+        Ok(_) => Ok("Landlock ABI 6 or later".to_owned()),
+        Err(e) => Err(format!(
+            "this kernel lacks Landlock ABI 6 (filesystem rights and signal scoping, Linux 6.12): {e}"
+        )),
+    }
+}
+
 pub(super) fn check(bounds: &Bounds) -> Result<(), BoundsError> {
-    if bounds.filesystem || !bounds.hide.is_empty() {
-        return Err(not_built(bounds, "write"));
+    let part = if bounds.filesystem {
+        "write"
+    } else {
+        "signals"
+    };
+    landlock_here().map_err(|why| unsupported(bounds, part, why))?;
+    if mounts::needed(bounds) {
+        let part = if bounds.hide.is_empty() {
+            "git_read_only"
+        } else {
+            "hide"
+        };
+        mounts::here().map_err(|why| unsupported(bounds, part, why))?;
     }
     Ok(())
 }
 
 /// The mounts (made while privileged): hidden paths, read-only `.git`.
 pub(super) fn mount(bounds: &Bounds) -> Result<(), BoundsError> {
-    check(bounds)
+    check(bounds)?;
+    mounts::make(bounds)
 }
 
-/// Landlock, last before the exec.
+/// Landlock, last before the exec (`no_new_privs` is already set).
 pub(super) fn restrict(bounds: &Bounds) -> Result<(), BoundsError> {
-    check(bounds)
+    let part = if bounds.filesystem {
+        "write"
+    } else {
+        "signals"
+    };
+    let rules = rules(bounds).map_err(|e| failed(bounds, part, std::io::Error::other(e)))?;
+    rules
+        .restrict_self()
+        .map(|_| ())
+        .map_err(|e| failed(bounds, part, std::io::Error::other(e)))
+}
+
+/// A ruleset handling every filesystem right and scope of [`NEEDED`], as a hard requirement.
+fn ruleset() -> Result<RulesetCreated, RulesetError> {
+    Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::from_all(NEEDED))?
+        .scope(Scope::from_all(NEEDED))?
+        .create()
+}
+
+/// The rules of `bounds`: see the module's documentation.
+fn rules(bounds: &Bounds) -> Result<RulesetCreated, RulesetError> {
+    let all = AccessFs::from_all(NEEDED);
+    let file = AccessFs::from_file(NEEDED);
+    let everywhere = if bounds.filesystem {
+        AccessFs::from_read(NEEDED)
+    } else {
+        all
+    };
+    // On `/` itself only the rights on directories, so that none reaches the devices beneath it.
+    let mut rules = add(ruleset()?, Path::new("/"), everywhere & !file)?;
+    for entry in std::fs::read_dir("/").into_iter().flatten().flatten() {
+        if entry.file_name() != "dev" {
+            rules = add(rules, &entry.path(), everywhere)?;
+        }
+    }
+    for device in DEVICES {
+        rules = add(rules, Path::new(device), file)?;
+    }
+    rules = add(rules, Path::new("/dev/pts"), all)?;
+    rules = add(rules, Path::new("/dev/shm"), everywhere)?;
+    if bounds.filesystem {
+        for root in &bounds.write {
+            rules = add(rules, root, all)?;
+        }
+    }
+    Ok(rules)
+}
+
+/// Adds `access` beneath `path` (only its file rights when it is not a directory); a path that
+/// cannot be opened gets no rule, which only leaves it less reachable.
+fn add(
+    rules: RulesetCreated,
+    path: &Path,
+    access: BitFlags<AccessFs>,
+) -> Result<RulesetCreated, RulesetError> {
+    let Ok(fd) = PathFd::new(path) else {
+        return Ok(rules);
+    };
+    let access = if path.is_dir() {
+        access
+    } else {
+        access & AccessFs::from_file(NEEDED)
+    };
+    if access.is_empty() {
+        return Ok(rules);
+    }
+    rules.add_rule(PathBeneath::new(fd, access))
 }

@@ -9,7 +9,9 @@
 
 mod fs;
 pub mod limits;
+mod mounts;
 mod net;
+mod privileges;
 mod user;
 
 use std::ffi::{OsStr, OsString};
@@ -108,6 +110,7 @@ pub struct Mechanism {
 pub fn probe() -> Vec<Mechanism> {
     let mut all = fs::probe();
     all.extend(net::probe());
+    all.extend(privileges::probe());
     all.extend(limits::probe());
     all.extend(user::probe());
     all
@@ -182,6 +185,7 @@ pub fn enter(bounds: &str, program: &OsStr, args: &[OsString]) -> BoundsError {
     let applied = limits::join(&bounds, cgroups.as_ref())
         .and_then(|()| fs::mount(&bounds))
         .and_then(|()| user::switch(&bounds))
+        .and_then(|()| privileges::give_up(&bounds))
         .and_then(|()| no_new_privs(&bounds))
         .and_then(|()| net::restrict(&bounds))
         .and_then(|()| fs::restrict(&bounds));
@@ -225,7 +229,7 @@ pub fn ended_by(
 }
 
 /// The environment variable a test sets to simulate mechanisms missing: a comma-separated list of
-/// `memory`, `pids`, `cpu`, `run_as`. [`probe`], [`check`] and the wrapper then find that mechanism
+/// `landlock`, `mount`, `seccomp`, `memory`, `pids`, `cpu`, `run_as`. [`probe`], [`check`] and the wrapper then find that mechanism
 /// absent, so a bound that needs it is refused (never skipped). It can only refuse more.
 pub const DENY_ENV: &str = "TASKHOST_BOUNDS_DENY";
 
@@ -234,11 +238,20 @@ fn denied(mechanism: &str) -> bool {
     std::env::var(DENY_ENV).is_ok_and(|v| v.split(',').any(|m| m.trim() == mechanism))
 }
 
-/// A part not built yet: refused, never skipped.
-fn not_built(bounds: &Bounds, part: &'static str) -> BoundsError {
+/// A part this machine cannot enforce, with the measured reason.
+fn unsupported(bounds: &Bounds, part: &'static str, why: String) -> BoundsError {
     BoundsError::Unsupported {
         policy: bounds.policy.clone(),
         part,
-        why: "this build of taskhost does not enforce it yet".into(),
+        why,
+    }
+}
+
+/// Applying a part failed with the OS's error.
+fn failed(bounds: &Bounds, part: &'static str, source: impl Into<std::io::Error>) -> BoundsError {
+    BoundsError::Failed {
+        policy: bounds.policy.clone(),
+        part,
+        source: source.into(),
     }
 }

@@ -1,0 +1,163 @@
+//! The private mount namespace of a bounded process: each `.git` of a writable root bound
+//! read-only over itself, each hidden path covered by an empty read-only mount.
+//!
+//! A host run by root makes the namespace directly; any other host makes a user namespace first,
+//! mapping its own user and group to themselves (so the task's `id` is unchanged), which gives the
+//! wrapper the right to mount in it until it executes the program. Every mount is private: nothing
+//! reaches the host's namespace. The mounts are made before Landlock, whose domain then forbids
+//! any change of them (mount, umount, pivot_root), and the capabilities are given up before the
+//! program runs.
+
+use std::path::{Path, PathBuf};
+
+use nix::mount::{MsFlags, mount};
+use nix::sched::{CloneFlags, unshare};
+use nix::sys::statvfs::{FsFlags, statvfs};
+
+use super::{Bounds, BoundsError, denied, failed};
+
+/// Whether `bounds` needs a mount namespace.
+pub(super) fn needed(bounds: &Bounds) -> bool {
+    !bounds.hide.is_empty()
+        || (bounds.filesystem && !bounds.git_writable && !bounds.write.is_empty())
+}
+
+/// How this process could make the namespace, or why it cannot.
+pub(super) fn here() -> Result<String, String> {
+    if denied("mount") {
+        return Err(format!(
+            "mount namespaces are denied by {} (a test's simulation)",
+            super::DENY_ENV
+        ));
+    }
+    if nix::unistd::geteuid().is_root() {
+        return Ok("a private mount namespace".to_owned());
+    }
+    let max = std::fs::read_to_string("/proc/sys/user/max_user_namespaces").unwrap_or_default();
+    match max.trim().parse::<u64>() {
+        Ok(n) if n > 0 => Ok("a user and a private mount namespace".to_owned()),
+        _ => Err(
+            "a host not run by root needs user namespaces to mount, and this kernel has none \
+             (/proc/sys/user/max_user_namespaces)"
+                .to_owned(),
+        ),
+    }
+}
+
+/// Enters the namespace and makes the mounts `bounds` asks for.
+pub(super) fn make(bounds: &Bounds) -> Result<(), BoundsError> {
+    if !needed(bounds) {
+        return Ok(());
+    }
+    enter().map_err(|e| failed(bounds, "mount namespace", e))?;
+    if bounds.filesystem && !bounds.git_writable {
+        for root in &bounds.write {
+            for git in git_dirs(root) {
+                read_only(&git).map_err(|e| failed(bounds, "git_read_only", e))?;
+            }
+        }
+    }
+    for path in &bounds.hide {
+        hide(path).map_err(|e| failed(bounds, "hide", e))?;
+    }
+    Ok(())
+}
+
+/// Unshares the mount namespace (with a user namespace when not root) and makes it private.
+fn enter() -> std::io::Result<()> {
+    if nix::unistd::geteuid().is_root() {
+        unshare(CloneFlags::CLONE_NEWNS)?;
+    } else {
+        let (uid, gid) = (nix::unistd::geteuid(), nix::unistd::getegid());
+        unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS)?;
+        std::fs::write("/proc/self/setgroups", "deny")?;
+        std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
+        std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
+    }
+    let none = None::<&str>;
+    mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none)?;
+    Ok(())
+}
+
+/// The git directories of the writable root `root`: its `.git` directory, or its `.git` file
+/// (a worktree's `gitdir:` line), the directory it names and that one's common directory.
+fn git_dirs(root: &Path) -> Vec<PathBuf> {
+    let dot_git = root.join(".git");
+    if dot_git.is_dir() {
+        return vec![dot_git];
+    }
+    let Ok(text) = std::fs::read_to_string(&dot_git) else {
+        return Vec::new();
+    };
+    let mut dirs = vec![dot_git];
+    let Some(gitdir) = text.lines().find_map(|l| l.strip_prefix("gitdir:")) else {
+        return dirs;
+    };
+    let gitdir = root.join(gitdir.trim());
+    if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
+        dirs.push(gitdir.join(common.trim()));
+    }
+    dirs.push(gitdir);
+    dirs.retain(|d| d.exists());
+    dirs
+}
+
+/// Binds `path` read-only over itself.
+fn read_only(path: &Path) -> std::io::Result<()> {
+    let none = None::<&str>;
+    mount(
+        Some(path),
+        path,
+        none,
+        MsFlags::MS_BIND | MsFlags::MS_REC,
+        none,
+    )?;
+    remount(path, MsFlags::MS_RDONLY)
+}
+
+/// Covers `path`: an empty read-only tmpfs over a directory, `/dev/null` on a mount that opens no
+/// device over anything else (opening it fails with EACCES). A path that does not exist is left.
+fn hide(path: &Path) -> std::io::Result<()> {
+    let none = None::<&str>;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    if meta.is_dir() {
+        let flags =
+            MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+        mount(
+            Some("tmpfs"),
+            path,
+            Some("tmpfs"),
+            flags,
+            Some("size=4k,mode=0555"),
+        )?;
+        return Ok(());
+    }
+    mount(Some("/dev/null"), path, none, MsFlags::MS_BIND, none)?;
+    remount(
+        path,
+        MsFlags::MS_RDONLY | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+    )
+}
+
+/// Remounts the bind mount at `path` with `extra` added to the flags it has (a user namespace may
+/// not clear the flags its mounts were given).
+fn remount(path: &Path, extra: MsFlags) -> std::io::Result<()> {
+    let has = statvfs(path)?.flags();
+    let kept = [
+        (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
+        (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
+        (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+        (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
+        (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
+        (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
+    ];
+    let flags = kept.iter().filter(|(st, _)| has.contains(*st)).fold(
+        MsFlags::MS_BIND | MsFlags::MS_REMOUNT | extra,
+        |f, (_, ms)| f | *ms,
+    );
+    let none = None::<&str>;
+    mount(none, path, none, flags, none)?;
+    Ok(())
+}

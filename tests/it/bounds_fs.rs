@@ -1,0 +1,385 @@
+//! The filesystem, signal and network bounds, attacked from inside a bounded process: the wrapper
+//! (`taskhost bounded`) run directly, each attack run once unbounded (where it succeeds) and once
+//! bounded (where the kernel refuses it).
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use taskhost::process::bounds::{Bounds, DENY_ENV, REFUSED_EXIT};
+
+use crate::fixtures::{output_within, scratch};
+use crate::mcp::binary;
+
+/// Bounds writable beneath `write`, hiding `hide`, with the network off.
+fn bounds(write: &[&Path], hide: &[&Path]) -> Bounds {
+    Bounds {
+        policy: "attacked".into(),
+        write: write.iter().map(|p| p.to_path_buf()).collect(),
+        hide: hide.iter().map(|p| p.to_path_buf()).collect(),
+        filesystem: true,
+        ..Bounds::default()
+    }
+}
+
+/// Runs `script` with `sh -c`, through the wrapper under `bounds` when given.
+fn run(bounds: Option<&Bounds>, script: &str) -> Output {
+    run_with(bounds, script, &[])
+}
+
+fn run_with(bounds: Option<&Bounds>, script: &str, env: &[(&str, &str)]) -> Output {
+    let mut cmd = match bounds {
+        Some(b) => {
+            let mut c = Command::new(binary());
+            c.args([
+                "bounded",
+                "--bounds",
+                &serde_json::to_string(b).unwrap(),
+                "--",
+            ]);
+            c.arg("/bin/sh");
+            c
+        }
+        None => Command::new("/bin/sh"),
+    };
+    cmd.args(["-c", script]).envs(env.iter().copied());
+    output_within(&mut cmd, Duration::from_secs(30))
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A directory made for the test under `dir`.
+fn dir(dir: &Path, name: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::create_dir_all(&p).unwrap();
+    p
+}
+
+#[test]
+fn a_write_outside_the_write_roots_fails_with_eacces_and_inside_succeeds() {
+    let s = scratch("bounds-write");
+    let root = dir(&s, "root");
+    let outside = dir(&s, "outside");
+    let attack = format!(
+        "echo x > {0}/planted && echo x > {1}/made",
+        outside.display(),
+        root.display()
+    );
+
+    let free = run(None, &attack);
+    assert!(free.status.success(), "unbounded: {}", stderr(&free));
+    std::fs::remove_file(outside.join("planted")).unwrap();
+
+    let out = run(Some(&bounds(&[&root], &[])), &attack);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out)); // sh: a redirection failed
+    assert!(
+        stderr(&out).contains("Permission denied"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!outside.join("planted").exists());
+    let inside = run(
+        Some(&bounds(&[&root], &[])),
+        &format!("echo y > {}/made", root.display()),
+    );
+    assert!(inside.status.success(), "{}", stderr(&inside));
+    assert_eq!(std::fs::read_to_string(root.join("made")).unwrap(), "y\n");
+}
+
+#[test]
+fn git_config_inside_a_write_root_is_read_only_unless_git_writable() {
+    let s = scratch("bounds-git");
+    let root = dir(&s, "repo");
+    dir(&root, ".git");
+    std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
+    let attack = format!(
+        "echo '[core] hooksPath = /x' >> {}/.git/config",
+        root.display()
+    );
+
+    let out = run(Some(&bounds(&[&root], &[])), &attack);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out)); // sh: a redirection failed
+    assert!(
+        stderr(&out).contains("Read-only file system"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+
+    let writable = Bounds {
+        git_writable: true,
+        ..bounds(&[&root], &[])
+    };
+    let out = run(Some(&writable), &attack);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        std::fs::read_to_string(root.join(".git/config"))
+            .unwrap()
+            .contains("hooksPath")
+    );
+}
+
+#[test]
+fn a_planted_key_under_hide_and_a_hidden_state_database_cannot_be_read() {
+    let s = scratch("bounds-hide");
+    let root = dir(&s, "root");
+    let ssh = dir(&s, "ssh");
+    std::fs::write(ssh.join("id_ed25519"), "PRIVATE KEY").unwrap();
+    let state = dir(&s, "state");
+    std::fs::write(state.join("state.db"), "TOKEN HASHES").unwrap();
+    let token_file = s.join("tokens");
+    std::fs::write(&token_file, "TOKEN STORE").unwrap();
+    let attack = format!(
+        "cat {}/id_ed25519; cat {}/state.db; cat {}",
+        ssh.display(),
+        state.display(),
+        token_file.display()
+    );
+
+    let free = run(None, &attack);
+    assert_eq!(stdout(&free), "PRIVATE KEYTOKEN HASHESTOKEN STORE");
+
+    let out = run(
+        Some(&bounds(&[&root], &[&ssh, &state, &token_file])),
+        &attack,
+    );
+    assert_eq!(stdout(&out), "", "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("id_ed25519: No such file"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("state.db: No such file"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("tokens: Permission denied"),
+        "{}",
+        stderr(&out)
+    );
+    // The mounts were private to the bounded process: the test still reads every file.
+    assert_eq!(
+        std::fs::read_to_string(ssh.join("id_ed25519")).unwrap(),
+        "PRIVATE KEY"
+    );
+    assert_eq!(std::fs::read_to_string(&token_file).unwrap(), "TOKEN STORE");
+}
+
+#[test]
+fn a_root_task_cannot_unmount_what_hides_a_path_nor_keep_a_capability() {
+    let s = scratch("bounds-umount");
+    let root = dir(&s, "root");
+    let secret = dir(&s, "secret");
+    std::fs::write(secret.join("key"), "KEY").unwrap();
+    let attack = format!(
+        "grep -E '^Cap(Eff|Prm|Bnd)' /proc/self/status; umount {0}; cat {0}/key",
+        secret.display()
+    );
+
+    let out = run(Some(&bounds(&[&root], &[&secret])), &attack);
+    let caps = stdout(&out);
+    assert_eq!(caps.matches("0000000000000000").count(), 3, "{caps}");
+    assert!(!caps.contains("KEY"), "{caps}");
+    assert!(
+        stderr(&out).contains("key: No such file"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn kill_9_of_a_process_outside_the_bounds_fails_and_it_lives_on() {
+    let s = scratch("bounds-kill");
+    let root = dir(&s, "root");
+    let mut keeper = Command::new("sleep").arg("60").spawn().unwrap();
+    let attack = format!("kill -9 {}", keeper.id());
+
+    let out = run(Some(&bounds(&[&root], &[])), &attack);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        stderr(&out).contains("Operation not permitted"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        keeper.try_wait().unwrap().is_none(),
+        "the keeper's stand-in died"
+    );
+
+    let free = run(None, &attack);
+    assert!(free.status.success(), "{}", stderr(&free));
+    let status = keeper.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(9)
+    );
+}
+
+#[test]
+fn a_tcp_connect_to_a_loopback_listener_fails_under_network_none() {
+    let s = scratch("bounds-net");
+    let root = dir(&s, "root");
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let attack = format!("bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected'");
+
+    let free = run(None, &attack);
+    assert_eq!(stdout(&free), "connected\n", "{}", stderr(&free));
+
+    let out = run(Some(&bounds(&[&root], &[])), &attack);
+    assert_eq!(stdout(&out), "");
+    assert!(
+        stderr(&out).contains("socket: Permission denied"),
+        "{}",
+        stderr(&out)
+    );
+    let all = Bounds {
+        network: true,
+        ..bounds(&[&root], &[])
+    };
+    let open = run(Some(&all), &attack);
+    assert_eq!(stdout(&open), "connected\n", "{}", stderr(&open));
+}
+
+#[test]
+fn an_unbounded_process_beside_a_bounded_one_finishes_untouched() {
+    let s = scratch("bounds-beside");
+    let root = dir(&s, "root");
+    let secret = dir(&s, "secret");
+    std::fs::write(secret.join("key"), "KEY").unwrap();
+    let b = serde_json::to_string(&bounds(&[&root], &[&secret])).unwrap();
+    let mut bounded = Command::new(binary())
+        .args(["bounded", "--bounds", &b, "--", "sleep", "60"])
+        .spawn()
+        .unwrap();
+    let beside = format!(
+        "cat {0}/key && echo x > {1}/beside && kill -0 {2}",
+        secret.display(),
+        s.display(),
+        bounded.id()
+    );
+    let out = run(None, &beside);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "KEY");
+    assert!(s.join("beside").exists());
+    bounded.kill().unwrap();
+    bounded.wait().unwrap();
+}
+
+#[test]
+fn a_mechanism_missing_refuses_the_bounds_before_the_program_runs() {
+    let s = scratch("bounds-deny");
+    let root = dir(&s, "root");
+    let hidden = dir(&s, "hidden");
+    let marker = root.join("ran");
+    let script = format!("echo x > {}", marker.display());
+    for (denied, part, b) in [
+        ("landlock", "write", bounds(&[&root], &[])),
+        ("mount", "hide", bounds(&[&root], &[&hidden])),
+        ("seccomp", "network", bounds(&[&root], &[])),
+    ] {
+        let out = run_with(Some(&b), &script, &[(DENY_ENV, denied)]);
+        assert_eq!(out.status.code(), Some(i32::from(REFUSED_EXIT)), "{denied}");
+        let expected = format!("policy 'attacked': {part} cannot be enforced here");
+        assert!(
+            stderr(&out).contains(&expected),
+            "{denied}: {}",
+            stderr(&out)
+        );
+        assert!(!marker.exists(), "{denied}: the program ran");
+    }
+}
+
+#[test]
+fn an_abstract_unix_socket_made_outside_the_bounds_cannot_be_reached() {
+    use std::os::linux::net::SocketAddrExt;
+    let s = scratch("bounds-abstract");
+    let root = dir(&s, "root");
+    let name = format!("taskhost-it-abstract-{}", std::process::id());
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(&name).unwrap();
+    let _listener = std::os::unix::net::UnixListener::bind_addr(&addr).unwrap();
+    let attack = format!(
+        "python3 -c 'import socket; socket.socket(socket.AF_UNIX).connect(\"\\0{name}\"); print(\"connected\")'"
+    );
+
+    let free = run(None, &attack);
+    assert_eq!(stdout(&free), "connected\n", "{}", stderr(&free));
+    let out = run(Some(&bounds(&[&root], &[])), &attack);
+    assert_eq!(stdout(&out), "");
+    assert!(
+        stderr(&out).contains("[Errno 1] Operation not permitted"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_worktrees_git_file_its_gitdir_and_the_common_dir_are_read_only() {
+    let s = scratch("bounds-worktree");
+    let main = dir(&s, "main");
+    let gitdir = dir(&main, ".git/worktrees/wt");
+    std::fs::write(main.join(".git/config"), "[core]\n").unwrap();
+    std::fs::write(gitdir.join("commondir"), "../..\n").unwrap();
+    let wt = dir(&s, "wt");
+    std::fs::write(wt.join(".git"), format!("gitdir: {}\n", gitdir.display())).unwrap();
+    let attack = format!(
+        "echo x >> {0}/.git/config; echo x > {1}/HEAD; echo x >> {2}/.git; echo x > {2}/file",
+        main.display(),
+        gitdir.display(),
+        wt.display()
+    );
+
+    let out = run(Some(&bounds(&[&wt, &s], &[])), &attack);
+    assert_eq!(
+        stderr(&out).matches("Read-only file system").count(),
+        3,
+        "{}",
+        stderr(&out)
+    );
+    assert!(wt.join("file").exists(), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(main.join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+}
+
+#[test]
+fn a_host_not_run_by_root_hides_paths_through_a_user_namespace() {
+    use std::os::unix::process::CommandExt;
+    let s = scratch("bounds-userns");
+    crate::fixtures::set_mode(&s, 0o755);
+    let root = dir(&s, "root");
+    let secret = dir(&s, "secret");
+    std::fs::write(secret.join("key"), "KEY").unwrap();
+    for p in [&root, &secret] {
+        nix::unistd::chown(p.as_path(), Some(65534.into()), Some(65534.into())).unwrap();
+    }
+    let b = serde_json::to_string(&bounds(&[&root], &[&secret])).unwrap();
+    let script = format!(
+        "id -u; cat {0}/key; echo x > {1}/made && echo wrote",
+        secret.display(),
+        root.display()
+    );
+    let mut cmd = Command::new(binary());
+    cmd.args(["bounded", "--bounds", &b, "--", "/bin/sh", "-c", &script]);
+    cmd.uid(65534).gid(65534);
+    let out = output_within(&mut cmd, Duration::from_secs(30));
+    assert_eq!(stdout(&out), "65534\nwrote\n", "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("key: No such file"),
+        "{}",
+        stderr(&out)
+    );
+}
