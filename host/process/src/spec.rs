@@ -42,7 +42,7 @@ pub struct ProcessSpec {
     pub held_as: Option<String>,
     /// The owner's bounds (its policy's): the process is started through the bounds wrapper
     /// ([`crate::bounds`]); a service that has no wrapper refuses it.
-    pub bounds: Option<std::sync::Arc<crate::bounds::Bounds>>,
+    pub bounds: Option<std::sync::Arc<crate::bounds::model::Bounds>>,
 }
 
 /// A terminal's size in character cells.

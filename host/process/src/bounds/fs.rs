@@ -23,7 +23,8 @@ use landlock::{
     RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetError, Scope,
 };
 
-use super::{Bounds, BoundsError, Mechanism, denied, failed, mounts, unsupported};
+use super::model::{Bounds, BoundsError, Mechanism, denied, failed, unsupported};
+use super::mounts;
 
 /// The Landlock ABI every bound needs (Linux 6.12): filesystem rights with truncation and device
 /// ioctls, and the signal and abstract Unix socket scopes. Required, never best effort.
@@ -137,8 +138,17 @@ fn rules(bounds: &Bounds) -> Result<RulesetCreated, RulesetError> {
     // On `/` itself only the rights on directories, so that none reaches the devices beneath it.
     let mut rules = add(ruleset()?, Path::new("/"), everywhere & !file)?;
     for entry in std::fs::read_dir("/").into_iter().flatten().flatten() {
-        if entry.file_name() != "dev" {
-            rules = add(rules, &entry.path(), everywhere)?;
+        let name = entry.file_name();
+        // The kernel's own files are read-only whatever the policy: a task of a root host (uid 0,
+        // no capability) could otherwise raise its cgroup's limits, leave its cgroup, or write a
+        // sysctl or `/proc/sysrq-trigger`, which check the file's mode alone.
+        let access = if name == "proc" || name == "sys" {
+            AccessFs::from_read(NEEDED)
+        } else {
+            everywhere
+        };
+        if name != "dev" {
+            rules = add(rules, &entry.path(), access)?;
         }
     }
     for device in DEVICES {

@@ -14,7 +14,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::{Bounds, BoundsError, Mechanism, denied};
+use super::model::{Bounds, BoundsError, Mechanism, denied};
 
 /// The prefix of every task cgroup's name (the host's own cgroup v2 shares it, see `crate::cgroup`,
 /// and its sweep ignores these: their names have one number more).

@@ -14,7 +14,7 @@ use nix::mount::{MsFlags, mount};
 use nix::sched::{CloneFlags, unshare};
 use nix::sys::statvfs::{FsFlags, statvfs};
 
-use super::{Bounds, BoundsError, denied, failed};
+use super::model::{Bounds, BoundsError, denied, failed};
 
 /// Whether `bounds` needs a mount namespace.
 pub(super) fn needed(bounds: &Bounds) -> bool {

@@ -14,7 +14,7 @@ use seccompiler::{
     SeccompRule, TargetArch,
 };
 
-use super::{Bounds, BoundsError, Mechanism, denied, failed, unsupported};
+use super::model::{Bounds, BoundsError, Mechanism, denied, failed, unsupported};
 
 pub(super) fn probe() -> Vec<Mechanism> {
     vec![Mechanism {

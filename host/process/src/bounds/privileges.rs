@@ -7,7 +7,7 @@
 
 use caps::{CapSet, Capability};
 
-use super::{Bounds, BoundsError, Mechanism, failed};
+use super::model::{Bounds, BoundsError, Mechanism, failed};
 
 pub(super) fn probe() -> Vec<Mechanism> {
     vec![Mechanism {

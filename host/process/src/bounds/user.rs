@@ -12,7 +12,7 @@ use std::ffi::{CString, OsString};
 
 use nix::unistd::{Gid, Uid};
 
-use super::{Bounds, BoundsError, Mechanism, RunAs, denied};
+use super::model::{Bounds, BoundsError, Mechanism, RunAs, denied};
 
 /// Why this process cannot switch users, if it cannot.
 fn unable() -> Option<String> {
