@@ -42,8 +42,9 @@ pub fn runs_as_task() -> Value {
 
 /// What a producer tool adds to its MCP description when MCP clients may run it as a task and it
 /// starts background tasks itself: called with `run_in_background: true`, it answers with
-/// [`crate::wording::started`], and the task it started is the MCP task (its output readable with
-/// `task_output` while it runs, its exit code its result's `isError`).
+/// [`ToolResult::started`] (the text worded as it likes), and the task it names there is the MCP
+/// task (its output readable with `task_output` while it runs, its exit code its result's
+/// `isError`). An answer that names no task is refused with its text.
 pub fn runs_in_background_as_task() -> Value {
     serde_json::json!({
         "execution": {"taskSupport": "optional"},

@@ -159,12 +159,15 @@ impl McpTasks {
             .call_tool(tool, owner, &arguments)
             .await
             .map_err(|e| McpError::invalid_params(e.to_string(), None))?;
-        let id = taskhost_abi::wording::started_id(&out.text).ok_or_else(|| {
-            McpError::invalid_request(out.text.trim_start_matches("Error: ").to_owned(), None)
-        })?;
+        let Some(id) = out.started else {
+            return Err(McpError::invalid_request(
+                out.text.trim_start_matches("Error: ").to_owned(),
+                None,
+            ));
+        };
         let snapshot = host
             .registry()
-            .get(id, host.sessions().agent(owner).as_ref())
+            .get(&id, host.sessions().agent(owner).as_ref())
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
         Ok(CreateTaskResult::new(base(
             &snapshot,

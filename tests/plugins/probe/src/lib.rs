@@ -1,6 +1,8 @@
 //! A producer whose tasks the tests steer: they stream numbered lines at an interval, then settle;
 //! their cancel succeeds, fails, panics or is ignored on demand, or calls back into the host for its
 //! own task (`reenter`, as does its reader then); their worker, tools and init panic on demand.
+//! With `start_words` in its config it serves `probe_produce` too: a producer MCP clients may run
+//! as a task, whose start tells the model `<start_words> <id>` (no wording the host knows).
 
 mod c_thread;
 
@@ -8,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use taskhost_abi::sdk::{Declaration, Output, TaskControl};
+use taskhost_abi::sdk::{Declaration, Output, TaskControl, runs_in_background_as_task};
 use taskhost_abi::serde_json::{Value, json};
 use taskhost_abi::{FfiOutcome, FfiStatus, Host, Plugin, ToolCall, ToolResult, export_plugin};
 
@@ -96,6 +98,11 @@ fn args(call: &ToolCall) -> Value {
 }
 
 fn start(host: &Host, call: &ToolCall) -> ToolResult {
+    start_worded(host, call, "started background task")
+}
+
+/// Starts a probe task and tells the model `<words> <id>`.
+fn start_worded(host: &Host, call: &ToolCall, words: &str) -> ToolResult {
     let a = args(call);
     let lines = a["lines"].as_u64().unwrap_or(3);
     let interval = Duration::from_millis(a["interval_ms"].as_u64().unwrap_or(10));
@@ -159,7 +166,7 @@ fn start(host: &Host, call: &ToolCall) -> ToolResult {
     match started {
         Ok(id) => {
             *own_id.lock().unwrap_or_else(|p| p.into_inner()) = Some(id.clone());
-            ToolResult::ok(format!("started background task {id}"))
+            ToolResult::started(format!("{words} {id}"), id)
         }
         Err(e) => ToolResult::error(e),
     }
@@ -174,6 +181,16 @@ fn init(host: Host) -> Result<Probe, String> {
         return Err("probe init refused".to_owned());
     }
     let schema = json!({"type": "object"});
+    if let Some(words) = config["start_words"].as_str() {
+        let (h, words) = (host.clone(), words.to_owned());
+        host.register_tool_with(
+            "probe_produce",
+            "Starts a probe task, worded as configured.",
+            schema.clone(),
+            runs_in_background_as_task(),
+            move |call: &ToolCall| start_worded(&h, call, &words),
+        )?;
+    }
     let h = host.clone();
     host.register_tool(
         "probe_start",
