@@ -6,10 +6,10 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::glue::ToolGlue;
-use super::host::{Host, text_result};
+use super::host::{Host, host_result};
 use super::plugin::Handler;
 use super::typed;
-use crate::ffi::{ToolCall, ToolHandler_TO, ToolResult, ToolSpec};
+use crate::ffi::{HostError, ToolCall, ToolHandler_TO, ToolResult, ToolSpec};
 
 /// A tool a plugin serves: its name and description, its arguments as a Rust type (the input schema
 /// is generated from it, and a call whose arguments do not fit is answered with an error naming the
@@ -61,7 +61,7 @@ impl Host {
     ///
     /// # Errors
     /// As [`Host::register_tool`].
-    pub fn register<T: Tool>(&self, tool: T) -> Result<(), String> {
+    pub fn register<T: Tool>(&self, tool: T) -> Result<(), HostError> {
         let mut schema = typed::schema::<T::Args>();
         tool.adjust_schema(&mut schema);
         let (name, description, fields) = (
@@ -91,7 +91,7 @@ impl Host {
         description: &str,
         schema: Value,
         handler: impl Handler,
-    ) -> Result<(), String> {
+    ) -> Result<(), HostError> {
         self.register_tool_with(
             name,
             description,
@@ -113,7 +113,7 @@ impl Host {
         schema: Value,
         fields: Value,
         handler: impl Handler,
-    ) -> Result<(), String> {
+    ) -> Result<(), HostError> {
         let spec = ToolSpec {
             name: name.into(),
             description: description.into(),
@@ -121,7 +121,7 @@ impl Host {
             mcp_json: fields.to_string().into(),
         };
         let handler = ToolHandler_TO::from_value(ToolGlue(handler), TD_Opaque);
-        text_result(self.0.register_tool(spec, handler))
+        host_result(self.0.register_tool(spec, handler))
     }
 
     /// Unregisters one of this plugin's tools.

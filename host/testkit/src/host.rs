@@ -255,6 +255,7 @@ impl TestHost {
         self.host
             .services()
             .start_process(&decl, taskhost::process::ProcessSpec::new(command))
+            .map_err(String::from)
     }
 
     /// The notices waiting for `session` (a plugin's `Host::notify`), taken.

@@ -92,7 +92,7 @@ impl Tool for SlurmTool {
                     task,
                 )
             }
-            Err(e) => ToolResult::error(sbatch_error(&e)),
+            Err(e) => ToolResult::error(sbatch_error(e.message())),
         }
     }
 }

@@ -87,7 +87,7 @@ impl McpTasks {
                     Ok(())
                 }))
             })
-            .map_err(|e| McpError::invalid_request(e, None))?;
+            .map_err(|e| McpError::invalid_request(e.to_string(), None))?;
         // The tool sees which task it runs as (a tool that asked to go on as a task goes on).
         let mut request = request;
         if let Some(meta) = request.get_mut("_meta").and_then(Value::as_object_mut) {

@@ -1,6 +1,7 @@
 //! A producer whose tasks the tests steer: they stream numbered lines at an interval, then settle;
 //! their cancel succeeds, fails, panics or is ignored on demand, or calls back into the host for its
 //! own task (`reenter`, as does its reader then); their worker, tools and init panic on demand.
+//! `probe_refusal` answers the kind of the host's refusal of a read, write, wait, kill or start.
 //! With `start_words` in its config it serves `probe_produce` too: a producer MCP clients may run
 //! as a task, whose start tells the model `<start_words> <id>` (no wording the host knows).
 
@@ -61,7 +62,7 @@ impl TaskControl for Control {
         let said = self.reenter("kill", |h, caller, id| {
             match h.kill_task(caller, id, None) {
                 Ok(_) => "requested".to_owned(),
-                Err(e) => e,
+                Err(e) => format!("{e}\nkind of refusal: {:?}", e.kind),
             }
         });
         if let (Some(said), Some(out)) = (said, &self.output) {
@@ -83,7 +84,7 @@ impl TaskControl for Control {
     fn read(&mut self) -> Option<String> {
         let said = self.reenter("read", |h, caller, id| match h.read_task(caller, id) {
             Ok(r) => format!("read {} bytes", r.text.len()),
-            Err(e) => e,
+            Err(e) => e.into(),
         });
         self.output.as_ref().map(|o| {
             let mut o = o.lock().unwrap_or_else(|p| p.into_inner());
@@ -99,6 +100,35 @@ fn args(call: &ToolCall) -> Value {
 
 fn start(host: &Host, call: &ToolCall) -> ToolResult {
     start_worded(host, call, "started background task")
+}
+
+/// Asks the host what `op` names (`read`, `write`, `wait_output` or `kill` of `task_id` as the
+/// caller, or `start` of a task whose start fails) and answers `ok` or `<kind>: <message>`: what a
+/// plugin branches on.
+fn refusal(host: &Host, call: &ToolCall) -> ToolResult {
+    let a = args(call);
+    let (caller, id) = (call.session(), a["task_id"].as_str().unwrap_or_default());
+    let answer = match a["op"].as_str().unwrap_or_default() {
+        "read" => host.read_task(caller, id).map(drop),
+        "write" => host.write_task(caller, id, "x", false),
+        "wait_output" => {
+            let pattern = a["pattern"].as_str().unwrap_or_default();
+            host.wait_output(caller, id, pattern, 10.0).map(drop)
+        }
+        "kill" => host.kill_task(caller, id, None).map(drop),
+        "start" => {
+            let decl = Declaration::new("probe", "a start that fails").owned_by(caller);
+            host.start_task(&decl, Output::Final, |_| {
+                Err::<Control, _>("probe start refused".to_owned())
+            })
+            .map(drop)
+        }
+        other => return ToolResult::error(format!("unknown op {other:?}")),
+    };
+    match answer {
+        Ok(()) => ToolResult::ok("ok"),
+        Err(e) => ToolResult::ok(format!("{:?}: {e}", e.kind)),
+    }
 }
 
 /// Starts a probe task and tells the model `<words> <id>`.
@@ -200,6 +230,13 @@ fn init(host: Host) -> Result<Probe, String> {
             CALLS.fetch_add(1, Ordering::Relaxed);
             start(&h, call)
         },
+    )?;
+    let h = host.clone();
+    host.register_tool(
+        "probe_refusal",
+        "Answers the kind of the host's refusal of an op.",
+        schema.clone(),
+        move |call: &ToolCall| refusal(&h, call),
     )?;
     host.register_tool(
         "probe_calls",
