@@ -45,6 +45,10 @@ pub struct Config {
     /// The HTTP listeners (`serve --listen http://HOST:PORT`).
     #[serde(default)]
     pub http: crate::http::HttpSection,
+    /// The policies principals are bound to (`[policy.NAME]`, see [`crate::policy`]);
+    /// `[policy.default]` bounds every owner that names no other.
+    #[serde(default)]
+    pub policy: std::collections::BTreeMap<String, crate::policy::PolicyTable>,
 }
 
 /// `[state]`: the host's durable state.
@@ -245,6 +249,20 @@ impl Config {
             && dir.is_relative()
         {
             *dir = base.join(&*dir);
+        }
+        for (name, table) in &mut config.policy {
+            let named = |why: String| {
+                ConfigError(format!(
+                    "bad config {}: [policy.{name}] {why}",
+                    path.display()
+                ))
+            };
+            if !taskhost_store::valid_name(name) {
+                return Err(named(
+                    "a policy's name is 1 to 64 letters, digits, '.', '_' or '-'".into(),
+                ));
+            }
+            table.settle(base).map_err(named)?;
         }
         config
             .registry()

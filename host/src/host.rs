@@ -63,6 +63,9 @@ impl Taskhost {
         if let Some(state) = &services.state {
             processes = processes.with_kept_output(state.output_dir());
         }
+        if let Some(policies) = &services.policies {
+            processes = processes.with_owner_bounds(policies.clone());
+        }
         let processes = Arc::new(processes);
         let sessions = Arc::new(Sessions::new(
             registry.clone(),
@@ -78,6 +81,7 @@ impl Taskhost {
             state: services.state,
             restarting: taskhost_registry::CancellationToken::new(),
             continued: Default::default(),
+            policies: services.policies,
         };
         services.tell_unheld();
         let plugins = Arc::new(Plugins::new(services.clone(), options));

@@ -32,6 +32,7 @@ pub mod memory;
 pub mod new_plugin;
 pub mod owners;
 pub mod plugin;
+pub mod policy;
 pub mod rundir;
 pub mod serve;
 pub mod services;

@@ -123,6 +123,13 @@ enum Command {
         #[arg(long)]
         config: Option<PathBuf>,
     },
+    /// Says what each `[policy.NAME]` of the config enforces on this machine, part by part, and by
+    /// which mechanism; exit 2 when one cannot be enforced here (`serve` refuses to start then).
+    PolicyCheck {
+        /// The TOML config file whose policies are checked.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
     /// Calls one tool on a running host and prints its text.
     Call {
         /// `unix:PATH` of the host.
@@ -277,6 +284,7 @@ fn run(runtime: &tokio::runtime::Runtime, command: Command) -> Outcome {
         Command::NewPlugin { name, dir } => new_plugin(&name, dir),
         Command::Token { command, state } => taskhost::token_cli::run(state, &command).map(printed),
         Command::EnvCheck { config } => taskhost::env_check::run(config.as_deref()),
+        Command::PolicyCheck { config } => taskhost::policy::policy_check(config.as_deref()),
         Command::Tasks {
             state,
             json,

@@ -15,6 +15,14 @@ pub enum TokenCommand {
         /// kill; its MCP clients still see only its own.
         #[arg(long)]
         all_owners: bool,
+        /// The policy (`[policy.POLICY]` of the host's config) every task of this principal runs
+        /// under; without it, `[policy.default]` if the config has one.
+        #[arg(long, value_name = "POLICY")]
+        policy: Option<String>,
+        /// The host's config: a `--policy` it does not define is refused now (without it, a host
+        /// whose config lacks the policy refuses this principal's commands).
+        #[arg(long, value_name = "FILE", requires = "policy")]
+        config: Option<PathBuf>,
     },
     /// Prints the principals (never their tokens).
     List {
@@ -55,61 +63,137 @@ pub fn run(state: Option<PathBuf>, command: &TokenCommand) -> Result<String, (u8
         other => (1, other.to_string()),
     };
     match command {
-        TokenCommand::Create { name, all_owners } => {
-            let token = store
-                .create_principal_with(name, *all_owners)
-                .map_err(refused)?;
-            Ok(format!(
-                "principal {name} made in {}; its token, shown this once (the state keeps only its hash):\n{}",
-                dir.display(),
-                token.reveal()
-            ))
-        }
+        TokenCommand::Create {
+            name,
+            all_owners,
+            policy,
+            config,
+        } => create(
+            &store,
+            &dir,
+            name,
+            *all_owners,
+            (policy.as_deref(), config.as_deref()),
+        )
+        .map_err(|e| match e {
+            Refusal::Config(why) => why,
+            Refusal::Store(e) => refused(e),
+        }),
         TokenCommand::Revoke { name } => {
             let owner = store.revoke_principal(name).map_err(refused)?;
             Ok(format!(
                 "principal {name} ({owner}) revoked: its token names nobody from now on"
             ))
         }
-        TokenCommand::List { json } => {
-            let principals = store.principals().map_err(refused)?;
-            if *json {
-                let lines: Vec<String> = principals
-                    .iter()
-                    .filter_map(|p| serde_json::to_string(p).ok())
-                    .collect();
-                return Ok(lines.join("\n"));
-            }
-            if principals.is_empty() {
-                return Ok(format!("(no principals in {})", dir.display()));
-            }
-            let width = principals
-                .iter()
-                .map(|p| p.name.len())
-                .max()
-                .unwrap_or(0)
-                .max(4);
-            let mut out = format!(
-                "{:<width$}  {:<12}  {:<19}  revoked\n",
-                "name", "owner", "made"
-            );
-            for p in &principals {
-                let revoked = p
-                    .revoked_at_ms
-                    .map_or_else(|| "-".to_owned(), crate::tasks_cli::clock);
-                let views = if p.sees_all {
-                    "  (its views show every owner's tasks)"
-                } else {
-                    ""
-                };
-                out.push_str(&format!(
-                    "{:<width$}  {:<12}  {:<19}  {revoked}{views}\n",
-                    p.name,
-                    p.owner,
-                    crate::tasks_cli::clock(p.created_at_ms)
-                ));
-            }
-            Ok(out.trim_end().to_owned())
-        }
+        TokenCommand::List { json } => list(&store, &dir, *json).map_err(refused),
     }
+}
+
+/// Refuses a `--policy` the config at `config` does not define (exit 2).
+fn configured(policy: &str, config: &std::path::Path) -> Result<(), (u8, String)> {
+    let loaded = crate::config::Config::load(config).map_err(|e| (2, e.to_string()))?;
+    if loaded.policy.contains_key(policy) {
+        return Ok(());
+    }
+    let known: Vec<&str> = loaded.policy.keys().map(String::as_str).collect();
+    Err((
+        2,
+        format!(
+            "{} has no [policy.{policy}] (its policies: {}); no principal was made",
+            config.display(),
+            if known.is_empty() {
+                "none".to_owned()
+            } else {
+                known.join(", ")
+            }
+        ),
+    ))
+}
+
+/// Why `token create` made no principal.
+enum Refusal {
+    /// The `--config` check.
+    Config((u8, String)),
+    /// The store's.
+    Store(taskhost_store::StoreError),
+}
+
+/// `token create NAME [--all-owners] [--policy POLICY [--config FILE]]`.
+fn create(
+    store: &taskhost_store::Store,
+    dir: &std::path::Path,
+    name: &str,
+    all_owners: bool,
+    (policy, config): (Option<&str>, Option<&std::path::Path>),
+) -> Result<String, Refusal> {
+    if let (Some(policy), Some(config)) = (policy, config) {
+        configured(policy, config).map_err(Refusal::Config)?;
+    }
+    let grants = taskhost_store::PrincipalGrants {
+        sees_all: all_owners,
+        policy: policy.map(str::to_owned),
+    };
+    let token = store
+        .create_principal_with(name, &grants)
+        .map_err(Refusal::Store)?;
+    let bound = policy.map_or_else(String::new, |p| {
+        let checked = if config.is_some() {
+            ""
+        } else {
+            " (not checked against a config: a host without it refuses its commands)"
+        };
+        format!(", bound to policy {p}{checked}")
+    });
+    Ok(format!(
+        "principal {name} made in {}{bound}; its token, shown this once (the state keeps only its hash):\n{}",
+        dir.display(),
+        token.reveal()
+    ))
+}
+
+/// `token list [--json]`.
+fn list(
+    store: &taskhost_store::Store,
+    dir: &std::path::Path,
+    json: bool,
+) -> Result<String, taskhost_store::StoreError> {
+    let principals = store.principals()?;
+    if json {
+        let lines: Vec<String> = principals
+            .iter()
+            .filter_map(|p| serde_json::to_string(p).ok())
+            .collect();
+        return Ok(lines.join("\n"));
+    }
+    if principals.is_empty() {
+        return Ok(format!("(no principals in {})", dir.display()));
+    }
+    let width = principals
+        .iter()
+        .map(|p| p.name.len())
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    let mut out = format!(
+        "{:<width$}  {:<12}  {:<12}  {:<19}  revoked\n",
+        "name", "owner", "policy", "made"
+    );
+    for p in &principals {
+        let revoked = p
+            .revoked_at_ms
+            .map_or_else(|| "-".to_owned(), crate::tasks_cli::clock);
+        let views = if p.sees_all {
+            "  (its views show every owner's tasks)"
+        } else {
+            ""
+        };
+        out.push_str(&format!(
+            "{:<width$}  {:<12}  {:<12}  {:<19}  {revoked}{views}\n",
+            p.name,
+            p.owner,
+            p.policy.as_deref().unwrap_or("-"),
+            crate::tasks_cli::clock(p.created_at_ms)
+        ));
+    }
+    Ok(out.trim_end().to_owned())
 }

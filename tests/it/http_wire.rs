@@ -37,11 +37,22 @@ impl HttpHost {
     /// A host on `listen` with the state directory `<dir>/state`, its private directory under
     /// `dir`; `extra` arguments after.
     pub(crate) fn start_on(dir: &Path, listen: &str, extra: &[&str]) -> Self {
+        Self::start_with_env(dir, listen, extra, &[])
+    }
+
+    /// As [`HttpHost::start_on`], with `env` set for the host.
+    pub(crate) fn start_with_env(
+        dir: &Path,
+        listen: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Self {
         let state = dir.join("state");
         let mut child = std::process::Command::new(binary())
             .args(["serve", "--listen", listen, "--state"])
             .arg(&state)
             .args(extra)
+            .envs(env.iter().copied())
             .env("RUST_LOG", "warn")
             .env("XDG_RUNTIME_DIR", dir)
             .stdin(std::process::Stdio::null())

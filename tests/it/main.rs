@@ -5,6 +5,7 @@
 
 mod authoring;
 mod bash;
+mod bounds_limits;
 mod clients;
 mod crash_reads;
 mod descriptors;
@@ -29,6 +30,7 @@ mod mcp;
 mod mcp_tasks;
 mod overlap;
 mod owners;
+mod policy;
 mod reload;
 mod slurm;
 mod state;

@@ -30,7 +30,7 @@ fn own_cgroup() -> Option<PathBuf> {
 }
 
 /// A process's start time (clock ticks since boot), which tells it from a later one with its pid.
-fn start_time(pid: u32) -> Option<u64> {
+pub(crate) fn start_time(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name may hold spaces and parentheses: the fields follow the last `)`.
     let (_, rest) = stat.rsplit_once(')')?;

@@ -47,6 +47,8 @@ pub struct Process {
     pub(crate) held_as: Mutex<Option<String>>,
     /// Told where the reads stand each time a read moves them.
     reads: Mutex<Option<ReadsMoved>>,
+    /// The bound that ended it (`memory limit 256 MiB`), once it settled.
+    pub(crate) ended_by: Mutex<Option<String>>,
 }
 
 /// A callback told where the reads of stdout and stderr stand, and where they stood when it was
@@ -93,6 +95,7 @@ impl Process {
             hold: Mutex::new(None),
             held_as: Mutex::new(None),
             reads: Mutex::new(None),
+            ended_by: Mutex::new(None),
         })
     }
 
@@ -273,11 +276,19 @@ impl Process {
         }
     }
 
+    /// The bound that ended it (`memory limit 256 MiB`), once it settled, when one did.
+    pub fn ended_by_bound(&self) -> Option<String> {
+        self.ended_by.lock().clone()
+    }
+
     /// The registry outcome of a settled process: an exit code is `completed` (a kill that raced a
-    /// normal exit is `killed before exit`), a signal is `killed`.
+    /// normal exit is `killed before exit`), a signal is `killed`; one a bound ended is `killed`
+    /// with the bound as its detail.
     pub fn outcome(&self, exit: &Exit) -> TaskOutcome {
         let killed = self.kill_requested.load(Ordering::SeqCst);
+        let bound = self.ended_by.lock().clone().filter(|_| !killed);
         let outcome = match exit {
+            _ if bound.is_some() => TaskOutcome::killed().with_detail(bound.unwrap_or_default()),
             Exit::Code(c) if !killed => {
                 TaskOutcome::completed().with_detail(wording::exit_detail(*c))
             }

@@ -40,6 +40,8 @@ pub struct ProcessService {
     /// The `taskhost` binary that starts bounded processes ([`crate::bounds::wrap`]): the keeper's
     /// program.
     pub(crate) wrapper: Option<PathBuf>,
+    /// Where each start's bounds come from, by its owner (`None`: only a spec's own).
+    pub(crate) owner_bounds: Option<Arc<dyn crate::owner_bounds::OwnerBounds>>,
 }
 
 impl ProcessService {
@@ -67,6 +69,9 @@ impl ProcessService {
         let live = escaped::Live::default();
         let escaped = Arc::new(escaped::Escaped::new(live.clone()));
         let wrapper = keeper.map(std::path::Path::to_path_buf);
+        if wrapper.is_some() {
+            crate::bounds::limits::sweep();
+        }
         let keeper = keeper.map(|program| {
             keeper::Keepers::start(
                 program,
@@ -98,6 +103,7 @@ impl ProcessService {
             escaped,
             live,
             wrapper,
+            owner_bounds: None,
         }
     }
 
@@ -174,20 +180,7 @@ impl ProcessService {
             plan.hold.task.clone_from(task);
             Some(plan)
         });
-        let launch = self.launch(spec, n);
-        let launch = match &spec.bounds {
-            None => launch,
-            Some(bounds) => {
-                let Some(exe) = &self.wrapper else {
-                    return Err(SpawnError(format!(
-                        "policy '{}': this host has no bounds wrapper (no keeper program): the \
-                         process was not started",
-                        bounds.policy
-                    )));
-                };
-                crate::bounds::wrap(exe, &launch, bounds).map_err(|e| SpawnError(e.to_string()))?
-            }
-        };
+        let (launch, bounded) = self.wrapped(spec, owner_session, self.launch(spec, n), n)?;
         let _guard = self.runtime.enter();
         let (exit, _) = watch::channel(None);
         let spawning = self.escaped.spawning();
@@ -240,9 +233,52 @@ impl ProcessService {
             budget: self.budget.clone(),
             session: owner_session.to_owned(),
             keeper: self.keeper.clone(),
+            bounded,
         };
         self.runtime.spawn(supervised.run(waiter, pgid, outputs));
         Ok((process, talk))
+    }
+
+    /// Resolves every start's bounds by its owner through `resolver` (see
+    /// [`crate::OwnerBounds`]).
+    #[must_use]
+    pub fn with_owner_bounds(
+        mut self,
+        resolver: Arc<dyn crate::owner_bounds::OwnerBounds>,
+    ) -> Self {
+        self.owner_bounds = Some(resolver);
+        self
+    }
+
+    /// `launch` as the `n`th process starts for `owner`: through the bounds wrapper, in cgroups of
+    /// its own where its bounds set a limit, when the spec or the owner has bounds; as it is
+    /// otherwise. An owner whose bounds cannot be found is refused.
+    fn wrapped(
+        &self,
+        spec: &ProcessSpec,
+        owner: &str,
+        launch: crate::keeper::Launch,
+        n: u64,
+    ) -> Result<(crate::keeper::Launch, Option<supervise::Bounded>), SpawnError> {
+        let bounds = match (&spec.bounds, &self.owner_bounds) {
+            (Some(bounds), _) => Some(bounds.clone()),
+            (None, Some(resolver)) => resolver.bounds_of(owner).map_err(SpawnError)?,
+            (None, None) => None,
+        };
+        let Some(bounds) = &bounds else {
+            return Ok((launch, None));
+        };
+        let Some(exe) = &self.wrapper else {
+            return Err(SpawnError(format!(
+                "policy '{}': this host has no bounds wrapper (no keeper program): the process \
+                 was not started",
+                bounds.policy
+            )));
+        };
+        let cgroups = crate::bounds::limits::TaskCgroups::for_spawn(bounds, n);
+        let wrapped = crate::bounds::wrap(exe, &launch, bounds, cgroups.as_ref())
+            .map_err(|e| SpawnError(e.to_string()))?;
+        Ok((wrapped, Some((bounds.clone(), cgroups))))
     }
 
     /// Keeps the output of processes asked to keep it ([`ProcessSpec::keep_output`]) in `dir`: their

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
 
+use super::bounds::Bounds;
+use super::bounds::limits::TaskCgroups;
 use super::child::signal_group;
 use super::keeper::Keepers;
 use super::spills::Spills;
@@ -61,7 +63,12 @@ pub(crate) struct Supervised {
     pub(crate) budget: Arc<crate::budget::SpillBudget>,
     pub(crate) session: String,
     pub(crate) keeper: Option<Keepers>,
+    /// The owner's bounds and the process's own cgroups, for a bounded process.
+    pub(crate) bounded: Option<Bounded>,
 }
+
+/// A bounded process's bounds and its own cgroups (where its bounds set a limit).
+pub(crate) type Bounded = (Arc<Bounds>, Option<TaskCgroups>);
 
 impl Supervised {
     /// Runs until the process has settled: exited, its group ended, its pipes drained (within the
@@ -109,6 +116,7 @@ impl Supervised {
         }
         self.live.lock().remove(&self.n);
         self.escaped.settled(pgid).await;
+        settle_bounds(self.bounded, &p, exit.clone()).await;
         if let (Some(k), Some(g)) = (&self.keeper, pgid) {
             k.group_ended(g);
         }
@@ -125,6 +133,20 @@ impl Supervised {
         self.budget.settled(p.spill_paths());
         p.exit.send_replace(Some(exit));
     }
+}
+
+/// For a bounded process, what ended it, read in its cgroups before they go: whatever is left in
+/// them is ended (a bounded task's processes end with it) and they are removed.
+async fn settle_bounds(bounded: Option<Bounded>, process: &Process, exit: Exit) {
+    let Some((bounds, cgroups)) = bounded else {
+        return;
+    };
+    let ended = tokio::task::spawn_blocking(move || {
+        let ended = super::bounds::ended_by(&bounds, cgroups.as_ref(), &exit);
+        cgroups.as_ref().map(TaskCgroups::remove);
+        ended
+    });
+    *process.ended_by.lock() = ended.await.ok().flatten();
 }
 
 /// Copies one pipe into its stream until EOF: by splicing it into the stream's kept file while

@@ -36,6 +36,8 @@ impl ProcessService {
         if let Some(k) = self.keeper.take() {
             k.stop();
         }
+        // The successor's bounded starts go through the same binary's wrapper.
+        self.wrapper = Some(program.to_path_buf());
         self.keeper = Some(Keepers::with_adopted(
             program,
             &prefix,
@@ -298,6 +300,9 @@ impl ProcessService {
             budget: self.budget.clone(),
             session: session.to_owned(),
             keeper: self.keeper.clone(),
+            // A handed-over process keeps its cgroups; the hold does not name them (yet), so a
+            // later host's sweep removes them once empty.
+            bounded: None,
         };
         self.runtime
             .spawn(supervised.run(Waiter::Kept(exit), Some(pgid), outputs));

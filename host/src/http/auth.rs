@@ -22,12 +22,15 @@ use axum::response::{IntoResponse, Response};
 use super::bounds::{Bounds, ConnectionClaims, Holding};
 use super::connection::read_body;
 use crate::mcp::Principal;
+use crate::process::OwnerBounds;
 use taskhost_store::{PrincipalLookup, Token};
 
 /// What the gate checks tokens against, and the metadata URL it names.
 #[derive(Clone)]
 pub(super) struct Gate {
     pub(super) lookup: Arc<PrincipalLookup>,
+    /// The host's policies: a principal bound to one its config lacks is refused (403).
+    pub(super) policies: Option<Arc<crate::policy::Policies>>,
     /// The URL of the resource's metadata document.
     pub(super) metadata_url: Arc<str>,
     /// What the principals hold, and their legacy sessions.
@@ -58,10 +61,14 @@ pub(super) fn bearer_of(headers: &axum::http::HeaderMap) -> Option<&str> {
 
 impl Gate {
     /// The principal `token` names, or the answer refusing it: 401 when it names none (unknown,
-    /// malformed, revoked), 503 when it cannot be checked.
+    /// malformed, revoked), 403 when it is bound to a policy this host cannot give it, 503 when it
+    /// cannot be checked.
     fn principal(&self, token: &Token) -> Result<Principal, Box<Response>> {
         match self.lookup.owner_of(token) {
-            Ok(Some((name, owner))) => Ok(Principal { name, owner }),
+            Ok(Some((name, owner))) => match self.policies.as_ref().map(|p| p.bounds_of(&owner)) {
+                Some(Err(why)) => Err(Box::new((StatusCode::FORBIDDEN, why).into_response())),
+                _ => Ok(Principal { name, owner }),
+            },
             Ok(None) => Err(Box::new(self.challenge(
                 Some("invalid_token"),
                 "the token names no principal (unknown or revoked)",

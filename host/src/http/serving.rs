@@ -182,6 +182,7 @@ impl HttpServing {
         let document = metadata(&resource, &self.section.authorization_servers);
         let gate = Gate {
             lookup: self.lookup.clone(),
+            policies: self.host.services().policies.clone(),
             metadata_url: well_known.into(),
             bounds,
             max_body_bytes: self

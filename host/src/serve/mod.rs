@@ -93,6 +93,7 @@ struct Prepared {
     /// The state directory, and what a predecessor's keeper handed over there.
     state: Option<(PathBuf, Option<taskhost_store::Takeover>)>,
     handover: Option<Handover>,
+    policies: crate::policy::Resolved,
 }
 
 /// Serves until the client leaves or a stop signal arrives (a second one exits at once).
@@ -114,8 +115,10 @@ pub fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Result<(), S
         mut listeners,
         state,
         mut handover,
+        policies,
     } = prepared;
-    let host = start_host(runtime, &config, &run_dir, &args, state, handover.as_mut())?;
+    let (built, handover_now) = ((&config, policies), handover.as_mut());
+    let host = start_host(runtime, built, &run_dir, &args, state, handover_now)?;
     if let Some(handover) = &mut handover {
         let listens = listeners.duplicates(&args.listen);
         handover.offer(&host, config.handover_grace_ms(), listens);
@@ -212,6 +215,8 @@ fn prepare(args: &ServeArgs) -> Result<Prepared, ServeError> {
         insecure: args.insecure_http,
     };
     let dir = state::state_dir(&config, args.state.as_deref(), args.no_state).map_err(fail(2))?;
+    let policies =
+        state::host_policies(&config, &args.listen, &run_dir, dir.as_deref()).map_err(fail(2))?;
     let mut handover = dir.as_deref().and_then(|d| Handover::of(d, &args.listen));
     let takeover = handover.as_mut().and_then(Handover::take_waiting);
     let inherited = handover
@@ -225,6 +230,7 @@ fn prepare(args: &ServeArgs) -> Result<Prepared, ServeError> {
         listeners,
         state: dir.map(|d| (d, takeover)),
         handover,
+        policies,
     })
 }
 
@@ -243,7 +249,7 @@ fn plugin_dirs(config: &Config, args: &ServeArgs) -> Vec<PathBuf> {
 /// config exits 2.
 fn start_host(
     runtime: &tokio::runtime::Runtime,
-    config: &Config,
+    (config, policies): (&Config, crate::policy::Resolved),
     run_dir: &RunDir,
     args: &ServeArgs,
     state: Option<(PathBuf, Option<taskhost_store::Takeover>)>,
@@ -254,6 +260,7 @@ fn start_host(
         Some((dir, takeover)) => Some(state::open_state(config, &dir, takeover).map_err(fail(2))?),
         None => None,
     };
+    let policies = crate::policy::Policies::new(policies, state.clone());
     let options = LoadOptions {
         generation_dir: run_dir.generations(),
         allow_untrusted: args.allow_untrusted,
@@ -270,6 +277,7 @@ fn start_host(
         state,
         owner_grace: config.owner_grace(),
         handed: handover.and_then(Handover::taken_keeper),
+        policies: Some(Arc::new(policies)),
     };
     let host = Arc::new(Taskhost::new(
         registry,

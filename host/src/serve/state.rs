@@ -1,5 +1,5 @@
 //! The durable state a host serves with: where it is, opened (and what a predecessor handed over
-//! taken first), and its retention applied hourly.
+//! taken first), its retention applied hourly, and the policies it bounds its tasks with.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -106,4 +106,24 @@ pub(super) fn retain_hourly(
             }
         }
     });
+}
+
+/// The config's policies for this host, its own paths hidden from each (its runtime and spill
+/// directories, its state, its sockets); or why the host must not start (an exit 2).
+pub(super) fn host_policies(
+    config: &Config,
+    listen: &[String],
+    run_dir: &crate::rundir::RunDir,
+    state: Option<&Path>,
+) -> Result<crate::policy::Resolved, String> {
+    let sockets = listen
+        .iter()
+        .filter_map(|l| super::listeners::unix_path(l).ok());
+    let paths = [run_dir.path().to_owned(), run_dir.spills()]
+        .into_iter()
+        .chain(state.map(Path::to_path_buf))
+        .chain(config.tasks.spill_dir.clone())
+        .chain(sockets);
+    crate::policy::for_serve(&config.policy, &crate::policy::HostPaths::new(paths))
+        .map_err(|e| format!("{e}: the host does not start"))
 }

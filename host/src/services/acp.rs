@@ -247,6 +247,7 @@ async fn settle(
         result,
         command: shell_words(&run.command),
         exit,
+        bound: process.ended_by_bound(),
         stderr: process.stderr_tail(400),
         output,
         setup_timeout: run.setup_timeout,
@@ -334,6 +335,8 @@ struct Ended {
     /// The agent command as a person would type it.
     command: String,
     exit: Exit,
+    /// The bound that ended the agent (`memory limit 256 MiB`), if one did.
+    bound: Option<String>,
     stderr: String,
     output: String,
     setup_timeout: Duration,
@@ -345,6 +348,12 @@ impl Ended {
     fn outcome(self) -> TaskOutcome {
         let why = |what: String| {
             let exit = match self.exit {
+                _ if self.bound.is_some() => {
+                    format!(
+                        "; agent killed: {}",
+                        self.bound.as_deref().unwrap_or_default()
+                    )
+                }
                 Exit::Code(c) => format!("; agent exited with code {c}"),
                 Exit::Signal(s) => format!("; agent ended by {}", crate::process::signal_name(s)),
                 Exit::Unknown => String::new(),

@@ -114,13 +114,22 @@ impl Services {
             self.foreground_settled(id);
         }
         Ok(Foreground {
-            output: process.read(),
+            output: with_bound(process.read(), process.ended_by_bound()),
             exit,
             timed_out,
             cancelled,
             promoted_task,
             restarted,
         })
+    }
+}
+
+/// A foreground command's output, and the bound that ended it when one did (the answer's exit line
+/// shows only the signal).
+fn with_bound(output: String, bound: Option<String>) -> String {
+    match bound {
+        Some(bound) => format!("{output}\n[killed: {bound}]"),
+        None => output,
     }
 }
 

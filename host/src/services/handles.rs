@@ -28,4 +28,6 @@ pub struct Services {
     pub restarting: taskhost_registry::CancellationToken,
     /// The calls a crashed predecessor's foreground commands came from, made tasks here.
     pub(crate) continued: super::continued::ContinuedCalls,
+    /// The configured policies (the process service resolves every start's bounds through them).
+    pub policies: Option<Arc<crate::policy::Policies>>,
 }

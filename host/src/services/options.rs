@@ -26,6 +26,9 @@ pub struct ServiceOptions {
     /// The keeper a gone predecessor handed its running tasks over with, and what it handed (see
     /// [`crate::process::keeper::Keepers::take_waiting`]): used instead of starting a keeper.
     pub handed: Option<std::sync::Arc<TakenKeeper>>,
+    /// Where each process's bounds come from, by its owner (the configured policies,
+    /// [`crate::policy::Policies`]); `None`: every process runs unbounded.
+    pub policies: Option<std::sync::Arc<crate::policy::Policies>>,
 }
 
 /// A keeper taken from a gone predecessor, and its tasks, until the services take them.
@@ -58,6 +61,7 @@ impl Default for ServiceOptions {
             state: None,
             owner_grace: crate::owners::DEFAULT_OWNER_GRACE,
             handed: None,
+            policies: None,
         }
     }
 }

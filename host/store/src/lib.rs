@@ -68,7 +68,9 @@ pub use external::{Adopted, ExternalRecord};
 pub use foregrounds::{FOREGROUND_PREFIX, ForegroundRecord};
 pub use hosts::Takeover;
 pub use owners::OwnerSecret;
-pub use principals::{Principal, PrincipalLookup, ProofKey, TOKEN_PREFIX, Token, valid_name};
+pub use principals::{
+    Principal, PrincipalGrants, PrincipalLookup, ProofKey, TOKEN_PREFIX, Token, valid_name,
+};
 pub use records::TaskRecord;
 pub use retention::Retention;
 pub use store::{Recovered, Store, Sync};

@@ -31,6 +31,18 @@ pub struct Principal {
     /// True when its token shows people's views every owner's tasks (`--all-owners`); its MCP
     /// clients still see only its own.
     pub sees_all: bool,
+    /// The policy (`[policy.NAME]` of the host's config) its tasks run under; `None`: the config's
+    /// `[policy.default]`, if it has one.
+    pub policy: Option<String>,
+}
+
+/// What a new principal is given besides its name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PrincipalGrants {
+    /// People's views show it every owner's tasks (`--all-owners`).
+    pub sees_all: bool,
+    /// The policy its tasks run under (`--policy`).
+    pub policy: Option<String>,
 }
 
 /// A bearer token: [`TOKEN_PREFIX`] and an [`OwnerSecret`].
@@ -93,14 +105,21 @@ pub(crate) fn insert(
     name: &str,
     token: &Token,
     now_ms: u64,
-    sees_all: bool,
+    grants: &PrincipalGrants,
 ) -> rusqlite::Result<Option<String>> {
     if live(tx, name)?.is_some() {
         return Ok(None);
     }
     tx.execute(
-        "INSERT INTO owners(kind, name, secret_sha256, created_at_ms, sees_all) VALUES ('principal', ?1, ?2, ?3, ?4)",
-        params![name, token.secret().sha256(), now_ms as i64, sees_all],
+        "INSERT INTO owners(kind, name, secret_sha256, created_at_ms, sees_all, policy)
+         VALUES ('principal', ?1, ?2, ?3, ?4, ?5)",
+        params![
+            name,
+            token.secret().sha256(),
+            now_ms as i64,
+            grants.sees_all,
+            grants.policy
+        ],
     )?;
     Ok(Some(owner_name(tx.last_insert_rowid())))
 }
@@ -124,8 +143,8 @@ pub(crate) fn revoke(
 /// Every principal, oldest first.
 pub(crate) fn all(conn: &Connection) -> rusqlite::Result<Vec<Principal>> {
     conn.prepare(
-        "SELECT name, id, created_at_ms, ended_at_ms, sees_all FROM owners WHERE kind = 'principal'
-         ORDER BY id",
+        "SELECT name, id, created_at_ms, ended_at_ms, sees_all, policy FROM owners
+         WHERE kind = 'principal' ORDER BY id",
     )?
     .query_map([], |r| {
         Ok(Principal {
@@ -134,6 +153,7 @@ pub(crate) fn all(conn: &Connection) -> rusqlite::Result<Vec<Principal>> {
             created_at_ms: r.get::<_, i64>(2)? as u64,
             revoked_at_ms: r.get::<_, Option<i64>>(3)?.map(|t| t as u64),
             sees_all: r.get(4)?,
+            policy: r.get(5)?,
         })
     })?
     .collect()
@@ -255,24 +275,34 @@ impl crate::Store {
     /// # Errors
     /// [`StoreError::Principal`] for a malformed name or one a live principal has; the database's.
     pub fn create_principal(&self, name: &str) -> Result<Token, StoreError> {
-        self.create_principal_with(name, false)
+        self.create_principal_with(name, &PrincipalGrants::default())
     }
 
-    /// As [`crate::Store::create_principal`]; with `sees_all`, people's views (the `web` plugin) show
-    /// the principal every owner's tasks, while its MCP clients still see only its own.
+    /// As [`crate::Store::create_principal`], with `grants`: with `sees_all`, people's views (the
+    /// `web` plugin) show the principal every owner's tasks, while its MCP clients still see only
+    /// its own; with a `policy`, its tasks run under that policy of the host's config.
     ///
     /// # Errors
-    /// As [`crate::Store::create_principal`].
-    pub fn create_principal_with(&self, name: &str, sees_all: bool) -> Result<Token, StoreError> {
+    /// As [`crate::Store::create_principal`]; a malformed policy name.
+    pub fn create_principal_with(
+        &self,
+        name: &str,
+        grants: &PrincipalGrants,
+    ) -> Result<Token, StoreError> {
         if !valid_name(name) {
             return Err(StoreError::Principal(format!(
                 "a principal's name is 1 to 64 letters, digits, '.', '_' or '-': {name:?}"
             )));
         }
+        if let Some(policy) = grants.policy.as_deref().filter(|p| !valid_name(p)) {
+            return Err(StoreError::Principal(format!(
+                "a policy's name is 1 to 64 letters, digits, '.', '_' or '-': {policy:?}"
+            )));
+        }
         let token = Token::generate().map_err(StoreError::Sqlite)?;
         let mut conn = self.reader()?;
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        if insert(&tx, name, &token, crate::store::now_ms(), sees_all)?.is_none() {
+        if insert(&tx, name, &token, crate::store::now_ms(), grants)?.is_none() {
             return Err(StoreError::Principal(format!(
                 "a principal named {name} exists; revoke it first, or pick another name"
             )));
@@ -308,6 +338,29 @@ impl crate::Store {
     /// The database could not be read.
     pub fn principal_of(&self, token: &Token) -> Result<Option<(String, String)>, StoreError> {
         Ok(by_token(&self.reader()?, token)?.map(|(name, owner, _)| (name, owner)))
+    }
+
+    /// The policy principal owner `owner` (`principal-N`) was bound to when it was made: `Ok(None)`
+    /// for a principal bound to none, and for an owner that is no principal.
+    ///
+    /// # Errors
+    /// The database could not be read.
+    pub fn policy_of_principal(&self, owner: &str) -> Result<Option<String>, StoreError> {
+        let Some(id) = owner
+            .strip_prefix("principal-")
+            .and_then(|n| n.parse::<i64>().ok())
+        else {
+            return Ok(None);
+        };
+        let policy = self
+            .reader()?
+            .query_row(
+                "SELECT policy FROM owners WHERE kind = 'principal' AND id = ?1",
+                [id],
+                |r| r.get::<_, Option<String>>(0),
+            )
+            .optional()?;
+        Ok(policy.flatten())
     }
 
     /// A lookup of tokens that keeps a connection of its own (see [`crate::PrincipalLookup`]).

@@ -6,7 +6,7 @@ use rusqlite::Connection;
 use taskhost_process::private_dir::HeldDir;
 
 /// The newest schema this build knows.
-pub(crate) const VERSION: i64 = 7;
+pub(crate) const VERSION: i64 = 8;
 
 /// Version 1: hosts, per-kind id counters, tasks.
 const V1: &str = "
@@ -98,8 +98,14 @@ CREATE TABLE foregrounds (
 /// earlier versions stored are named by [`crate::kept::name_stored_paths`] (no SQL of its own).
 const V7: &str = "";
 
+/// Version 8: the policy a principal is bound to (`taskhost token create NAME --policy POLICY`);
+/// none: the config's `[policy.default]`, if it has one.
+const V8: &str = "
+ALTER TABLE owners ADD COLUMN policy TEXT;
+";
+
 /// The migrations, `MIGRATIONS[n]` taking version `n` to `n + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
 
 /// Brings the database to [`VERSION`], the state's kept files being in `output`; returns the version
 /// it found.

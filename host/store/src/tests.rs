@@ -191,6 +191,39 @@ fn a_principals_token_names_it_until_revoked() {
     );
 }
 
+/// A principal made with a policy keeps it: the list shows it and the host finds it by owner; a
+/// principal made without one has none, and a malformed policy name is refused.
+#[test]
+fn a_principal_keeps_the_policy_it_was_made_with() {
+    let dir = Dir::new("policies");
+    let store = Store::open_to_change(&dir.0).expect("open");
+    let grants = crate::PrincipalGrants {
+        sees_all: false,
+        policy: Some("agents".into()),
+    };
+    let bound = store.create_principal_with("bot", &grants).expect("made");
+    let free = store.create_principal("person").expect("made");
+    let (_, bound_owner) = store.principal_of(&bound).expect("read").expect("named");
+    let (_, free_owner) = store.principal_of(&free).expect("read").expect("named");
+    assert_eq!(
+        store.policy_of_principal(&bound_owner).expect("read"),
+        Some("agents".to_owned())
+    );
+    assert_eq!(store.policy_of_principal(&free_owner).expect("read"), None);
+    assert_eq!(store.policy_of_principal("session-1").expect("read"), None);
+    let listed = store.principals().expect("list");
+    assert_eq!(listed[0].policy.as_deref(), Some("agents"));
+    assert_eq!(listed[1].policy, None);
+    let bad = crate::PrincipalGrants {
+        sees_all: false,
+        policy: Some("no spaces".into()),
+    };
+    assert!(matches!(
+        store.create_principal_with("other", &bad),
+        Err(crate::StoreError::Principal(_))
+    ));
+}
+
 /// A host that closes removes its lock file: a directory shared by many short-lived hosts (one per
 /// client session) does not collect one file per host.
 #[test]

@@ -1,44 +1,426 @@
 //! The cgroup part: memory, processes and CPU of one task, on cgroup v2 where its controllers are
 //! available, else on the v1 hierarchies.
+//!
+//! Each bounded process that has a limit gets cgroups of its own, named by the host before the
+//! start (`taskhost-<host pid>-<host start time>-<n>`) so the host finds them after the exit: the
+//! wrapper (still privileged) makes them, writes the limits and moves itself in; the host reads
+//! what ended the process, ends whatever is left in them and removes them once it settled. On v1
+//! they are children of the host's own cgroup of each hierarchy (the host's own limits still hold
+//! over them); on v2 they sit beside the host's cgroup, in a parent whose `cgroup.subtree_control`
+//! enables the controller (a cgroup that holds processes cannot enable controllers for children).
+//! A host that starts sweeps away the empty task cgroups of hosts that are gone.
 
-use super::{Bounds, BoundsError, Mechanism, not_built};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::{Bounds, BoundsError, Mechanism, denied};
+
+/// The prefix of every task cgroup's name (the host's own cgroup v2 shares it, see `crate::cgroup`,
+/// and its sweep ignores these: their names have one number more).
+const PREFIX: &str = "taskhost-";
+
+/// CFS period, in microseconds, for `cpu_max` (the kernel's default).
+const CPU_PERIOD_US: u64 = 100_000;
+
+/// One limit and the controller that enforces it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+enum Part {
+    Memory,
+    Pids,
+    Cpu,
+}
+
+const PARTS: [Part; 3] = [Part::Memory, Part::Pids, Part::Cpu];
+
+impl Part {
+    fn name(self) -> &'static str {
+        match self {
+            Part::Memory => "memory_max",
+            Part::Pids => "pids_max",
+            Part::Cpu => "cpu_max",
+        }
+    }
+
+    fn controller(self) -> &'static str {
+        match self {
+            Part::Memory => "memory",
+            Part::Pids => "pids",
+            Part::Cpu => "cpu",
+        }
+    }
+
+    fn wanted(self, bounds: &Bounds) -> bool {
+        match self {
+            Part::Memory => bounds.memory_max.is_some(),
+            Part::Pids => bounds.pids_max.is_some(),
+            Part::Cpu => bounds.cpu_max_millis.is_some(),
+        }
+    }
+}
+
+/// Where the task cgroups of one part are made.
+struct Place {
+    v2: bool,
+    parent: PathBuf,
+}
+
+/// The cgroup mounts of this process's view: (file system type, super options, mount point).
+fn mounts() -> Vec<(String, String, PathBuf)> {
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return Vec::new();
+    };
+    info.lines()
+        .filter_map(|line| {
+            let (fields, fs) = line.split_once(" - ")?;
+            let point = fields.split_whitespace().nth(4)?;
+            let mut fs = fs.split_whitespace();
+            let (kind, _source, options) = (fs.next()?, fs.next()?, fs.next()?);
+            kind.starts_with("cgroup")
+                .then(|| (kind.to_owned(), options.to_owned(), PathBuf::from(point)))
+        })
+        .collect()
+}
+
+/// This process's cgroup in the hierarchy whose `/proc/self/cgroup` controller list satisfies
+/// `wanted` (`""` is the v2 hierarchy).
+fn own_path(wanted: impl Fn(&str) -> bool) -> Option<String> {
+    let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    cgroups.lines().find_map(|line| {
+        let mut fields = line.splitn(3, ':');
+        let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
+        wanted(controllers).then(|| path.trim_start_matches('/').to_owned())
+    })
+}
+
+/// Where `part`'s task cgroups go on this machine, or why nowhere.
+fn place(part: Part) -> Result<Place, String> {
+    let controller = part.controller();
+    if denied(controller) {
+        return Err(format!(
+            "cgroup {controller}: denied by TASKHOST_BOUNDS_DENY"
+        ));
+    }
+    let all = mounts();
+    if let Some((_, _, root)) = all.iter().find(|(kind, _, _)| kind == "cgroup2")
+        && let Some(own) = own_path(str::is_empty)
+    {
+        let own = root.join(own);
+        let parent = match own == *root {
+            true => own,
+            false => own.parent().map_or_else(|| root.clone(), Path::to_path_buf),
+        };
+        let enabled = std::fs::read_to_string(parent.join("cgroup.subtree_control"))
+            .is_ok_and(|c| c.split_whitespace().any(|c| c == controller));
+        if enabled {
+            return writable(controller, 2, parent);
+        }
+    }
+    let has = |list: &str| list.split(',').any(|c| c == controller);
+    let Some((_, _, root)) = all
+        .iter()
+        .find(|(kind, options, _)| kind == "cgroup" && has(options))
+    else {
+        return Err(format!(
+            "no cgroup {controller} controller: neither enabled for the host's cgroup v2 nor \
+             mounted as a v1 hierarchy"
+        ));
+    };
+    let own = own_path(has).unwrap_or_default();
+    writable(controller, 1, root.join(own))
+}
+
+/// `parent` as a place, when this process may make cgroups in it.
+fn writable(controller: &str, version: u8, parent: PathBuf) -> Result<Place, String> {
+    match nix::unistd::access(&parent, nix::unistd::AccessFlags::W_OK) {
+        Ok(()) => Ok(Place {
+            v2: version == 2,
+            parent,
+        }),
+        Err(e) => Err(format!(
+            "cgroup v{version} {controller}: {} is not writable by this user ({e})",
+            parent.display()
+        )),
+    }
+}
 
 pub(super) fn probe() -> Vec<Mechanism> {
-    let none = || Err("not built yet".to_owned());
-    vec![
-        Mechanism {
-            part: "memory_max",
-            how: none(),
-        },
-        Mechanism {
-            part: "pids_max",
-            how: none(),
-        },
-        Mechanism {
-            part: "cpu_max",
-            how: none(),
-        },
-    ]
+    PARTS
+        .iter()
+        .map(|&part| Mechanism {
+            part: part.name(),
+            how: place(part).map(|p| {
+                let version = if p.v2 { 2 } else { 1 };
+                format!(
+                    "cgroup v{version} {} ({})",
+                    part.controller(),
+                    p.parent.display()
+                )
+            }),
+        })
+        .collect()
 }
 
 pub(super) fn check(bounds: &Bounds) -> Result<(), BoundsError> {
-    if bounds.memory_max.is_some() {
-        return Err(not_built(bounds, "memory_max"));
-    }
-    if bounds.pids_max.is_some() {
-        return Err(not_built(bounds, "pids_max"));
-    }
-    if bounds.cpu_max_millis.is_some() {
-        return Err(not_built(bounds, "cpu_max"));
+    for part in PARTS.into_iter().filter(|p| p.wanted(bounds)) {
+        place(part).map_err(|why| BoundsError::Unsupported {
+            policy: bounds.policy.clone(),
+            part: part.name(),
+            why,
+        })?;
     }
     Ok(())
 }
 
-/// Joins the task's cgroup (made while privileged).
-pub(super) fn join(bounds: &Bounds) -> Result<(), BoundsError> {
-    check(bounds)
+/// One task cgroup: the part it limits, its hierarchy's version, its directory.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct Dir {
+    part: Part,
+    v2: bool,
+    path: PathBuf,
 }
 
-pub(super) fn ended_by(_bounds: &Bounds, _exit: &crate::Exit) -> Option<String> {
-    None
+/// The cgroups of one bounded process, named by the host that starts it: the wrapper makes and
+/// joins them ([`super::wrap`] passes them on); the host reads what ended the process in them
+/// ([`super::ended_by`]) and removes them ([`TaskCgroups::remove`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TaskCgroups {
+    dirs: Vec<Dir>,
+}
+
+impl TaskCgroups {
+    /// The cgroups for the `n`th process this host starts under `bounds`; `None` when the bounds
+    /// set no limit or a limit has no place here (the wrapper then refuses it, as [`super::check`]
+    /// did at the start).
+    #[must_use]
+    pub fn for_spawn(bounds: &Bounds, n: u64) -> Option<Self> {
+        let me = std::process::id();
+        let name = format!("{PREFIX}{me}-{}-{n}", crate::cgroup::start_time(me)?);
+        let dirs: Option<Vec<Dir>> = PARTS
+            .into_iter()
+            .filter(|p| p.wanted(bounds))
+            .map(|part| {
+                let place = place(part).ok()?;
+                Some(Dir {
+                    part,
+                    v2: place.v2,
+                    path: place.parent.join(&name),
+                })
+            })
+            .collect();
+        dirs.filter(|d| !d.is_empty()).map(|dirs| Self { dirs })
+    }
+
+    /// The distinct directories (on v2 every part shares one), for messages and tests.
+    #[must_use]
+    pub fn paths(&self) -> Vec<&Path> {
+        let mut paths: Vec<&Path> = self.dirs.iter().map(|d| d.path.as_path()).collect();
+        paths.dedup();
+        paths
+    }
+
+    /// Ends every process left in the cgroups (a task's processes end with it) and removes them.
+    /// True when all are gone.
+    pub fn remove(&self) -> bool {
+        self.paths().into_iter().all(kill_and_remove)
+    }
+
+    /// How many processes of the task the kernel's OOM killer ended for its memory limit.
+    fn oom_kills(&self) -> u64 {
+        let Some(dir) = self.dirs.iter().find(|d| d.part == Part::Memory) else {
+            return 0;
+        };
+        let file = if dir.v2 {
+            "memory.events"
+        } else {
+            "memory.oom_control"
+        };
+        std::fs::read_to_string(dir.path.join(file))
+            .ok()
+            .and_then(|text| {
+                text.lines()
+                    .find_map(|l| l.strip_prefix("oom_kill "))
+                    .and_then(|n| n.trim().parse().ok())
+            })
+            .unwrap_or(0)
+    }
+}
+
+/// Makes the task's cgroups, writes its limits and moves this process into them (in the wrapper,
+/// while privileged). A limit with no cgroup passed, or whose controller is denied (see
+/// [`super::DENY_ENV`]), is refused.
+pub(super) fn join(bounds: &Bounds, cgroups: Option<&TaskCgroups>) -> Result<(), BoundsError> {
+    for part in PARTS.into_iter().filter(|p| p.wanted(bounds)) {
+        let dir = cgroups.and_then(|c| c.dirs.iter().find(|d| d.part == part));
+        let Some(dir) = dir.filter(|_| !denied(part.controller())) else {
+            check(bounds)?;
+            return Err(BoundsError::Unsupported {
+                policy: bounds.policy.clone(),
+                part: part.name(),
+                why: "the host named no cgroup for it".into(),
+            });
+        };
+        let failed = |source| BoundsError::Failed {
+            policy: bounds.policy.clone(),
+            part: part.name(),
+            source,
+        };
+        match std::fs::create_dir(&dir.path) {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(failed(e)),
+            _ => {}
+        }
+        for (file, value) in limit_files(bounds, dir) {
+            write(&dir.path.join(file), &value).map_err(failed)?;
+        }
+        write(
+            &dir.path.join("cgroup.procs"),
+            &std::process::id().to_string(),
+        )
+        .map_err(failed)?;
+    }
+    Ok(())
+}
+
+/// The files that set `dir`'s limit, in order, with their values. Swap counts toward the memory
+/// limit where the kernel accounts it (v1 `memory.memsw.limit_in_bytes` at the same value, v2
+/// `memory.swap.max` 0), so a task cannot outgrow it into swap.
+fn limit_files(bounds: &Bounds, dir: &Dir) -> Vec<(&'static str, String)> {
+    let exists = |file: &str| dir.path.join(file).exists();
+    match (dir.part, dir.v2) {
+        (Part::Memory, v2) => {
+            let bytes = bounds.memory_max.unwrap_or(u64::MAX).to_string();
+            let (limit, swap, swap_value) = match v2 {
+                false => (
+                    "memory.limit_in_bytes",
+                    "memory.memsw.limit_in_bytes",
+                    &bytes,
+                ),
+                true => ("memory.max", "memory.swap.max", &"0".to_owned()),
+            };
+            let mut files = vec![(limit, bytes.clone())];
+            if exists(swap) {
+                files.push((swap, swap_value.clone()));
+            }
+            files
+        }
+        (Part::Pids, _) => vec![("pids.max", bounds.pids_max.unwrap_or(0).to_string())],
+        (Part::Cpu, v2) => {
+            // The kernel's least quota is 1 ms per period.
+            let quota = (bounds.cpu_max_millis.unwrap_or(0) * CPU_PERIOD_US / 1000).max(1000);
+            match v2 {
+                false => vec![
+                    ("cpu.cfs_period_us", CPU_PERIOD_US.to_string()),
+                    ("cpu.cfs_quota_us", quota.to_string()),
+                ],
+                true => vec![("cpu.max", format!("{quota} {CPU_PERIOD_US}"))],
+            }
+        }
+    }
+}
+
+fn write(file: &Path, value: &str) -> std::io::Result<()> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(file)
+        .and_then(|mut f| f.write_all(value.as_bytes()))
+        .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", file.display())))
+}
+
+/// Kills every process in `cgroup` until it is empty (v1 has no `cgroup.kill`; a fork racing the
+/// kills is caught by the next round), then removes it; gives up after a second.
+fn kill_and_remove(cgroup: &Path) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(1);
+    loop {
+        let procs = std::fs::read_to_string(cgroup.join("cgroup.procs")).unwrap_or_default();
+        for pid in procs
+            .split_whitespace()
+            .filter_map(|p| p.parse::<i32>().ok())
+        {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        match std::fs::remove_dir(cgroup) {
+            Ok(()) => return true,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return true,
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => {
+                tracing::warn!(cgroup = %cgroup.display(), error = %e, "a task cgroup stays");
+                return false;
+            }
+        }
+    }
+}
+
+/// Removes the empty task cgroups of hosts that are gone (one still in use, e.g. by a task a
+/// successor took over, stays until it is empty and a later host starts).
+pub fn sweep() {
+    let mut parents: Vec<PathBuf> = PARTS
+        .into_iter()
+        .filter_map(|p| place(p).ok())
+        .map(|p| p.parent)
+        .collect();
+    parents.dedup();
+    for parent in parents {
+        let Ok(entries) = std::fs::read_dir(&parent) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(fields) = name.to_str().and_then(|n| n.strip_prefix(PREFIX)) else {
+                continue;
+            };
+            let numbers: Vec<u64> = fields.split('-').filter_map(|f| f.parse().ok()).collect();
+            let &[pid, started, _n] = numbers.as_slice() else {
+                continue;
+            };
+            let alive = u32::try_from(pid)
+                .ok()
+                .and_then(crate::cgroup::start_time)
+                .is_some_and(|s| s == started);
+            if !alive && std::fs::remove_dir(entry.path()).is_ok() {
+                tracing::info!(cgroup = %entry.path().display(), "removed a gone host's task cgroup");
+            }
+        }
+    }
+}
+
+/// What a limit ended: the memory limit, when the kernel's OOM killer ended a process of the task
+/// and the task's process died of `SIGKILL` (or, as a shell reports it, exited 137).
+pub(super) fn ended_by(
+    bounds: &Bounds,
+    cgroups: Option<&TaskCgroups>,
+    exit: &crate::Exit,
+) -> Option<String> {
+    let limit = bounds.memory_max?;
+    let killed = matches!(exit, crate::Exit::Signal(9) | crate::Exit::Code(137));
+    (killed && cgroups?.oom_kills() > 0).then(|| format!("memory limit {}", bytes(limit)))
+}
+
+/// `bytes` as people write it: `256 MiB`, `2 GiB`, `1536 KiB`, `1000 bytes`.
+fn bytes(n: u64) -> String {
+    const UNITS: [(u64, &str); 4] = [
+        (1 << 40, "TiB"),
+        (1 << 30, "GiB"),
+        (1 << 20, "MiB"),
+        (1 << 10, "KiB"),
+    ];
+    UNITS
+        .iter()
+        .find(|(size, _)| n >= *size && n.is_multiple_of(*size))
+        .map_or_else(
+            || format!("{n} bytes"),
+            |(size, unit)| format!("{} {unit}", n / size),
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_limit_in_whole_units_is_said_in_them() {
+        assert_eq!(super::bytes(256 << 20), "256 MiB");
+        assert_eq!(super::bytes(2 << 30), "2 GiB");
+        assert_eq!(super::bytes(1000), "1000 bytes");
+    }
 }

@@ -8,7 +8,7 @@
 //! on the task's stderr before the program runs: a bound is never skipped (fail closed).
 
 mod fs;
-mod limits;
+pub mod limits;
 mod net;
 mod user;
 
@@ -124,13 +124,32 @@ pub fn check(bounds: &Bounds) -> Result<(), BoundsError> {
     user::check(bounds)
 }
 
-/// The launch that runs `launch` under `bounds`: the wrapper `exe` (this binary) with the bounds
-/// and the program as its arguments; the environment and directory are the program's.
+/// What the host passes to the wrapper: the owner's bounds and this process's own cgroups.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Passed {
+    #[serde(flatten)]
+    bounds: Bounds,
+    #[serde(default)]
+    cgroups: Option<limits::TaskCgroups>,
+}
+
+/// The launch that runs `launch` under `bounds`, in `cgroups` (made for this launch alone, see
+/// [`limits::TaskCgroups::for_spawn`]): the wrapper `exe` (this binary) with the bounds and the program as
+/// its arguments; the environment and directory are the program's.
 ///
 /// # Errors
 /// [`BoundsError::Malformed`] should the bounds not serialize.
-pub fn wrap(exe: &Path, launch: &Launch, bounds: &Bounds) -> Result<Launch, BoundsError> {
-    let json = serde_json::to_string(bounds).map_err(|e| BoundsError::Malformed(e.to_string()))?;
+pub fn wrap(
+    exe: &Path,
+    launch: &Launch,
+    bounds: &Bounds,
+    cgroups: Option<&limits::TaskCgroups>,
+) -> Result<Launch, BoundsError> {
+    let passed = Passed {
+        bounds: bounds.clone(),
+        cgroups: cgroups.cloned(),
+    };
+    let json = serde_json::to_string(&passed).map_err(|e| BoundsError::Malformed(e.to_string()))?;
     let mut args: Vec<OsString> = vec![
         WRAPPER_COMMAND.into(),
         "--bounds".into(),
@@ -155,11 +174,12 @@ pub fn wrap(exe: &Path, launch: &Launch, bounds: &Bounds) -> Result<Launch, Boun
 /// privileges, then the user is switched, privileges are given up for good (`no_new_privs`), and
 /// the system-call filter and Landlock come last, just before the `exec`.
 pub fn enter(bounds: &str, program: &OsStr, args: &[OsString]) -> BoundsError {
-    let bounds: Bounds = match serde_json::from_str(bounds) {
+    let Passed { bounds, cgroups } = match serde_json::from_str(bounds) {
         Ok(b) => b,
         Err(e) => return BoundsError::Malformed(e.to_string()),
     };
-    let applied = limits::join(&bounds)
+    let env = user::environment(&bounds);
+    let applied = limits::join(&bounds, cgroups.as_ref())
         .and_then(|()| fs::mount(&bounds))
         .and_then(|()| user::switch(&bounds))
         .and_then(|()| no_new_privs(&bounds))
@@ -168,7 +188,7 @@ pub fn enter(bounds: &str, program: &OsStr, args: &[OsString]) -> BoundsError {
     if let Err(e) = applied {
         return e;
     }
-    let error = exec(program, args);
+    let error = exec(program, args, env);
     BoundsError::Failed {
         policy: bounds.policy,
         part: "exec",
@@ -176,10 +196,13 @@ pub fn enter(bounds: &str, program: &OsStr, args: &[OsString]) -> BoundsError {
     }
 }
 
-/// Replaces this process with `program`.
-fn exec(program: &OsStr, args: &[OsString]) -> std::io::Error {
+/// Replaces this process with `program`, with `env` added to its environment.
+fn exec(program: &OsStr, args: &[OsString], env: Vec<(&str, OsString)>) -> std::io::Error {
     use std::os::unix::process::CommandExt;
-    std::process::Command::new(program).args(args).exec()
+    std::process::Command::new(program)
+        .args(args)
+        .envs(env)
+        .exec()
 }
 
 /// `PR_SET_NO_NEW_PRIVS`: no exec gains privileges (set-user-id programs, file capabilities).
@@ -191,10 +214,24 @@ fn no_new_privs(bounds: &Bounds) -> Result<(), BoundsError> {
     })
 }
 
-/// What a bound ended: the detail of a task whose process `exit` was caused by one of its bounds
-/// (`memory limit 256 MiB`), `None` otherwise.
-pub fn ended_by(bounds: &Bounds, exit: &crate::Exit) -> Option<String> {
-    limits::ended_by(bounds, exit)
+/// What a bound ended: the detail of a task whose process `exit` (in `cgroups`, read before they
+/// are removed) was caused by one of its bounds (`memory limit 256 MiB`), `None` otherwise.
+pub fn ended_by(
+    bounds: &Bounds,
+    cgroups: Option<&limits::TaskCgroups>,
+    exit: &crate::Exit,
+) -> Option<String> {
+    limits::ended_by(bounds, cgroups, exit)
+}
+
+/// The environment variable a test sets to simulate mechanisms missing: a comma-separated list of
+/// `memory`, `pids`, `cpu`, `run_as`. [`probe`], [`check`] and the wrapper then find that mechanism
+/// absent, so a bound that needs it is refused (never skipped). It can only refuse more.
+pub const DENY_ENV: &str = "TASKHOST_BOUNDS_DENY";
+
+/// Whether `mechanism` is denied by [`DENY_ENV`].
+fn denied(mechanism: &str) -> bool {
+    std::env::var(DENY_ENV).is_ok_and(|v| v.split(',').any(|m| m.trim() == mechanism))
 }
 
 /// A part not built yet: refused, never skipped.

@@ -78,7 +78,7 @@ pub use held::HoldSetup;
 pub use server::serve;
 pub use slot::{AdoptedKeeper, Keepers};
 pub use watchdog::watch as watchdog;
-pub(crate) use wire::Launch;
+pub use wire::Launch;
 pub use wire::{HeldFromStart, HeldStream, Hold};
 
 #[cfg(test)]
