@@ -30,15 +30,10 @@ pub fn completion_notice(id: &str, kind: &str, label: &str, status_line: &str) -
     )
 }
 
-/// The answer to a started background task.
+/// The answer to a started background task, as the model reads it. Nothing parses it: a producer
+/// gives the id as data (`ToolResult::started`).
 pub fn started(what: &str, id: &str) -> String {
     format!("started background {what} {id}")
-}
-
-/// The task id in a start's answer ([`started`]), if `text` is one.
-pub fn started_id(text: &str) -> Option<&str> {
-    let first = text.lines().next()?.strip_prefix("started background ")?;
-    first.split_whitespace().nth(1)
 }
 
 /// The answer to a kill of a live task.

@@ -29,13 +29,10 @@ fn round_trips(host: &Host) {
             );
             conn.notify("notifications/initialized");
         }
-        let started = conn.call(
+        let id = conn.start(
             "bash",
             json!({"command": "sleep 600", "run_in_background": true}),
         );
-        let id = started
-            .trim_start_matches("started background task ")
-            .to_owned();
         let n = 2_000;
         let (mut best_ping, mut best_read) = (f64::MAX, f64::MAX);
         for _ in 0..3 {
@@ -92,13 +89,10 @@ fn concurrent_clients(host: &Host) {
                 let ids: Vec<String> = (0..tasks)
                     .map(|j| {
                         let command = format!("printf 'client {i} task {j}\\n'; seq 1 200");
-                        let started = conn.call(
+                        conn.start(
                             "bash",
                             json!({"command": command, "run_in_background": true}),
-                        );
-                        started
-                            .trim_start_matches("started background task ")
-                            .to_owned()
+                        )
                     })
                     .collect();
                 let expected_tail: String = (1..=200).map(|n| format!("{n}\n")).collect();

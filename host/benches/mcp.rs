@@ -78,7 +78,7 @@ fn main() {
         let args = serde_json::json!({"command": "sleep 600", "run_in_background": true});
         let serde_json::Value::Object(args) = args else { unreachable!() };
         let started = client.peer().call_tool(CallToolRequestParams::new("bash").with_arguments(args)).await.expect("bash");
-        let id = started.content[0].as_text().expect("text").text.trim_start_matches("started background task ").to_owned();
+        let id = serde_json::to_value(&started).ok().and_then(|r| taskhost_tests::started_task(&r)).expect("a started task");
         let serde_json::Value::Object(read) = serde_json::json!({"task_id": id}) else { unreachable!() };
         let n = 2_000;
         let mut best_ping = f64::MAX;

@@ -29,6 +29,14 @@ fn main() {
             .expect("call")
             .text
     };
+    // A background start: the task its result names as data.
+    let start = |args: serde_json::Value| -> String {
+        let out = rt
+            .block_on(host.plugins().call_tool("bash", "", &args))
+            .expect("call");
+        out.started
+            .unwrap_or_else(|| panic!("not started: {}", out.text))
+    };
     // `cargo bench --bench process -- starts` (or `output`, `tty`) runs only those figures.
     let only: Vec<String> = std::env::args()
         .skip(1)
@@ -36,10 +44,10 @@ fn main() {
         .collect();
     let wanted = |figure: &str| only.is_empty() || only.iter().any(|o| o == figure);
     if wanted("output") {
-        output_figures(&call);
+        output_figures(&call, &start);
     }
     if wanted("tty") {
-        tty_figures(&call);
+        tty_figures(&call, &start);
     }
     if wanted("starts") {
         let starts = start_figures(&call);
@@ -51,7 +59,7 @@ fn main() {
 }
 
 /// 1 GiB through one polled background task, against the same bytes through a plain pipe.
-fn output_figures(call: &dyn Fn(&str, serde_json::Value) -> String) {
+fn output_figures(call: &Call<'_>, start: &Start<'_>) {
     // Baseline: the same bytes through a plain pipe.
     let t = Instant::now();
     let ok = std::process::Command::new("bash")
@@ -64,6 +72,7 @@ fn output_figures(call: &dyn Fn(&str, serde_json::Value) -> String) {
 
     let zeros = polled(
         call,
+        start,
         json!({"command": "head -c 1G /dev/zero", "run_in_background": true}),
     );
     let gib = (1u64 << 30) as f64;
@@ -76,13 +85,18 @@ fn output_figures(call: &dyn Fn(&str, serde_json::Value) -> String) {
 }
 
 /// 1 GiB of lines through a polled tty task, against a pipe task and `script(1)`.
-fn tty_figures(call: &dyn Fn(&str, serde_json::Value) -> String) {
+fn tty_figures(call: &Call<'_>, start: &Start<'_>) {
     let gib = (1u64 << 30) as f64;
     // Lines, so a terminal has something to draw: 64-byte lines, 1 GiB in all.
     let lines = "yes 0123456789abcdef0123456789abcdef0123456789abcdef012345678901 | head -c 1G";
-    let pipe = polled(call, json!({"command": lines, "run_in_background": true}));
+    let pipe = polled(
+        call,
+        start,
+        json!({"command": lines, "run_in_background": true}),
+    );
     let tty = polled(
         call,
+        start,
         json!({"command": lines, "run_in_background": true, "tty": true}),
     );
     let (tty_mb, pipe_mb) = (gib / tty.seconds / 1e6, gib / pipe.seconds / 1e6);
@@ -108,6 +122,11 @@ fn tty_figures(call: &dyn Fn(&str, serde_json::Value) -> String) {
     report_growth("tty ", &tty);
 }
 
+/// A tool call: its text.
+type Call<'a> = dyn Fn(&str, serde_json::Value) -> String + 'a;
+/// A background start of `bash`: the task it started.
+type Start<'a> = dyn Fn(serde_json::Value) -> String + 'a;
+
 /// One polled task's run: seconds to settle, text delivered to the reader, RSS before and at peak.
 struct Polled {
     seconds: f64,
@@ -117,14 +136,11 @@ struct Polled {
 }
 
 /// Starts a background task with `args` and reads it without waiting until it settles.
-fn polled(call: &dyn Fn(&str, serde_json::Value) -> String, args: serde_json::Value) -> Polled {
+fn polled(call: &Call<'_>, start: &Start<'_>, args: serde_json::Value) -> Polled {
     let rss_before = status_kib("VmRSS:");
     let mut rss_peak = rss_before;
     let t = Instant::now();
-    let ack = call("bash", args);
-    let id = ack
-        .trim_start_matches("started background task ")
-        .to_owned();
+    let id = start(args);
     let mut delivered = 0usize;
     loop {
         let text = call("task_output", json!({"task_id": id}));

@@ -46,6 +46,11 @@ fn find(program: &str) -> Option<PathBuf> {
 type Client = RunningService<RoleClient, ()>;
 
 async fn call(client: &Client, tool: &str, args: Value) -> String {
+    answer(client, tool, args).await.0
+}
+
+/// A call's first text and the task it started (its result's `_meta`).
+async fn answer(client: &Client, tool: &str, args: Value) -> (String, Option<String>) {
     let Value::Object(args) = args else {
         panic!("arguments must be an object")
     };
@@ -54,7 +59,13 @@ async fn call(client: &Client, tool: &str, args: Value) -> String {
         .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
         .await
         .expect("call");
-    result.content[0].as_text().expect("text").text.clone()
+    let started = serde_json::to_value(&result)
+        .ok()
+        .and_then(|r| taskhost_tests::started_task(&r));
+    (
+        result.content[0].as_text().expect("text").text.clone(),
+        started,
+    )
 }
 
 /// One taskhost run: seconds to start all, and to start all and collect every output.
@@ -62,16 +73,13 @@ async fn taskhost_run(client: &Client) -> (f64, f64) {
     let t = Instant::now();
     let mut ids = Vec::with_capacity(TASKS);
     for i in 0..TASKS {
-        let text = call(
+        let (text, started) = answer(
             client,
             "bash",
             json!({"command": command(i), "run_in_background": true}),
         )
         .await;
-        let id = text
-            .strip_prefix("started background task ")
-            .unwrap_or_else(|| panic!("not started: {text}"));
-        ids.push(id.to_owned());
+        ids.push(started.unwrap_or_else(|| panic!("not started: {text}")));
     }
     let started = t.elapsed().as_secs_f64();
     for (i, id) in ids.iter().enumerate() {

@@ -43,15 +43,13 @@ fn ours(host: &Taskhost, rt: &tokio::runtime::Runtime) -> (f64, f64) {
             .text
     };
     let t = Instant::now();
-    let started = call(
-        "slurm",
-        json!({"command": COMMAND, "run_in_background": true}),
-    );
+    let args = json!({"command": COMMAND, "run_in_background": true});
+    let started = rt
+        .block_on(host.plugins().call_tool("slurm", "bench", &args))
+        .expect("call");
     let id = started
-        .strip_prefix("started background slurm job ")
-        .and_then(|r| r.split(' ').next())
-        .unwrap_or_else(|| panic!("not started: {started}"))
-        .to_owned();
+        .started
+        .unwrap_or_else(|| panic!("not started: {}", started.text));
     let (mut first, mut all) = (None, String::new());
     loop {
         let text = call("task_output", json!({"task_id": id}));

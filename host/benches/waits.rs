@@ -36,15 +36,12 @@ fn main() {
     // 1.2 MB of 60-byte lines each, then quiet.
     let ids: Vec<String> = (0..WAITERS)
         .map(|_| {
-            let text = call(
-                "bash",
-                json!({"command": "yes 0123456789012345678901234567890123456789012345678901234 | head -c 1200000; echo; echo written; sleep 600", "run_in_background": true}),
-            );
-            text.trim_start_matches("started background task ")
-                .split('\n')
-                .next()
-                .unwrap_or_default()
-                .to_owned()
+            let args = json!({"command": "yes 0123456789012345678901234567890123456789012345678901234 | head -c 1200000; echo; echo written; sleep 600", "run_in_background": true});
+            let out = rt
+                .block_on(host.plugins().call_tool("bash", "", &args))
+                .expect("call");
+            out.started
+                .unwrap_or_else(|| panic!("not started: {}", out.text))
         })
         .collect();
     for id in &ids {

@@ -44,16 +44,11 @@ fn load(browser: &Browser, origin: &str, token: &str) {
     browser.open(&format!("{origin}/#token={token}"));
 }
 
-fn started(text: &str) -> String {
-    text.trim_start_matches("started background task ")
-        .to_owned()
-}
-
 fn write_to_page(browser: &Browser, port: u16, origin: &str, token: &str) {
     let conn = &mut Conn::open(port, token, true);
-    let id = started(&conn.call("bash", json!({"command":
+    let id = conn.start("bash", json!({"command":
         "sleep 1; for i in $(seq 1 40); do echo \"mark $i $(date +%s%N)\"; sleep 0.2; done; sleep 5",
-        "run_in_background": true})));
+        "run_in_background": true}));
     load(browser, origin, token);
     browser.wait_for(
         Duration::from_secs(20),
@@ -110,10 +105,10 @@ fn page_with_many(browser: &Browser, port: u16, origin: &str, token: &str, n: us
 
 fn reads_under_streaming(browser: &Browser, port: u16, origin: &str, token: &str) {
     let conn = &mut Conn::open(port, token, true);
-    let quiet = started(&conn.call(
+    let quiet = conn.start(
         "bash",
         json!({"command": "sleep 600", "run_in_background": true}),
-    ));
+    );
     let idle = read_round_trip(conn, &quiet);
     // One process per task writing a line every 10 ms (perl: a shell loop would spawn processes
     // for each line, and measure the machine's fork rate instead of the host).
@@ -122,10 +117,10 @@ fn reads_under_streaming(browser: &Browser, port: u16, origin: &str, token: &str
             let command = format!(
                 "exec perl -e '$|=1; for (my $n = 0; ; $n++) {{ print \"stream {i} line $n\\n\"; select(undef, undef, undef, 0.01) }}'"
             );
-            started(&conn.call(
+            conn.start(
                 "bash",
                 json!({"command": command, "run_in_background": true}),
-            ))
+            )
         })
         .collect();
     let streaming = read_round_trip(conn, &quiet);
@@ -193,10 +188,10 @@ fn follow(
 fn reads_under_viewers(port: u16, host: &common::http::Host) {
     let quiet_token = token(host, "bench-quiet");
     let conn = &mut Conn::open(port, &quiet_token, true);
-    let quiet = started(&conn.call(
+    let quiet = conn.start(
         "bash",
         json!({"command": "sleep 600", "run_in_background": true}),
-    ));
+    );
     let idle = read_round_trip(conn, &quiet);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let tailing = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -209,10 +204,10 @@ fn reads_under_viewers(port: u16, host: &common::http::Host) {
             let command = format!(
                 "exec perl -e '$|=1; for (my $n = 0; ; $n++) {{ print \"viewer {p}.{i} line $n\\n\"; select(undef, undef, undef, 0.01) }}'"
             );
-            let id = started(&own.call(
+            let id = own.start(
                 "bash",
                 json!({"command": command, "run_in_background": true}),
-            ));
+            );
             viewers.push(follow(port, &principal, &id, stop.clone(), tailing.clone()));
             tasks.push((principal.clone(), id));
         }

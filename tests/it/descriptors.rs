@@ -55,10 +55,10 @@ async fn start_ready(client: &mcp::Client, n: usize) -> (Vec<String>, Vec<String
     for i in 0..n {
         let command = format!("echo ready {i}; exec sleep 600");
         let args = json!({"command": command, "run_in_background": true});
-        let answer = call(client, "bash", args).await;
-        match taskhost_abi::wording::started_id(&answer) {
-            Some(id) => ids.push(id.to_owned()),
-            None => refused.push(answer),
+        let answer = mcp::answer(client, "bash", args).await;
+        match answer.started {
+            Some(id) => ids.push(id),
+            None => refused.push(answer.text),
         }
     }
     (ids, refused)

@@ -169,11 +169,21 @@ impl Fixture {
         }
     }
 
+    /// Calls a tool that starts a task; the task it reports (never read from its text), or the
+    /// answer's text when it started none.
+    pub fn start(&self, tool: &str, session: &str, args: Value) -> Result<String, String> {
+        let out = self
+            .rt
+            .block_on(self.host.plugins().call_tool(tool, session, &args));
+        match out {
+            Ok(o) => o.started.ok_or(o.text),
+            Err(e) => Err(format!("call error: {e}")),
+        }
+    }
+
     pub fn start_probe(&self, session: &str, args: Value) -> String {
-        let text = self.call("probe_start", session, args);
-        text.strip_prefix("started background task ")
-            .unwrap_or_else(|| panic!("not started: {text}"))
-            .to_owned()
+        self.start("probe_start", session, args)
+            .unwrap_or_else(|text| panic!("not started: {text}"))
     }
 
     /// Reads until the task settles, returning all output and the final status line.

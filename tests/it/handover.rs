@@ -500,7 +500,7 @@ async fn a_keeper_killed_while_it_waits_for_a_successor_leaves_no_task_behind() 
 async fn a_terminal_task_keeps_taking_input_across_a_handover() {
     let dir = scratch("handover-tty");
     let (mut host, a) = bridged_state_host(&dir).await;
-    let started = call(
+    let started = mcp::answer(
         &a,
         "bash",
         json!({"command": "echo pid $$; while read line; do echo got:$line; done",

@@ -62,12 +62,12 @@ fn a_principal_shares_its_tasks_across_connections_and_eras_and_others_never_see
     let (alice_token, bob_token) = (host.token("alice"), host.token("bob"));
     let alice = Client::new(&host, &alice_token);
     let bob = Client::new(&host, &bob_token);
-    let started = alice.call(
+    let started = alice.answer(
         "bash",
         json!({"command": "echo from alice", "run_in_background": true}),
     );
     let task = started_id(&started);
-    assert!(task.starts_with("bash-"), "{started}");
+    assert!(task.starts_with("bash-"), "{started:?}");
 
     // The same token in a legacy session on other connections: the same owner.
     let legacy = LegacySession::open(Client::new(&host, &alice_token));
@@ -117,11 +117,12 @@ fn a_principal_shares_its_tasks_across_connections_and_eras_and_others_never_see
     assert_eq!(listen.status, 404, "{listen:?}");
 
     // A completion notice rides once on the owner's next tool result, whichever connection.
-    let quiet = alice.call(
+    let quiet = alice.answer(
         "bash",
         json!({"command": "exit 4", "run_in_background": true}),
     );
     let quiet_task = started_id(&quiet);
+    let quiet = quiet.text;
     // The task may settle before its start is answered: then the notice rides on that answer.
     let notices = |text: &str| {
         text.split("\n---\n")
@@ -148,7 +149,7 @@ async fn http_principals_and_socket_sessions_never_see_each_others_tasks() {
     let alice = Client::new(&host, &host.token("alice"));
     let local = crate::mcp::socket_client(&socket, crate::mcp::Watcher::default()).await;
     let from_socket = crate::mcp::start(&local, "echo socket").await;
-    let started = alice.call(
+    let started = alice.answer(
         "bash",
         json!({"command": "echo http", "run_in_background": true}),
     );
@@ -177,7 +178,7 @@ fn revoking_a_token_ends_its_owner_and_its_tasks() {
     let dir = scratch("http-revoke");
     let host = HttpHost::start(&dir, &[]);
     let alice = Client::new(&host, &host.token("alice"));
-    let started = alice.call(
+    let started = alice.answer(
         "bash",
         json!({"command": "echo $$; exec sleep 1000", "run_in_background": true}),
     );

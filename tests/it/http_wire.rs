@@ -238,6 +238,19 @@ impl Client {
         .tool_text()
     }
 
+    /// A 2026-07-28 tool call's whole answer: its text and the task it started.
+    pub(crate) fn answer(&self, tool: &str, arguments: Value) -> crate::mcp::Answer {
+        let response = self.modern(
+            "tools/call",
+            Some(tool),
+            json!({"name": tool, "arguments": arguments}),
+        );
+        crate::mcp::Answer {
+            text: response.tool_text(),
+            started: response.started_task(),
+        }
+    }
+
     /// A 2026-07-28 request: its version in `_meta` and the headers it needs.
     pub(crate) fn modern(&self, method: &str, name: Option<&str>, params: Value) -> Response {
         self.modern_with(method, name, params, json!({}))

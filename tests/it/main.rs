@@ -15,6 +15,7 @@ mod faults;
 mod fixtures;
 mod handover;
 mod hardening;
+mod host_errors;
 mod http;
 mod http_bounds;
 mod http_caps;

@@ -114,6 +114,24 @@ pub(crate) async fn call(client: &Client, tool: &str, args: Value) -> String {
 
 /// As [`call`], the call's failure (a host that restarted under it) returned, not a panic.
 pub(crate) async fn try_call(client: &Client, tool: &str, args: Value) -> Result<String, String> {
+    try_answer(client, tool, args).await.map(|a| a.text)
+}
+
+/// A tool's answer: its text blocks joined by `\n---\n`, and the task the call started, read
+/// from the result's `_meta` (the text is the model's and is never parsed for it).
+#[derive(Debug)]
+pub(crate) struct Answer {
+    pub(crate) text: String,
+    pub(crate) started: Option<String>,
+}
+
+/// Calls `tool` and returns its whole answer.
+pub(crate) async fn answer(client: &Client, tool: &str, args: Value) -> Answer {
+    try_answer(client, tool, args).await.expect("call")
+}
+
+/// As [`answer`], the call's failure returned, not a panic.
+pub(crate) async fn try_answer(client: &Client, tool: &str, args: Value) -> Result<Answer, String> {
     let Value::Object(args) = args else {
         panic!("arguments must be an object")
     };
@@ -122,12 +140,16 @@ pub(crate) async fn try_call(client: &Client, tool: &str, args: Value) -> Result
         .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
         .await
         .map_err(|e| e.to_string())?;
-    Ok(result
+    let text = result
         .content
         .iter()
         .filter_map(|b| b.as_text().map(|t| t.text.clone()))
         .collect::<Vec<_>>()
-        .join("\n---\n"))
+        .join("\n---\n");
+    let started = serde_json::to_value(&result)
+        .ok()
+        .and_then(|r| taskhost_tests::started_task(&r));
+    Ok(Answer { text, started })
 }
 
 /// Reads a task's output, waiting up to `timeout_ms` for it to settle.
@@ -143,20 +165,21 @@ pub(crate) async fn read_waiting(client: &Client, id: &str, timeout_ms: u64) -> 
 /// Starts `command` in the background and returns its task id (the first block; notices, its own
 /// among them, may follow it).
 pub(crate) async fn start(client: &Client, command: &str) -> String {
-    let text = call(
+    let started = answer(
         client,
         "bash",
         json!({"command": command, "run_in_background": true}),
     )
     .await;
-    started_id(&text)
+    started_id(&started)
 }
 
-/// The id a background start's answer names (a notice may follow it).
-pub(crate) fn started_id(answer: &str) -> String {
-    taskhost_abi::wording::started_id(answer)
+/// The task a start's answer names in its `_meta`.
+pub(crate) fn started_id(answer: &Answer) -> String {
+    answer
+        .started
+        .clone()
         .unwrap_or_else(|| panic!("not started: {answer:?}"))
-        .to_owned()
 }
 
 /// The pids a task prints, one per line, once it has printed `n` of them.
@@ -529,13 +552,14 @@ fn first_notice(watcher: &Watcher) {
 async fn a_completion_notice_arrives_as_a_log_message_and_on_the_next_tool_result() {
     let watcher = Watcher::default();
     let client = stdio_client(&["--no-watch"], watcher.clone()).await;
-    let started = call(
+    let started = answer(
         &client,
         "bash",
         json!({"command": "echo quick", "run_in_background": true}),
     )
     .await;
     let id = started_id(&started);
+    let started = started.text;
     first_notice(&watcher);
     let expected = format!(
         "background task {id} (bash: echo quick) finished [status: completed, exit code: 0]. Read its output with task_output."

@@ -185,3 +185,38 @@ fn an_mcp_task_is_carried_across_a_host_crash_to_its_real_end() {
         "{done}"
     );
 }
+
+/// A producer words its start as it likes (the probe: `off it goes as <id>`): MCP Tasks takes the
+/// task from the result's data, not its text, and follows it to its end; a plain call's result
+/// names the same kind of task in its `_meta`.
+#[test]
+fn a_producer_that_words_its_start_otherwise_still_gives_its_task() {
+    let dir = scratch("mcp-tasks-worded");
+    let config = dir.join("worded.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[plugin]]\npath = {:?}\n[[plugin]]\npath = {:?}\nconfig = {{ start_words = \"off it goes as\" }}\n",
+            built("taskhost_plugin_tasks"),
+            built("taskhost_test_probe")
+        ),
+    )
+    .unwrap();
+    let host = HttpHost::start(&dir, &["--config", config.to_str().unwrap()]);
+    let alice = Client::new(&host, &host.token("alice"));
+    let created = alice.with_tasks(
+        "tools/call",
+        Some("probe_produce"),
+        json!({"name": "probe_produce", "arguments": {"lines": 2}}),
+    );
+    assert_eq!(created["result"]["resultType"], json!("task"), "{created}");
+    let id = created["result"]["taskId"].as_str().unwrap_or_default();
+    assert!(id.starts_with("probe-"), "{created}");
+    assert_eq!(settled(&alice, id)["status"], json!("completed"));
+
+    let plain = alice.answer("probe_produce", json!({"lines": 1}));
+    let words = plain.text.lines().next().unwrap_or_default();
+    let named = words.strip_prefix("off it goes as ");
+    assert!(named.is_some_and(|n| n.starts_with("probe-")), "{plain:?}");
+    assert_eq!(plain.started.as_deref(), named, "{plain:?}");
+}

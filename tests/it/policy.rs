@@ -196,11 +196,11 @@ fn a_bound_principals_commands_run_under_its_policy_and_an_unbound_one_beside_it
     let person = Client::new(&host, &host.token("person"));
     let touch = |name: &str| format!("touch {}/{name} && echo wrote", outside.display());
 
-    let free = started_id(&person.call(
+    let free = started_id(&person.answer(
         "bash",
         json!({"command": touch("person"), "run_in_background": true}),
     ));
-    let caged = started_id(&bot.call(
+    let caged = started_id(&bot.answer(
         "bash",
         json!({"command": touch("bot"), "run_in_background": true}),
     ));

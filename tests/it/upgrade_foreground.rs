@@ -225,13 +225,18 @@ async fn a_command_that_kills_its_host_as_it_starts_is_carried_to_the_next_host(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_command_promoted_at_its_timeout_is_the_same_task_after_a_crash() {
     let mut c = Crashable::start("crash-promoted").await;
-    let answer = call(
+    let answer = crate::mcp::answer(
         &c.client,
         "bash",
         json!({"command": c.command(), "timeout_ms": 200}),
     )
     .await;
-    let id = continued_task(&answer);
+    let id = continued_task(&answer.text);
+    assert_eq!(
+        answer.started.as_ref(),
+        Some(&id),
+        "the result's _meta names it"
+    );
     let pid = started_pid(&c.started);
     let _next = crash(&mut c.host, &c.dir);
     assert!(alive(pid), "the same process runs on under the next host");

@@ -116,6 +116,13 @@ impl ModernClient {
         }
     }
 
+    /// Calls `tool` to start a task: the task its result's `_meta` names.
+    fn start(&mut self, tool: &str, arguments: Value) -> String {
+        let answer = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
+        taskhost_tests::started_task(&answer["result"])
+            .unwrap_or_else(|| panic!("not started: {answer}"))
+    }
+
     /// How many messages seen so far are notifications of `method`.
     fn told(&self, method: &str) -> usize {
         self.seen.iter().filter(|m| m["method"] == method).count()
@@ -149,13 +156,10 @@ fn a_2026_client_listening_through_the_bridge_sees_an_upgrade_as_one_tools_chang
     client.until("the stream's acknowledgement", |m| {
         m["method"] == "notifications/subscriptions/acknowledged"
     });
-    let started = client
-        .call(
-            "bash",
-            json!({"command": "exec sleep 1000", "run_in_background": true}),
-        )
-        .expect("a background start");
-    let task = crate::mcp::started_id(&started);
+    let task = client.start(
+        "bash",
+        json!({"command": "exec sleep 1000", "run_in_background": true}),
+    );
     let new_inode = replace_binary(&exe);
     let hup = Instant::now();
     nix::sys::signal::kill(

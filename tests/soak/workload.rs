@@ -47,41 +47,33 @@ impl Soak<'_> {
     }
 
     pub fn bash(&self, s: usize, command: &str) -> Option<String> {
-        let text = self.call(
-            "bash",
-            s,
-            json!({"command": command, "run_in_background": true}),
-        );
-        self.started(
-            s,
-            &text,
-            "started background task ",
-            &format!("bash `{command}`"),
-        )
+        let args = json!({"command": command, "run_in_background": true});
+        self.started(s, "bash", args, &format!("bash `{command}`"))
     }
 
     pub fn subagent(&self, s: usize, prompt: &str) -> Option<String> {
-        let text = self.call(
-            "subagent",
-            s,
-            json!({"description": "soak", "prompt": prompt, "run_in_background": true}),
-        );
-        self.started(s, &text, "started background subagent task ", "subagent")
+        let args = json!({"description": "soak", "prompt": prompt, "run_in_background": true});
+        self.started(s, "subagent", args, "subagent")
     }
 
     pub fn probe(&self, s: usize, lines: u64) -> Option<String> {
-        let text = self.call("probe_start", s, json!({"lines": lines, "interval_ms": 5}));
-        self.started(s, &text, "started background task ", "probe")
+        let args = json!({"lines": lines, "interval_ms": 5});
+        self.started(s, "probe_start", args, "probe")
     }
 
-    /// The task id a start result names, recorded as session `s`'s; a failure when it names none.
-    fn started(&self, s: usize, text: &str, prefix: &str, what: &str) -> Option<String> {
-        let id = text.strip_prefix(prefix).map(str::to_owned);
-        match &id {
-            Some(id) => self.ledger.started(s, id),
-            None => self.ledger.fail(format!("{what} did not start: {text}")),
+    /// Calls `tool` to start a task: the task it reports, recorded as session `s`'s; a failure
+    /// when it started none.
+    fn started(&self, s: usize, tool: &str, args: serde_json::Value, what: &str) -> Option<String> {
+        match self.f.start(tool, &session_name(s), args) {
+            Ok(id) => {
+                self.ledger.started(s, &id);
+                Some(id)
+            }
+            Err(text) => {
+                self.ledger.fail(format!("{what} did not start: {text}"));
+                None
+            }
         }
-        id
     }
 
     pub fn wait(&self, s: usize, id: &str) -> String {
@@ -174,12 +166,8 @@ impl Soak<'_> {
     /// A conversation with a task under a terminal while plugins reload: lines typed one by one at
     /// random intervals are each answered, and the end of input ends it.
     fn converse(&self, s: usize, n: usize, rng: &mut Rng) {
-        let text = self.call(
-            "bash",
-            s,
-            json!({"command": "while read -r l; do echo \"got $l\"; done", "run_in_background": true, "tty": true}),
-        );
-        let Some(id) = self.started(s, &text, "started background task ", "tty bash") else {
+        let args = json!({"command": "while read -r l; do echo \"got $l\"; done", "run_in_background": true, "tty": true});
+        let Some(id) = self.started(s, "bash", args, "tty bash") else {
             return;
         };
         let mut seen = String::new();

@@ -81,6 +81,12 @@ impl Bridge {
             .unwrap_or_default();
         Ok(blocks.join("\n---\n"))
     }
+
+    /// Calls `tool` to start a task: the task its result's `_meta` names, or the answer's text.
+    pub fn start(&mut self, tool: &str, arguments: Value) -> Result<String, String> {
+        let result = self.request("tools/call", json!({"name": tool, "arguments": arguments}))?;
+        taskhost_tests::started_task(&result).ok_or_else(|| format!("not started: {result}"))
+    }
 }
 
 impl Drop for Bridge {

@@ -180,15 +180,12 @@ fn session(dir: &Path, s: usize, readers: &Readers) -> (Vec<(String, Seen)>, Vec
             let tag = format!("s{s}t{t}");
             let command =
                 format!("for i in $(seq 1 {LINES}); do echo {tag}-$i; sleep 0.005; done; sleep 1");
-            let answer = bridge
-                .call(
+            let id = bridge
+                .start(
                     "bash",
                     json!({"command": command, "run_in_background": true}),
                 )
-                .unwrap();
-            let id = taskhost_abi::wording::started_id(&answer)
-                .unwrap_or_else(|| panic!("not started: {answer}"))
-                .to_owned();
+                .unwrap_or_else(|e| panic!("{e}"));
             (id, Seen::default())
         })
         .collect();

@@ -130,6 +130,15 @@ impl Response {
             .collect()
     }
 
+    /// The task the tool call in the body started, from its result's `_meta` ([`crate::started_task`]).
+    pub fn started_task(&self) -> Option<String> {
+        let message = self
+            .messages()
+            .into_iter()
+            .find(|m| m.get("id").is_some())?;
+        crate::started_task(&message["result"])
+    }
+
     /// The text of the tool result in the body (its content blocks joined by `\n---\n`), or the
     /// JSON-RPC error's message.
     pub fn tool_text(&self) -> String {

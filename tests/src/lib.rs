@@ -7,6 +7,14 @@ use std::path::{Path, PathBuf};
 pub mod http1;
 pub mod webdriver;
 
+/// The task a tool call started, as its MCP result (`result` of the JSON-RPC answer) names it:
+/// `_meta: {"taskhost/started": {"task": ID}}`. The text is the model's and is never parsed.
+pub fn started_task(result: &serde_json::Value) -> Option<String> {
+    result["_meta"]["taskhost/started"]["task"]
+        .as_str()
+        .map(str::to_owned)
+}
+
 /// Polls `f` every 10 ms until it holds or `timeout` passes; whether it held. A test waits for
 /// what it can observe this way, never for a fixed time.
 pub fn eventually(timeout: std::time::Duration, mut f: impl FnMut() -> bool) -> bool {

@@ -48,6 +48,11 @@ pub struct ToolResult {
     /// or `{"error": {"code", "message", "data"}}` for a JSON-RPC error. MCP clients get it as it
     /// is; `text` and `is_error` still serve everything else (logs, tests).
     pub mcp_json: ROption<RString>,
+    /// The registry id of the background task this call started, if it started one (see
+    /// [`ToolResult::started`]). The host reads the task from here, never from `text`: MCP Tasks
+    /// makes it the client's task, and every MCP answer carries it as
+    /// `_meta: {"taskhost/started": {"task": ID}}`.
+    pub started_task: ROption<RString>,
 }
 
 impl ToolCall {
@@ -74,6 +79,16 @@ impl ToolResult {
             text: RString::from(text.into()),
             is_error: false,
             mcp_json: ROption::RNone,
+            started_task: ROption::RNone,
+        }
+    }
+
+    /// A successful result of a call that started the background task `id`: `text` is what the
+    /// model reads (worded as the tool likes), `id` is what the host and MCP clients act on.
+    pub fn started(text: impl Into<String>, id: impl Into<String>) -> Self {
+        Self {
+            started_task: ROption::RSome(RString::from(id.into())),
+            ..Self::ok(text)
         }
     }
 
@@ -83,6 +98,7 @@ impl ToolResult {
             text: RString::from(format!("Error: {}", text.into())),
             is_error: true,
             mcp_json: ROption::RNone,
+            started_task: ROption::RNone,
         }
     }
 
@@ -93,7 +109,16 @@ impl ToolResult {
             text: RString::from(text.into()),
             is_error,
             mcp_json: ROption::RSome(mcp.to_string().into()),
+            started_task: ROption::RNone,
         }
+    }
+
+    /// The background task this call started, if any (see [`ToolResult::started_task`]).
+    pub fn started_task(&self) -> Option<&str> {
+        self.started_task
+            .as_ref()
+            .map(RString::as_str)
+            .into_option()
     }
 
     /// The MCP result, when the tool gave one.

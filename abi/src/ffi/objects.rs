@@ -2,7 +2,9 @@
 //! unloads); plugin-implemented ones carry the plugin's, so the host holds each of them with a guard on
 //! its generation and drops them before that generation unloads.
 //!
-//! Every method returns errors as text (`RString`); none may panic (a panic through an `abi_stable`
+//! The host refuses with a typed [`HostError`] (a kind a plugin branches on, and the message the
+//! model reads); a plugin's own errors (its init, starter, cancel, input, item handler) cross as
+//! text (`RString`), which the host shows. No method may panic (a panic through an `abi_stable`
 //! trait object aborts the process). The [`crate::sdk`] wrappers uphold that for plugin code.
 
 #![allow(
@@ -18,6 +20,7 @@ use super::data::{
     FfiKill, FfiOutcome, FfiRead, FfiSnapshot, Level, McpItemKind, TaskDecl, ToolCall, ToolResult,
     ToolSpec,
 };
+use super::error::HostError;
 use super::work::{
     ExternalRequest, ExternalResult, ExternalStarted, ProcessRequest, ProcessResult,
     SubagentRequest,
@@ -27,12 +30,12 @@ use super::work::{
 #[sabi_trait]
 pub trait HostApi: Send + Sync {
     /// Registers a tool; fails if the name is taken by another plugin.
-    fn register_tool(&self, spec: ToolSpec, handler: ToolHandlerBox) -> RResult<(), RString>;
+    fn register_tool(&self, spec: ToolSpec, handler: ToolHandlerBox) -> RResult<(), HostError>;
     /// Unregisters one of this plugin's tools; unknown names are ignored.
     fn unregister_tool(&self, name: RStr<'_>);
     /// Declares a task and, once every registry check passed, calls `starter` (on the calling
     /// thread) to start it. Returns the task id.
-    fn start_task(&self, decl: TaskDecl, starter: StarterBox) -> RResult<RString, RString>;
+    fn start_task(&self, decl: TaskDecl, starter: StarterBox) -> RResult<RString, HostError>;
     /// Declares a task whose work is a child process run by the host's process service: a stream
     /// task (stdout and stderr), killed by SIGTERM then SIGKILL to its group, settled with
     /// `exit code: N`, `signal: SIG...` or `killed before exit`. Its hooks are the host's, so the task
@@ -41,7 +44,7 @@ pub trait HostApi: Send + Sync {
         &self,
         decl: TaskDecl,
         request: ProcessRequest,
-    ) -> RResult<RString, RString>;
+    ) -> RResult<RString, HostError>;
     /// Runs a child process in the foreground for `session` (its spill files go with the session),
     /// blocking the calling thread until it ends or `timeout_ms` passes (then it is killed, or, with
     /// [`ProcessRequest::promote_on_timeout`], it may become a background task).
@@ -57,7 +60,7 @@ pub trait HostApi: Send + Sync {
         &self,
         decl: TaskDecl,
         request: SubagentRequest,
-    ) -> RResult<RString, RString>;
+    ) -> RResult<RString, HostError>;
     /// Declares a stream task whose work runs elsewhere (see [`ExternalRequest`]): the host runs its
     /// start command once every registry check passed, then follows its output file and polls its
     /// state; cancel runs its cancel command. Its hooks are the host's.
@@ -65,7 +68,7 @@ pub trait HostApi: Send + Sync {
         &self,
         decl: TaskDecl,
         request: ExternalRequest,
-    ) -> RResult<ExternalStarted, RString>;
+    ) -> RResult<ExternalStarted, HostError>;
     /// Runs a child agent in the foreground for `session`, blocking the calling thread until it ends.
     fn run_subagent(&self, session: RStr<'_>, request: SubagentRequest) -> FfiOutcome;
     /// Runs external work for `session` in the foreground of the current tool call, on the host's
@@ -79,13 +82,13 @@ pub trait HostApi: Send + Sync {
     /// Detaches a surface attached by this plugin.
     fn detach_surface(&self, key: u64);
     /// A task snapshot, authorized for `caller` (a session id; empty for none).
-    fn get_task(&self, caller: RStr<'_>, id: RStr<'_>) -> RResult<FfiSnapshot, RString>;
+    fn get_task(&self, caller: RStr<'_>, id: RStr<'_>) -> RResult<FfiSnapshot, HostError>;
     /// The caller's and the unowned tasks, in registration order.
     fn list_tasks(&self, caller: RStr<'_>) -> RVec<FfiSnapshot>;
     /// Reads a task (consuming for stream kinds).
-    fn read_task(&self, caller: RStr<'_>, id: RStr<'_>) -> RResult<FfiRead, RString>;
+    fn read_task(&self, caller: RStr<'_>, id: RStr<'_>) -> RResult<FfiRead, HostError>;
     /// A stream task's unread output, left unread, with its snapshot (nothing is marked reported).
-    fn peek_task(&self, caller: RStr<'_>, id: RStr<'_>) -> RResult<FfiRead, RString>;
+    fn peek_task(&self, caller: RStr<'_>, id: RStr<'_>) -> RResult<FfiRead, HostError>;
     /// Writes `input` to a live task that takes input (at most 64 KiB), then, with `eof`, its end.
     fn write_task(
         &self,
@@ -93,21 +96,21 @@ pub trait HostApi: Send + Sync {
         id: RStr<'_>,
         input: RStr<'_>,
         eof: bool,
-    ) -> RResult<(), RString>;
+    ) -> RResult<(), HostError>;
     /// Requests cancellation of a task.
     fn kill_task(
         &self,
         caller: RStr<'_>,
         id: RStr<'_>,
         reason: ROption<RStr<'_>>,
-    ) -> RResult<FfiKill, RString>;
+    ) -> RResult<FfiKill, HostError>;
     /// Blocks the calling thread until the task settles or `timeout_ms` passes.
     fn wait_task(
         &self,
         caller: RStr<'_>,
         id: RStr<'_>,
         timeout_ms: f64,
-    ) -> RResult<FfiSnapshot, RString>;
+    ) -> RResult<FfiSnapshot, HostError>;
     /// Blocks the calling thread until a stream task's output matches the regular expression
     /// `pattern`, the task settles, or `timeout_ms` passes; nothing is consumed. The host looks only
     /// at output that arrived since its previous look and wakes when more arrives.
@@ -117,7 +120,7 @@ pub trait HostApi: Send + Sync {
         id: RStr<'_>,
         pattern: RStr<'_>,
         timeout_ms: f64,
-    ) -> RResult<FfiSnapshot, RString>;
+    ) -> RResult<FfiSnapshot, HostError>;
     /// Registers a completion listener; returns a key for [`HostApi::remove_listener`]. The host
     /// removes the generation's listeners when it is retired.
     fn on_task_done(&self, listener: ListenerBox) -> u64;
@@ -141,7 +144,7 @@ pub trait HostApi: Send + Sync {
         kind: McpItemKind,
         spec_json: RString,
         handler: McpHandlerBox,
-    ) -> RResult<(), RString>;
+    ) -> RResult<(), HostError>;
     /// Unregisters one of this plugin's items; unknown keys are ignored.
     fn unregister_item(&self, kind: McpItemKind, key: RStr<'_>);
     /// Tells every client that the list of `kind` changed (registering and unregistering already
@@ -158,11 +161,11 @@ pub trait HostApi: Send + Sync {
     /// Sends a request to the client of the tool call this thread runs (`sampling/createMessage`,
     /// `elicitation/create`, `roots/list`) and blocks until it answers: its result as JSON text,
     /// or why there is none (no client that can be asked, the client's error, the call cancelled).
-    fn call_ask(&self, method: RStr<'_>, params_json: RStr<'_>) -> RResult<RString, RString>;
+    fn call_ask(&self, method: RStr<'_>, params_json: RStr<'_>) -> RResult<RString, HostError>;
     /// As [`HostApi::call_ask`], for several requests at once: `requests_json` maps a key to each
     /// request (`{"method", "params"}`), and the answer maps each key to its result. A call running
     /// as an MCP task shows them all open at once.
-    fn call_ask_all(&self, requests_json: RStr<'_>) -> RResult<RString, RString>;
+    fn call_ask_all(&self, requests_json: RStr<'_>) -> RResult<RString, HostError>;
     /// The last `max_bytes` of each of a task's kept output streams, as a read shows them (stdout,
     /// then `[stderr]` and stderr, terminal output as a terminal would draw it), authorized for
     /// `caller` as [`HostApi::get_task`] is; nothing is consumed. Served from the state
@@ -173,7 +176,7 @@ pub trait HostApi: Send + Sync {
         caller: RStr<'_>,
         id: RStr<'_>,
         max_bytes: u64,
-    ) -> RResult<RString, RString>;
+    ) -> RResult<RString, HostError>;
     /// The host as people watch it, as a JSON object's text: `plugins` (each with `name`,
     /// `generation`, `loaded_at_ms`, `path`) and `health` (`tasks_live`, `threads`,
     /// `descriptors`, `rss_bytes`, `keeper_pid`, `store_bytes`, `uptime_ms`).

@@ -4,14 +4,14 @@
 use std::sync::Arc;
 
 use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{RResult, RStr, RString};
+use abi_stable::std_types::{RResult, RStr};
 
 use super::glue::{ListenerGlue, WorkerGlue};
 use crate::ffi::*;
 
-/// A host answer with its error as text.
-pub(crate) fn text_result<T>(r: RResult<T, RString>) -> Result<T, String> {
-    r.into_result().map_err(String::from)
+/// A host answer with its typed refusal.
+pub(crate) fn host_result<T>(r: RResult<T, HostError>) -> Result<T, HostError> {
+    r.into_result()
 }
 
 /// The host handle, as a plugin uses it. Cheap to clone.
@@ -33,8 +33,8 @@ impl Host {
     ///
     /// # Errors
     /// The registry's error text (`unknown task ...`, for another session's task too).
-    pub fn get_task(&self, caller: &str, id: &str) -> Result<FfiSnapshot, String> {
-        text_result(self.0.get_task(caller.into(), id.into()))
+    pub fn get_task(&self, caller: &str, id: &str) -> Result<FfiSnapshot, HostError> {
+        host_result(self.0.get_task(caller.into(), id.into()))
     }
 
     /// The caller's and the unowned tasks.
@@ -47,16 +47,16 @@ impl Host {
     /// # Errors
     /// As [`Host::get_task`]; refused when called (directly, or from a thread it waits on) by the
     /// task's own cancel or reader.
-    pub fn read_task(&self, caller: &str, id: &str) -> Result<FfiRead, String> {
-        text_result(self.0.read_task(caller.into(), id.into()))
+    pub fn read_task(&self, caller: &str, id: &str) -> Result<FfiRead, HostError> {
+        host_result(self.0.read_task(caller.into(), id.into()))
     }
 
     /// A stream task's unread output, left unread (nothing is marked reported).
     ///
     /// # Errors
     /// As [`Host::read_task`]; also for a final-output task (it has no stream).
-    pub fn peek_task(&self, caller: &str, id: &str) -> Result<FfiRead, String> {
-        text_result(self.0.peek_task(caller.into(), id.into()))
+    pub fn peek_task(&self, caller: &str, id: &str) -> Result<FfiRead, HostError> {
+        host_result(self.0.peek_task(caller.into(), id.into()))
     }
 
     /// Writes `input` to a live task that takes input, then, with `eof`, ends its input.
@@ -64,8 +64,14 @@ impl Host {
     /// # Errors
     /// As [`Host::get_task`]; a task that takes no input, a finished task, more than 64 KiB, or the
     /// producer's own error (the program stopped reading).
-    pub fn write_task(&self, caller: &str, id: &str, input: &str, eof: bool) -> Result<(), String> {
-        text_result(
+    pub fn write_task(
+        &self,
+        caller: &str,
+        id: &str,
+        input: &str,
+        eof: bool,
+    ) -> Result<(), HostError> {
+        host_result(
             self.0
                 .write_task(caller.into(), id.into(), input.into(), eof),
         )
@@ -81,9 +87,9 @@ impl Host {
         caller: &str,
         id: &str,
         reason: Option<&str>,
-    ) -> Result<FfiKill, String> {
+    ) -> Result<FfiKill, HostError> {
         let reason = reason.map(RStr::from).into();
-        text_result(self.0.kill_task(caller.into(), id.into(), reason))
+        host_result(self.0.kill_task(caller.into(), id.into(), reason))
     }
 
     /// Blocks until the task settles or the timeout passes.
@@ -95,8 +101,8 @@ impl Host {
         caller: &str,
         id: &str,
         timeout_ms: f64,
-    ) -> Result<FfiSnapshot, String> {
-        text_result(self.0.wait_task(caller.into(), id.into(), timeout_ms))
+    ) -> Result<FfiSnapshot, HostError> {
+        host_result(self.0.wait_task(caller.into(), id.into(), timeout_ms))
     }
 
     /// Blocks until a stream task's output matches the regular expression `pattern`, the task
@@ -112,8 +118,8 @@ impl Host {
         id: &str,
         pattern: &str,
         timeout_ms: f64,
-    ) -> Result<FfiSnapshot, String> {
-        text_result(
+    ) -> Result<FfiSnapshot, HostError> {
+        host_result(
             self.0
                 .wait_output(caller.into(), id.into(), pattern.into(), timeout_ms),
         )

@@ -221,10 +221,14 @@ impl Host {
     /// # Errors
     /// The host's refusal: a prefix that does not start with `/`, one the host keeps (`/mcp`,
     /// `/.well-known/`), or one another plugin serves.
-    pub fn serve_http(&self, prefix: &str, handler: impl HttpHandler) -> Result<(), String> {
+    pub fn serve_http(
+        &self,
+        prefix: &str,
+        handler: impl HttpHandler,
+    ) -> Result<(), crate::ffi::HostError> {
         let spec = serde_json::json!({ "prefix": prefix });
         let glue = McpHandler_TO::from_value(super::mcp::ItemGlue(RouteGlue(handler)), TD_Opaque);
-        super::host::text_result(self.0.register_item(
+        super::host::host_result(self.0.register_item(
             McpItemKind::HttpRoute,
             spec.to_string().into(),
             glue,
@@ -236,8 +240,13 @@ impl Host {
     ///
     /// # Errors
     /// As [`Host::get_task`], or a kept file that cannot be read.
-    pub fn task_tail(&self, caller: &str, id: &str, max_bytes: u64) -> Result<String, String> {
-        super::host::text_result(self.0.task_tail(caller.into(), id.into(), max_bytes))
+    pub fn task_tail(
+        &self,
+        caller: &str,
+        id: &str,
+        max_bytes: u64,
+    ) -> Result<String, crate::ffi::HostError> {
+        super::host::host_result(self.0.task_tail(caller.into(), id.into(), max_bytes))
             .map(String::from)
     }
 

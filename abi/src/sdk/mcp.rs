@@ -6,9 +6,9 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RErr, ROk, ROption, RResult, RStr, RString};
 use serde_json::{Value, json};
 
-use super::host::{Host, text_result};
+use super::host::{Host, host_result};
 use super::plugin::contained;
-use crate::ffi::{McpHandler, McpHandler_TO, McpItemKind};
+use crate::ffi::{HostError, HostErrorKind, McpHandler, McpHandler_TO, McpItemKind};
 
 /// A JSON-RPC error an item's handler (or a tool, through [`McpError::tool_result`]) answers with.
 #[derive(Clone, Debug, PartialEq)]
@@ -98,9 +98,9 @@ impl Host {
         kind: McpItemKind,
         spec: &Value,
         handler: impl ItemHandler,
-    ) -> Result<(), String> {
+    ) -> Result<(), HostError> {
         let handler = McpHandler_TO::from_value(ItemGlue(handler), TD_Opaque);
-        text_result(self.0.register_item(kind, spec.to_string().into(), handler))
+        host_result(self.0.register_item(kind, spec.to_string().into(), handler))
     }
 
     /// Unregisters one of this plugin's items.
@@ -139,13 +139,17 @@ impl Host {
     ///
     /// # Errors
     /// As [`Host::call_ask`].
-    pub fn call_ask_all(&self, requests: &Value) -> Result<Value, String> {
+    pub fn call_ask_all(&self, requests: &Value) -> Result<Value, HostError> {
         let answer = self
             .0
             .call_ask_all(requests.to_string().as_str().into())
-            .into_result()
-            .map_err(|e| e.as_str().to_owned())?;
-        serde_json::from_str(answer.as_str()).map_err(|e| format!("the client's answers: {e}"))
+            .into_result()?;
+        serde_json::from_str(answer.as_str()).map_err(|e| {
+            HostError::new(
+                HostErrorKind::Internal,
+                format!("the client's answers: {e}"),
+            )
+        })
     }
 
     /// Asks the client of the tool call this thread runs (`sampling/createMessage`,
@@ -153,12 +157,13 @@ impl Host {
     ///
     /// # Errors
     /// No client that can be asked, the client's error, or the call was cancelled.
-    pub fn call_ask(&self, method: &str, params: &Value) -> Result<Value, String> {
+    pub fn call_ask(&self, method: &str, params: &Value) -> Result<Value, HostError> {
         let answer = self
             .0
             .call_ask(method.into(), params.to_string().as_str().into())
-            .into_result()
-            .map_err(|e| e.as_str().to_owned())?;
-        serde_json::from_str(answer.as_str()).map_err(|e| format!("the client's answer: {e}"))
+            .into_result()?;
+        serde_json::from_str(answer.as_str()).map_err(|e| {
+            HostError::new(HostErrorKind::Internal, format!("the client's answer: {e}"))
+        })
     }
 }

@@ -34,6 +34,11 @@
 //! HTTP routes for surfaces that serve people (`http.rs`), typed config (`config.rs`), the traits a plugin
 //! implements (`plugin.rs`), the export (`export.rs`), and the glue between them and the boundary
 //! (`glue.rs`).
+//!
+//! A tool that starts a background task reports it as data: it answers
+//! [`ToolResult::started`](crate::ffi::ToolResult::started)`(text, id)`, the text for the model in
+//! whatever words it likes, the id for the host (MCP Tasks, and the `_meta` of the call's MCP
+//! result: `{"taskhost/started": {"task": ID}}`).
 
 mod args;
 mod config;

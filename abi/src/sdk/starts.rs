@@ -6,7 +6,7 @@ use abi_stable::std_types::ROption;
 pub use taskhost_common::PROCESS_MARKER;
 
 use super::glue::StarterGlue;
-use super::host::{Host, text_result};
+use super::host::{Host, host_result};
 use super::plugin::{Output, TaskControl, TaskHandle};
 use crate::ffi::*;
 
@@ -67,12 +67,12 @@ impl Host {
         decl: &Declaration,
         output: Output,
         start: impl FnOnce(TaskHandle) -> Result<C, String> + Send + 'static,
-    ) -> Result<String, String> {
+    ) -> Result<String, HostError> {
         let starter = Starter_TO::from_value(
             StarterGlue::<C, _>(Some(start), output, Default::default()),
             TD_Opaque,
         );
-        text_result(self.0.start_task(decl.to_ffi(), starter)).map(String::from)
+        host_result(self.0.start_task(decl.to_ffi(), starter)).map(String::from)
     }
 
     /// Starts a process task (see [`HostApi::start_process_task`]); returns its id.
@@ -83,8 +83,8 @@ impl Host {
         &self,
         decl: &Declaration,
         request: ProcessRequest,
-    ) -> Result<String, String> {
-        text_result(self.0.start_process_task(decl.to_ffi(), request)).map(String::from)
+    ) -> Result<String, HostError> {
+        host_result(self.0.start_process_task(decl.to_ffi(), request)).map(String::from)
     }
 
     /// Starts a child agent task (see [`HostApi::start_subagent_task`]); returns its id.
@@ -95,8 +95,8 @@ impl Host {
         &self,
         decl: &Declaration,
         request: SubagentRequest,
-    ) -> Result<String, String> {
-        text_result(self.0.start_subagent_task(decl.to_ffi(), request)).map(String::from)
+    ) -> Result<String, HostError> {
+        host_result(self.0.start_subagent_task(decl.to_ffi(), request)).map(String::from)
     }
 
     /// Starts a task whose work runs elsewhere (see [`HostApi::start_external_task`]); returns the
@@ -108,8 +108,8 @@ impl Host {
         &self,
         decl: &Declaration,
         request: ExternalRequest,
-    ) -> Result<(String, String), String> {
-        text_result(self.0.start_external_task(decl.to_ffi(), request))
+    ) -> Result<(String, String), HostError> {
+        host_result(self.0.start_external_task(decl.to_ffi(), request))
             .map(|s| (s.task_id.into_string(), s.external_id.into_string()))
     }
 

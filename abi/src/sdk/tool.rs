@@ -6,10 +6,10 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::glue::ToolGlue;
-use super::host::{Host, text_result};
+use super::host::{Host, host_result};
 use super::plugin::Handler;
 use super::typed;
-use crate::ffi::{ToolCall, ToolHandler_TO, ToolResult, ToolSpec};
+use crate::ffi::{HostError, ToolCall, ToolHandler_TO, ToolResult, ToolSpec};
 
 /// A tool a plugin serves: its name and description, its arguments as a Rust type (the input schema
 /// is generated from it, and a call whose arguments do not fit is answered with an error naming the
@@ -42,8 +42,9 @@ pub fn runs_as_task() -> Value {
 
 /// What a producer tool adds to its MCP description when MCP clients may run it as a task and it
 /// starts background tasks itself: called with `run_in_background: true`, it answers with
-/// [`crate::wording::started`], and the task it started is the MCP task (its output readable with
-/// `task_output` while it runs, its exit code its result's `isError`).
+/// [`ToolResult::started`] (the text worded as it likes), and the task it names there is the MCP
+/// task (its output readable with `task_output` while it runs, its exit code its result's
+/// `isError`). An answer that names no task is refused with its text.
 pub fn runs_in_background_as_task() -> Value {
     serde_json::json!({
         "execution": {"taskSupport": "optional"},
@@ -60,7 +61,7 @@ impl Host {
     ///
     /// # Errors
     /// As [`Host::register_tool`].
-    pub fn register<T: Tool>(&self, tool: T) -> Result<(), String> {
+    pub fn register<T: Tool>(&self, tool: T) -> Result<(), HostError> {
         let mut schema = typed::schema::<T::Args>();
         tool.adjust_schema(&mut schema);
         let (name, description, fields) = (
@@ -90,7 +91,7 @@ impl Host {
         description: &str,
         schema: Value,
         handler: impl Handler,
-    ) -> Result<(), String> {
+    ) -> Result<(), HostError> {
         self.register_tool_with(
             name,
             description,
@@ -112,7 +113,7 @@ impl Host {
         schema: Value,
         fields: Value,
         handler: impl Handler,
-    ) -> Result<(), String> {
+    ) -> Result<(), HostError> {
         let spec = ToolSpec {
             name: name.into(),
             description: description.into(),
@@ -120,7 +121,7 @@ impl Host {
             mcp_json: fields.to_string().into(),
         };
         let handler = ToolHandler_TO::from_value(ToolGlue(handler), TD_Opaque);
-        text_result(self.0.register_tool(spec, handler))
+        host_result(self.0.register_tool(spec, handler))
     }
 
     /// Unregisters one of this plugin's tools.

@@ -201,6 +201,13 @@ impl Conn {
             .unwrap_or(Value::Null)
     }
 
+    /// Calls `tool` to start a task: the task its result's `_meta` names.
+    pub fn start(&mut self, tool: &str, arguments: Value) -> String {
+        let answer = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
+        taskhost_tests::started_task(&answer["result"])
+            .unwrap_or_else(|| panic!("not started: {answer}"))
+    }
+
     /// A tool call; its first text.
     pub fn call(&mut self, tool: &str, arguments: Value) -> String {
         let answer = self.request("tools/call", json!({"name": tool, "arguments": arguments}));

@@ -175,20 +175,32 @@ pub(super) async fn complete(
     parse(item.plugin(), "completion/complete", answer)
 }
 
-/// A tool's output as MCP gets it, with `notices` (text blocks) added to a plain result.
+/// The `_meta` key under which a tool's result names the background task the call started:
+/// `{"taskhost/started": {"task": ID}}`, the id as data for clients (the text is the model's).
+pub(crate) const STARTED_META: &str = "taskhost/started";
+
+/// A tool's output as MCP gets it, with `notices` (text blocks) added to a plain result, and the
+/// task the call started in its `_meta` ([`STARTED_META`]).
 pub(super) fn tool_response(
     tool: &str,
     out: CallOutput,
     notices: Vec<ContentBlock>,
 ) -> Result<CallToolResponse, McpError> {
+    let started = out.started.map(|task| json!({"task": task}));
     let Some(mut mcp) = out.mcp else {
         let mut blocks = vec![ContentBlock::text(out.text)];
         blocks.extend(notices);
-        let result = if out.is_error {
+        let mut result = if out.is_error {
             CallToolResult::error(blocks)
         } else {
             CallToolResult::success(blocks)
         };
+        if let Some(started) = started {
+            result
+                .meta
+                .get_or_insert_with(Default::default)
+                .insert(STARTED_META.to_owned(), started);
+        }
         return Ok(result.into());
     };
     if let Some(error) = mcp.get("error") {
@@ -196,6 +208,12 @@ pub(super) fn tool_response(
     }
     if let Some(Value::Array(content)) = mcp.get_mut("content") {
         content.extend(notices.iter().filter_map(|n| serde_json::to_value(n).ok()));
+    }
+    if let (Some(started), Value::Object(result)) = (started, &mut mcp) {
+        let meta = result.entry("_meta").or_insert_with(|| json!({}));
+        if let Value::Object(meta) = meta {
+            meta.insert(STARTED_META.to_owned(), started);
+        }
     }
     parse_outcome::<CallToolResult, _>(tool, "tools/call", mcp)
 }

@@ -16,14 +16,16 @@ use taskhost_abi::{
     ExternalRequest, ExternalResult, ExternalStarted, ProcessRequest, ProcessResult,
     SubagentRequest,
 };
+use taskhost_abi::{HostError, HostErrorKind};
 use taskhost_registry::{KillOutcome, ProducerError, SurfaceScope, TaskOutcome};
 
 use super::call_scope::CallScope;
 use super::generation::{GenBox, Generation, ToolEntry};
+use super::host_error::{declare_error, host_error};
 use super::table::Shared;
 use super::task_bridge::{HostCompletion, registry_hooks};
 use super::{convert, requests};
-use crate::services::Services;
+use crate::services::{DeclareError, Services};
 
 /// The host side of one generation's handle. Holds its generation weakly (the plugin keeps the handle,
 /// and the generation keeps the plugin).
@@ -36,11 +38,11 @@ pub(super) fn err(e: impl ToString) -> RString {
     RString::from(e.to_string())
 }
 
-/// A service's answer as it crosses to the plugin.
-fn answer<T, S: Into<T>>(result: Result<S, String>) -> RResult<T, RString> {
+/// A start's answer as it crosses to the plugin.
+fn started<T, S: Into<T>>(result: Result<S, DeclareError>) -> RResult<T, HostError> {
     match result {
         Ok(v) => ROk(v.into()),
-        Err(e) => RErr(e.into()),
+        Err(e) => RErr(declare_error(&e)),
     }
 }
 
@@ -57,19 +59,19 @@ impl GenHost {
 }
 
 impl HostApi for GenHost {
-    fn register_tool(&self, spec: ToolSpec, handler: ToolHandlerBox) -> RResult<(), RString> {
+    fn register_tool(&self, spec: ToolSpec, handler: ToolHandlerBox) -> RResult<(), HostError> {
         let generation = match self.generation() {
             Ok(g) => g,
-            Err(e) => return RErr(e),
+            Err(e) => return RErr(HostError::new(HostErrorKind::Unavailable, e)),
         };
         let schema: serde_json::Value = match serde_json::from_str(spec.input_schema_json.as_str())
         {
             Ok(v @ serde_json::Value::Object(_)) => v,
             _ => {
-                return RErr(err(format!(
-                    "tool {}: the input schema is not a JSON object",
-                    spec.name
-                )));
+                return RErr(HostError::new(
+                    HostErrorKind::Invalid,
+                    format!("tool {}: the input schema is not a JSON object", spec.name),
+                ));
             }
         };
         let entry = ToolEntry {
@@ -81,7 +83,7 @@ impl HostApi for GenHost {
         };
         match self.shared.add_tool(&generation, entry) {
             Ok(()) => ROk(()),
-            Err(e) => RErr(err(e)),
+            Err(e) => RErr(HostError::new(HostErrorKind::Refused, e)),
         }
     }
 
@@ -91,10 +93,10 @@ impl HostApi for GenHost {
         }
     }
 
-    fn start_task(&self, decl: TaskDecl, starter: StarterBox) -> RResult<RString, RString> {
+    fn start_task(&self, decl: TaskDecl, starter: StarterBox) -> RResult<RString, HostError> {
         let generation = match self.generation() {
             Ok(g) => g,
-            Err(e) => return RErr(e),
+            Err(e) => return RErr(HostError::new(HostErrorKind::Unavailable, e)),
         };
         let run = move || {
             let mut starter = starter;
@@ -109,46 +111,47 @@ impl HostApi for GenHost {
                 Err(e) => Err(ProducerError(e.as_str().to_owned())),
             }
         };
-        answer(self.services().declare(&requests::declaration(&decl), run))
+        started(self.services().declare(&requests::declaration(&decl), run))
     }
 
     fn start_process_task(
         &self,
         decl: TaskDecl,
         request: ProcessRequest,
-    ) -> RResult<RString, RString> {
-        let started = self.services().start_process(
+    ) -> RResult<RString, HostError> {
+        started(self.services().start_process(
             &requests::declaration(&decl),
             requests::process_spec(&request),
-        );
-        answer(started)
+        ))
     }
 
     fn start_subagent_task(
         &self,
         decl: TaskDecl,
         request: SubagentRequest,
-    ) -> RResult<RString, RString> {
-        let started = requests::subagent_run(&request).and_then(|run| {
-            self.services()
-                .start_subagent(&requests::declaration(&decl), run)
-        });
-        answer(started)
+    ) -> RResult<RString, HostError> {
+        match requests::subagent_run(&request) {
+            Ok(run) => started(
+                self.services()
+                    .start_subagent(&requests::declaration(&decl), run),
+            ),
+            Err(e) => RErr(HostError::new(HostErrorKind::Invalid, e)),
+        }
     }
 
     fn start_external_task(
         &self,
         decl: TaskDecl,
         request: ExternalRequest,
-    ) -> RResult<ExternalStarted, RString> {
-        let started = self
+    ) -> RResult<ExternalStarted, HostError> {
+        let begun = self
             .services()
             .start_external(&requests::declaration(&decl), requests::external(&request))
             .map(|(task_id, external_id)| ExternalStarted {
                 task_id: task_id.into(),
                 external_id: external_id.into(),
             });
-        answer(started)
+        started(begun)
     }
 
     fn run_subagent(&self, session: RStr<'_>, request: SubagentRequest) -> FfiOutcome {
@@ -211,11 +214,11 @@ impl HostApi for GenHost {
         }
     }
 
-    fn get_task(&self, caller: RStr<'_>, id: RStr<'_>) -> RResult<FfiSnapshot, RString> {
+    fn get_task(&self, caller: RStr<'_>, id: RStr<'_>) -> RResult<FfiSnapshot, HostError> {
         let caller = self.caller(caller);
         match self.services().registry.get(id.as_str(), caller.as_ref()) {
             Ok(s) => ROk(convert::snapshot(&s)),
-            Err(e) => RErr(err(e)),
+            Err(e) => RErr(host_error(&e)),
         }
     }
 
@@ -229,19 +232,19 @@ impl HostApi for GenHost {
             .collect()
     }
 
-    fn read_task(&self, caller: RStr<'_>, id: RStr<'_>) -> RResult<FfiRead, RString> {
+    fn read_task(&self, caller: RStr<'_>, id: RStr<'_>) -> RResult<FfiRead, HostError> {
         let caller = self.caller(caller);
         match self.services().registry.read(id.as_str(), caller.as_ref()) {
             Ok(r) => ROk(convert::read(r)),
-            Err(e) => RErr(err(e)),
+            Err(e) => RErr(host_error(&e)),
         }
     }
 
-    fn peek_task(&self, caller: RStr<'_>, id: RStr<'_>) -> RResult<FfiRead, RString> {
+    fn peek_task(&self, caller: RStr<'_>, id: RStr<'_>) -> RResult<FfiRead, HostError> {
         let caller = self.caller(caller);
         match self.services().registry.peek(id.as_str(), caller.as_ref()) {
             Ok(r) => ROk(convert::read(r)),
-            Err(e) => RErr(err(e)),
+            Err(e) => RErr(host_error(&e)),
         }
     }
 
@@ -251,7 +254,7 @@ impl HostApi for GenHost {
         id: RStr<'_>,
         input: RStr<'_>,
         eof: bool,
-    ) -> RResult<(), RString> {
+    ) -> RResult<(), HostError> {
         let caller = self.caller(caller);
         match self.services().registry.write(
             id.as_str(),
@@ -260,7 +263,7 @@ impl HostApi for GenHost {
             eof,
         ) {
             Ok(()) => ROk(()),
-            Err(e) => RErr(err(e)),
+            Err(e) => RErr(host_error(&e)),
         }
     }
 
@@ -269,7 +272,7 @@ impl HostApi for GenHost {
         caller: RStr<'_>,
         id: RStr<'_>,
         reason: ROption<RStr<'_>>,
-    ) -> RResult<FfiKill, RString> {
+    ) -> RResult<FfiKill, HostError> {
         let caller = self.caller(caller);
         let reason = reason.into_option().map(|r| r.as_str().to_owned());
         match self
@@ -285,7 +288,7 @@ impl HostApi for GenHost {
                 requested: false,
                 snapshot: convert::snapshot(&s),
             }),
-            Err(e) => RErr(err(e)),
+            Err(e) => RErr(host_error(&e)),
         }
     }
 
@@ -294,7 +297,7 @@ impl HostApi for GenHost {
         caller: RStr<'_>,
         id: RStr<'_>,
         timeout_ms: f64,
-    ) -> RResult<FfiSnapshot, RString> {
+    ) -> RResult<FfiSnapshot, HostError> {
         let caller = self.caller(caller);
         // Plugin code runs on generation threads, never on the runtime's, so blocking here is sound.
         let waited = self
@@ -308,7 +311,7 @@ impl HostApi for GenHost {
             ));
         match waited {
             Ok(s) => ROk(convert::snapshot(&s)),
-            Err(e) => RErr(err(e)),
+            Err(e) => RErr(host_error(&e)),
         }
     }
 
@@ -318,11 +321,14 @@ impl HostApi for GenHost {
         id: RStr<'_>,
         pattern: RStr<'_>,
         timeout_ms: f64,
-    ) -> RResult<FfiSnapshot, RString> {
+    ) -> RResult<FfiSnapshot, HostError> {
         let pattern = match regex::Regex::new(pattern.as_str()) {
             Ok(p) => p,
             Err(e) => {
-                return RErr(taskhost_common::invalid_wait_for(pattern.as_str(), &e).into());
+                return RErr(HostError::new(
+                    HostErrorKind::Invalid,
+                    taskhost_common::invalid_wait_for(pattern.as_str(), &e),
+                ));
             }
         };
         let caller = self.caller(caller);
@@ -339,7 +345,7 @@ impl HostApi for GenHost {
             ));
         match waited {
             Ok(s) => ROk(convert::snapshot(&s)),
-            Err(e) => RErr(err(e)),
+            Err(e) => RErr(host_error(&e)),
         }
     }
 
@@ -383,7 +389,7 @@ impl HostApi for GenHost {
         kind: McpItemKind,
         spec_json: RString,
         handler: McpHandlerBox,
-    ) -> RResult<(), RString> {
+    ) -> RResult<(), HostError> {
         self.add_item(kind, &spec_json, handler)
     }
 
@@ -407,7 +413,7 @@ impl HostApi for GenHost {
         self.progress_to_client(progress, total, message);
     }
 
-    fn call_ask(&self, method: RStr<'_>, params_json: RStr<'_>) -> RResult<RString, RString> {
+    fn call_ask(&self, method: RStr<'_>, params_json: RStr<'_>) -> RResult<RString, HostError> {
         self.ask_client(method, params_json)
     }
 
@@ -416,7 +422,7 @@ impl HostApi for GenHost {
         caller: RStr<'_>,
         id: RStr<'_>,
         max_bytes: u64,
-    ) -> RResult<RString, RString> {
+    ) -> RResult<RString, HostError> {
         self.kept_tail(caller, id, max_bytes)
     }
 
@@ -428,7 +434,7 @@ impl HostApi for GenHost {
         self.records_json(caller, limit)
     }
 
-    fn call_ask_all(&self, requests_json: RStr<'_>) -> RResult<RString, RString> {
+    fn call_ask_all(&self, requests_json: RStr<'_>) -> RResult<RString, HostError> {
         self.ask_client_all(requests_json)
     }
 }

@@ -11,6 +11,15 @@ use super::call_scope::CallScope;
 use super::generation::GenBox;
 use super::generation::ItemEntry;
 use super::host_api::GenHost;
+use taskhost_abi::{HostError, HostErrorKind};
+
+/// Why a call cannot ask its client: it has none.
+const NO_CLIENT: &str = "this call has no MCP client to ask";
+
+/// A refusal for want of what the request needs.
+fn unavailable(message: &str) -> HostError {
+    HostError::new(HostErrorKind::Unavailable, message)
+}
 
 impl GenHost {
     pub(super) fn add_item(
@@ -18,17 +27,19 @@ impl GenHost {
         kind: McpItemKind,
         spec: &RString,
         handler: McpHandlerBox,
-    ) -> RResult<(), RString> {
+    ) -> RResult<(), HostError> {
         let generation = match self.generation.upgrade() {
             Some(g) => g,
-            None => return RErr("plugin generation is unloading".into()),
+            None => return RErr(unavailable("plugin generation is unloading")),
         };
         let handler = Arc::new(GenBox::new(handler, generation.clone()));
-        let added = ItemEntry::new(kind, spec.as_str(), handler)
-            .and_then(|entry| self.shared.add_item(&generation, entry));
-        match added {
+        let entry = match ItemEntry::new(kind, spec.as_str(), handler) {
+            Ok(entry) => entry,
+            Err(e) => return RErr(HostError::new(HostErrorKind::Invalid, e)),
+        };
+        match self.shared.add_item(&generation, entry) {
             Ok(()) => ROk(()),
-            Err(e) => RErr(e.into()),
+            Err(e) => RErr(HostError::new(HostErrorKind::Refused, e)),
         }
     }
 
@@ -60,18 +71,21 @@ impl GenHost {
         }
     }
 
-    pub(super) fn ask_client_all(&self, requests: RStr<'_>) -> RResult<RString, RString> {
+    pub(super) fn ask_client_all(&self, requests: RStr<'_>) -> RResult<RString, HostError> {
         let call = CallScope::current();
         let Some(client) = call.client else {
-            return RErr("this call has no MCP client to ask".into());
+            return RErr(unavailable(NO_CLIENT));
         };
         let Ok(serde_json::Value::Object(requests)) = serde_json::from_str(requests.as_str())
         else {
-            return RErr("the requests are not a JSON object of key to request".into());
+            return RErr(HostError::new(
+                HostErrorKind::Invalid,
+                "the requests are not a JSON object of key to request",
+            ));
         };
         match client.ask_all(requests, &call.cancel) {
             Ok(answers) => ROk(serde_json::Value::Object(answers).to_string().into()),
-            Err(e) => RErr(e.into()),
+            Err(e) => RErr(HostError::new(HostErrorKind::Refused, e)),
         }
     }
 
@@ -79,18 +93,23 @@ impl GenHost {
         &self,
         method: RStr<'_>,
         params: RStr<'_>,
-    ) -> RResult<RString, RString> {
+    ) -> RResult<RString, HostError> {
         let call = CallScope::current();
         let Some(client) = call.client else {
-            return RErr("this call has no MCP client to ask".into());
+            return RErr(unavailable(NO_CLIENT));
         };
         let params = match serde_json::from_str(params.as_str()) {
             Ok(p) => p,
-            Err(e) => return RErr(format!("the request's params are not JSON: {e}").into()),
+            Err(e) => {
+                return RErr(HostError::new(
+                    HostErrorKind::Invalid,
+                    format!("the request's params are not JSON: {e}"),
+                ));
+            }
         };
         match client.ask(method.as_str(), params, &call.cancel) {
             Ok(answer) => ROk(answer.to_string().into()),
-            Err(e) => RErr(e.into()),
+            Err(e) => RErr(HostError::new(HostErrorKind::Refused, e)),
         }
     }
 }

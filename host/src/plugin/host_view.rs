@@ -5,9 +5,11 @@
 
 use taskhost_abi::abi_stable::std_types::{RErr, ROk, RResult, RStr, RString};
 
+use taskhost_abi::HostError;
 use taskhost_registry::Agent;
 
-use super::host_api::{GenHost, err};
+use super::host_api::GenHost;
+use super::host_error::{host_error, internal};
 
 impl GenHost {
     /// The caller's agent for authorization: the open session's agent, or a stand-in carrying the
@@ -33,17 +35,17 @@ impl GenHost {
         caller: RStr<'_>,
         id: RStr<'_>,
         max_bytes: u64,
-    ) -> RResult<RString, RString> {
+    ) -> RResult<RString, HostError> {
         let owner = caller.as_str();
         let caller = self.caller(caller);
         let services = self.services();
         let known = services.registry.get(id.as_str(), caller.as_ref());
         let Some(state) = &services.state else {
-            return known.map_or_else(|e| RErr(err(e)), |_| ROk(RString::new()));
+            return known.map_or_else(|e| RErr(host_error(&e)), |_| ROk(RString::new()));
         };
         let record = match state.task(id.as_str()) {
             Ok(record) => record,
-            Err(e) => return RErr(err(e)),
+            Err(e) => return RErr(internal(e)),
         };
         // A task only the records hold (an earlier host's, past those brought back) is its
         // owner's to read, as a live one is.
@@ -53,13 +55,13 @@ impl GenHost {
             .is_some_and(|r| every || !owner.is_empty() && r.owner.as_deref() == Some(owner));
         match known {
             Err(taskhost_registry::RegistryError::UnknownTask(_)) if own_record => {}
-            Err(e) => return RErr(err(e)),
+            Err(e) => return RErr(host_error(&e)),
             Ok(_) => {}
         }
         match record {
             Some(record) => match state.kept_tail(&record, max_bytes, [0, 0]) {
                 Ok(text) => ROk(text.into()),
-                Err(e) => RErr(err(format!("task {id}'s kept output: {e}"))),
+                Err(e) => RErr(internal(format!("task {id}'s kept output: {e}"))),
             },
             None => ROk(RString::new()),
         }

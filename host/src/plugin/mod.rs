@@ -18,6 +18,7 @@ mod elf;
 mod executor;
 mod generation;
 mod host_api;
+mod host_error;
 mod host_log;
 mod host_mcp;
 mod host_view;

@@ -30,6 +30,9 @@ pub struct CallOutput {
     pub is_error: bool,
     /// The whole MCP result, when the tool gave one (see [`taskhost_abi::ToolResult::mcp_json`]).
     pub mcp: Option<serde_json::Value>,
+    /// The background task the call started, if any (see
+    /// [`taskhost_abi::ToolResult::started_task`]).
+    pub started: Option<String>,
 }
 
 /// Why a tool call did not reach a plugin.
@@ -83,6 +86,7 @@ impl ToolEntry {
                     text: result.text.as_str().to_owned(),
                     is_error: result.is_error,
                     mcp: result.mcp_json().and_then(|j| serde_json::from_str(j).ok()),
+                    started: result.started_task().map(str::to_owned),
                 }
             })
             .ok_or_else(|| CallError::Unavailable(self.name.clone()))?;

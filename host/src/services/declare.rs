@@ -1,9 +1,29 @@
 //! Registering a task a producer declared: its owner looked up among the open sessions, its output
 //! limit set, then the registry's fence and admission checks.
 
-use taskhost_registry::{ProducerError, TaskHooks, TaskId, TaskStart};
+use taskhost_registry::{ProducerError, RegistryError, TaskHooks, TaskId, TaskStart};
 
 use super::handles::Services;
+
+/// Why a declared task was not started. Its text is model-facing.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DeclareError {
+    /// The owner's session is not open.
+    #[error("unknown session {0}")]
+    UnknownSession(String),
+    /// The registry refused the task, or its start failed.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// The start returned without the work it was to begin.
+    #[error("{0} started no work")]
+    NoWork(String),
+}
+
+impl From<DeclareError> for String {
+    fn from(e: DeclareError) -> Self {
+        e.to_string()
+    }
+}
 
 /// A task as its producer declares it, in host types.
 #[derive(Clone, Debug, Default)]
@@ -36,7 +56,7 @@ impl Services {
         &self,
         decl: &TaskDeclaration,
         run: impl FnOnce() -> Result<TaskHooks, ProducerError> + Send + 'static,
-    ) -> Result<String, String> {
+    ) -> Result<String, DeclareError> {
         self.register(decl, None, None, move |_| run())
     }
 
@@ -49,7 +69,7 @@ impl Services {
         &self,
         decl: &TaskDeclaration,
         run: impl FnOnce(Option<&TaskId>) -> Result<TaskHooks, ProducerError> + Send + 'static,
-    ) -> Result<String, String> {
+    ) -> Result<String, DeclareError> {
         self.register(decl, None, None, run)
     }
 
@@ -79,7 +99,7 @@ impl Services {
         decl: &TaskDeclaration,
         number: u64,
         run: impl FnOnce() -> Result<TaskHooks, ProducerError> + Send + 'static,
-    ) -> Result<String, String> {
+    ) -> Result<String, DeclareError> {
         self.register(decl, Some(number), None, move |_| run())
     }
 
@@ -93,7 +113,7 @@ impl Services {
         decl: &TaskDeclaration,
         began_at_ms: u64,
         run: impl FnOnce() -> Result<TaskHooks, ProducerError> + Send + 'static,
-    ) -> Result<String, String> {
+    ) -> Result<String, DeclareError> {
         self.register(decl, None, Some(began_at_ms), move |_| run())
     }
 
@@ -103,12 +123,12 @@ impl Services {
         taken_over: Option<u64>,
         began_at_ms: Option<u64>,
         run: impl FnOnce(Option<&TaskId>) -> Result<TaskHooks, ProducerError> + Send + 'static,
-    ) -> Result<String, String> {
+    ) -> Result<String, DeclareError> {
         let owner = match &decl.owner_session {
             None => None,
             Some(s) => match self.sessions.agent(s) {
                 Some(agent) => Some(agent),
-                None => return Err(format!("unknown session {s}")),
+                None => return Err(DeclareError::UnknownSession(s.clone())),
             },
         };
         let mut spec = TaskStart::with_id(decl.kind.as_str(), decl.label.as_str(), run);
@@ -127,6 +147,6 @@ impl Services {
         self.registry
             .start(spec)
             .map(|id| id.as_str().to_owned())
-            .map_err(|e| e.to_string())
+            .map_err(DeclareError::from)
     }
 }

@@ -25,6 +25,6 @@ mod take_back;
 mod unheld;
 
 pub use call::{CallContext, ClientLink, Progress};
-pub use declare::TaskDeclaration;
+pub use declare::{DeclareError, TaskDeclaration};
 pub use handles::Services;
 pub use options::ServiceOptions;

@@ -50,7 +50,7 @@ impl Services {
         &self,
         decl: &TaskDeclaration,
         mut spec: ProcessSpec,
-    ) -> Result<String, String> {
+    ) -> Result<String, super::DeclareError> {
         let session = decl.session_key();
         let processes = self.processes.clone();
         // With a durable state, a task's output is kept there, and its record names the files.
@@ -106,7 +106,7 @@ impl Services {
         decl: &TaskDeclaration,
         process: Arc<Process>,
         began_at_ms: u64,
-    ) -> Result<String, String> {
+    ) -> Result<String, super::DeclareError> {
         self.declare_begun(decl, began_at_ms, move || Ok(process_hooks(process)))
     }
 }

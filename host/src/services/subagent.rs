@@ -17,7 +17,7 @@ impl Services {
         &self,
         decl: &TaskDeclaration,
         run: SubagentRun,
-    ) -> Result<String, String> {
+    ) -> Result<String, super::DeclareError> {
         let session = decl.session_key();
         let (processes, runtime) = (self.processes.clone(), self.runtime.clone());
         self.declare(decl, move || {

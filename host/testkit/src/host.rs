@@ -214,28 +214,25 @@ impl TestHost {
         }
     }
 
-    /// Calls a tool that starts a background task, and returns the id of the task it started (the
-    /// session's task that was not there before the call).
+    /// Calls a tool that starts a background task, and returns the id of the task it reported
+    /// (`ToolResult::started`: what MCP Tasks and clients act on; its text is not read).
     ///
     /// # Errors
-    /// [`TestkitError::NoTaskStarted`] with what the tool answered.
+    /// [`TestkitError::NoTaskStarted`] with what the tool answered, when it reported no task.
     pub fn start(&self, session: &str, tool: &str, args: Value) -> Result<String, TestkitError> {
-        let before: Vec<String> = self
-            .list(session)
-            .into_iter()
-            .map(|s| s.id.to_string())
-            .collect();
-        let text = match self.call(session, tool, args) {
-            Ok(t) | Err(t) => t,
-        };
-        self.list(session)
-            .into_iter()
-            .map(|s| s.id.to_string())
-            .find(|id| !before.contains(id))
-            .ok_or(TestkitError::NoTaskStarted {
+        let out = self
+            .rt
+            .block_on(self.host.plugins().call_tool(tool, session, &args));
+        match out {
+            Ok(out) => out.started.ok_or(TestkitError::NoTaskStarted {
                 tool: tool.to_owned(),
-                text,
-            })
+                text: out.text,
+            }),
+            Err(e) => Err(TestkitError::NoTaskStarted {
+                tool: tool.to_owned(),
+                text: e.to_string(),
+            }),
+        }
     }
 
     /// Starts `command` (bash) as a background process task of kind `kind` owned by `session`, as
@@ -258,6 +255,7 @@ impl TestHost {
         self.host
             .services()
             .start_process(&decl, taskhost::process::ProcessSpec::new(command))
+            .map_err(String::from)
     }
 
     /// The notices waiting for `session` (a plugin's `Host::notify`), taken.

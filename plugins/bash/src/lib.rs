@@ -202,7 +202,7 @@ impl Tool for BashTool {
                 );
             }
             return match self.host.start_process_task(&decl, request) {
-                Ok(id) => ToolResult::ok(wording::started("task", &id)),
+                Ok(id) => ToolResult::started(wording::started("task", &id), id),
                 Err(e) => ToolResult::error(e),
             };
         }
@@ -216,7 +216,11 @@ impl Tool for BashTool {
         if let Some(e) = result.error() {
             return ToolResult::error(e);
         }
-        ToolResult::ok(render(&result, timeout_ms))
+        let text = render(&result, timeout_ms);
+        match result.promoted_task() {
+            Some(id) => ToolResult::started(text, id),
+            None => ToolResult::ok(text),
+        }
     }
 }
 

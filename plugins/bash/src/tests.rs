@@ -41,6 +41,12 @@ fn a_background_command_is_a_task_whose_output_is_complete() {
         )
         .expect("started");
     assert_eq!(answer, "started background task bash-1");
+    let reported = host.start(
+        "s",
+        "bash",
+        json!({"command": "true", "run_in_background": true}),
+    );
+    assert_eq!(reported.ok().as_deref(), Some("bash-2"), "reported as data");
     let (output, end) = host
         .read_to_end("s", "bash-1", Duration::from_secs(30))
         .expect("settles");
@@ -60,6 +66,12 @@ fn a_foreground_command_past_its_timeout_continues_as_a_background_task() {
             json!({"command": "echo begun; sleep 30", "timeout_ms": 300}),
         )
         .expect("promoted");
+    let reported = host.start(
+        "s",
+        "bash",
+        json!({"command": "sleep 30", "timeout_ms": 300}),
+    );
+    assert_eq!(reported.ok().as_deref(), Some("bash-2"), "reported as data");
     // What it printed before the timeout precedes the marker (on a busy machine, maybe nothing yet).
     assert!(
         answer.ends_with(

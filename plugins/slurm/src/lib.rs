@@ -87,9 +87,12 @@ impl Tool for SlurmTool {
                     quote(&task)
                 )));
                 let _ = host.run_process(session, rename, 30_000);
-                ToolResult::ok(format!("started background slurm job {task} (job {job})"))
+                ToolResult::started(
+                    format!("started background slurm job {task} (job {job})"),
+                    task,
+                )
             }
-            Err(e) => ToolResult::error(sbatch_error(&e)),
+            Err(e) => ToolResult::error(sbatch_error(e.message())),
         }
     }
 }

@@ -134,7 +134,7 @@ impl Tool for SubagentTool {
             }
             let decl = Declaration::new("subagent", &description).owned_by(session);
             return match host.start_subagent_task(&decl, config.request(&prompt)) {
-                Ok(id) => ToolResult::ok(wording::started("subagent task", &id)),
+                Ok(id) => ToolResult::started(wording::started("subagent task", &id), id),
                 Err(e) => ToolResult::error(e),
             };
         }

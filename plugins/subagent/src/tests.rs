@@ -58,6 +58,16 @@ fn a_background_subagent_is_a_task_that_settles_with_the_reason() {
         .expect("settles");
     assert_eq!(end.status, TaskStatus::Failed);
     assert_eq!(end.label, "look");
+    let reported = host.start(
+        "s",
+        "subagent",
+        json!({"description": "again", "prompt": "p", "run_in_background": true}),
+    );
+    assert_eq!(
+        reported.ok().as_deref(),
+        Some("subagent-2"),
+        "reported as data"
+    );
 }
 
 #[test]

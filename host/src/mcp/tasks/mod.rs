@@ -87,7 +87,7 @@ impl McpTasks {
                     Ok(())
                 }))
             })
-            .map_err(|e| McpError::invalid_request(e, None))?;
+            .map_err(|e| McpError::invalid_request(e.to_string(), None))?;
         // The tool sees which task it runs as (a tool that asked to go on as a task goes on).
         let mut request = request;
         if let Some(meta) = request.get_mut("_meta").and_then(Value::as_object_mut) {
@@ -159,12 +159,15 @@ impl McpTasks {
             .call_tool(tool, owner, &arguments)
             .await
             .map_err(|e| McpError::invalid_params(e.to_string(), None))?;
-        let id = taskhost_abi::wording::started_id(&out.text).ok_or_else(|| {
-            McpError::invalid_request(out.text.trim_start_matches("Error: ").to_owned(), None)
-        })?;
+        let Some(id) = out.started else {
+            return Err(McpError::invalid_request(
+                out.text.trim_start_matches("Error: ").to_owned(),
+                None,
+            ));
+        };
         let snapshot = host
             .registry()
-            .get(id, host.sessions().agent(owner).as_ref())
+            .get(&id, host.sessions().agent(owner).as_ref())
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
         Ok(CreateTaskResult::new(base(
             &snapshot,

@@ -31,7 +31,7 @@ impl Services {
         &self,
         decl: &TaskDeclaration,
         external: External,
-    ) -> Result<(String, String), String> {
+    ) -> Result<(String, String), crate::services::DeclareError> {
         let session = decl.session_key();
         let (processes, runtime) = (self.processes.clone(), self.runtime.clone());
         let started = Arc::new(Mutex::new(None));
@@ -44,7 +44,7 @@ impl Services {
         })?;
         let work = started.lock().take();
         let Some(work) = work else {
-            return Err(format!("{task_id} started no work"));
+            return Err(crate::services::DeclareError::NoWork(task_id));
         };
         self.keep_external(&task_id, &work, 0);
         Ok((task_id, work.id))

@@ -58,6 +58,7 @@ fn elicit(host: &Host, message: &str, schema: Value) -> Result<Value, String> {
         "elicitation/create",
         &json!({"mode": "form", "message": message, "requestedSchema": schema}),
     )
+    .map_err(String::from)
 }
 
 pub(crate) fn register(host: &Host) -> Result<(), String> {

@@ -1,6 +1,9 @@
 //! A producer whose tasks the tests steer: they stream numbered lines at an interval, then settle;
 //! their cancel succeeds, fails, panics or is ignored on demand, or calls back into the host for its
 //! own task (`reenter`, as does its reader then); their worker, tools and init panic on demand.
+//! `probe_refusal` answers the kind of the host's refusal of a read, write, wait, kill or start.
+//! With `start_words` in its config it serves `probe_produce` too: a producer MCP clients may run
+//! as a task, whose start tells the model `<start_words> <id>` (no wording the host knows).
 
 mod c_thread;
 
@@ -8,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use taskhost_abi::sdk::{Declaration, Output, TaskControl};
+use taskhost_abi::sdk::{Declaration, Output, TaskControl, runs_in_background_as_task};
 use taskhost_abi::serde_json::{Value, json};
 use taskhost_abi::{FfiOutcome, FfiStatus, Host, Plugin, ToolCall, ToolResult, export_plugin};
 
@@ -59,7 +62,7 @@ impl TaskControl for Control {
         let said = self.reenter("kill", |h, caller, id| {
             match h.kill_task(caller, id, None) {
                 Ok(_) => "requested".to_owned(),
-                Err(e) => e,
+                Err(e) => format!("{e}\nkind of refusal: {:?}", e.kind),
             }
         });
         if let (Some(said), Some(out)) = (said, &self.output) {
@@ -81,7 +84,7 @@ impl TaskControl for Control {
     fn read(&mut self) -> Option<String> {
         let said = self.reenter("read", |h, caller, id| match h.read_task(caller, id) {
             Ok(r) => format!("read {} bytes", r.text.len()),
-            Err(e) => e,
+            Err(e) => e.into(),
         });
         self.output.as_ref().map(|o| {
             let mut o = o.lock().unwrap_or_else(|p| p.into_inner());
@@ -96,6 +99,40 @@ fn args(call: &ToolCall) -> Value {
 }
 
 fn start(host: &Host, call: &ToolCall) -> ToolResult {
+    start_worded(host, call, "started background task")
+}
+
+/// Asks the host what `op` names (`read`, `write`, `wait_output` or `kill` of `task_id` as the
+/// caller, or `start` of a task whose start fails) and answers `ok` or `<kind>: <message>`: what a
+/// plugin branches on.
+fn refusal(host: &Host, call: &ToolCall) -> ToolResult {
+    let a = args(call);
+    let (caller, id) = (call.session(), a["task_id"].as_str().unwrap_or_default());
+    let answer = match a["op"].as_str().unwrap_or_default() {
+        "read" => host.read_task(caller, id).map(drop),
+        "write" => host.write_task(caller, id, "x", false),
+        "wait_output" => {
+            let pattern = a["pattern"].as_str().unwrap_or_default();
+            host.wait_output(caller, id, pattern, 10.0).map(drop)
+        }
+        "kill" => host.kill_task(caller, id, None).map(drop),
+        "start" => {
+            let decl = Declaration::new("probe", "a start that fails").owned_by(caller);
+            host.start_task(&decl, Output::Final, |_| {
+                Err::<Control, _>("probe start refused".to_owned())
+            })
+            .map(drop)
+        }
+        other => return ToolResult::error(format!("unknown op {other:?}")),
+    };
+    match answer {
+        Ok(()) => ToolResult::ok("ok"),
+        Err(e) => ToolResult::ok(format!("{:?}: {e}", e.kind)),
+    }
+}
+
+/// Starts a probe task and tells the model `<words> <id>`.
+fn start_worded(host: &Host, call: &ToolCall, words: &str) -> ToolResult {
     let a = args(call);
     let lines = a["lines"].as_u64().unwrap_or(3);
     let interval = Duration::from_millis(a["interval_ms"].as_u64().unwrap_or(10));
@@ -159,7 +196,7 @@ fn start(host: &Host, call: &ToolCall) -> ToolResult {
     match started {
         Ok(id) => {
             *own_id.lock().unwrap_or_else(|p| p.into_inner()) = Some(id.clone());
-            ToolResult::ok(format!("started background task {id}"))
+            ToolResult::started(format!("{words} {id}"), id)
         }
         Err(e) => ToolResult::error(e),
     }
@@ -174,6 +211,16 @@ fn init(host: Host) -> Result<Probe, String> {
         return Err("probe init refused".to_owned());
     }
     let schema = json!({"type": "object"});
+    if let Some(words) = config["start_words"].as_str() {
+        let (h, words) = (host.clone(), words.to_owned());
+        host.register_tool_with(
+            "probe_produce",
+            "Starts a probe task, worded as configured.",
+            schema.clone(),
+            runs_in_background_as_task(),
+            move |call: &ToolCall| start_worded(&h, call, &words),
+        )?;
+    }
     let h = host.clone();
     host.register_tool(
         "probe_start",
@@ -183,6 +230,13 @@ fn init(host: Host) -> Result<Probe, String> {
             CALLS.fetch_add(1, Ordering::Relaxed);
             start(&h, call)
         },
+    )?;
+    let h = host.clone();
+    host.register_tool(
+        "probe_refusal",
+        "Answers the kind of the host's refusal of an op.",
+        schema.clone(),
+        move |call: &ToolCall| refusal(&h, call),
     )?;
     host.register_tool(
         "probe_calls",
