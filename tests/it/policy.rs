@@ -3,9 +3,8 @@
 //! of an owner under its policy (or refused, never run free), `policy-check` and the host's refusal
 //! to start when a policy cannot be enforced here.
 //!
-//! Until every mechanism is built, a bounded start is refused by the wrapper ("does not enforce it
-//! yet"; the host is started with `TASKHOST_BOUNDS_UNCHECKED`): the attacks below accept that
-//! refusal or the OS's, and fail only when the bounded write lands.
+//! Each attack runs from inside a task of a bound principal over MCP, beside the same attack by an
+//! unbound principal, which succeeds.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -16,8 +15,6 @@ use serde_json::json;
 use crate::fixtures::*;
 use crate::http_wire::{Client, HttpHost, token_made};
 use crate::mcp::{binary, started_id};
-
-const UNCHECKED: (&str, &str) = ("TASKHOST_BOUNDS_UNCHECKED", "1");
 
 /// Writes `text` as `<dir>/config.toml`; its path.
 fn config(dir: &Path, text: &str) -> std::path::PathBuf {
@@ -42,12 +39,10 @@ fn run(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String, String) {
     )
 }
 
-/// True when `answer` shows a bounded command refused or denied: the wrapper's refusal naming
-/// `policy`, or the OS's error.
-fn bounded(answer: &str, policy: &str) -> bool {
-    answer.contains(&format!("policy '{policy}'"))
-        || answer.contains("Permission denied")
-        || answer.contains("Read-only file system")
+/// True when `answer` shows the OS denying a bounded command (never the wrapper's refusal: every
+/// mechanism is enforced on the machines the suite runs on).
+fn denied(answer: &str) -> bool {
+    answer.contains("Permission denied") || answer.contains("Read-only file system")
 }
 
 #[test]
@@ -187,7 +182,7 @@ fn a_bound_principals_commands_run_under_its_policy_and_an_unbound_one_beside_it
         &dir,
         "http://127.0.0.1:0",
         &["--no-watch", "--config", path.to_str().unwrap()],
-        &[UNCHECKED],
+        &[],
     );
     let bot = Client::new(
         &host,
@@ -222,11 +217,11 @@ fn a_bound_principals_commands_run_under_its_policy_and_an_unbound_one_beside_it
         "the attack works unbounded"
     );
     let caged_read = read(&bot, &caged);
-    assert!(bounded(&caged_read, "agents"), "{caged_read}");
+    assert!(denied(&caged_read), "{caged_read}");
     assert!(!outside.join("bot").exists(), "{caged_read}");
 
     let foreground = bot.call("bash", json!({"command": touch("bot-fg")}));
-    assert!(bounded(&foreground, "agents"), "{foreground}");
+    assert!(denied(&foreground), "{foreground}");
     assert!(!outside.join("bot-fg").exists(), "{foreground}");
 }
 
@@ -280,12 +275,113 @@ async fn the_default_policy_bounds_a_local_stdio_session() {
     let mut cmd = tokio::process::Command::new(binary());
     cmd.args(["serve", "--no-watch", "--config"])
         .arg(&path)
-        .env(UNCHECKED.0, UNCHECKED.1)
         .env("XDG_RUNTIME_DIR", dir.path());
     let client = crate::mcp::command_client(cmd, crate::mcp::Watcher::default()).await;
     let command = format!("touch {}/local && echo wrote", outside.display());
     let answer = crate::mcp::call(&client, "bash", json!({"command": command})).await;
-    assert!(bounded(&answer, "default"), "{answer}");
+    assert!(denied(&answer), "{answer}");
     assert!(!outside.join("local").exists(), "{answer}");
     let _ = client.cancel().await;
+}
+
+/// The attacks of a stolen token on the host itself (issue 43, 2): a bound principal's task cannot
+/// read the state directory (the task database, the token store, other owners' kept output), nor
+/// signal the host or its keeper, nor reach a loopback listener under `network = "none"`; an unbound
+/// principal beside it does each of these, and the host serves on.
+#[test]
+fn a_bound_principals_task_cannot_read_the_state_signal_the_host_or_keeper_or_reach_the_network() {
+    let dir = scratch("policy-host-attacks");
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let path = config(
+        &dir,
+        &format!(
+            "[policy.agents]\nwrite = [{:?}]\nnetwork = \"none\"\n",
+            work.display().to_string()
+        ),
+    );
+    let host = HttpHost::start_with_env(
+        &dir,
+        "http://127.0.0.1:0",
+        &["--no-watch", "--config", path.to_str().unwrap()],
+        &[],
+    );
+    let bot = Client::new(
+        &host,
+        &token_made(&host.state, "bot", &["--policy", "agents"]),
+    );
+    let person = Client::new(&host, &host.token("person"));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let host_pid = host.child.id();
+    let keeper = crate::handover::keeper_of(host_pid).expect("the host's keeper");
+    let attack = format!(
+        "ls {state} >/dev/null && echo listed; cat {state}/*.db > /dev/null && echo read-db; \
+         kill -0 {host_pid} && echo signalled-host; kill -0 {keeper} && echo signalled-keeper; \
+         (exec 3<>/dev/tcp/127.0.0.1/{port}) && echo connected; echo done",
+        state = host.state.display(),
+    );
+    let free = person.call("bash", json!({"command": attack}));
+    for done in [
+        "listed",
+        "read-db",
+        "signalled-host",
+        "signalled-keeper",
+        "connected",
+    ] {
+        assert!(free.contains(done), "unbounded, {done} works: {free}");
+    }
+    let caged = bot.call("bash", json!({"command": attack}));
+    assert!(caged.contains("done"), "{caged}");
+    for done in ["read-db", "signalled-host", "signalled-keeper", "connected"] {
+        assert!(!caged.contains(done), "bounded, {done} failed: {caged}");
+    }
+    assert!(
+        caged.contains("Operation not permitted") && caged.contains("Permission denied"),
+        "the OS's errors: {caged}"
+    );
+    assert!(crate::mcp::alive(host_pid as i32) && crate::mcp::alive(keeper));
+    assert!(
+        person
+            .call("bash", json!({"command": "echo still"}))
+            .contains("still")
+    );
+}
+
+/// A bound principal's task over its memory is ended, and the model reads why (SPEC 9.2): the task
+/// settles `killed` with `memory limit 256 MiB`; the same allocation by an unbound principal ends
+/// by itself. (On cgroup v1 the OOM killer ends the process that outgrew the limit, here the last of
+/// the pipeline, whose status is the task's.)
+#[test]
+fn a_bound_principals_task_over_its_memory_is_killed_and_its_status_names_the_limit() {
+    let dir = scratch("policy-memory");
+    let path = config(&dir, "[policy.small]\nmemory_max = \"256M\"\n");
+    let host = HttpHost::start_with_env(
+        &dir,
+        "http://127.0.0.1:0",
+        &["--no-watch", "--config", path.to_str().unwrap()],
+        &[],
+    );
+    let bot = Client::new(
+        &host,
+        &token_made(&host.state, "bot", &["--policy", "small"]),
+    );
+    let person = Client::new(&host, &host.token("person"));
+    let hog = json!({"command": "echo allocating; head -c 1G /dev/zero | tail > /dev/null",
+                     "run_in_background": true});
+    let read = |client: &Client, task: &str| {
+        let mut text = String::new();
+        eventually(Duration::from_secs(60), || {
+            text = client.call("task_output", json!({"task_id": task, "wait": true}));
+            text.contains("[status: ") && !text.contains("[status: running")
+        });
+        text
+    };
+    let free = started_id(&person.answer("bash", hog.clone()));
+    let free = read(&person, &free);
+    assert!(free.contains("exit code: 0"), "{free}");
+    let caged = started_id(&bot.answer("bash", hog));
+    let caged = read(&bot, &caged);
+    assert!(caged.contains("memory limit 256 MiB"), "{caged}");
+    assert!(caged.contains("killed"), "{caged}");
 }

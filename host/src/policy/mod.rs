@@ -20,9 +20,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 pub use check_cli::policy_check;
-pub use resolve::{
-    HostPaths, PolicyError, Resolved, UNCHECKED_VARIABLE, check_all, for_serve, resolve,
-};
+pub use resolve::{HostPaths, PolicyError, Resolved, check_all, for_serve, resolve};
 pub use table::{MemorySize, Network, PolicyTable};
 
 use crate::process::OwnerBounds;

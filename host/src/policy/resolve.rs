@@ -11,11 +11,6 @@ use super::table::{Network, PolicyTable};
 /// Every configured policy's bounds, by name.
 pub type Resolved = BTreeMap<String, Bounds>;
 
-/// The hidden variable that lets a host start although a configured policy cannot be enforced
-/// here (each bounded start is still refused by the wrapper, which fails closed): for tests of the
-/// plumbing on a build whose mechanisms are not all built (docs/testing.md).
-pub const UNCHECKED_VARIABLE: &str = "TASKHOST_BOUNDS_UNCHECKED";
-
 /// Why the configured policies cannot be used on this host.
 #[derive(Debug, thiserror::Error)]
 pub enum PolicyError {
@@ -102,9 +97,7 @@ pub fn check_all(resolved: &BTreeMap<String, Bounds>) -> Result<(), PolicyError>
     Ok(())
 }
 
-/// What `serve` starts with: every policy resolved and checked ([`resolve`], [`check_all`]). With
-/// [`UNCHECKED_VARIABLE`] set, a part this machine cannot enforce is logged instead of refusing
-/// the start (the wrapper still refuses every start under it).
+/// What `serve` starts with: every policy resolved and checked ([`resolve`], [`check_all`]).
 ///
 /// # Errors
 /// As [`resolve`] and [`check_all`]: the host must not start.
@@ -113,12 +106,7 @@ pub fn for_serve(
     host: &HostPaths,
 ) -> Result<BTreeMap<String, Bounds>, PolicyError> {
     let resolved = resolve(tables, host)?;
-    match check_all(&resolved) {
-        Err(e) if std::env::var_os(UNCHECKED_VARIABLE).is_some_and(|v| !v.is_empty()) => {
-            tracing::warn!(error = %e, "{UNCHECKED_VARIABLE} is set: serving; each start under it is refused");
-        }
-        checked => checked?,
-    }
+    check_all(&resolved)?;
     Ok(resolved)
 }
 

@@ -301,6 +301,11 @@ fn limit_files(bounds: &Bounds, dir: &Dir) -> Vec<(&'static str, String)> {
             if exists(swap) {
                 files.push((swap, swap_value.clone()));
             }
+            // v2 ends the whole task at its limit, not only the process that allocated last (v1
+            // has no such switch: there the OOM killer ends the largest process alone).
+            if v2 && exists("memory.oom.group") {
+                files.push(("memory.oom.group", "1".to_owned()));
+            }
             files
         }
         (Part::Pids, _) => vec![("pids.max", bounds.pids_max.unwrap_or(0).to_string())],
