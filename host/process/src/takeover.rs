@@ -50,7 +50,11 @@ impl ProcessService {
     /// once the host is gone (see [`Keepers::enable_handover`]).
     pub fn enable_handover(&self, setup: HoldSetup) {
         if let Some(k) = &self.keeper {
-            k.enable_handover(setup);
+            let kept_dir = self
+                .kept_dir
+                .as_ref()
+                .and_then(|d| d.as_fd().try_clone_to_owned().ok());
+            k.enable_handover(setup, kept_dir);
         }
     }
 

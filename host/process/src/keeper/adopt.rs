@@ -6,7 +6,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -132,6 +132,7 @@ impl Keeper {
             child: Mutex::new(None),
             adopted_pid: Some(creds.pid()),
             next: AtomicU64::new(next_id),
+            kept_by_name: AtomicBool::new(false),
         };
         Ok((
             keeper,

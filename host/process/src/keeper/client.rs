@@ -9,7 +9,7 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{RecvTimeoutError, SyncSender, sync_channel};
 use std::time::{Duration, Instant};
 
@@ -124,6 +124,8 @@ pub struct Keeper {
     /// The pid of a keeper taken over from a host that is gone (not started by this one).
     pub(super) adopted_pid: Option<i32>,
     pub(super) next: AtomicU64,
+    /// The keeper was told the kept directory ([`Keeper::handover`]): kept files are held by name.
+    pub(super) kept_by_name: AtomicBool,
 }
 
 impl Keeper {
@@ -170,6 +172,7 @@ impl Keeper {
             child: Mutex::new(Some(child)),
             adopted_pid: None,
             next: AtomicU64::new(0),
+            kept_by_name: AtomicBool::new(false),
         })
     }
 
@@ -214,6 +217,13 @@ impl Keeper {
         let (streams, mut fds) = streams.on_the_wire();
         let terminal = matches!(streams, Streams::Terminal(_));
         let held = held.filter(|_| self.speaks(2));
+        let by_name = held
+            .filter(|_| self.kept_by_name.load(Ordering::Acquire))
+            .map(|h| h.hold.by_name(h.fds, true));
+        let held = match &by_name {
+            Some((hold, fds)) => Some(HeldFromStart { hold, fds }),
+            None => held,
+        };
         let frame = Request::start(id, launch, streams, held, &mut fds).encode();
         let forget = || {
             let mut p = self.pending.lock();

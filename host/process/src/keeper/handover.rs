@@ -10,7 +10,7 @@
 //! host of the state directory takes that host's running tasks for lost.
 
 use std::collections::{HashMap, HashSet};
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::FileExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::time::{Duration, Instant};
@@ -150,15 +150,14 @@ fn drain_ready(shared: &Shared, listener: BorrowedFd<'_>, wait: Duration, in_mem
 
 /// Takes the file's length and whether the host had rolled it.
 fn start_draining(s: &mut HeldFds, cap: u64) {
-    let len = s
+    let (len, rolled) = s
         .file
-        .as_ref()
-        .and_then(|f| f.metadata().ok())
-        .map_or(0, |m| m.len());
-    s.rolled = s
-        .file
-        .as_ref()
-        .is_none_or(|f| spill_layout::read_marker(f, cap).is_some());
+        .with(|f| {
+            let len = f.metadata().map_or(0, |m| m.len());
+            (len, spill_layout::read_marker(f, cap).is_some())
+        })
+        .unwrap_or((0, true));
+    s.rolled = rolled;
     s.len = Some(len);
 }
 
@@ -184,8 +183,7 @@ fn drain_one(s: &mut HeldFds, meta: &mut super::wire::HeldStream, in_memory: &mu
         && meta.pending.is_empty()
         && meta.dropped == 0
         && len + n as u64 <= meta.cap
-        && let Some(file) = &s.file
-        && file.write_all_at(data, len).is_ok()
+        && s.file.with(|f| f.write_all_at(data, len).is_ok()) == Some(true)
     {
         s.len = Some(len + n as u64);
         return;
@@ -204,17 +202,22 @@ fn drain_one(s: &mut HeldFds, meta: &mut super::wire::HeldStream, in_memory: &mu
 fn hand_over(shared: &Shared, setup: &Setup, conn: UnixStream) -> Option<UnixStream> {
     let mut st = shared.state.lock();
     for (&pgid, held) in &st.held {
+        // A file kept by name is open from here until it was sent, and travels as any kept file
+        // does: a successor of any protocol takes it.
+        let mut hold = held.hold.clone();
+        let files: Vec<Option<OwnedFd>> = held.streams.iter().map(|s| s.file.handed()).collect();
         let mut fds: Vec<BorrowedFd<'_>> = Vec::new();
-        for s in &held.streams {
+        for ((s, file), meta) in held.streams.iter().zip(&files).zip(&mut hold.streams) {
             fds.push(s.read.as_fd());
-            fds.extend(s.file.as_ref().map(AsFd::as_fd));
+            fds.extend(file.as_ref().map(AsFd::as_fd));
+            meta.kept = file.is_some();
         }
         fds.extend(held.stdin.as_ref().map(AsFd::as_fd));
         let report = Report::Adopt {
             id: held.id,
             pgid,
             exit: held.exit.clone(),
-            hold: held.hold.clone(),
+            hold,
         };
         if fds::send(conn.as_fd(), &report.encode(), &fds).is_err() {
             return None;

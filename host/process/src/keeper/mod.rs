@@ -64,6 +64,7 @@ mod fds;
 mod handover;
 mod handover_state;
 mod held;
+mod kept_file;
 mod os_bytes;
 mod server;
 mod shared;
