@@ -180,7 +180,10 @@ fn settable_limit(wanted: usize) -> usize {
         return wanted;
     }
     let hard = sh("ulimit -Hn").stdout;
-    String::from_utf8_lossy(&hard).trim().parse().unwrap_or(1024)
+    String::from_utf8_lossy(&hard)
+        .trim()
+        .parse()
+        .unwrap_or(1024)
 }
 
 /// By hand (`cargo test -p taskhost-tests --test it -- --ignored descriptors:: --nocapture`, about
@@ -229,7 +232,12 @@ async fn ten_thousand_live_tasks_with_a_state_under_a_20000_descriptor_limit() {
         bad.len(),
         (t.elapsed() - started_in).as_secs_f64()
     );
-    assert!(refused.is_empty(), "{} refused: {:?}", refused.len(), refused.first());
+    assert!(
+        refused.is_empty(),
+        "{} refused: {:?}",
+        refused.len(),
+        refused.first()
+    );
     assert!(bad.is_empty(), "{:?}", &bad[..bad.len().min(5)]);
     assert_eq!(kept_not_exact(&dir.join("state")), 0);
     assert!(per_task <= 2.0, "host: {per_task}");

@@ -19,7 +19,7 @@ use nix::unistd::Pid;
 use tokio::sync::oneshot;
 
 use super::fds;
-use super::wire::{self, HeldFromStart, Launch, Report, Request, Slot, Streams};
+use super::wire::{self, HeldFromStart, Hold, Launch, Report, Request, Slot, Streams};
 use crate::{Exit, TtySize};
 
 /// How long a spawn waits for the keeper's answer before it gives up on it.
@@ -217,9 +217,7 @@ impl Keeper {
         let (streams, mut fds) = streams.on_the_wire();
         let terminal = matches!(streams, Streams::Terminal(_));
         let held = held.filter(|_| self.speaks(2));
-        let by_name = held
-            .filter(|_| self.kept_by_name.load(Ordering::Acquire))
-            .map(|h| h.hold.by_name(h.fds, true));
+        let by_name = held.and_then(|h| self.by_name(h));
         let held = match &by_name {
             Some((hold, fds)) => Some(HeldFromStart { hold, fds }),
             None => held,
@@ -271,6 +269,14 @@ impl Keeper {
                 )))
             }
         }
+    }
+
+    /// A start's hold as this keeper takes it once told the kept directory (see
+    /// [`Hold::by_name`]); `None` before.
+    fn by_name<'a>(&self, held: HeldFromStart<'a>) -> Option<(Hold, Vec<BorrowedFd<'a>>)> {
+        self.kept_by_name
+            .load(Ordering::Acquire)
+            .then(|| held.hold.by_name(held.fds, true))
     }
 
     /// Registers a process group the keeper did not spawn, to be ended should the host die.

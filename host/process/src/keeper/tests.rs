@@ -588,13 +588,19 @@ fn a_file_kept_by_name_is_never_reached_through_a_symlink_or_another_file_in_its
         std::fs::File::open(&d).expect("open dir"),
     ));
     let kept = KeptFile::named(&dir, "out.log");
-    assert_eq!(kept.with(|f| f.metadata().map(|m| m.len()).ok()), Some(Some(4)));
+    assert_eq!(
+        kept.with(|f| f.metadata().map(|m| m.len()).ok()),
+        Some(Some(4))
+    );
     assert!(matches!(KeptFile::named(&dir, "link.log"), KeptFile::None));
     assert!(matches!(KeptFile::named(&dir, "../victim"), KeptFile::None));
     std::fs::rename(d.join("out.log"), d.join("aside")).expect("aside");
     std::fs::write(d.join("out.log"), b"another").expect("another");
     assert!(kept.with(|_| ()).is_none(), "another file in its place");
     assert!(kept.handed().is_none());
-    assert_eq!(std::fs::read(d.join("victim")).expect("victim"), b"untouched");
+    assert_eq!(
+        std::fs::read(d.join("victim")).expect("victim"),
+        b"untouched"
+    );
     std::fs::remove_dir_all(&d).expect("cleaned");
 }
