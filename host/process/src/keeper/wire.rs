@@ -104,8 +104,8 @@ pub(crate) enum Request {
     /// for it).
     Forget { pgid: i32 },
     /// What the keeper holds for the running task in group `pgid` so that a successor of the host
-    /// can take it over: its output's read ends (with their kept files) and its input, beside the
-    /// frame in the order [`HeldStream`] says, then the input.
+    /// can take it over: its output's read ends (with their kept files, but for those kept by
+    /// name) and its input, beside the frame in the order [`HeldStream`] says, then the input.
     Hold { pgid: i32, hold: Hold },
     /// When the host is gone, keep its held tasks for `grace_ms` and hand them to the successor
     /// that connects to the listener beside the frame (then the host's lock, held meanwhile, then
