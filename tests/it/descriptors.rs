@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
+use crate::clients::bridged;
 use crate::fixtures::*;
 use crate::mcp::{self, SocketHost, Watcher, call};
 
@@ -153,6 +154,45 @@ async fn with_a_state_a_live_task_holds_two_of_the_keepers_descriptors() {
     );
     client.cancel().await.ok();
     host.stop();
+}
+
+/// The tasks in `ids` a read does not find running.
+async fn not_running(client: &mcp::Client, ids: &[String]) -> Vec<String> {
+    let mut bad = Vec::new();
+    for id in ids {
+        let read = call(client, "task_output", json!({"task_id": id})).await;
+        if !read.contains("[status: running]") {
+            bad.push(format!("{id}: {read}"));
+        }
+    }
+    bad
+}
+
+/// Proves (issue 41, item 6): a successor takes back more live tasks than a quarter of its
+/// open-file limit (200 under 600): the keeper hands the kept files it holds by name over by name,
+/// so the successor holds two descriptors per task, as its predecessor did, not four (800).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_successor_takes_back_more_tasks_than_a_quarter_of_its_descriptor_limit() {
+    const TASKS: usize = 200;
+    let dir = scratch("fds-handover");
+    let setup = "ulimit -n 600";
+    let mut host = state_host(&dir, TASKS, setup);
+    let (client, _) = bridged(&host.socket, Watcher::default(), &[]).await;
+    let (ids, refused) = start_ready(&client, TASKS).await;
+    assert!(refused.is_empty(), "{refused:?}");
+    assert!(not_ready(&client, &ids).await.is_empty());
+    host.child.kill().unwrap();
+    host.child.wait().unwrap();
+    let mut next = state_host(&dir, TASKS, setup);
+    let bad = not_running(&client, &ids).await;
+    assert!(
+        bad.is_empty(),
+        "{} not running: {:?}",
+        bad.len(),
+        &bad[..bad.len().min(3)]
+    );
+    client.cancel().await.ok();
+    next.stop();
 }
 
 /// What a host or its keeper holds besides two descriptors per live task, with room to spare

@@ -244,6 +244,11 @@ impl ProcessService {
                 (!meta.file.is_empty()).then(|| dir.path().join(&meta.file))
             });
             let plan = path.as_ref().and_then(|p| self.kept_plan(p, meta.cap));
+            // A keeper of protocol 3 names the kept file it held by name.
+            let file = match (&plan, file) {
+                (Some(plan), None) if meta.by_name() => plan.dir.open_existing(&plan.name).ok(),
+                (_, file) => file,
+            };
             let mut buf = match (plan, file) {
                 (Some(plan), Some(file)) => StreamBuf::resume(tail, plan, file, read[i]),
                 _ => StreamBuf::new(tail, None),

@@ -106,6 +106,26 @@ fn accept(listener: &UnixListener) -> Option<UnixStream> {
     Some(conn)
 }
 
+/// How long the keeper waits for a successor's first frame; one that says nothing in that time (a
+/// host of protocol 2 or earlier) is handed its kept files as descriptors.
+const HELLO_WAIT: Duration = Duration::from_secs(1);
+
+/// The protocol the successor on `conn` says it speaks (2 when it says nothing in time).
+fn successor_protocol(conn: &UnixStream) -> u32 {
+    if conn.set_read_timeout(Some(HELLO_WAIT)).is_err() {
+        return 2;
+    }
+    let protocol = match fds::Receiver::new().next(conn.as_fd()) {
+        Ok(Some(body)) => match super::wire::Request::decode(&body) {
+            Ok(super::wire::Request::Successor { protocol }) => protocol,
+            _ => 2,
+        },
+        _ => 2,
+    };
+    let _ = conn.set_read_timeout(None);
+    protocol
+}
+
 /// Waits up to `wait` for output (or a successor on `listener`), and drains what is ready. The
 /// state stays locked meanwhile (the reaper waits at most one wait to record an exit).
 fn drain_ready(shared: &Shared, listener: BorrowedFd<'_>, wait: Duration, in_memory: &mut usize) {
@@ -200,17 +220,34 @@ fn drain_one(s: &mut HeldFds, meta: &mut super::wire::HeldStream, in_memory: &mu
 /// Tells `conn` every held task, with its descriptors, then the gone host's row and lock; on
 /// success the connection is the keeper's host from now on.
 fn hand_over(shared: &Shared, setup: &Setup, conn: UnixStream) -> Option<UnixStream> {
+    let by_name = successor_protocol(&conn) >= 3;
     let mut st = shared.state.lock();
     for (&pgid, held) in &st.held {
-        // A file kept by name is open from here until it was sent, and travels as any kept file
-        // does: a successor of any protocol takes it.
+        // A file kept by name goes by name to a successor of protocol 3; to an earlier one it is
+        // open from here until it was sent, and travels as any kept file does.
         let mut hold = held.hold.clone();
-        let files: Vec<Option<OwnedFd>> = held.streams.iter().map(|s| s.file.handed()).collect();
+        let files: Vec<Option<OwnedFd>> = held
+            .streams
+            .iter()
+            .zip(&hold.streams)
+            .map(|(s, meta)| match by_name && meta.by_name() {
+                true => None,
+                false => s.file.handed(),
+            })
+            .collect();
+        for (s, meta) in held.streams.iter().zip(&mut hold.streams) {
+            // Named, but another file has the name now (or none): the successor keeps no file.
+            if by_name && meta.by_name() && s.file.with(|_| ()).is_none() {
+                meta.file.clear();
+            }
+        }
         let mut fds: Vec<BorrowedFd<'_>> = Vec::new();
         for ((s, file), meta) in held.streams.iter().zip(&files).zip(&mut hold.streams) {
             fds.push(s.read.as_fd());
             fds.extend(file.as_ref().map(AsFd::as_fd));
-            meta.kept = file.is_some();
+            if !(by_name && meta.by_name()) {
+                meta.kept = file.is_some();
+            }
         }
         fds.extend(held.stdin.as_ref().map(AsFd::as_fd));
         let report = Report::Adopt {

@@ -18,8 +18,9 @@ use crate::exit::Exit;
 /// binary on disk), so messages are only ever appended, and a host sends a later protocol's
 /// requests only to a keeper that speaks it: one it started itself, or one whose `Handed` report
 /// says so ([`Report::encode_handed`]). 1: the first handover; 2: `Rename`, `SpawnHeld`, the
-/// protocol after `Handed`; 3: `KeptDir`, and held streams kept by name (their kept files do not
-/// travel, so the keeper holds two descriptors per held task, not four).
+/// protocol after `Handed`; 3: `KeptDir`, `Successor`, and held streams kept by name (their kept
+/// files do not travel, so the keeper and a successor hold two descriptors per held task, not
+/// four).
 pub(crate) const PROTOCOL: u32 = 3;
 
 /// Largest frame either side accepts (a spawn request carries a command and an environment, which
@@ -139,6 +140,10 @@ pub(crate) enum Request {
     /// names a `file` and is not `kept` is kept by that name in it (see [`HeldStream::by_name`]).
     /// It replaces a directory told before.
     KeptDir,
+    /// A successor's first frame, before the keeper hands it anything: it speaks `protocol`, so
+    /// from 3 on the keeper hands over the kept files it holds by name, by name (a keeper of an
+    /// earlier protocol reads this as a request it does not know, and ignores it).
+    Successor { protocol: u32 },
 }
 
 /// What the keeper holds of one task for a handover, and what it hands over.
