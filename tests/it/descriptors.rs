@@ -233,7 +233,8 @@ fn settable_limit(wanted: usize) -> usize {
 /// limit this process may not raise) it runs under the hard limit as many tasks as fit in it, and
 /// says so. Prints the starts refused and the descriptors of the host and its keeper, and checks
 /// that every task started, is alive and readable, its kept file exact, and that each process
-/// holds two descriptors per live task.
+/// holds two descriptors per live task; with `TASKHOST_HAND_OVER` set, then SIGKILLs the host and
+/// checks that a successor under the same limit takes every task back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "10,000 processes: run by hand"]
 async fn ten_thousand_live_tasks_with_a_state_under_a_20000_descriptor_limit() {
@@ -248,8 +249,9 @@ async fn ten_thousand_live_tasks_with_a_state_under_a_20000_descriptor_limit() {
         );
     }
     let dir = scratch("fds-10k");
-    let mut host = state_host(&dir, tasks, &format!("ulimit -n {limit}"));
-    let client = mcp::socket_client(&host.socket, Watcher::default()).await;
+    let setup = format!("ulimit -n {limit}");
+    let mut host = state_host(&dir, tasks, &setup);
+    let (client, _) = bridged(&host.socket, Watcher::default(), &[]).await;
     let before = open_fds(host.child.id());
     let keeper_before = keeper_fds(&host);
     let t = Instant::now();
@@ -282,6 +284,21 @@ async fn ten_thousand_live_tasks_with_a_state_under_a_20000_descriptor_limit() {
     assert_eq!(kept_not_exact(&dir.join("state")), 0);
     assert!(per_task <= 2.0, "host: {per_task}");
     assert!(keeper_per_task <= 2.0, "keeper: {keeper_per_task}");
+    if std::env::var_os("TASKHOST_HAND_OVER").is_some() {
+        host.child.kill().unwrap();
+        host.child.wait().unwrap();
+        let t = Instant::now();
+        host = state_host(&dir, tasks, &setup);
+        let bad = not_running(&client, &ids).await;
+        eprintln!(
+            "handed over to a successor under ulimit -n {limit}: {} of {} running, read all in {:.1} s; successor descriptors {}",
+            ids.len() - bad.len(),
+            ids.len(),
+            t.elapsed().as_secs_f64(),
+            open_fds(host.child.id())
+        );
+        assert!(bad.is_empty(), "{:?}", &bad[..bad.len().min(3)]);
+    }
     client.cancel().await.ok();
     host.stop();
 }
