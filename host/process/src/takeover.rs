@@ -52,7 +52,11 @@ impl ProcessService {
     /// once the host is gone (see [`Keepers::enable_handover`]).
     pub fn enable_handover(&self, setup: HoldSetup) {
         if let Some(k) = &self.keeper {
-            k.enable_handover(setup);
+            let kept_dir = self
+                .kept_dir
+                .as_ref()
+                .and_then(|d| d.as_fd().try_clone_to_owned().ok());
+            k.enable_handover(setup, kept_dir);
         }
     }
 
@@ -242,6 +246,11 @@ impl ProcessService {
                 (!meta.file.is_empty()).then(|| dir.path().join(&meta.file))
             });
             let plan = path.as_ref().and_then(|p| self.kept_plan(p, meta.cap));
+            // A keeper of protocol 3 names the kept file it held by name.
+            let file = match (&plan, file) {
+                (Some(plan), None) if meta.by_name() => plan.dir.open_existing(&plan.name).ok(),
+                (_, file) => file,
+            };
             let mut buf = match (plan, file) {
                 (Some(plan), Some(file)) => StreamBuf::resume(tail, plan, file, read[i]),
                 _ => StreamBuf::new(tail, None),

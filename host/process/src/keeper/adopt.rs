@@ -6,7 +6,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -14,7 +14,7 @@ use tokio::sync::oneshot;
 
 use super::client::{Awaited, Keeper, Pending, read_reports};
 use super::fds;
-use super::wire::{Hold, Report};
+use super::wire::{Hold, Report, Request};
 use crate::Exit;
 
 /// How long a successor waits for a keeper that accepted it to tell it the tasks (its host may
@@ -82,6 +82,10 @@ impl Keeper {
         }
         conn.set_read_timeout(Some(INVENTORY_WAIT))
             .map_err(|e| failed(&e))?;
+        let hello = Request::Successor {
+            protocol: super::wire::PROTOCOL,
+        };
+        fds::send(conn.as_fd(), &hello.encode(), &[]).map_err(|e| failed(&e))?;
         let pending: Arc<Mutex<Pending>> = Arc::default();
         let mut frames = fds::Receiver::new();
         let mut tasks = Vec::new();
@@ -132,6 +136,7 @@ impl Keeper {
             child: Mutex::new(None),
             adopted_pid: Some(creds.pid()),
             next: AtomicU64::new(next_id),
+            kept_by_name: AtomicBool::new(false),
         };
         Ok((
             keeper,

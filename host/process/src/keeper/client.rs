@@ -9,7 +9,7 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{RecvTimeoutError, SyncSender, sync_channel};
 use std::time::{Duration, Instant};
 
@@ -19,7 +19,7 @@ use nix::unistd::Pid;
 use tokio::sync::oneshot;
 
 use super::fds;
-use super::wire::{self, HeldFromStart, Launch, Report, Request, Slot, Streams};
+use super::wire::{self, HeldFromStart, Hold, Launch, Report, Request, Slot, Streams};
 use crate::{Exit, TtySize};
 
 /// How long a spawn waits for the keeper's answer before it gives up on it.
@@ -124,6 +124,8 @@ pub struct Keeper {
     /// The pid of a keeper taken over from a host that is gone (not started by this one).
     pub(super) adopted_pid: Option<i32>,
     pub(super) next: AtomicU64,
+    /// The keeper was told the kept directory ([`Keeper::handover`]): kept files are held by name.
+    pub(super) kept_by_name: AtomicBool,
 }
 
 impl Keeper {
@@ -170,6 +172,7 @@ impl Keeper {
             child: Mutex::new(Some(child)),
             adopted_pid: None,
             next: AtomicU64::new(0),
+            kept_by_name: AtomicBool::new(false),
         })
     }
 
@@ -214,6 +217,11 @@ impl Keeper {
         let (streams, mut fds) = streams.on_the_wire();
         let terminal = matches!(streams, Streams::Terminal(_));
         let held = held.filter(|_| self.speaks(2));
+        let by_name = held.and_then(|h| self.by_name(h));
+        let held = match &by_name {
+            Some((hold, fds)) => Some(HeldFromStart { hold, fds }),
+            None => held,
+        };
         let frame = Request::start(id, launch, streams, held, &mut fds).encode();
         let forget = || {
             let mut p = self.pending.lock();
@@ -261,6 +269,14 @@ impl Keeper {
                 )))
             }
         }
+    }
+
+    /// A start's hold as this keeper takes it once told the kept directory (see
+    /// [`Hold::by_name`]); `None` before.
+    fn by_name<'a>(&self, held: HeldFromStart<'a>) -> Option<(Hold, Vec<BorrowedFd<'a>>)> {
+        self.kept_by_name
+            .load(Ordering::Acquire)
+            .then(|| held.hold.by_name(held.fds, true))
     }
 
     /// Registers a process group the keeper did not spawn, to be ended should the host die.

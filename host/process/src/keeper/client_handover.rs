@@ -2,6 +2,7 @@
 //! successor, the handover withdrawn; and letting go of the keeper for an upgrade.
 
 use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::atomic::Ordering;
 
 use super::client::Keeper;
 use super::wire::{Hold, Request};
@@ -17,11 +18,12 @@ impl Keeper {
     /// Asks the keeper to hold the running task in group `pgid` for a handover, with the
     /// descriptors `hold` describes, in its order.
     pub fn hold(&self, pgid: i32, hold: &Hold, fds: &[BorrowedFd<'_>]) {
-        let frame = Request::Hold {
-            pgid,
-            hold: hold.clone(),
+        let (hold, fds) = match self.kept_by_name.load(Ordering::Acquire) {
+            true => hold.by_name(fds, false),
+            false => (hold.clone(), fds.to_vec()),
         };
-        self.write(&frame.encode(), fds);
+        let frame = Request::Hold { pgid, hold };
+        self.write(&frame.encode(), &fds);
     }
 
     /// Tells the keeper that the task it holds in group `pgid` is now named `task`.
@@ -38,8 +40,9 @@ impl Keeper {
 
     /// Asks the keeper to hand the held tasks to a successor that connects to the setup's listener
     /// within its grace once this host is gone, holding the host's lock and listening sockets
-    /// meanwhile.
-    pub fn handover(&self, setup: &super::held::HoldSetup) {
+    /// meanwhile. A keeper of protocol 3 is also told `kept_dir`, the host's kept-output
+    /// directory: from then on the kept files of the tasks it holds go to it by name.
+    pub fn handover(&self, setup: &super::held::HoldSetup, kept_dir: Option<BorrowedFd<'_>>) {
         let frame = Request::Handover {
             grace_ms: setup.grace_ms,
             host: setup.host,
@@ -48,6 +51,11 @@ impl Keeper {
         let mut fds = vec![setup.listener.as_fd(), setup.lock.as_fd()];
         fds.extend(setup.listens.iter().map(|(_, fd)| fd.as_fd()));
         self.write(&frame.encode(), &fds);
+        if let Some(dir) = kept_dir.filter(|_| self.speaks(3))
+            && self.write(&Request::KeptDir.encode(), &[dir])
+        {
+            self.kept_by_name.store(true, Ordering::Release);
+        }
     }
 
     /// Tells the keeper that no successor will come (the host is stopping).

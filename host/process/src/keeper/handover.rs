@@ -10,7 +10,7 @@
 //! host of the state directory takes that host's running tasks for lost.
 
 use std::collections::{HashMap, HashSet};
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::FileExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::time::{Duration, Instant};
@@ -106,6 +106,26 @@ fn accept(listener: &UnixListener) -> Option<UnixStream> {
     Some(conn)
 }
 
+/// How long the keeper waits for a successor's first frame; one that says nothing in that time (a
+/// host of protocol 2 or earlier) is handed its kept files as descriptors.
+const HELLO_WAIT: Duration = Duration::from_secs(1);
+
+/// The protocol the successor on `conn` says it speaks (2 when it says nothing in time).
+fn successor_protocol(conn: &UnixStream) -> u32 {
+    if conn.set_read_timeout(Some(HELLO_WAIT)).is_err() {
+        return 2;
+    }
+    let protocol = match fds::Receiver::new().next(conn.as_fd()) {
+        Ok(Some(body)) => match super::wire::Request::decode(&body) {
+            Ok(super::wire::Request::Successor { protocol }) => protocol,
+            _ => 2,
+        },
+        _ => 2,
+    };
+    let _ = conn.set_read_timeout(None);
+    protocol
+}
+
 /// Waits up to `wait` for output (or a successor on `listener`), and drains what is ready. The
 /// state stays locked meanwhile (the reaper waits at most one wait to record an exit).
 fn drain_ready(shared: &Shared, listener: BorrowedFd<'_>, wait: Duration, in_memory: &mut usize) {
@@ -150,15 +170,14 @@ fn drain_ready(shared: &Shared, listener: BorrowedFd<'_>, wait: Duration, in_mem
 
 /// Takes the file's length and whether the host had rolled it.
 fn start_draining(s: &mut HeldFds, cap: u64) {
-    let len = s
+    let (len, rolled) = s
         .file
-        .as_ref()
-        .and_then(|f| f.metadata().ok())
-        .map_or(0, |m| m.len());
-    s.rolled = s
-        .file
-        .as_ref()
-        .is_none_or(|f| spill_layout::read_marker(f, cap).is_some());
+        .with(|f| {
+            let len = f.metadata().map_or(0, |m| m.len());
+            (len, spill_layout::read_marker(f, cap).is_some())
+        })
+        .unwrap_or((0, true));
+    s.rolled = rolled;
     s.len = Some(len);
 }
 
@@ -184,8 +203,7 @@ fn drain_one(s: &mut HeldFds, meta: &mut super::wire::HeldStream, in_memory: &mu
         && meta.pending.is_empty()
         && meta.dropped == 0
         && len + n as u64 <= meta.cap
-        && let Some(file) = &s.file
-        && file.write_all_at(data, len).is_ok()
+        && s.file.with(|f| f.write_all_at(data, len).is_ok()) == Some(true)
     {
         s.len = Some(len + n as u64);
         return;
@@ -202,19 +220,41 @@ fn drain_one(s: &mut HeldFds, meta: &mut super::wire::HeldStream, in_memory: &mu
 /// Tells `conn` every held task, with its descriptors, then the gone host's row and lock; on
 /// success the connection is the keeper's host from now on.
 fn hand_over(shared: &Shared, setup: &Setup, conn: UnixStream) -> Option<UnixStream> {
+    let by_name = successor_protocol(&conn) >= 3;
     let mut st = shared.state.lock();
     for (&pgid, held) in &st.held {
+        // A file kept by name goes by name to a successor of protocol 3; to an earlier one it is
+        // open from here until it was sent, and travels as any kept file does.
+        let mut hold = held.hold.clone();
+        let files: Vec<Option<OwnedFd>> = held
+            .streams
+            .iter()
+            .zip(&hold.streams)
+            .map(|(s, meta)| match by_name && meta.by_name() {
+                true => None,
+                false => s.file.handed(),
+            })
+            .collect();
+        for (s, meta) in held.streams.iter().zip(&mut hold.streams) {
+            // Named, but another file has the name now (or none): the successor keeps no file.
+            if by_name && meta.by_name() && s.file.with(|_| ()).is_none() {
+                meta.file.clear();
+            }
+        }
         let mut fds: Vec<BorrowedFd<'_>> = Vec::new();
-        for s in &held.streams {
+        for ((s, file), meta) in held.streams.iter().zip(&files).zip(&mut hold.streams) {
             fds.push(s.read.as_fd());
-            fds.extend(s.file.as_ref().map(AsFd::as_fd));
+            fds.extend(file.as_ref().map(AsFd::as_fd));
+            if !(by_name && meta.by_name()) {
+                meta.kept = file.is_some();
+            }
         }
         fds.extend(held.stdin.as_ref().map(AsFd::as_fd));
         let report = Report::Adopt {
             id: held.id,
             pgid,
             exit: held.exit.clone(),
-            hold: held.hold.clone(),
+            hold,
         };
         if fds::send(conn.as_fd(), &report.encode(), &fds).is_err() {
             return None;

@@ -3,6 +3,8 @@
 //! task's descriptors for a keeper that may never die): a keeper that replaces a dead one holds
 //! only the tasks started after it, and those started before end with the host.
 
+use std::os::fd::{AsFd, OwnedFd};
+
 use super::client::Keeper;
 use super::held::HoldSetup;
 
@@ -13,13 +15,15 @@ pub(super) struct HandoverState {
     pub(super) setup: Option<HoldSetup>,
     /// Marker prefixes of processes to end with the host besides the keeper's own.
     pub(super) marks: Vec<String>,
+    /// The host's kept-output directory, told with the setup (see [`Keeper::handover`]).
+    pub(super) kept_dir: Option<OwnedFd>,
 }
 
 impl HandoverState {
     /// Tells `keeper` everything (a new keeper, or the setup changed).
     pub(super) fn tell(&self, keeper: &Keeper) {
         if let Some(setup) = &self.setup {
-            keeper.handover(setup);
+            keeper.handover(setup, self.kept_dir.as_ref().map(AsFd::as_fd));
         }
         for prefix in &self.marks {
             keeper.mark(prefix);

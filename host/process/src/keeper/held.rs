@@ -1,9 +1,9 @@
 //! What the keeper holds of its host's tasks for a handover (the keeper's side).
 
-use std::fs::File;
 use std::os::fd::OwnedFd;
 use std::time::Duration;
 
+use super::kept_file::KeptFile;
 use super::wire::Hold;
 use crate::exit::Exit;
 
@@ -21,7 +21,7 @@ pub(crate) struct Setup {
 /// One output stream of a held task.
 pub(crate) struct HeldFds {
     pub(crate) read: OwnedFd,
-    pub(crate) file: Option<File>,
+    pub(crate) file: KeptFile,
     /// The file's length once draining started (`None` before: the host writes it).
     pub(crate) len: Option<u64>,
     /// The file holds the head and the latest output: drained output stays in memory.
@@ -31,7 +31,7 @@ pub(crate) struct HeldFds {
 }
 
 impl HeldFds {
-    pub(crate) fn new(read: OwnedFd, file: Option<File>) -> Self {
+    pub(crate) fn new(read: OwnedFd, file: KeptFile) -> Self {
         Self {
             read,
             file,

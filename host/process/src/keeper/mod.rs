@@ -42,8 +42,9 @@
 //! `PR_SET_PDEATHSIG` on tasks (it would end them with their keeper, the opposite of a restart).
 //!
 //! **Handover.** A `--listen` host asks its keeper to hold its running tasks for a successor
-//! (`Request::Handover`, then a `Request::Hold` per task with its output's read ends and kept
-//! files). When that host is gone, the keeper ends what it does not hold (a subagent's agent, a
+//! (`Request::Handover`, then a `Request::Hold` per task with its output's read ends; its kept
+//! files by name in the kept directory told once with `Request::KeptDir`, `kept_file.rs`). When
+//! that host is gone, the keeper ends what it does not hold (a subagent's agent, a
 //! foreground call), keeps the held tasks for the grace while draining their output into their kept
 //! files (`handover.rs`), with a watchdog that ends them should the keeper be killed meanwhile
 //! (`watchdog.rs`), and hands them to the first successor of the same user that connects: every
@@ -64,6 +65,7 @@ mod fds;
 mod handover;
 mod handover_state;
 mod held;
+mod kept_file;
 mod os_bytes;
 mod server;
 mod shared;

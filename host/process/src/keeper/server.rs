@@ -22,6 +22,7 @@ use nix::unistd::Pid;
 use super::ending::end_everything;
 use super::fds::Receiver;
 use super::held::{Held, HeldFds, Setup};
+use super::kept_file::{KeptDir, KeptFile};
 use super::shared::{Shared, State};
 use super::wire::{Hold, Launch, Report, Request, Slot, Streams};
 
@@ -62,6 +63,7 @@ fn serve_host(socket: BorrowedFd<'_>, marker_prefix: &str, cgroup: Option<&Path>
             handover: None,
             markers: markers.clone(),
             next_id: 0,
+            kept_dir: None,
         }),
         spawned: Condvar::new(),
     });
@@ -157,7 +159,8 @@ fn spawn_request(
                     (true, Some(m)) => m.try_clone().ok().map(|m| held_fds.insert(0, m)),
                     (true, None) => None,
                 };
-                if let Some(held) = read_end.and_then(|()| held(id, hold, held_fds)) {
+                let dir = st.kept_dir.clone();
+                if let Some(held) = read_end.and_then(|()| held(id, hold, held_fds, dir.as_ref())) {
                     st.held.insert(pid, held);
                 }
             }
@@ -203,6 +206,10 @@ fn held_request(shared: &Shared, request: Request, frames: &mut Receiver) {
             }
             Err(_) => frames.discard_fds(),
         },
+        Request::KeptDir => match frames.take_fds(1) {
+            Ok(mut fds) => shared.state.lock().kept_dir = fds.pop().map(Arc::new),
+            Err(_) => frames.discard_fds(),
+        },
         Request::Rename { pgid, task } => {
             if let Some(held) = shared.state.lock().held.get_mut(&pgid) {
                 held.hold.task = task;
@@ -230,22 +237,23 @@ fn hold_task(shared: &Shared, pgid: i32, hold: Hold, fds: Vec<OwnedFd>) {
     let Some(&id) = st.ids.get(&pgid) else {
         return;
     };
-    if let Some(held) = held(id, hold, fds) {
+    let dir = st.kept_dir.clone();
+    if let Some(held) = held(id, hold, fds, dir.as_ref()) {
         st.held.insert(pgid, held);
     }
 }
 
-/// What is held of spawn `id`: `hold`, with `fds` in the order [`Hold::descriptors`] says. `None`
-/// when a descriptor is missing.
-fn held(id: u64, hold: Hold, fds: Vec<OwnedFd>) -> Option<Held> {
+/// What is held of spawn `id`: `hold`, with `fds` in the order [`Hold::descriptors`] says, its
+/// streams kept by name kept in `kept_dir`. `None` when a descriptor is missing.
+fn held(id: u64, hold: Hold, fds: Vec<OwnedFd>, kept_dir: Option<&KeptDir>) -> Option<Held> {
     let mut fds = fds.into_iter();
     let mut streams = Vec::new();
     for s in &hold.streams {
         let read = fds.next()?;
-        let file = if s.kept {
-            Some(std::fs::File::from(fds.next()?))
-        } else {
-            None
+        let file = match (s.kept, kept_dir) {
+            (true, _) => KeptFile::Open(std::fs::File::from(fds.next()?)),
+            (false, Some(dir)) if s.by_name() => KeptFile::named(dir, &s.file),
+            (false, _) => KeptFile::None,
         };
         streams.push(HeldFds::new(read, file));
     }

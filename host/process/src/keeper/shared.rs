@@ -8,6 +8,7 @@ use parking_lot::{Condvar, Mutex};
 
 use super::fds;
 use super::held::{Held, Setup};
+use super::kept_file::KeptDir;
 use super::wire::Report;
 
 /// What the spawning thread and the reaping thread share.
@@ -36,6 +37,8 @@ pub(crate) struct State {
     pub(crate) markers: Vec<String>,
     /// Above every request id seen (a successor goes on from it).
     pub(crate) next_id: u64,
+    /// The host's kept-output directory, where streams held by name are kept.
+    pub(crate) kept_dir: Option<KeptDir>,
 }
 
 impl State {

@@ -134,13 +134,13 @@ impl Keepers {
 
     /// Tells this keeper, and every keeper after it, to hold the host's tasks for a successor for
     /// the setup's grace once the host is gone: the successor connects to its listener; its lock
-    /// (this host's) is held meanwhile.
-    pub fn enable_handover(&self, setup: HoldSetup) {
+    /// (this host's) is held meanwhile; their kept files are in `kept_dir` (see [`Keeper::handover`]).
+    pub fn enable_handover(&self, setup: HoldSetup, kept_dir: Option<OwnedFd>) {
         let mut h = self.0.handover.lock();
         if let Some(k) = self.current() {
-            k.handover(&setup);
+            k.handover(&setup, kept_dir.as_ref().map(AsFd::as_fd));
         }
-        h.setup = Some(setup);
+        (h.setup, h.kept_dir) = (Some(setup), kept_dir);
     }
 
     /// Withdraws the handover: the host is stopping, and its tasks end with it however it ends.

@@ -103,6 +103,7 @@ fn every_request_and_report_decodes_to_itself() {
         },
         Request::Watch { pgid: 42 },
         Request::Forget { pgid: 42 },
+        Request::KeptDir,
     ];
     for r in requests {
         let frame = r.encode();
@@ -328,6 +329,9 @@ fn fake_keeper(
                 return;
             };
             let count = match &request {
+                Request::Handover { listens, .. } => 2 + listens.len(),
+                Request::KeptDir => 1,
+                Request::Hold { hold, .. } => hold.descriptors(),
                 Request::Spawn { streams, .. } | Request::SpawnHeld { streams, .. } => {
                     let streams = match streams {
                         Streams::Slots(slots) => {
@@ -384,6 +388,7 @@ fn a_keeper_that_has_not_said_it_speaks_protocol_2_is_sent_only_protocol_1() {
         child: Mutex::new(None),
         adopted_pid: None,
         next: AtomicU64::new(0),
+        kept_by_name: std::sync::atomic::AtomicBool::new(false),
     };
     let null = std::fs::File::open("/dev/null").expect("null");
     let held_fds = [null.as_fd(); 4];
@@ -425,4 +430,177 @@ fn a_keeper_that_has_not_said_it_speaks_protocol_2_is_sent_only_protocol_1() {
     keeper.stop();
     fake.join()
         .expect("the fake keeper ends with the host's side");
+}
+
+/// A keeper with a fake on the other side, of protocol `protocol` (as a keeper adopted from a
+/// predecessor whose `Handed` report said it), and the requests it saw.
+fn fake_of_protocol(
+    protocol: u32,
+) -> (
+    super::client::Keeper,
+    std::sync::mpsc::Receiver<(Request, usize)>,
+    std::thread::JoinHandle<()>,
+) {
+    use super::client::{Keeper, Pending, read_reports};
+    use parking_lot::Mutex;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU64};
+    let (host_end, keeper_end) = UnixStream::pair().expect("pair");
+    let (seen_tx, seen) = std::sync::mpsc::channel();
+    let fake = fake_keeper(keeper_end, seen_tx);
+    let pending = Arc::new(Mutex::new(Pending::default()));
+    pending.lock().protocol = protocol;
+    let (reports, reader) = (host_end.try_clone().expect("clone"), pending.clone());
+    std::thread::spawn(move || read_reports(reports, Receiver::new(), &reader, || {}));
+    let keeper = Keeper {
+        socket: host_end,
+        open: Mutex::new(true),
+        pending,
+        child: Mutex::new(None),
+        adopted_pid: None,
+        next: AtomicU64::new(0),
+        kept_by_name: AtomicBool::new(false),
+    };
+    (keeper, seen, fake)
+}
+
+/// A handover's setup whose descriptors are `/dev/null`'s.
+fn null_setup() -> super::HoldSetup {
+    let null = || std::os::fd::OwnedFd::from(std::fs::File::open("/dev/null").expect("null"));
+    super::HoldSetup {
+        grace_ms: 1000,
+        host: 1,
+        listener: null(),
+        lock: null(),
+        listens: Vec::new(),
+    }
+}
+
+/// The requests a keeper of `protocol` sees for a handover told the kept directory, a held start
+/// and a hold, each with the number of descriptors beside it.
+fn held_requests(protocol: u32) -> Vec<(Request, usize)> {
+    let (keeper, seen, fake) = fake_of_protocol(protocol);
+    let null = std::fs::File::open("/dev/null").expect("null");
+    let held_fds = [null.as_fd(); 4];
+    let hold = held_pipes();
+    keeper.handover(&null_setup(), Some(null.as_fd()));
+    let started = keeper
+        .spawn(
+            &launch(),
+            super::KeptStreams::Pipes([None, Some(null.as_fd()), Some(null.as_fd())]),
+            Some(super::HeldFromStart {
+                hold: &hold,
+                fds: &held_fds,
+            }),
+        )
+        .expect("spawned");
+    assert!(started.held);
+    keeper.hold(4242, &hold, &held_fds);
+    keeper.stop();
+    fake.join()
+        .expect("the fake keeper ends with the host's side");
+    seen.try_iter().collect()
+}
+
+#[test]
+fn a_keeper_of_protocol_3_is_told_the_kept_directory_once_and_sent_no_kept_file() {
+    let by_name = |hold: &wire::Hold| {
+        hold.streams
+            .iter()
+            .all(|s| !s.kept && s.by_name() && !s.file.is_empty())
+    };
+    let seen = held_requests(3);
+    assert!(matches!(seen[0], (Request::Handover { .. }, 2)), "{seen:?}");
+    assert!(matches!(seen[1], (Request::KeptDir, 1)), "{seen:?}");
+    match &seen[2] {
+        (Request::SpawnHeld { hold, .. }, 4) => assert!(by_name(hold), "{hold:?}"),
+        other => panic!("a held start with its streams and read ends only, not {other:?}"),
+    }
+    match &seen[3] {
+        (Request::Hold { hold, .. }, 2) => assert!(by_name(hold), "{hold:?}"),
+        other => panic!("a hold with its read ends only, not {other:?}"),
+    }
+    assert_eq!(seen.len(), 4);
+}
+
+#[test]
+fn a_keeper_of_protocol_2_is_not_told_the_kept_directory_and_gets_every_kept_file() {
+    let seen = held_requests(2);
+    assert!(matches!(seen[0], (Request::Handover { .. }, 2)), "{seen:?}");
+    match &seen[1] {
+        (Request::SpawnHeld { hold, .. }, 6) => assert_eq!(hold, &held_pipes()),
+        other => panic!("a held start with all its descriptors, not {other:?}"),
+    }
+    match &seen[2] {
+        (Request::Hold { hold, .. }, 4) => assert_eq!(hold, &held_pipes()),
+        other => panic!("a hold with all its descriptors, not {other:?}"),
+    }
+    assert_eq!(seen.len(), 3);
+}
+
+#[test]
+fn a_hold_by_name_leaves_out_only_its_kept_files_in_order() {
+    use std::os::fd::AsRawFd;
+    let files: Vec<std::fs::File> = (0..5)
+        .map(|_| std::fs::File::open("/dev/null").expect("null"))
+        .collect();
+    let fds: Vec<_> = files.iter().map(AsFd::as_fd).collect();
+    let raw = |fds: &[std::os::fd::BorrowedFd<'_>]| fds.iter().map(|f| f.as_raw_fd()).collect();
+    let piped = wire::Hold {
+        stdin: true,
+        ..held_pipes()
+    };
+    let (hold, left) = piped.by_name(&fds, false);
+    assert_eq!(hold.descriptors(), 3);
+    let expected: Vec<i32> = raw(&[fds[0], fds[2], fds[4]]);
+    assert_eq!(raw(&left), expected);
+    let terminal = wire::Hold {
+        terminal: true,
+        streams: held_pipes().streams.split_off(1),
+        ..held_pipes()
+    };
+    let (hold, left) = terminal.by_name(&fds[..1], true);
+    assert!(left.is_empty());
+    assert_eq!(hold.descriptors_at_start(), 0);
+    let unnamed = wire::Hold {
+        streams: vec![wire::HeldStream {
+            file: String::new(),
+            ..held_pipes().streams[0].clone()
+        }],
+        ..held_pipes()
+    };
+    let (hold, left) = unnamed.by_name(&fds[..2], false);
+    assert_eq!((hold, left.len()), (unnamed.clone(), 2));
+}
+
+#[test]
+fn a_file_kept_by_name_is_never_reached_through_a_symlink_or_another_file_in_its_place() {
+    use super::kept_file::KeptFile;
+    use std::os::unix::fs::PermissionsExt;
+    let d = std::env::temp_dir().join(format!("taskhost-kept-by-name-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("dir");
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).expect("mode");
+    std::fs::write(d.join("out.log"), b"kept").expect("file");
+    std::fs::write(d.join("victim"), b"untouched").expect("victim");
+    std::os::unix::fs::symlink(d.join("victim"), d.join("link.log")).expect("link");
+    let dir = std::sync::Arc::new(std::os::fd::OwnedFd::from(
+        std::fs::File::open(&d).expect("open dir"),
+    ));
+    let kept = KeptFile::named(&dir, "out.log");
+    assert_eq!(
+        kept.with(|f| f.metadata().map(|m| m.len()).ok()),
+        Some(Some(4))
+    );
+    assert!(matches!(KeptFile::named(&dir, "link.log"), KeptFile::None));
+    assert!(matches!(KeptFile::named(&dir, "../victim"), KeptFile::None));
+    std::fs::rename(d.join("out.log"), d.join("aside")).expect("aside");
+    std::fs::write(d.join("out.log"), b"another").expect("another");
+    assert!(kept.with(|_| ()).is_none(), "another file in its place");
+    assert!(kept.handed().is_none());
+    assert_eq!(
+        std::fs::read(d.join("victim")).expect("victim"),
+        b"untouched"
+    );
+    std::fs::remove_dir_all(&d).expect("cleaned");
 }

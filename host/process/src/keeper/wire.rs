@@ -18,8 +18,10 @@ use crate::exit::Exit;
 /// binary on disk), so messages are only ever appended, and a host sends a later protocol's
 /// requests only to a keeper that speaks it: one it started itself, or one whose `Handed` report
 /// says so ([`Report::encode_handed`]). 1: the first handover; 2: `Rename`, `SpawnHeld`, the
-/// protocol after `Handed`.
-pub(crate) const PROTOCOL: u32 = 2;
+/// protocol after `Handed`; 3: `KeptDir`, `Successor`, and held streams kept by name (their kept
+/// files do not travel, so the keeper and a successor hold two descriptors per held task, not
+/// four).
+pub(crate) const PROTOCOL: u32 = 3;
 
 /// Largest frame either side accepts (a spawn request carries a command and an environment, which
 /// the kernel caps far below this).
@@ -103,8 +105,8 @@ pub(crate) enum Request {
     /// for it).
     Forget { pgid: i32 },
     /// What the keeper holds for the running task in group `pgid` so that a successor of the host
-    /// can take it over: its output's read ends (with their kept files) and its input, beside the
-    /// frame in the order [`HeldStream`] says, then the input.
+    /// can take it over: its output's read ends (with their kept files, but for those kept by
+    /// name) and its input, beside the frame in the order [`HeldStream`] says, then the input.
     Hold { pgid: i32, hold: Hold },
     /// When the host is gone, keep its held tasks for `grace_ms` and hand them to the successor
     /// that connects to the listener beside the frame (then the host's lock, held meanwhile, then
@@ -133,6 +135,15 @@ pub(crate) enum Request {
         streams: Streams,
         hold: Hold,
     },
+    // Protocol 3 from here on.
+    /// The host's kept-output directory travels beside the frame: from now on a held stream that
+    /// names a `file` and is not `kept` is kept by that name in it (see [`HeldStream::by_name`]).
+    /// It replaces a directory told before.
+    KeptDir,
+    /// A successor's first frame, before the keeper hands it anything: it speaks `protocol`, so
+    /// from 3 on the keeper hands over the kept files it holds by name, by name (a keeper of an
+    /// earlier protocol reads this as a request it does not know, and ignores it).
+    Successor { protocol: u32 },
 }
 
 /// What the keeper holds of one task for a handover, and what it hands over.
@@ -169,6 +180,34 @@ impl Hold {
     pub(crate) fn descriptors_at_start(&self) -> usize {
         self.descriptors() - usize::from(self.terminal && !self.streams.is_empty())
     }
+
+    /// This hold as a keeper told the kept directory ([`Request::KeptDir`]) takes it: every kept
+    /// stream that names its file is kept by that name, and its file is left out of `fds` (the
+    /// hold's descriptors in its order; a terminal's read end left out when `at_start`).
+    pub(crate) fn by_name<'a>(
+        &self,
+        fds: &[BorrowedFd<'a>],
+        at_start: bool,
+    ) -> (Hold, Vec<BorrowedFd<'a>>) {
+        let mut hold = self.clone();
+        let mut fds = fds.iter().copied();
+        let mut kept_fds = Vec::new();
+        for (i, s) in hold.streams.iter_mut().enumerate() {
+            if !(at_start && self.terminal && i == 0) {
+                kept_fds.extend(fds.next());
+            }
+            if s.kept {
+                let file = fds.next();
+                if s.file.is_empty() {
+                    kept_fds.extend(file);
+                } else {
+                    s.kept = false;
+                }
+            }
+        }
+        kept_fds.extend(fds);
+        (hold, kept_fds)
+    }
 }
 
 /// What the keeper holds of a process from its start, for a successor of the host (see
@@ -190,7 +229,8 @@ pub struct HeldFromStart<'a> {
 pub struct HeldStream {
     /// The kept file's cap (past it the file holds the head and the latest output).
     pub cap: u64,
-    /// A kept file travels after the read end.
+    /// A kept file travels after the read end. Not set, with a `file` named, to a keeper told the
+    /// kept directory (protocol 3): the file is kept by its name there ([`HeldStream::by_name`]).
     pub kept: bool,
     /// The kept file's name in the host's kept directory (its record may not name it yet).
     pub file: String,
@@ -199,6 +239,14 @@ pub struct HeldStream {
     pub pending: Vec<u8>,
     /// Output drained while no host ran that was dropped (beyond what the keeper keeps in memory).
     pub dropped: u64,
+}
+
+impl HeldStream {
+    /// True when its kept file is kept by its name in the directory the host told
+    /// ([`Request::KeptDir`]), not by a descriptor that travelled with it.
+    pub(crate) fn by_name(&self) -> bool {
+        !self.kept && !self.file.is_empty()
+    }
 }
 
 /// From the keeper to the host.
