@@ -230,7 +230,7 @@ pub struct HeldStream {
     /// The kept file's cap (past it the file holds the head and the latest output).
     pub cap: u64,
     /// A kept file travels after the read end. Not set, with a `file` named, to a keeper told the
-    /// kept directory (protocol 3): the file is kept by its name there ([`HeldStream::by_name`]).
+    /// kept directory (protocol 3): the file is kept by its name there (`HeldStream::by_name`).
     pub kept: bool,
     /// The kept file's name in the host's kept directory (its record may not name it yet).
     pub file: String,
