@@ -29,6 +29,16 @@ fn run(bounds: Option<&Bounds>, script: &str) -> Output {
 }
 
 fn run_with(bounds: Option<&Bounds>, script: &str, env: &[(&str, &str)]) -> Output {
+    run_in(bounds, script, env, None)
+}
+
+/// As [`run_with`], started in `cwd` when given (as the keeper starts a task in its `workdir`).
+fn run_in(
+    bounds: Option<&Bounds>,
+    script: &str,
+    env: &[(&str, &str)],
+    cwd: Option<&Path>,
+) -> Output {
     let mut cmd = match bounds {
         Some(b) => {
             let mut c = Command::new(binary());
@@ -44,6 +54,9 @@ fn run_with(bounds: Option<&Bounds>, script: &str, env: &[(&str, &str)]) -> Outp
         None => Command::new("/bin/sh"),
     };
     cmd.args(["-c", script]).envs(env.iter().copied());
+    if let Some(cwd) = cwd {
+        cmd.current_dir(cwd);
+    }
     output_within(&mut cmd, Duration::from_secs(30))
 }
 
@@ -382,4 +395,74 @@ fn a_host_not_run_by_root_hides_paths_through_a_user_namespace() {
         "{}",
         stderr(&out)
     );
+}
+
+/// Found by an attacker: a process started in a directory inside a hidden path, or inside a root's
+/// `.git`, kept the directory beneath the mounts made after it was entered, and read the key or
+/// wrote the git config through `.`. The wrapper enters its working directory again, by its path,
+/// once the mounts are made.
+#[test]
+fn a_working_directory_inside_a_hidden_path_or_a_git_dir_sees_what_the_mounts_show() {
+    let s = scratch("bounds-cwd");
+    let root = dir(&s, "root");
+    let git = dir(&root, ".git");
+    std::fs::write(git.join("config"), "[core]\n").unwrap();
+    let secret = dir(&s, "secret");
+    std::fs::write(secret.join("id_rsa"), "PLANTED-KEY").unwrap();
+    let caged = bounds(&[&root], &[&secret]);
+
+    let read = "cat id_rsa";
+    let free = run_in(None, read, &[], Some(&secret));
+    assert!(stdout(&free).contains("PLANTED-KEY"), "unbounded reads it");
+    let out = run_in(Some(&caged), read, &[], Some(&secret));
+    assert!(!stdout(&out).contains("PLANTED-KEY"), "{out:?}");
+    assert!(!out.status.success(), "{out:?}");
+
+    let write = "echo '[alias] pwn = !id' >> config";
+    let free = run_in(None, write, &[], Some(&git));
+    assert!(free.status.success(), "unbounded: {}", stderr(&free));
+    std::fs::write(git.join("config"), "[core]\n").unwrap();
+    let out = run_in(Some(&caged), write, &[], Some(&git));
+    assert!(!out.status.success(), "{out:?}");
+    assert!(stderr(&out).contains("Read-only file system"), "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(git.join("config")).unwrap(),
+        "[core]\n"
+    );
+}
+
+/// Found by an attacker: Landlock let a bounded task open any terminal under `/dev/pts`, and as uid
+/// 0 it wrote into another principal's terminal (spoofed output its agent reads). No terminal opens
+/// by its path now; a bounded task still makes terminals of its own (`openpty`).
+#[test]
+fn another_processs_terminal_cannot_be_opened_and_a_new_terminal_still_can() {
+    use std::io::BufRead;
+    let mut holder = Command::new("python3")
+        .args([
+            "-c",
+            "import os,time; m,s=os.openpty(); print(os.ttyname(s), flush=True); time.sleep(60)",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    std::io::BufReader::new(holder.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let tty = line.trim().to_owned();
+    assert!(tty.starts_with("/dev/pts/"), "{tty}");
+    let attack = format!("echo SPOOFED > {tty} && echo wrote");
+    let free = run(None, &attack);
+    assert!(stdout(&free).contains("wrote"), "unbounded: {free:?}");
+    let caged = bounds(&[], &[]);
+    let out = run(Some(&caged), &attack);
+    assert!(!stdout(&out).contains("wrote"), "{out:?}");
+    assert!(stderr(&out).contains("Permission denied"), "{out:?}");
+    let own = run(
+        Some(&caged),
+        "python3 -c 'import os; m,s=os.openpty(); os.write(s, b\"hi\\n\"); print(os.read(m, 9))'",
+    );
+    assert!(stdout(&own).contains("hi"), "{own:?}");
+    holder.kill().ok();
+    holder.wait().ok();
 }

@@ -539,3 +539,57 @@ async fn a_terminal_task_keeps_taking_input_across_a_handover() {
     assert!(alive(pid));
     a.cancel().await.ok();
 }
+
+/// Found by an attacker: the keeper of a gone host handed its tasks' descriptors, its lock and its
+/// listening sockets to the first peer of the host's user on the handover socket, so a process
+/// that connected while the host ran was taken for its successor (and the real one found nothing).
+/// A bounded task always runs in a mount namespace of its own: the keeper takes a successor only
+/// from its own, and the real successor carries the task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_in_another_mount_namespace_is_never_handed_the_tasks() {
+    use std::io::BufRead;
+    let dir = scratch("handover-intruder");
+    let (mut host, a) = bridged_state_host(&dir).await;
+    let (id, pid, mut seen) = numbered_task(&a).await;
+    let socket = std::fs::read_dir(dir.join("state").join("hosts"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "sock"))
+        .expect("the handover socket");
+    let grab = "import socket,sys\n\
+                s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print('connected', flush=True)\n\
+                s.settimeout(30)\n\
+                msg,anc,_,_=s.recvmsg(65536, socket.CMSG_SPACE(256))\n\
+                print('got' if msg or anc else 'refused', flush=True)";
+    let mut intruder = std::process::Command::new("unshare")
+        .args(["-m", "python3", "-c", grab])
+        .arg(&socket)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("unshare");
+    let mut out = std::io::BufReader::new(intruder.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "connected");
+    host.child.kill().unwrap();
+    host.child.wait().unwrap();
+    let answer = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        out.read_line(&mut line).map(|_| line)
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    intruder.wait().ok();
+    assert_eq!(
+        answer.trim(),
+        "refused",
+        "the intruder was handed the tasks"
+    );
+    let _next = state_host(&dir);
+    read_until(&a, &id, "n150", &mut seen).await;
+    assert!(alive(pid), "the same process runs on under the next host");
+    assert_eq!(seen.numbers(), (1..=150).collect::<Vec<_>>());
+    a.cancel().await.ok();
+}

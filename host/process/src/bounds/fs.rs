@@ -12,7 +12,8 @@
 //! What is readable and writable, with `write` set: every path is readable and executable except
 //! the device nodes of `/dev` (a root task would otherwise read raw disks past `hide`); of `/dev`,
 //! only `null`, `zero`, `full`, `random`, `urandom`, `tty`, `ptmx` and `pts/` may be opened, for
-//! reading and writing. The `write` roots are writable, and nothing else: not `/tmp` (a shared
+//! reading and writing, and `pts/` is a `devpts` of the task's own (see the mounts): another
+//! principal's terminal, which a task of uid 0 could otherwise write into, is not there. The `write` roots are writable, and nothing else: not `/tmp` (a shared
 //! `/tmp` is where principals would tamper with each other's files; a policy that wants it lists
 //! it). Without `write` (`Bounds::filesystem` false) every path but the devices is writable.
 

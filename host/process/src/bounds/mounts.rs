@@ -17,9 +17,9 @@ use nix::sys::statvfs::{FsFlags, statvfs};
 use super::model::{Bounds, BoundsError, denied, failed};
 
 /// Whether `bounds` needs a mount namespace.
-pub(super) fn needed(bounds: &Bounds) -> bool {
-    !bounds.hide.is_empty()
-        || (bounds.filesystem && !bounds.git_writable && !bounds.write.is_empty())
+pub(super) fn needed(_bounds: &Bounds) -> bool {
+    // Always: every bounded task has terminals of its own ([`own_terminals`]).
+    true
 }
 
 /// How this process could make the namespace, or why it cannot.
@@ -50,6 +50,7 @@ pub(super) fn make(bounds: &Bounds) -> Result<(), BoundsError> {
         return Ok(());
     }
     enter().map_err(|e| failed(bounds, "mount namespace", e))?;
+    own_terminals().map_err(|e| failed(bounds, "terminals", e))?;
     if bounds.filesystem && !bounds.git_writable {
         for root in &bounds.write {
             for git in git_dirs(root) {
@@ -60,7 +61,11 @@ pub(super) fn make(bounds: &Bounds) -> Result<(), BoundsError> {
     for path in &bounds.hide {
         hide(path).map_err(|e| failed(bounds, "hide", e))?;
     }
-    Ok(())
+    // The working directory was entered before the mounts: a directory inside a hidden path or a
+    // `.git` would still be the one beneath them. Entered again by its path, it is what the mounts
+    // show (an empty directory, a read-only `.git`).
+    let cwd = std::env::current_dir().map_err(|e| failed(bounds, "working directory", e))?;
+    nix::unistd::chdir(&cwd).map_err(|e| failed(bounds, "working directory", e))
 }
 
 /// Unshares the mount namespace (with a user namespace when not root) and makes it private.
@@ -76,6 +81,29 @@ fn enter() -> std::io::Result<()> {
     }
     let none = None::<&str>;
     mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none)?;
+    Ok(())
+}
+
+/// A `devpts` of the task's own over `/dev/pts`, with its `ptmx` over `/dev/ptmx`: the terminals
+/// the task makes are the only ones it can open by path, so another principal's terminal (which a
+/// task of uid 0 could otherwise write into) is out of its reach. The terminal it was started on
+/// stays its own through its descriptors and `/dev/tty`.
+fn own_terminals() -> std::io::Result<()> {
+    let none = None::<&str>;
+    mount(
+        Some("devpts"),
+        "/dev/pts",
+        Some("devpts"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
+        Some("newinstance,ptmxmode=0666,mode=0620"),
+    )?;
+    mount(
+        Some("/dev/pts/ptmx"),
+        "/dev/ptmx",
+        none,
+        MsFlags::MS_BIND,
+        none,
+    )?;
     Ok(())
 }
 

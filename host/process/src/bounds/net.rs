@@ -73,11 +73,19 @@ fn filter() -> Result<BpfProgram, String> {
         .and_then(|c| SeccompRule::new(vec![c]))
         .map_err(|e| e.to_string())
     };
-    let rules = BTreeMap::from([
+    let mut rules = BTreeMap::from([
         (libc::SYS_socket, vec![not_unix()?]),
         (libc::SYS_socketpair, vec![not_unix()?]),
         (libc::SYS_io_uring_setup, Vec::new()),
     ]);
+    // On x86-64 the x32 system calls share the architecture and carry this bit in their number:
+    // a kernel built with x32 would otherwise open an AF_INET socket through `socket | X32`.
+    if cfg!(target_arch = "x86_64") {
+        const X32: i64 = 0x4000_0000;
+        rules.insert(X32 | libc::SYS_socket, vec![not_unix()?]);
+        rules.insert(X32 | libc::SYS_socketpair, vec![not_unix()?]);
+        rules.insert(X32 | libc::SYS_io_uring_setup, Vec::new());
+    }
     let refuse = SeccompAction::Errno(libc::EACCES as u32);
     SeccompFilter::new(rules, SeccompAction::Allow, refuse, arch)
         .and_then(BpfProgram::try_from)

@@ -94,16 +94,24 @@ fn wait_with(shared: &Shared, setup: &Setup) -> Option<UnixStream> {
     }
 }
 
-/// A successor that connected, if it runs as this user.
+/// A successor that connected, if it runs as this user in this keeper's mount namespace. A
+/// bounded task always runs in a mount namespace of its own (its hidden paths), which it cannot
+/// leave: however it reached the socket, it is never handed the tasks, the lock and the listeners.
 fn accept(listener: &UnixListener) -> Option<UnixStream> {
     let (conn, _) = listener.accept().ok()?;
     let creds =
         nix::sys::socket::getsockopt(&conn, nix::sys::socket::sockopt::PeerCredentials).ok()?;
-    if creds.uid() != nix::unistd::getuid().as_raw() {
+    if creds.uid() != nix::unistd::getuid().as_raw() || !in_this_mount_namespace(creds.pid()) {
         return None;
     }
     conn.set_nonblocking(false).ok()?;
     Some(conn)
+}
+
+/// Whether process `pid` shares this process's mount namespace (no when either cannot be read).
+fn in_this_mount_namespace(pid: i32) -> bool {
+    let of = |who: &str| std::fs::read_link(format!("/proc/{who}/ns/mnt")).ok();
+    of(&pid.to_string()).is_some_and(|theirs| of("self") == Some(theirs))
 }
 
 /// How long the keeper waits for a successor's first frame; one that says nothing in that time (a
