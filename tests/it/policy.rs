@@ -45,6 +45,21 @@ fn denied(answer: &str) -> bool {
     answer.contains("Permission denied") || answer.contains("Read-only file system")
 }
 
+/// A host on loopback HTTP whose config is `policy` (one `[policy.NAME]` table), with a principal
+/// `bot` bound to `NAME` and an unbound `person`: the host and the two clients.
+fn host_with_bound_bot(dir: &Path, policy: &str, name: &str) -> (HttpHost, Client, Client) {
+    let path = config(dir, policy);
+    let host = HttpHost::start_with_env(
+        dir,
+        "http://127.0.0.1:0",
+        &["--no-watch", "--config", path.to_str().unwrap()],
+        &[],
+    );
+    let bot = Client::new(&host, &token_made(&host.state, "bot", &["--policy", name]));
+    let person = Client::new(&host, &host.token("person"));
+    (host, bot, person)
+}
+
 #[test]
 fn a_bad_policy_key_or_value_refuses_the_config_naming_it() {
     let dir = scratch("policy-bad-config");
@@ -171,24 +186,14 @@ fn a_bound_principals_commands_run_under_its_policy_and_an_unbound_one_beside_it
     let (work, outside) = (dir.join("work"), dir.join("outside"));
     std::fs::create_dir_all(&work).unwrap();
     std::fs::create_dir_all(&outside).unwrap();
-    let path = config(
+    let (_host, bot, person) = host_with_bound_bot(
         &dir,
         &format!(
             "[policy.agents]\nwrite = [{:?}]\n",
             work.display().to_string()
         ),
+        "agents",
     );
-    let host = HttpHost::start_with_env(
-        &dir,
-        "http://127.0.0.1:0",
-        &["--no-watch", "--config", path.to_str().unwrap()],
-        &[],
-    );
-    let bot = Client::new(
-        &host,
-        &token_made(&host.state, "bot", &["--policy", "agents"]),
-    );
-    let person = Client::new(&host, &host.token("person"));
     let touch = |name: &str| format!("touch {}/{name} && echo wrote", outside.display());
 
     let free = started_id(&person.answer(
@@ -293,24 +298,14 @@ fn a_bound_principals_task_cannot_read_the_state_signal_the_host_or_keeper_or_re
     let dir = scratch("policy-host-attacks");
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
-    let path = config(
+    let (host, bot, person) = host_with_bound_bot(
         &dir,
         &format!(
             "[policy.agents]\nwrite = [{:?}]\nnetwork = \"none\"\n",
             work.display().to_string()
         ),
+        "agents",
     );
-    let host = HttpHost::start_with_env(
-        &dir,
-        "http://127.0.0.1:0",
-        &["--no-watch", "--config", path.to_str().unwrap()],
-        &[],
-    );
-    let bot = Client::new(
-        &host,
-        &token_made(&host.state, "bot", &["--policy", "agents"]),
-    );
-    let person = Client::new(&host, &host.token("person"));
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let host_pid = host.child.id();
@@ -355,18 +350,8 @@ fn a_bound_principals_task_cannot_read_the_state_signal_the_host_or_keeper_or_re
 #[test]
 fn a_bound_principals_task_over_its_memory_is_killed_and_its_status_names_the_limit() {
     let dir = scratch("policy-memory");
-    let path = config(&dir, "[policy.small]\nmemory_max = \"256M\"\n");
-    let host = HttpHost::start_with_env(
-        &dir,
-        "http://127.0.0.1:0",
-        &["--no-watch", "--config", path.to_str().unwrap()],
-        &[],
-    );
-    let bot = Client::new(
-        &host,
-        &token_made(&host.state, "bot", &["--policy", "small"]),
-    );
-    let person = Client::new(&host, &host.token("person"));
+    let (_host, bot, person) =
+        host_with_bound_bot(&dir, "[policy.small]\nmemory_max = \"256M\"\n", "small");
     let hog = json!({"command": "echo allocating; head -c 1G /dev/zero | tail > /dev/null",
                      "run_in_background": true});
     let read = |client: &Client, task: &str| {
