@@ -45,6 +45,17 @@ fn denied(answer: &str) -> bool {
     answer.contains("Permission denied") || answer.contains("Read-only file system")
 }
 
+/// A config of one policy `locked` writable beneath `work` with a 64 MiB memory limit.
+fn locked_config(dir: &Path, work: &Path) -> std::path::PathBuf {
+    config(
+        dir,
+        &format!(
+            "[policy.locked]\nwrite = [{:?}]\nmemory_max = \"64M\"\n",
+            work.display().to_string()
+        ),
+    )
+}
+
 /// A host on loopback HTTP whose config is `policy` (one `[policy.NAME]` table), with a principal
 /// `bot` bound to `NAME` and an unbound `person`: the host and the two clients.
 fn host_with_bound_bot(dir: &Path, policy: &str, name: &str) -> (HttpHost, Client, Client) {
@@ -127,13 +138,7 @@ fn policy_check_says_each_part_and_exits_2_when_one_cannot_be_enforced() {
     assert!(out.contains("every task runs unbounded"), "{out}");
 
     let work = dir.join("work");
-    let path = config(
-        &dir,
-        &format!(
-            "[policy.locked]\nwrite = [{:?}]\nmemory_max = \"64M\"\n",
-            work.display().to_string()
-        ),
-    );
+    let path = locked_config(&dir, &work);
     let (code, out, err) = run(
         &["policy-check", "--config", path.to_str().unwrap()],
         &[("TASKHOST_BOUNDS_DENY", "memory")],
@@ -161,13 +166,7 @@ fn policy_check_says_each_part_and_exits_2_when_one_cannot_be_enforced() {
 fn serve_refuses_to_start_when_a_policy_cannot_be_enforced() {
     let dir = scratch("policy-serve-refused");
     let work = dir.join("work");
-    let path = config(
-        &dir,
-        &format!(
-            "[policy.locked]\nwrite = [{:?}]\nmemory_max = \"64M\"\n",
-            work.display().to_string()
-        ),
-    );
+    let path = locked_config(&dir, &work);
     let (code, _, err) = run(
         &["serve", "--no-state", "--config", path.to_str().unwrap()],
         &[
