@@ -466,3 +466,41 @@ fn another_processs_terminal_cannot_be_opened_and_a_new_terminal_still_can() {
     holder.kill().ok();
     holder.wait().ok();
 }
+
+/// Found by an attacker: System V shared memory is not a path, so neither Landlock nor the mounts
+/// kept a bounded task from another principal's segment (read and overwritten) or from holding
+/// memory past its limit and its end. Each bounded task has an IPC namespace of its own.
+#[test]
+fn another_processs_shared_memory_segment_cannot_be_reached() {
+    let made = Command::new("ipcmk")
+        .args(["-M", "4096"])
+        .output()
+        .expect("ipcmk");
+    let id: String = String::from_utf8_lossy(&made.stdout)
+        .chars()
+        .filter(char::is_ascii_digit)
+        .collect();
+    assert!(!id.is_empty(), "{made:?}");
+    let attack = format!("ipcs -m -i {id} 2>&1 | grep -q shmid && echo reached");
+    let free = run(None, &attack);
+    let out = run(Some(&bounds(&[], &[])), &attack);
+    let _ = Command::new("ipcrm").args(["-m", &id]).status();
+    assert!(stdout(&free).contains("reached"), "unbounded: {free:?}");
+    assert!(!stdout(&out).contains("reached"), "{out:?}");
+}
+
+/// Found by an attacker: a root's `.git` that is a symbolic link had its target bound read-only while
+/// the link itself, in the writable root, could be replaced by a writable repository whose hooks
+/// the person's next `git` runs. Such a start is refused (the program never runs).
+#[test]
+fn a_git_symlink_in_a_write_root_refuses_the_start() {
+    let s = scratch("bounds-git-link");
+    let root = dir(&s, "root");
+    let store = dir(&s, "store");
+    let git = dir(&store, ".git");
+    std::os::unix::fs::symlink(&git, root.join(".git")).unwrap();
+    let out = run(Some(&bounds(&[&root], &[])), "echo ran");
+    assert_eq!(out.status.code(), Some(i32::from(REFUSED_EXIT)), "{out:?}");
+    assert!(stderr(&out).contains("symbolic link"), "{out:?}");
+    assert!(!stdout(&out).contains("ran"));
+}

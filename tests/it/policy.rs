@@ -369,3 +369,49 @@ fn a_bound_principals_task_over_its_memory_is_killed_and_its_status_names_the_li
     assert!(caged.contains("memory limit 256 MiB"), "{caged}");
     assert!(caged.contains("killed"), "{caged}");
 }
+
+/// Found by an attacker: with the host's state directory below a write root (`write = ["/home/me"]`
+/// and the default `~/.local/state/taskhost`), a bound task renamed a directory above it, read and
+/// rewrote the task database (its own policy binding among it) and other principals' output, and
+/// was unbound after the next upgrade. A hidden path deeper than directly in a write root refuses
+/// the policy, for `serve` and `policy-check` alike.
+#[test]
+fn a_hidden_path_below_a_write_root_refuses_the_policy() {
+    let dir = scratch("policy-hidden-below");
+    let home = dir.join("home");
+    let deep = home.join("sub").join("deep");
+    std::fs::create_dir_all(&deep).unwrap();
+    let path = config(
+        &dir,
+        &format!(
+            "[policy.agents]\nwrite = [{:?}]\nhide = [{:?}]\n",
+            home.display().to_string(),
+            deep.display().to_string()
+        ),
+    );
+    let (code, out, err) = run(&["policy-check", "--config", path.to_str().unwrap()], &[]);
+    assert_eq!(code, Some(2), "{out}{err}");
+    assert!(err.contains("lies below the write root"), "{out}{err}");
+
+    let state = home.join(".local").join("state").join("taskhost");
+    std::fs::create_dir_all(state.parent().unwrap()).unwrap();
+    let path = config(
+        &dir,
+        &format!(
+            "[policy.agents]\nwrite = [{:?}]\n",
+            home.display().to_string()
+        ),
+    );
+    let (code, _, err) = run(
+        &[
+            "serve",
+            "--state",
+            state.to_str().unwrap(),
+            "--config",
+            path.to_str().unwrap(),
+        ],
+        &[("XDG_RUNTIME_DIR", dir.to_str().unwrap())],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("lies below the write root"), "{err}");
+}

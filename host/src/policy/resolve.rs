@@ -44,6 +44,22 @@ pub enum PolicyError {
         /// The OS's error.
         why: String,
     },
+    /// A hidden path (the policy's or the host's own) lies deeper than directly in a write root: a
+    /// task could rename the directory above it and uncover it at its next start.
+    #[error(
+        "policy '{policy}': {hidden} is hidden but lies below the write root {root}, where a task \
+         could move the directory above it and uncover it: hide only paths directly in a write root \
+         or outside the roots (for the host's own state, runtime and spill directories, choose ones \
+         outside the write roots)"
+    )]
+    HiddenBelowWrite {
+        /// The policy.
+        policy: String,
+        /// The hidden path.
+        hidden: String,
+        /// The write root it lies below.
+        root: String,
+    },
     /// A part cannot be enforced on this machine.
     #[error(transparent)]
     Bounds(#[from] BoundsError),
@@ -112,15 +128,31 @@ pub fn for_serve(
 
 /// One table's bounds.
 fn bounds_of(name: &str, table: &PolicyTable, host: &HostPaths) -> Result<Bounds, PolicyError> {
-    let mut hide = table.hide.clone();
-    for path in &host.0 {
-        if !hide.contains(path) {
-            hide.push(path.clone());
+    // Symbolic links resolved now: a task that may write where a link lies could point it
+    // elsewhere, while the mount stays on what it named when the host started.
+    let real = |p: &PathBuf| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
+    let mut hide: Vec<PathBuf> = table.hide.iter().map(real).collect();
+    for path in host.0.iter().map(real) {
+        if !hide.contains(&path) {
+            hide.push(path);
+        }
+    }
+    let write: Vec<PathBuf> = table.write.iter().flatten().map(real).collect();
+    for hidden in &hide {
+        if let Some(root) = write
+            .iter()
+            .find(|root| hidden.starts_with(root) && hidden.parent() != Some(root.as_path()))
+        {
+            return Err(PolicyError::HiddenBelowWrite {
+                policy: name.to_owned(),
+                hidden: hidden.display().to_string(),
+                root: root.display().to_string(),
+            });
         }
     }
     Ok(Bounds {
         policy: name.to_owned(),
-        write: table.write.clone().unwrap_or_default(),
+        write,
         hide,
         git_writable: table.git_writable,
         network: table.network == Network::All,

@@ -53,7 +53,7 @@ pub(super) fn make(bounds: &Bounds) -> Result<(), BoundsError> {
     own_terminals().map_err(|e| failed(bounds, "terminals", e))?;
     if bounds.filesystem && !bounds.git_writable {
         for root in &bounds.write {
-            for git in git_dirs(root) {
+            for git in git_dirs(root).map_err(|e| failed(bounds, "git_read_only", e))? {
                 read_only(&git).map_err(|e| failed(bounds, "git_read_only", e))?;
             }
         }
@@ -70,11 +70,14 @@ pub(super) fn make(bounds: &Bounds) -> Result<(), BoundsError> {
 
 /// Unshares the mount namespace (with a user namespace when not root) and makes it private.
 fn enter() -> std::io::Result<()> {
+    // With its own IPC namespace: System V shared memory, semaphores and message queues, and POSIX
+    // message queues, are the task's alone (another principal's segment could otherwise be read,
+    // and memory held past the task's limit and its end).
     if nix::unistd::geteuid().is_root() {
-        unshare(CloneFlags::CLONE_NEWNS)?;
+        unshare(CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWIPC)?;
     } else {
         let (uid, gid) = (nix::unistd::geteuid(), nix::unistd::getegid());
-        unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS)?;
+        unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWIPC)?;
         std::fs::write("/proc/self/setgroups", "deny")?;
         std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
         std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
@@ -108,18 +111,26 @@ fn own_terminals() -> std::io::Result<()> {
 }
 
 /// The git directories of the writable root `root`: its `.git` directory, or its `.git` file
-/// (a worktree's `gitdir:` line), the directory it names and that one's common directory.
-fn git_dirs(root: &Path) -> Vec<PathBuf> {
+/// (a worktree's `gitdir:` line), the directory it names and that one's common directory. A `.git`
+/// that is a symbolic link is refused: the mount would be on its target while a task replaces the
+/// link (the start fails; `git_writable = true` lets it be).
+fn git_dirs(root: &Path) -> std::io::Result<Vec<PathBuf>> {
     let dot_git = root.join(".git");
+    if dot_git.symlink_metadata().is_ok_and(|m| m.is_symlink()) {
+        return Err(std::io::Error::other(format!(
+            "{} is a symbolic link, which a task could replace by a writable repository",
+            dot_git.display()
+        )));
+    }
     if dot_git.is_dir() {
-        return vec![dot_git];
+        return Ok(vec![dot_git]);
     }
     let Ok(text) = std::fs::read_to_string(&dot_git) else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
     let mut dirs = vec![dot_git];
     let Some(gitdir) = text.lines().find_map(|l| l.strip_prefix("gitdir:")) else {
-        return dirs;
+        return Ok(dirs);
     };
     let gitdir = root.join(gitdir.trim());
     if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
@@ -127,7 +138,7 @@ fn git_dirs(root: &Path) -> Vec<PathBuf> {
     }
     dirs.push(gitdir);
     dirs.retain(|d| d.exists());
-    dirs
+    Ok(dirs)
 }
 
 /// Binds `path` read-only over itself.
