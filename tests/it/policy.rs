@@ -415,3 +415,43 @@ fn a_hidden_path_below_a_write_root_refuses_the_policy() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("lies below the write root"), "{err}");
 }
+
+/// A subagent's agent is a process of its owner like any other (issue 43, 5): under
+/// `[policy.default]` with `network = "none"` the scripted agent runs bounded (no new privileges,
+/// the seccomp filter, no capability) and still answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subagents_agent_runs_under_its_owners_policy_and_still_answers() {
+    let dir = scratch("policy-subagent");
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let status = out.join("status");
+    let config = format!(
+        "[policy.default]\nwrite = [{:?}]\nnetwork = \"none\"\n\n[[plugin]]\npath = {:?}\n[[plugin]]\npath = {:?}\n[plugin.config]\ncommand = [\"sh\", \"-c\", \"grep -E 'NoNewPrivs|Seccomp:|CapEff' /proc/self/status > {}; exec {}\"]\n",
+        out.display().to_string(),
+        crate::fixtures::built("taskhost_plugin_tasks"),
+        crate::fixtures::built("taskhost_plugin_subagent"),
+        status.display(),
+        crate::fixtures::artifacts()
+            .join("taskhost-test-agent")
+            .display()
+    );
+    let file = dir.join("config.toml");
+    std::fs::write(&file, config).unwrap();
+    let mut cmd = tokio::process::Command::new(binary());
+    cmd.args(["serve", "--no-watch", "--config"])
+        .arg(&file)
+        .env("XDG_RUNTIME_DIR", dir.path());
+    let client = crate::mcp::command_client(cmd, crate::mcp::Watcher::default()).await;
+    let answer = crate::mcp::call(
+        &client,
+        "subagent",
+        json!({"description": "bounded", "prompt": "echo: done"}),
+    )
+    .await;
+    let _ = client.cancel().await;
+    assert!(answer.contains("done"), "{answer}");
+    let seen = std::fs::read_to_string(&status).expect("the agent wrote its status");
+    assert!(seen.contains("NoNewPrivs:\t1"), "{seen}");
+    assert!(seen.contains("Seccomp:\t2"), "{seen}");
+    assert!(seen.contains("CapEff:\t0000000000000000"), "{seen}");
+}
