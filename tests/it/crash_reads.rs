@@ -179,16 +179,7 @@ fn pid_in(read: &str) -> i32 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_tasks_read_after_the_grace_continues_from_the_owners_cursor() {
     let dir = scratch("crash-lost-cursor");
-    let state = dir.join("state");
-    let config = crate::handover::grace_config(&dir, 3000);
-    let args = [
-        "--no-watch",
-        "--state",
-        state.to_str().unwrap(),
-        "--config",
-        &config,
-    ];
-    let mut host = crate::mcp::SocketHost::start(&dir, &args);
+    let mut host = crate::handover::grace_host(&dir, 3000);
     let (a, _) = bridged(
         &host.socket,
         Watcher::default(),
@@ -203,7 +194,7 @@ async fn a_lost_tasks_read_after_the_grace_continues_from_the_owners_cursor() {
         eventually(Duration::from_secs(30), || !crate::mcp::alive(pid)),
         "the task ended after the grace"
     );
-    let _next = crate::mcp::SocketHost::start(&dir, &args);
+    let _next = crate::handover::grace_host(&dir, 3000);
     let read = read_until(&a, &id, "[status: ").await;
     assert!(read.contains("while no host ran"), "{read}");
     assert!(

@@ -198,6 +198,14 @@ async fn a_background_task_that_kills_its_host_as_it_starts_is_handed_to_the_nex
     a.cancel().await.expect("close");
 }
 
+/// As [`state_host`], the handover waiting `grace_ms` for a successor (0: none, a SIGKILLed host's
+/// tasks end at once); called again for the next host on the same directory.
+pub(crate) fn grace_host(dir: &std::path::Path, grace_ms: u64) -> SocketHost {
+    let state = dir.join("state").display().to_string();
+    let config = grace_config(dir, grace_ms);
+    SocketHost::start(dir, &["--no-watch", "--state", &state, "--config", &config])
+}
+
 /// A config file in `dir` with `[host] handover_grace_ms = grace_ms`; its path.
 pub(crate) fn grace_config(dir: &std::path::Path, grace_ms: u64) -> String {
     let path = dir.join(format!("handover-{grace_ms}.toml"));
@@ -212,15 +220,7 @@ pub(crate) fn grace_config(dir: &std::path::Path, grace_ms: u64) -> String {
 async fn without_a_successor_the_tasks_end_after_the_grace_and_are_recorded_lost() {
     let dir = scratch("handover-none");
     let state = dir.join("state");
-    let config = grace_config(&dir, 3000);
-    let args = [
-        "--no-watch",
-        "--state",
-        state.to_str().unwrap(),
-        "--config",
-        &config,
-    ];
-    let mut host = SocketHost::start(&dir, &args);
+    let mut host = grace_host(&dir, 3000);
     let (a, _) = bridged(&host.socket, Watcher::default(), &[]).await;
     let id = mcp::start(
         &a,

@@ -22,17 +22,8 @@ use crate::mcp::{self, SocketHost, Watcher, alive, call, printed_pids};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bridge_comes_back_through_a_host_restart_as_the_same_owner() {
     let dir = scratch("owner-restart");
-    let state = dir.join("state");
     // No handover: the running task is lost with its host.
-    let config = crate::handover::grace_config(&dir, 0);
-    let args = [
-        "--no-watch",
-        "--state",
-        state.to_str().unwrap(),
-        "--config",
-        &config,
-    ];
-    let mut host = SocketHost::start(&dir, &args);
+    let mut host = crate::handover::grace_host(&dir, 0);
     let (a, _) = bridged(&host.socket, Watcher::default(), &[]).await;
     let (b, _) = bridged(&host.socket, Watcher::default(), &[]).await;
     let finished = mcp::start(&a, "echo done; exit 3").await;
@@ -49,7 +40,7 @@ async fn a_bridge_comes_back_through_a_host_restart_as_the_same_owner() {
         eventually(Duration::from_secs(10), || !alive(pid)),
         "the keeper ended the dead host's task"
     );
-    let _next = SocketHost::start(&dir, &args);
+    let _next = crate::handover::grace_host(&dir, 0);
 
     // The first call after the restart waits for the bridge to come back, then carries the notice
     // of the task that was lost while nobody was told.
@@ -256,17 +247,8 @@ fn a_2026_client_through_the_bridge_goes_on_through_a_host_restart() {
         return;
     };
     let dir = scratch("owner-python");
-    let state = dir.join("state");
     // No handover: the running task is lost with its host.
-    let config = crate::handover::grace_config(&dir, 0);
-    let args = [
-        "--no-watch",
-        "--state",
-        state.to_str().unwrap(),
-        "--config",
-        &config,
-    ];
-    let mut host = SocketHost::start(&dir, &args);
+    let mut host = crate::handover::grace_host(&dir, 0);
     let script = crate::clients::python_script("bridge_restart.py");
     let mut client = std::process::Command::new(python)
         .arg(script)
@@ -293,7 +275,7 @@ fn a_2026_client_through_the_bridge_goes_on_through_a_host_restart() {
         .to_owned();
     host.child.kill().unwrap();
     host.child.wait().unwrap();
-    let _next_host = SocketHost::start(&dir, &args);
+    let _next_host = crate::handover::grace_host(&dir, 0);
     let mut stdin = client.stdin.take().expect("its stdin");
     writeln!(stdin, "restarted").unwrap();
     let listed = next();

@@ -47,11 +47,8 @@ pub(crate) fn records(state: &Path) -> std::collections::HashMap<String, Value> 
 async fn a_sigkilled_hosts_tasks_are_kept_the_running_one_lost_and_ids_never_repeat() {
     let dir = scratch("state-restart");
     let state = dir.join("state");
-    let state_arg = state.to_str().unwrap();
     // No handover: the running task is lost with its host.
-    let config = crate::handover::grace_config(&dir, 0);
-    let args = ["--no-watch", "--state", state_arg, "--config", &config];
-    let mut host = SocketHost::start(&dir, &args);
+    let mut host = crate::handover::grace_host(&dir, 0);
     let client = mcp::socket_client(&host.socket, Watcher::default()).await;
     let finished = mcp::start(&client, "echo one; echo two; exit 4").await;
     assert!(
@@ -83,7 +80,7 @@ async fn a_sigkilled_hosts_tasks_are_kept_the_running_one_lost_and_ids_never_rep
     assert_eq!(code, 0);
     assert!(out.starts_with("first line\n"), "{out}");
 
-    let mut next = SocketHost::start(&dir, &args);
+    let mut next = crate::handover::grace_host(&dir, 0);
     let client = mcp::socket_client(&next.socket, Watcher::default()).await;
     let new = mcp::start(&client, "true").await;
     assert!(new != finished && new != running, "{new} was issued before");
