@@ -22,6 +22,23 @@ fn launch() -> Launch {
 }
 
 /// A piped task's hold: both streams kept.
+/// Spawns [`launch`] on `keeper`, its stdout and stderr on `null`, held from its start as `hold`
+/// with `fds`.
+fn spawn_held(
+    keeper: &super::client::Keeper,
+    null: &std::fs::File,
+    hold: &wire::Hold,
+    fds: &[std::os::fd::BorrowedFd<'_>],
+) -> super::KeptProcess {
+    keeper
+        .spawn(
+            &launch(),
+            super::KeptStreams::Pipes([None, Some(null.as_fd()), Some(null.as_fd())]),
+            Some(super::HeldFromStart { hold, fds }),
+        )
+        .expect("spawned")
+}
+
 fn held_pipes() -> wire::Hold {
     let stream = |file: &str| wire::HeldStream {
         cap: 1 << 20,
@@ -393,18 +410,7 @@ fn a_keeper_that_has_not_said_it_speaks_protocol_2_is_sent_only_protocol_1() {
     let null = std::fs::File::open("/dev/null").expect("null");
     let held_fds = [null.as_fd(); 4];
     let hold = held_pipes();
-    let start = |keeper: &Keeper| {
-        keeper
-            .spawn(
-                &launch(),
-                super::KeptStreams::Pipes([None, Some(null.as_fd()), Some(null.as_fd())]),
-                Some(super::HeldFromStart {
-                    hold: &hold,
-                    fds: &held_fds,
-                }),
-            )
-            .expect("spawned")
-    };
+    let start = |keeper: &Keeper| spawn_held(keeper, &null, &hold, &held_fds);
     let wait = Duration::from_secs(10);
     keeper.rename(4242, "bash-1");
     assert!(
@@ -484,16 +490,7 @@ fn held_requests(protocol: u32) -> Vec<(Request, usize)> {
     let held_fds = [null.as_fd(); 4];
     let hold = held_pipes();
     keeper.handover(&null_setup(), Some(null.as_fd()));
-    let started = keeper
-        .spawn(
-            &launch(),
-            super::KeptStreams::Pipes([None, Some(null.as_fd()), Some(null.as_fd())]),
-            Some(super::HeldFromStart {
-                hold: &hold,
-                fds: &held_fds,
-            }),
-        )
-        .expect("spawned");
+    let started = spawn_held(&keeper, &null, &hold, &held_fds);
     assert!(started.held);
     keeper.hold(4242, &hold, &held_fds);
     keeper.stop();
