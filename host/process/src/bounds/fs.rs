@@ -87,15 +87,17 @@ pub(super) fn check(bounds: &Bounds) -> Result<(), BoundsError> {
         "signals"
     };
     landlock_here().map_err(|why| unsupported(bounds, part, why))?;
-    if mounts::needed(bounds) {
-        let part = if bounds.hide.is_empty() {
-            "git_read_only"
-        } else {
-            "hide"
-        };
-        mounts::here().map_err(|why| unsupported(bounds, part, why))?;
-    }
-    Ok(())
+    // Every bounded task has a mount namespace; the part named is the first that needs it.
+    let part = if !bounds.hide.is_empty() {
+        "hide"
+    } else if bounds.filesystem && !bounds.git_writable && !bounds.write.is_empty() {
+        "git_read_only"
+    } else {
+        "terminals"
+    };
+    mounts::here()
+        .map(|_| ())
+        .map_err(|why| unsupported(bounds, part, why))
 }
 
 /// The mounts (made while privileged): hidden paths, read-only `.git`.

@@ -16,12 +16,6 @@ use nix::sys::statvfs::{FsFlags, statvfs};
 
 use super::model::{Bounds, BoundsError, denied, failed};
 
-/// Whether `bounds` needs a mount namespace.
-pub(super) fn needed(_bounds: &Bounds) -> bool {
-    // Always: every bounded task has terminals of its own ([`own_terminals`]).
-    true
-}
-
 /// How this process could make the namespace, or why it cannot.
 pub(super) fn here() -> Result<String, String> {
     if denied("mount") {
@@ -44,11 +38,9 @@ pub(super) fn here() -> Result<String, String> {
     }
 }
 
-/// Enters the namespace and makes the mounts `bounds` asks for.
+/// Enters the namespace (every bounded task has one: its own terminals and IPC, [`own_terminals`])
+/// and makes the mounts `bounds` asks for.
 pub(super) fn make(bounds: &Bounds) -> Result<(), BoundsError> {
-    if !needed(bounds) {
-        return Ok(());
-    }
     enter().map_err(|e| failed(bounds, "mount namespace", e))?;
     own_terminals().map_err(|e| failed(bounds, "terminals", e))?;
     if bounds.filesystem && !bounds.git_writable {
