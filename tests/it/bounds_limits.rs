@@ -1,4 +1,4 @@
-//! The cgroup limits and `run_as` of bounded processes, through the real wrapper (`taskhost bounded`)
+//! The cgroup limits and `run_as` of bounded processes, through the real wrapper (`taskhost-bounded`)
 //! run as a real process, each beside the same attack run unbounded. Run as root (as in CI): the
 //! wrapper makes cgroups and switches users.
 
@@ -36,13 +36,25 @@ fn named(bounds: &Bounds) -> Option<TaskCgroups> {
 
 /// `sh -c script` through the wrapper under `bounds` and in `cgroups`, in `cwd`.
 fn wrapped(bounds: &Bounds, cgroups: Option<&TaskCgroups>, script: &str, cwd: &Path) -> Command {
+    let wrapper = bounds::Wrapper::beside(&crate::mcp::binary());
+    through(&wrapper, bounds, cgroups, script, cwd)
+}
+
+/// `sh -c script` through `wrapper` under `bounds` and in `cgroups`, in `cwd`.
+fn through(
+    wrapper: &bounds::Wrapper,
+    bounds: &Bounds,
+    cgroups: Option<&TaskCgroups>,
+    script: &str,
+    cwd: &Path,
+) -> Command {
     let launch = Launch {
         program: "/bin/sh".into(),
         args: vec!["-c".into(), script.into()],
         env: std::env::vars_os().collect(),
         cwd: Some(cwd.to_owned()),
     };
-    let wrapped = bounds::wrap(&crate::mcp::binary(), &launch, bounds, cgroups).unwrap();
+    let wrapped = bounds::wrap(wrapper, &launch, bounds, cgroups).unwrap();
     let mut cmd = Command::new(&wrapped.program);
     cmd.args(&wrapped.args).current_dir(cwd);
     cmd
@@ -204,6 +216,30 @@ fn run_as_runs_the_program_as_that_user_with_its_home() {
         format!("{}\n{} nobody nobody\n", user.uid, user.dir.display()),
         "{out:?}"
     );
+}
+
+#[test]
+fn the_small_wrapper_is_used_and_the_host_binarys_own_applies_the_same_bounds() {
+    let host = crate::mcp::binary();
+    let small = bounds::Wrapper::beside(&host);
+    assert_eq!(
+        small.program().file_name(),
+        Some(std::ffi::OsStr::new(bounds::WRAPPER_BINARY)),
+        "a build of the taskhost package puts the small wrapper beside the host"
+    );
+    let bounds = as_nobody();
+    let nobody = bounds.run_as.as_ref().map(|u| u.uid).unwrap();
+    for wrapper in [small, bounds::Wrapper::subcommand_of(&host)] {
+        let out = output_within(
+            &mut through(&wrapper, &bounds, None, "id -u", Path::new("/")),
+            LIMIT,
+        );
+        assert_eq!(
+            text(&out.stdout),
+            format!("{nobody}\n"),
+            "{wrapper:?}: {out:?}"
+        );
+    }
 }
 
 #[test]

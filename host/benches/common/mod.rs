@@ -70,11 +70,43 @@ pub fn bash_host_with_state(
     max_tasks: u64,
     state: Option<std::sync::Arc<taskhost_store::Store>>,
 ) -> taskhost::Taskhost {
-    let profile = profile_dir();
     let config = taskhost_registry::RegistryConfig::new()
         .with_max_tasks_per_owner(max_tasks)
         .expect("config");
-    let host = host_with_state(rt, config, dir, true, state);
+    with_bash(host_with_state(rt, config, dir, true, state))
+}
+
+/// As [`bash_host`], every task bounded by `bounds` (as `[policy.default]` would bound it).
+pub fn bash_host_bounded(
+    rt: &tokio::runtime::Runtime,
+    dir: &std::path::Path,
+    max_tasks: u64,
+    bounds: taskhost::process::bounds::Bounds,
+) -> taskhost::Taskhost {
+    let config = taskhost_registry::RegistryConfig::new()
+        .with_max_tasks_per_owner(max_tasks)
+        .expect("config");
+    let policies = taskhost::policy::Policies::new([("default".to_owned(), bounds)].into(), None);
+    let options = taskhost::LoadOptions {
+        allow_untrusted: true,
+        ..taskhost::LoadOptions::new(dir.join("gen"))
+    };
+    let services = taskhost::ServiceOptions {
+        keeper: Some(profile_dir().join("taskhost")),
+        policies: Some(std::sync::Arc::new(policies)),
+        ..taskhost::ServiceOptions::default()
+    };
+    with_bash(taskhost::Taskhost::new(
+        config,
+        rt.handle().clone(),
+        options,
+        services,
+    ))
+}
+
+/// `host` with the release bash and tasks plugins loaded.
+fn with_bash(host: taskhost::Taskhost) -> taskhost::Taskhost {
+    let profile = profile_dir();
     for p in ["bash", "tasks"] {
         host.plugins()
             .load(

@@ -37,9 +37,8 @@ pub struct ProcessService {
     pub(crate) live: escaped::Live,
     /// Descendants that left their group, ended when their process settles.
     pub(crate) escaped: Arc<escaped::Escaped>,
-    /// The `taskhost` binary that starts bounded processes ([`crate::bounds::wrap`]): the keeper's
-    /// program.
-    pub(crate) wrapper: Option<PathBuf>,
+    /// What starts bounded processes ([`crate::bounds::wrap`]): found beside the keeper's program.
+    pub(crate) wrapper: Option<crate::bounds::Wrapper>,
     /// Where each start's bounds come from, by its owner (`None`: only a spec's own).
     pub(crate) owner_bounds: Option<Arc<dyn crate::owner_bounds::OwnerBounds>>,
 }
@@ -68,7 +67,7 @@ impl ProcessService {
         };
         let live = escaped::Live::default();
         let escaped = Arc::new(escaped::Escaped::new(live.clone()));
-        let wrapper = keeper.map(std::path::Path::to_path_buf);
+        let wrapper = keeper.map(crate::bounds::Wrapper::beside);
         if wrapper.is_some() {
             crate::bounds::limits::sweep();
         }
@@ -268,7 +267,7 @@ impl ProcessService {
         let Some(bounds) = &bounds else {
             return Ok((launch, None));
         };
-        let Some(exe) = &self.wrapper else {
+        let Some(wrapper) = &self.wrapper else {
             return Err(SpawnError(format!(
                 "policy '{}': this host has no bounds wrapper (no keeper program): the process \
                  was not started",
@@ -276,7 +275,7 @@ impl ProcessService {
             )));
         };
         let cgroups = crate::bounds::limits::TaskCgroups::for_spawn(bounds, n);
-        let wrapped = crate::bounds::wrap(exe, &launch, bounds, cgroups.as_ref())
+        let wrapped = crate::bounds::wrap(wrapper, &launch, bounds, cgroups.as_ref())
             .map_err(|e| SpawnError(e.to_string()))?;
         Ok((wrapped, Some((bounds.clone(), cgroups))))
     }

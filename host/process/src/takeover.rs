@@ -37,7 +37,7 @@ impl ProcessService {
             k.stop();
         }
         // The successor's bounded starts go through the same binary's wrapper.
-        self.wrapper = Some(program.to_path_buf());
+        self.wrapper = Some(crate::bounds::Wrapper::beside(program));
         self.keeper = Some(Keepers::with_adopted(
             program,
             &prefix,

@@ -16,13 +16,58 @@ mod privileges;
 mod user;
 
 use std::ffi::{OsStr, OsString};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::keeper::Launch;
 pub use model::{Bounds, BoundsError, DENY_ENV, Mechanism, RunAs};
 
 /// The subcommand of the `taskhost` binary that applies bounds and executes a program.
 pub const WRAPPER_COMMAND: &str = "bounded";
+
+/// The small binary that does the wrapper's work alone (`taskhost-bounded --bounds JSON -- PROGRAM`):
+/// it starts in a fraction of the time the whole host binary takes to be mapped and relocated.
+pub const WRAPPER_BINARY: &str = "taskhost-bounded";
+
+/// The program a bounded process is started through.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Wrapper {
+    program: PathBuf,
+    /// Whether `program` is the whole `taskhost` binary, which needs [`WRAPPER_COMMAND`] first.
+    subcommand: bool,
+}
+
+impl Wrapper {
+    /// The wrapper for the host binary `exe`: [`WRAPPER_BINARY`] in the same directory when it is a
+    /// file there (a build or package of the `taskhost` package puts it there), else `exe` itself
+    /// with its `bounded` subcommand: the same bounds, applied the same way, only slower to start.
+    #[must_use]
+    pub fn beside(exe: &Path) -> Self {
+        let small = exe.with_file_name(WRAPPER_BINARY);
+        if small.is_file() {
+            Self {
+                program: small,
+                subcommand: false,
+            }
+        } else {
+            Self::subcommand_of(exe)
+        }
+    }
+
+    /// The host binary `exe`'s own `bounded` subcommand, whether or not the small binary is there.
+    #[must_use]
+    pub fn subcommand_of(exe: &Path) -> Self {
+        Self {
+            program: exe.to_owned(),
+            subcommand: true,
+        }
+    }
+
+    /// The program this wrapper runs.
+    #[must_use]
+    pub fn program(&self) -> &Path {
+        &self.program
+    }
+}
 
 /// The exit status of a bounded process whose bounds could not be applied (its program never ran).
 pub const REFUSED_EXIT: u8 = 125;
@@ -58,13 +103,13 @@ struct Passed {
 }
 
 /// The launch that runs `launch` under `bounds`, in `cgroups` (made for this launch alone, see
-/// [`limits::TaskCgroups::for_spawn`]): the wrapper `exe` (this binary) with the bounds and the program as
-/// its arguments; the environment and directory are the program's.
+/// [`limits::TaskCgroups::for_spawn`]): the `wrapper` with the bounds and the program as its
+/// arguments; the environment and directory are the program's.
 ///
 /// # Errors
 /// [`BoundsError::Malformed`] should the bounds not serialize.
 pub fn wrap(
-    exe: &Path,
+    wrapper: &Wrapper,
     launch: &Launch,
     bounds: &Bounds,
     cgroups: Option<&limits::TaskCgroups>,
@@ -74,16 +119,19 @@ pub fn wrap(
         cgroups: cgroups.cloned(),
     };
     let json = serde_json::to_string(&passed).map_err(|e| BoundsError::Malformed(e.to_string()))?;
-    let mut args: Vec<OsString> = vec![
-        WRAPPER_COMMAND.into(),
+    let mut args: Vec<OsString> = Vec::new();
+    if wrapper.subcommand {
+        args.push(WRAPPER_COMMAND.into());
+    }
+    args.extend([
         "--bounds".into(),
         json.into(),
         "--".into(),
         launch.program.clone().into_os_string(),
-    ];
+    ]);
     args.extend(launch.args.iter().cloned());
     Ok(Launch {
-        program: exe.to_owned(),
+        program: wrapper.program.clone(),
         args,
         env: launch.env.clone(),
         cwd: launch.cwd.clone(),
@@ -118,6 +166,21 @@ pub fn enter(bounds: &str, program: &OsStr, args: &[OsString]) -> BoundsError {
         policy: bounds.policy,
         part: "exec",
         source: error,
+    }
+}
+
+/// The work of [`WRAPPER_BINARY`], whose arguments (after its name) are `--bounds JSON --
+/// PROGRAM [ARGS...]`, as [`wrap`] writes them: [`enter`]. Returns only on failure, with the error to
+/// print; the caller exits with [`REFUSED_EXIT`].
+pub fn enter_args(args: &[OsString]) -> BoundsError {
+    match args {
+        [flag, bounds, dashes, program, rest @ ..] if flag == "--bounds" && dashes == "--" => {
+            match bounds.to_str() {
+                Some(bounds) => enter(bounds, program, rest),
+                None => BoundsError::Malformed("they are not UTF-8".into()),
+            }
+        }
+        _ => BoundsError::Usage,
     }
 }
 

@@ -72,6 +72,9 @@ pub enum BoundsError {
     /// The bounds passed to the wrapper do not parse.
     #[error("the bounds passed to `taskhost bounded` do not parse: {0}")]
     Malformed(String),
+    /// The wrapper was not called as the host calls it.
+    #[error("usage: taskhost-bounded --bounds JSON -- PROGRAM [ARGS...]")]
+    Usage,
 }
 
 /// How one part of the bounds is enforced on this machine, for `taskhost policy-check`.
