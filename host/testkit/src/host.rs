@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use serde_json::Value;
-use taskhost_engine::{LoadOptions, ServiceOptions, Taskhost};
 use taskhost_abi::PluginModRef;
+use taskhost_engine::{LoadOptions, ServiceOptions, Taskhost};
 use taskhost_registry::{Agent, Registration, RegistryConfig, SurfaceScope};
 
 use taskhost_registry::TaskSnapshot;
