@@ -1,52 +1,36 @@
-//! The taskhost host: loads plugins, owns the task registry and the sessions, and (in the binary)
-//! serves them over MCP.
+//! The taskhost host's edges: serves the engine (`taskhost-engine`: loading, the registry, the
+//! services, sessions and owners) over MCP and HTTP, and holds the command line.
 //!
-//! Rooms: [`host`] (one host, tying the rest together), [`services`] (what tasks run on, no FFI),
-//! [`plugin`] (loading, generations and the host handle: the only place that loads libraries),
-//! [`mcp`] with [`serve`], [`listen`], [`dial`] and [`wire`] (the edges to clients), [`sessions`] and
-//! [`owners`] (who owns a connection's tasks, and how an owner comes back),
-//! [`config`], [`rundir`], [`check`] and [`new_plugin`] (the plugin authors' tools).
+//! Rooms: [`mcp`] with [`serve`], [`listen`], [`dial`], [`http`] and [`wire`] (the edges to
+//! clients), [`bridge`] (a client's stdio to a running host), [`config`], [`check`] and
+//! [`new_plugin`] (the plugin authors' tools), and the commands (`*_cli`, [`policy_check`]). The
+//! engine's rooms are re-exported under their old paths ([`host`], [`plugin`], [`services`],
+//! [`sessions`], [`owners`], ...), so `taskhost::plugin::...` still names them.
 //!
-//! Architecture invariant: `unsafe` lives in four modules alone (the workspace denies it; each says
-//! why it may, and the tidy test checks this list against them): `plugin::loader` (opening and
-//! checking a plugin library), `plugin::own_threads` (a plugin's own threads hold its code), `memory`
-//! (the one allocator call) and the binary's `main` (the exported thread-creation entry point).
+//! Architecture invariant: `unsafe` lives in one module of this crate alone (the workspace denies
+//! it; the engine's lib.rs names its own, and the tidy test checks both lists): the binary's `main`
+//! (the exported thread-creation entry point).
 
 pub mod bridge;
 pub mod check;
 pub mod client_cli;
 pub mod config;
 pub mod dial;
-pub mod drain;
 pub mod env_check;
-pub mod host;
 pub mod http;
 pub mod listen;
 pub mod logs;
 pub mod mcp;
-#[expect(
-    unsafe_code,
-    reason = "malloc_trim, the one allocator call the host makes"
-)]
-pub mod memory;
 pub mod new_plugin;
-pub mod owners;
-pub mod plugin;
-pub mod policy;
-pub mod rundir;
+pub mod policy_check;
 pub mod serve;
-pub mod services;
-pub mod sessions;
-pub mod status;
 pub mod tasks_cli;
 pub mod token_cli;
 pub mod utc;
 pub mod wire;
 
-/// The process service (the `taskhost-process` crate): every child of every producer.
-pub use taskhost_process as process;
-
-pub use host::Taskhost;
-pub use plugin::{CallError, CallOutput, LoadError, LoadOptions, PluginInfo, Plugins};
-pub use services::ServiceOptions;
-pub use sessions::Sessions;
+pub use taskhost_engine::{
+    CallError, CallOutput, LoadError, LoadOptions, PluginInfo, Plugins, ServiceOptions, Sessions,
+    Taskhost, drain, host, memory, owners, plugin, policy, process, rundir, services, sessions,
+    status,
+};

@@ -284,7 +284,7 @@ fn run(runtime: &tokio::runtime::Runtime, command: Command) -> Outcome {
         Command::NewPlugin { name, dir } => new_plugin(&name, dir),
         Command::Token { command, state } => taskhost::token_cli::run(state, &command).map(printed),
         Command::EnvCheck { config } => taskhost::env_check::run(config.as_deref()),
-        Command::PolicyCheck { config } => taskhost::policy::policy_check(config.as_deref()),
+        Command::PolicyCheck { config } => taskhost::policy_check::policy_check(config.as_deref()),
         Command::Tasks {
             state,
             json,

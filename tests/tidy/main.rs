@@ -1,16 +1,18 @@
 //! House rules kept by a test (rust-analyzer's `xtask/src/tidy.rs` is the model): sizes of files and
 //! functions (none over 80 lines, and no more over 60 than [`LONG_FN_BUDGET`]), which crate may depend
-//! on what (every folder under `plugins/` is a plugin), no threads of their own in plugins, a reason
-//! on every `#[allow]`, no import circle inside a crate, the `unsafe` sites each crate's invariant
-//! names, and documents sized for their readers: README.md and ARCHITECTURE.md within their word
-//! budgets, every `docs/` page linked from the README, every relative link reaching its file and
-//! heading, and backticked paths and items in ARCHITECTURE.md, README.md and `docs/` that exist.
+//! on what (every folder under `plugins/` is a plugin; the engine and the testkit reach no edge
+//! crate), no threads of their own in plugins, a reason on every `#[allow]`, no import circle inside
+//! a crate, the `unsafe` sites each crate's invariant names, and documents sized for their readers:
+//! README.md and ARCHITECTURE.md within their word budgets, every `docs/` page linked from the
+//! README, every relative link reaching its file and heading, and backticked paths and items in
+//! ARCHITECTURE.md, README.md and `docs/` that exist.
 //!
 //! Each check lists every offence it finds, with its file and line, so one run says what to fix.
 //! `cargo test -p taskhost-tests --test tidy -- --nocapture import_graph` prints each crate's arrows.
 
 mod docs;
 mod documents;
+mod edges;
 mod functions;
 mod imports;
 mod source;
@@ -39,6 +41,7 @@ const CRATES: &[&str] = &[
     "abi",
     "common",
     "host",
+    "host/engine",
     "host/process",
     "host/testkit",
     "host/store",
@@ -179,6 +182,23 @@ fn crates_depend_only_on_what_their_room_allows() {
         }
     }
     fail_if_any("dependencies a crate must not have", offences);
+}
+
+#[test]
+fn the_engine_and_the_testkit_reach_no_edge_crate() {
+    let root = source::root();
+    let mut offences = Vec::new();
+    for start in edges::ENGINE_SIDE {
+        for (via, dep) in edges::reach(&root, start) {
+            if edges::EDGE_CRATES.contains(&dep.as_str()) {
+                offences.push(format!("{start}: {via}/Cargo.toml depends on {dep}"));
+            }
+        }
+    }
+    fail_if_any(
+        "the engine's side reaches an edge (HTTP, TLS, MCP, the command line stay in host/)",
+        offences,
+    );
 }
 
 /// The names under `[dependencies]` of the manifest at `path`.

@@ -8,7 +8,7 @@ pub enum TestkitError {
     Setup(String),
     /// The plugin did not load (the previous generation, if any, keeps serving).
     #[error(transparent)]
-    Load(#[from] taskhost::LoadError),
+    Load(#[from] taskhost_engine::LoadError),
     /// [`TestHost::reload`](crate::TestHost::reload) before any
     /// [`TestHost::load`](crate::TestHost::load).
     #[error("no plugin is loaded")]

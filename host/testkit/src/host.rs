@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use serde_json::Value;
-use taskhost::{LoadOptions, ServiceOptions, Taskhost};
 use taskhost_abi::PluginModRef;
+use taskhost_engine::{LoadOptions, ServiceOptions, Taskhost};
 use taskhost_registry::{Agent, Registration, RegistryConfig, SurfaceScope};
 
 use taskhost_registry::TaskSnapshot;
@@ -246,7 +246,7 @@ impl TestHost {
         kind: &str,
         command: &str,
     ) -> Result<String, String> {
-        let decl = taskhost::services::TaskDeclaration {
+        let decl = taskhost_engine::services::TaskDeclaration {
             kind: kind.to_owned(),
             label: command.to_owned(),
             output_limit_bytes: None,
@@ -254,7 +254,7 @@ impl TestHost {
         };
         self.host
             .services()
-            .start_process(&decl, taskhost::process::ProcessSpec::new(command))
+            .start_process(&decl, taskhost_engine::process::ProcessSpec::new(command))
             .map_err(String::from)
     }
 
@@ -344,7 +344,7 @@ impl TestHost {
 
     /// The generation files of this host mapped in the process now.
     pub fn mapped_generations(&self) -> Vec<PathBuf> {
-        taskhost::plugin::mapped::mapped_generations(&self.dir.join("gen"))
+        taskhost_engine::plugin::mapped::mapped_generations(&self.dir.join("gen"))
     }
 
     /// Waits until only the serving generation of each loaded plugin is mapped: every retired one

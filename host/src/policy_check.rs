@@ -37,7 +37,7 @@ pub fn policy_check(config: Option<&Path>) -> Result<ExitCode, (u8, String)> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let resolved = super::resolve::resolve(&config.policy, &host_paths(&config))
+    let resolved = crate::policy::resolve(&config.policy, &host_paths(&config))
         .map_err(|e| (2, format!("{e}; the host would refuse to start")))?;
     let mut refused = 0;
     for (name, bounds) in &resolved {
@@ -65,7 +65,7 @@ pub fn policy_check(config: Option<&Path>) -> Result<ExitCode, (u8, String)> {
 
 /// The paths a host of this config would hide from every bounded task (its state directory, its
 /// spill directory, the runtime directories' base): a host adds its own runtime directory.
-fn host_paths(config: &crate::config::Config) -> super::resolve::HostPaths {
+fn host_paths(config: &crate::config::Config) -> crate::policy::HostPaths {
     let state = config
         .state
         .dir
@@ -76,7 +76,7 @@ fn host_paths(config: &crate::config::Config) -> super::resolve::HostPaths {
     let (base, _) = crate::rundir::RunDir::base();
     let runtime = base.ends_with("taskhost").then_some(base);
     let spill: Option<PathBuf> = config.tasks.spill_dir.clone();
-    super::resolve::HostPaths::new(state.into_iter().chain(spill).chain(runtime))
+    crate::policy::HostPaths::new(state.into_iter().chain(spill).chain(runtime))
 }
 
 /// One line per part: what the policy asks and how this machine enforces it.

@@ -10,7 +10,6 @@
 //! its spill directory. The host refuses to start when any configured policy cannot be enforced on
 //! this machine ([`resolve`], then [`crate::process::bounds::check`]).
 
-mod check_cli;
 mod resolve;
 mod table;
 
@@ -19,7 +18,6 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-pub use check_cli::policy_check;
 pub use resolve::{HostPaths, PolicyError, Resolved, check_all, for_serve, resolve};
 pub use table::{MemorySize, Network, PolicyTable};
 

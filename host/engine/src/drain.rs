@@ -48,7 +48,7 @@ impl Drain {
     }
 
     /// A session's part: counted until it has paused or ended.
-    pub(crate) fn enter(&self) -> Pausing {
+    pub fn enter(&self) -> Pausing {
         self.0.pausing.fetch_add(1, Ordering::AcqRel);
         Pausing {
             drain: self.clone(),
@@ -59,20 +59,21 @@ impl Drain {
 }
 
 /// One bridge session's part of a [`Drain`]: the requests it took and has not answered.
-pub(crate) struct Pausing {
+pub struct Pausing {
     drain: Drain,
-    pub(crate) in_flight: Arc<InFlight>,
+    /// The requests this session took and has not answered.
+    pub in_flight: Arc<InFlight>,
     done: bool,
 }
 
 impl Pausing {
     /// Resolves when the host asks its sessions to pause.
-    pub(crate) async fn asked(&self) {
+    pub async fn asked(&self) {
         self.drain.0.asked.cancelled().await;
     }
 
     /// Waits until every request taken was answered.
-    pub(crate) async fn answered(&self) {
+    pub async fn answered(&self) {
         loop {
             let changed = self.in_flight.changed.notified();
             if self.in_flight.ids.lock().is_empty() {
@@ -83,7 +84,7 @@ impl Pausing {
     }
 
     /// This session told its bridge.
-    pub(crate) fn paused(&mut self) {
+    pub fn paused(&mut self) {
         if !self.done {
             self.done = true;
             self.drain.0.pausing.fetch_sub(1, Ordering::AcqRel);
@@ -100,7 +101,7 @@ impl Drop for Pausing {
 
 /// The ids of the requests a session took and has not answered.
 #[derive(Default)]
-pub(crate) struct InFlight {
+pub struct InFlight {
     ids: Mutex<HashSet<String>>,
     changed: Notify,
 }
@@ -119,7 +120,7 @@ const LISTEN: &str = "subscriptions/listen";
 impl InFlight {
     /// Notes a line the session takes: a request is in flight until answered (a
     /// `subscriptions/listen` stream excepted).
-    pub(crate) fn took(&self, line: &[u8]) {
+    pub fn took(&self, line: &[u8]) {
         if let Ok(Envelope {
             id: Some(id),
             method: Some(method),
@@ -132,7 +133,7 @@ impl InFlight {
 
     /// Notes that the answer to request `id` (see [`answer_to`]) is queued for the client: its
     /// request is no longer in flight.
-    pub(crate) fn answered(&self, id: &str) {
+    pub fn answered(&self, id: &str) {
         if self.ids.lock().remove(id) {
             self.changed.notify_waiters();
         }
@@ -141,7 +142,7 @@ impl InFlight {
 
 /// The id (as JSON text) of the request a line the session sends answers; `None` for a line that
 /// is not an answer.
-pub(crate) fn answer_to(line: &[u8]) -> Option<String> {
+pub fn answer_to(line: &[u8]) -> Option<String> {
     match serde_json::from_slice(line) {
         Ok(Envelope {
             id: Some(id),

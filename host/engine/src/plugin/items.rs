@@ -54,7 +54,7 @@ impl ItemEntry {
 
     /// Answers `method` with `params` on the item's generation's threads: the MCP result, or the
     /// JSON-RPC error object the plugin answered with (a generation going away answers `-32603`).
-    pub(crate) async fn request(&self, method: &str, params: &Value) -> Result<Value, Value> {
+    pub async fn request(&self, method: &str, params: &Value) -> Result<Value, Value> {
         let handler = self.handler.clone();
         let (method, params) = (method.to_owned(), params.to_string());
         let unavailable = || json!({"code": -32603, "message": format!("{} {} is unavailable (its plugin is being unloaded)", self.kind.as_str(), self.key)});
