@@ -15,6 +15,7 @@
 
 pub mod bounds;
 mod budget;
+mod coloured;
 mod cgroup;
 mod child;
 pub mod env;
@@ -51,10 +52,11 @@ pub use child::{Exit, Process, ProcessWatch, end_group, signal_name};
 pub use escaped::{end_all_children, reap_inherited};
 pub use input::InputError;
 pub use owner_bounds::OwnerBounds;
-pub use render::{SpillRef, render_read};
+pub use render::{Drawn, SpillRef, render_read, render_read_drawn};
 pub use service::ProcessService;
 pub use spawned::raise_file_limit;
 pub use spec::{Pipes, ProcessSpec, SpawnError, TtySize};
 pub use started::started_at_ms;
 pub use taskhost_registry::excerpt;
+pub use coloured::render_coloured;
 pub use terminal::render_terminal;
