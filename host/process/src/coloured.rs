@@ -2,7 +2,7 @@
 //! character keeps the colours and styles (the pen) that SGR sequences (`ESC [ ... m`) set when it
 //! was drawn. The pen is written back as SGR sequences of one canonical form, `ESC [ 0 ; CODES m`
 //! before each run of characters drawn with another pen than the one before, and `ESC [ 0 m` after
-//! the last when it was not the default: those are the only escape sequences in the text. Codes
+//! the last of a line when it was not the default (so each line stands alone): those are the only escape sequences in the text. Codes
 //! kept: bold 1, dim 2, italic 3, underline 4, inverse 7, strike 9, a foreground as 30-37, 90-97,
 //! `38;5;N` or `38;2;R;G;B`, a background as 40-47, 100-107, `48;5;N` or `48;2;R;G;B`. Every other
 //! sequence and control goes as [`render_terminal`] says; what the model reads stays plain.
@@ -160,8 +160,13 @@ impl Screen {
         self.col = 0;
     }
 
+    /// Ends the line: the pen is reset before its end, so each line of the text stands alone.
     fn new_line(&mut self) {
         self.flush();
+        if self.written != Pen::default() {
+            self.out.push_str("\x1b[0m");
+            self.written = Pen::default();
+        }
         self.out.push('\n');
     }
 }

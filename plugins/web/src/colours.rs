@@ -225,7 +225,7 @@ mod tests {
     fn colours_past_the_sixteen_show_as_the_nearest_of_them() {
         assert_eq!(runs("\x1b[38;5;196mr"), vec![json!(["c-f9", "r"])]);
         assert_eq!(runs("\x1b[38;2;0;200;0mg"), vec![json!(["c-f2", "g"])]);
-        assert_eq!(runs("\x1b[48;5;255mw"), vec![json!(["c-b15", "w"])]);
+        assert_eq!(runs("\x1b[48;5;231mw"), vec![json!(["c-b15", "w"])]);
     }
 
     #[test]
