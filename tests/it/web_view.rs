@@ -69,7 +69,8 @@ fn in_a_browser_the_newest_running_task_is_shown_at_first_and_its_output_followe
     let bearer = format!("Bearer {alice}");
     assert!(eventually(SHOWN_WITHIN, || {
         let listed = get(&host, "GET", "/api/tasks", &[("Authorization", &bearer)]).body;
-        listed.contains(&format!(r#""id":"{settled}""#)) && listed.contains(r#""status":"completed""#)
+        listed.contains(&format!(r#""id":"{settled}""#))
+            && listed.contains(r#""status":"completed""#)
     }));
     let Some(browser) = Browser::start() else {
         return;
@@ -96,7 +97,8 @@ fn in_a_browser_the_newest_running_task_is_shown_at_first_and_its_output_followe
     );
     let stopped = "return !document.getElementById('follow').checked;";
     assert!(browser.wait_for(SHOWN_WITHIN, stopped, &[]).is_some());
-    let shown_last = "return document.getElementById('tail').textContent.trim().split('\\n').pop();";
+    let shown_last =
+        "return document.getElementById('tail').textContent.trim().split('\\n').pop();";
     let before = browser.run(shown_last, &[]);
     assert!(
         browser
@@ -108,10 +110,7 @@ fn in_a_browser_the_newest_running_task_is_shown_at_first_and_its_output_followe
             .is_some(),
         "the output still grows"
     );
-    let top = browser.run(
-        "return document.getElementById('tail').scrollTop;",
-        &[],
-    );
+    let top = browser.run("return document.getElementById('tail').scrollTop;", &[]);
     assert_eq!(top, json!(0), "where the person scrolled to, it stays");
 }
 
@@ -127,8 +126,14 @@ fn in_a_browser_a_non_zero_exit_reads_as_failed_and_is_under_the_failed_filter()
         return;
     };
     browser.open(&format!("{}/#token={alice}", origin(&host)));
-    assert!(shows(&browser, &failing, "failed"), "exit 3 reads as failed");
-    assert!(shows(&browser, &passing, "completed"), "exit 0 as completed");
+    assert!(
+        shows(&browser, &failing, "failed"),
+        "exit 3 reads as failed"
+    );
+    assert!(
+        shows(&browser, &passing, "completed"),
+        "exit 0 as completed"
+    );
     let exit = browser.text(&format!("tr[data-id=\"{failing}\"] td.exit"));
     assert!(exit.is_some_and(|e| e.contains("exit code: 3")));
     browser.run(
@@ -156,7 +161,10 @@ fn in_a_browser_the_list_and_the_output_are_side_by_side_when_wide_and_stacked_w
     let (host, _, _) = web_host(&dir, &["--no-watch"]);
     let alice = host.token("alice");
     let client = Client::new(&host, &alice);
-    start(&client, "echo 'running 214 tests' >&2; echo 'FAILED: 2 of 214' >&2; exit 3");
+    start(
+        &client,
+        "echo 'running 214 tests' >&2; echo 'FAILED: 2 of 214' >&2; exit 3",
+    );
     start(&client, "printf 'fine\\n'; exit 0");
     let build = start(
         &client,
@@ -168,7 +176,10 @@ fn in_a_browser_the_list_and_the_output_are_side_by_side_when_wide_and_stacked_w
     browser.resize(1600, 900);
     browser.open(&format!("{}/#token={alice}", origin(&host)));
     assert!(shows(&browser, &build, "running"));
-    assert!(tail_shows(&browser, "crate-30 "), "the build's output shows");
+    assert!(
+        tail_shows(&browser, "crate-30 "),
+        "the build's output shows"
+    );
     let wide = browser.run(BOXES, &[]);
     let n = |v: &serde_json::Value, i: usize| v[i].as_f64().unwrap_or(f64::NAN);
     assert!(
@@ -212,7 +223,10 @@ fn the_whole_kept_output_is_a_plain_download_past_the_tail() {
         "{}",
         &last[last.len().saturating_sub(200)..]
     );
-    assert!(last.starts_with("line 1\nline 2\n"), "all of it, from its start");
+    assert!(
+        last.starts_with("line 1\nline 2\n"),
+        "all of it, from its start"
+    );
     assert!(!last.contains('\x1b'), "as plain text");
     let refused = get(&host, "GET", &path, &[]);
     assert_eq!(refused.status, 401, "not without the token");

@@ -261,8 +261,11 @@ impl Host {
         id: &str,
         max_bytes: u64,
     ) -> Result<String, crate::ffi::HostError> {
-        super::host::host_result(self.0.task_tail_coloured(caller.into(), id.into(), max_bytes))
-            .map(String::from)
+        super::host::host_result(
+            self.0
+                .task_tail_coloured(caller.into(), id.into(), max_bytes),
+        )
+        .map(String::from)
     }
 
     /// The newest `limit` records of `caller`'s tasks, this host's and earlier hosts', newest first

@@ -76,7 +76,10 @@ impl Pen {
                     Some([2, _, r, g, b]) => extended(&[2, *r, *g, *b]).0,
                     Some(args) if !args.is_empty() => extended(args).0,
                     _ => {
-                        let rest: Vec<u16> = groups[*i..].iter().filter_map(|g| g.first().copied()).collect();
+                        let rest: Vec<u16> = groups[*i..]
+                            .iter()
+                            .filter_map(|g| g.first().copied())
+                            .collect();
                         let (c, took) = extended(&rest);
                         *i += took;
                         c
@@ -115,7 +118,9 @@ impl Pen {
             let _ = match colour {
                 None => Ok(()),
                 Some(Colour::Indexed(n)) if n < 8 => write!(out, ";{}", base + u16::from(n)),
-                Some(Colour::Indexed(n)) if n < 16 => write!(out, ";{}", base + 60 + u16::from(n) - 8),
+                Some(Colour::Indexed(n)) if n < 16 => {
+                    write!(out, ";{}", base + 60 + u16::from(n) - 8)
+                }
                 Some(Colour::Indexed(n)) => write!(out, ";{};5;{n}", base + 8),
                 Some(Colour::Rgb(r, g, b)) => write!(out, ";{};2;{r};{g};{b}", base + 8),
             };
@@ -235,7 +240,10 @@ mod tests {
             render_coloured(b"\x1b[38;5;208mo\x1b[48;2;1;2;3mr\x1b[38:2::9:8:7mg\x1b[m."),
             "\x1b[0;38;5;208mo\x1b[0;38;5;208;48;2;1;2;3mr\x1b[0;38;2;9;8;7;48;2;1;2;3mg\x1b[0m."
         );
-        assert_eq!(render_coloured(b"\x1b[91;104mhi"), "\x1b[0;91;104mhi\x1b[0m");
+        assert_eq!(
+            render_coloured(b"\x1b[91;104mhi"),
+            "\x1b[0;91;104mhi\x1b[0m"
+        );
     }
 
     #[test]
@@ -265,8 +273,17 @@ mod tests {
 
     #[test]
     fn plain_output_is_as_render_terminal_draws_it() {
-        for bytes in [&b"line\r\none\tand\x08x\n"[..], b"plain", b"a\rb", b"\x9b31m\x9b0mz"] {
-            assert_eq!(render_coloured(bytes), crate::render_terminal(bytes), "{bytes:?}");
+        for bytes in [
+            &b"line\r\none\tand\x08x\n"[..],
+            b"plain",
+            b"a\rb",
+            b"\x9b31m\x9b0mz",
+        ] {
+            assert_eq!(
+                render_coloured(bytes),
+                crate::render_terminal(bytes),
+                "{bytes:?}"
+            );
         }
     }
 }

@@ -15,9 +15,9 @@
 
 pub mod bounds;
 mod budget;
-mod coloured;
 mod cgroup;
 mod child;
+mod coloured;
 pub mod env;
 mod escaped;
 mod exit;
@@ -49,6 +49,7 @@ pub mod trusted_path;
 
 pub use budget::DEFAULT_SPILL_BUDGET;
 pub use child::{Exit, Process, ProcessWatch, end_group, signal_name};
+pub use coloured::render_coloured;
 pub use escaped::{end_all_children, reap_inherited};
 pub use input::InputError;
 pub use owner_bounds::OwnerBounds;
@@ -58,5 +59,4 @@ pub use spawned::raise_file_limit;
 pub use spec::{Pipes, ProcessSpec, SpawnError, TtySize};
 pub use started::started_at_ms;
 pub use taskhost_registry::excerpt;
-pub use coloured::render_coloured;
 pub use terminal::render_terminal;

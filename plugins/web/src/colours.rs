@@ -159,14 +159,12 @@ fn sequence(rest: &str) -> (usize, Option<Vec<u16>>) {
     let Some(end) = csi.find(|c: char| ('\u{40}'..='\u{7e}').contains(&c)) else {
         return (rest.len(), None);
     };
-    let codes = (csi[end..].starts_with('m'))
-        .then(|| {
-            csi[..end]
-                .split([';', ':'])
-                .map(|p| p.parse::<u16>().unwrap_or(0))
-                .collect()
-        })
-        ;
+    let codes = (csi[end..].starts_with('m')).then(|| {
+        csi[..end]
+            .split([';', ':'])
+            .map(|p| p.parse::<u16>().unwrap_or(0))
+            .collect()
+    });
     (1 + end + 1, codes)
 }
 
@@ -241,7 +239,10 @@ mod tests {
             .iter()
             .map(|r| r[1].as_str().unwrap_or_default().to_owned())
             .collect();
-        assert_eq!(shown, "<img src=x onerror=alert(1)>]8;;javascript:alert(2)\x07<b>&amp;");
+        assert_eq!(
+            shown,
+            "<img src=x onerror=alert(1)>]8;;javascript:alert(2)\x07<b>&amp;"
+        );
         assert_eq!(runs("plain <script>"), vec![json!(["", "plain <script>"])]);
     }
 }
