@@ -46,3 +46,4 @@ mod web;
 mod web_browser;
 mod web_sign_in;
 mod web_sign_in_links;
+mod web_view;

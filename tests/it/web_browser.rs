@@ -13,10 +13,10 @@ use crate::web::{origin, rebuild, start, web_host};
 use taskhost_tests::webdriver::Browser;
 
 /// How long anything the page shows may take to show (generous: a loaded machine).
-const SHOWN_WITHIN: Duration = Duration::from_secs(20);
+pub(crate) const SHOWN_WITHIN: Duration = Duration::from_secs(20);
 
 /// True once the page shows task `id` with `status` (within [`SHOWN_WITHIN`]).
-fn shows(browser: &Browser, id: &str, status: &str) -> bool {
+pub(crate) fn shows(browser: &Browser, id: &str, status: &str) -> bool {
     let script = "const r = document.querySelector('tr[data-id=\"' + arguments[0] + '\"] td.status'); return r !== null && r.textContent === arguments[1];";
     browser
         .wait_for(SHOWN_WITHIN, script, &[json!(id), json!(status)])
@@ -207,8 +207,8 @@ fn in_a_browser_a_task_lost_by_an_earlier_host_is_shown_beside_running_and_faile
     browser.open(&format!("{}/#token={alice}", origin(&host)));
     assert!(shows(&browser, &lost, "lost"), "lost shows lost");
     assert!(
-        shows(&browser, &failed, "completed"),
-        "failed shows completed"
+        shows(&browser, &failed, "failed"),
+        "a non-zero exit shows failed"
     );
     assert!(
         shows(&browser, &running, "running"),

@@ -216,6 +216,15 @@ impl Browser {
         self.command("POST", "/alert/accept", Some(json!({})));
     }
 
+    /// Sets the window's outer size in CSS pixels, as a person resizing it would.
+    pub fn resize(&self, width: u32, height: u32) {
+        self.command(
+            "POST",
+            "/window/rect",
+            Some(json!({"width": width, "height": height})),
+        );
+    }
+
     /// A PNG of the window.
     pub fn screenshot(&self) -> Vec<u8> {
         let encoded = self.command("GET", "/screenshot", None);

@@ -188,6 +188,16 @@ pub trait HostApi: Send + Sync {
     /// "finished_at_ms", "expired_at_ms"}]}`; none for an empty caller or a host without a state
     /// directory.
     fn task_records_json(&self, caller: RStr<'_>, limit: u64) -> RString;
+    /// As [`HostApi::task_tail`], with each stream's colours and styles kept: before each run of
+    /// text drawn with other colours than the run before, one SGR sequence in the canonical form
+    /// `ESC [ 0 ; CODES m` (`ESC [ 0 m` for the default), the only escape sequences in the text.
+    /// For a person's view; what a model reads stays plain.
+    fn task_tail_coloured(
+        &self,
+        caller: RStr<'_>,
+        id: RStr<'_>,
+        max_bytes: u64,
+    ) -> RResult<RString, HostError>;
 }
 
 /// The host handle as the plugin holds it.

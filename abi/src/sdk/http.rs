@@ -250,6 +250,24 @@ impl Host {
             .map(String::from)
     }
 
+    /// As [`Host::task_tail`], with the output's colours and styles kept as canonical SGR
+    /// sequences (see [`crate::ffi::HostApi::task_tail_coloured`]).
+    ///
+    /// # Errors
+    /// As [`Host::task_tail`].
+    pub fn task_tail_coloured(
+        &self,
+        caller: &str,
+        id: &str,
+        max_bytes: u64,
+    ) -> Result<String, crate::ffi::HostError> {
+        super::host::host_result(
+            self.0
+                .task_tail_coloured(caller.into(), id.into(), max_bytes),
+        )
+        .map(String::from)
+    }
+
     /// The newest `limit` records of `caller`'s tasks, this host's and earlier hosts', newest first
     /// (see [`crate::ffi::HostApi::task_records_json`]); each a JSON object.
     pub fn task_records(&self, caller: &str, limit: u64) -> Vec<Value> {

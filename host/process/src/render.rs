@@ -4,7 +4,19 @@ use std::path::PathBuf;
 
 use taskhost_common::wording::{STDERR_HEADER, dropped_output, line_break};
 
+use crate::coloured::render_coloured;
 use crate::terminal::render_terminal;
+
+/// How a read draws its output: as plain text (what the model reads), or with its colours and
+/// styles kept as canonical SGR sequences (what a person's view shows; see [`render_coloured`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Drawn {
+    /// Escape sequences and controls removed ([`render_terminal`]).
+    #[default]
+    Plain,
+    /// As `Plain`, with SGR colours and styles kept ([`render_coloured`]).
+    Coloured,
+}
 
 /// A spill file a read names: its path, and whether it holds only the head and the latest output of
 /// a stream that outgrew the spill cap.
@@ -21,8 +33,23 @@ pub struct SpillRef {
 /// and the tail of its stream). Both streams are shown as a terminal draws them, escape sequences
 /// and controls removed ([`render_terminal`]), whether or not the process ran on one.
 pub fn render_read(out: &[u8], err: &[u8], lossy: bool, spills: &[SpillRef]) -> String {
-    let mut text = render_terminal(out);
-    let err = render_terminal(err);
+    render_read_drawn(out, err, lossy, spills, Drawn::Plain)
+}
+
+/// As [`render_read`], each stream drawn as `drawn` says.
+pub fn render_read_drawn(
+    out: &[u8],
+    err: &[u8],
+    lossy: bool,
+    spills: &[SpillRef],
+    drawn: Drawn,
+) -> String {
+    let draw = match drawn {
+        Drawn::Plain => render_terminal,
+        Drawn::Coloured => render_coloured,
+    };
+    let mut text = draw(out);
+    let err = draw(err);
     if !err.is_empty() {
         text.push_str(line_break(&text));
         text.push_str(STDERR_HEADER);

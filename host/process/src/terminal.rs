@@ -85,7 +85,7 @@ pub fn render_terminal(bytes: &[u8]) -> String {
 /// in one pass without the parser. `None` when it takes the parser: an escape, a
 /// carriage return or backspace that moves the cursor back over text, a vertical tab or form feed,
 /// a C1 control, or bytes that are not UTF-8.
-fn plain_text(bytes: &[u8]) -> Option<String> {
+pub(crate) fn plain_text(bytes: &[u8]) -> Option<String> {
     // U+0080..U+009F, the C1 controls, are 0xC2 0x80..=0x9F in UTF-8.
     let c1 = bytes.contains(&0xc2)
         && bytes
@@ -136,7 +136,7 @@ fn drawn(bytes: &[u8]) -> String {
 /// `bytes` with each C1 control (a raw byte `0x80..=0x9f` that is no part of a UTF-8 character, or
 /// the character U+0080..U+009F) written in its 7-bit form, `ESC` and the byte less `0x40`, which the
 /// parser takes as the sequence it starts; other bytes that are not UTF-8 become U+FFFD.
-fn seven_bit_controls(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+pub(crate) fn seven_bit_controls(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
     let has_c1 = |s: &str| s.chars().any(|c| ('\u{80}'..='\u{9f}').contains(&c));
     if let Ok(text) = std::str::from_utf8(bytes)
         && !has_c1(text)

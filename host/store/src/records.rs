@@ -132,7 +132,7 @@ pub(crate) fn one(conn: &Connection, id: &str) -> rusqlite::Result<Option<TaskRe
 }
 
 /// The last `max_bytes` of each of `record`'s kept streams in `output` from `from` (a position in
-/// each, stdout's then stderr's), as a read shows them; when a stream holds more, the read ends
+/// each, stdout's then stderr's), as a read shows them (drawn as `drawn` says); when a stream holds more, the read ends
 /// saying which kept file has all of it.
 ///
 /// # Errors
@@ -142,6 +142,7 @@ pub(crate) fn kept_tail(
     record: &TaskRecord,
     max_bytes: u64,
     from: [u64; 2],
+    drawn: taskhost_process::Drawn,
 ) -> std::io::Result<String> {
     use std::io::{Read, Seek, SeekFrom};
     let mut cut = Vec::new();
@@ -171,10 +172,11 @@ pub(crate) fn kept_tail(
         tail(&record.stdout_path, from[0])?,
         tail(&record.stderr_path, from[1])?,
     );
-    Ok(taskhost_process::render_read(
+    Ok(taskhost_process::render_read_drawn(
         &out,
         &err,
         !cut.is_empty(),
         &cut,
+        drawn,
     ))
 }

@@ -314,7 +314,21 @@ impl Store {
         max_bytes: u64,
         from: [u64; 2],
     ) -> std::io::Result<String> {
-        records::kept_tail(&self.output, record, max_bytes, from)
+        self.kept_tail_drawn(record, max_bytes, from, taskhost_process::Drawn::Plain)
+    }
+
+    /// As [`Store::kept_tail`], each stream drawn as `drawn` says (plain, or with its colours).
+    ///
+    /// # Errors
+    /// As [`Store::kept_tail`].
+    pub fn kept_tail_drawn(
+        &self,
+        record: &TaskRecord,
+        max_bytes: u64,
+        from: [u64; 2],
+        drawn: taskhost_process::Drawn,
+    ) -> std::io::Result<String> {
+        records::kept_tail(&self.output, record, max_bytes, from, drawn)
     }
 
     /// The output `record` kept, as a read shows it: stdout, then `[stderr]` and stderr.

@@ -1,5 +1,6 @@
 // The taskhost web view: the tasks the viewer may see, live from one event stream; every text
-// from a task is set as text (textContent), never parsed as HTML. The page signs in by itself:
+// from a task is set as text (textContent), never parsed as HTML: output comes as runs of text
+// with the classes of their colours (parsed from SGR sequences by the plugin), each a span. The page signs in by itself:
 // the sign-in link's fragment (`/#token=TOKEN`, which no server ever receives) or the form gives
 // a token, kept in localStorage (this origin's alone: scheme, host and port) once the host proved
 // itself and the token named a principal; each request sends it as `Authorization: Bearer`, and
@@ -17,7 +18,8 @@ const REVOKED = 'The token names no principal (unknown or revoked).';
 
 const PAGE_ROWS = 100;
 const TIMELINE_HOURS = 6;
-const COLOURS = { running: '#1f5fbf', stopping: '#1f5fbf', completed: '#23803a', failed: '#b3261e', killed: '#b86200', lost: '#9ca3af' };
+const COLOURS = { running: '#1f5fbf', stopping: '#1f5fbf', queued: '#7c5cbf', completed: '#23803a', failed: '#b3261e', killed: '#b86200', lost: '#9ca3af' };
+const TERMINAL = new Set(['completed', 'failed', 'killed', 'lost']);
 
 const tasks = new Map();
 let watch = '';
@@ -27,6 +29,9 @@ const REFUSED_RETRY_MS = 5000;
 let page = 0;
 let drawing = false;
 let offered = null; // a link's token naming another principal, until the person chooses
+let chosen = false; // whether the person chose the task shown (else the newest running one is)
+let tailRuns = []; // the shown task's output, as runs [classes, text]
+let bars = []; // the timeline's bars: [x0, x1, y0, y1, task]
 
 const $ = (id) => document.getElementById(id);
 
@@ -145,15 +150,18 @@ const handlers = {
     if (d.full) tasks.clear();
     for (const r of d.rows) tasks.set(r.id, r);
     for (const id of d.removed) tasks.delete(id);
+    if (!chosen && !tasks.has(watch)) {
+      const first = newest();
+      if (first) select(first.id, false);
+    }
     redraw();
   },
   tail(d) {
     if (d.id !== watch) return;
-    const pre = $('tail');
-    const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
     const t = tasks.get(d.id);
-    pre.textContent = d.text || (t && t.expired ? '(its output expired: the state directory no longer keeps it)' : '');
-    if (atEnd) pre.scrollTop = pre.scrollHeight;
+    const expired = t && t.expired ? '(its output expired: the state directory no longer keeps it)' : '';
+    tailRuns = d.runs && d.runs.length ? d.runs : [['', expired]];
+    showTail();
   },
   host: (d) => showHost(d),
 };
@@ -233,12 +241,26 @@ function redraw() {
   requestAnimationFrame(() => { drawing = false; render(); });
 }
 
+// The task shown when the person chose none: the newest running one, else the newest.
+function newest() {
+  const key = (t) => [t.status === 'running' ? 1 : 0, t.started_at_ms || 0, t.id];
+  const later = (a, b) => a[0] - b[0] || a[1] - b[1] || (a[2] > b[2] ? 1 : a[2] < b[2] ? -1 : 0);
+  let best = null;
+  for (const t of tasks.values()) if (!best || later(key(t), key(best)) > 0) best = t;
+  return best;
+}
+
+// The status a person reads: a task that completed with a non-zero exit (or a signal) failed.
+function shownStatus(t) {
+  return nonZero(t) ? 'failed' : t.status;
+}
+
 function filtered() {
   const status = $('f-status').value, owner = $('f-owner').value, kind = $('f-kind').value;
   const search = $('f-search').value.trim().toLowerCase();
   const rows = [];
   for (const t of tasks.values()) {
-    if (status && t.status !== status) continue;
+    if (status && shownStatus(t) !== status) continue;
     if (owner && t.owner !== owner) continue;
     if (kind && t.kind !== kind) continue;
     if (search && !(t.command.toLowerCase().includes(search) || t.id.toLowerCase().includes(search))) continue;
@@ -291,6 +313,7 @@ function render() {
   const rows = filtered();
   const pages = Math.max(1, Math.ceil(rows.length / PAGE_ROWS));
   page = Math.min(page, pages - 1);
+  statusCounts();
   const running = [...tasks.values()].filter((t) => t.status === 'running').length;
   $('counts').textContent = rows.length + ' shown of ' + tasks.size + ' tasks, ' + running + ' running';
   $('page').textContent = 'page ' + (page + 1) + ' of ' + pages;
@@ -302,13 +325,13 @@ function render() {
     cell(tr, t.id, 'id');
     cell(tr, t.kind, 'kind');
     cell(tr, t.owner, 'owner');
-    cell(tr, t.status, 'status status-' + (nonZero(t) ? 'failed' : t.status));
+    cell(tr, shownStatus(t), 'status status-' + shownStatus(t));
     cell(tr, t.command, 'command');
     cell(tr, clock(t.started_at_ms), 'started');
     cell(tr, duration(t), 'duration');
     cell(tr, (t.detail || '') + (t.expired ? ' (output expired)' : ''), 'exit');
     const td = cell(tr, '', 'actions');
-    if (t.status === 'running') {
+    if (t.status === 'running' || t.status === 'queued') {
       const b = document.createElement('button');
       b.type = 'button'; b.className = 'kill'; b.textContent = 'kill';
       b.addEventListener('click', (e) => { e.stopPropagation(); kill(t.id); });
@@ -319,35 +342,29 @@ function render() {
   }
   $('tasks').replaceChild(body, $('tasks').tBodies[0]);
   const w = tasks.get(watch);
-  $('detail-status').textContent = w ? w.status + (w.detail ? ' (' + w.detail + ')' : '') : '';
+  $('detail-status').textContent = w ? shownStatus(w) + (w.detail ? ' (' + w.detail + ')' : '') : '';
+  $('download').disabled = !w;
   timeline(rows);
 }
 
-function timeline(rows) {
-  const canvas = $('timeline');
-  const ctx = canvas.getContext('2d');
-  const now = Date.now();
-  const since = now - TIMELINE_HOURS * 3600 * 1000;
-  const shown = rows.filter((t) => (t.finished_at_ms || now) >= since).slice(0, 200).reverse();
-  const oldest = shown.reduce((m, t) => Math.min(m, t.started_at_ms), now);
-  const from = Math.max(since, oldest - 1000);
-  const span = Math.max(1, now - from);
-  $('timeline-span').textContent = 'since ' + new Date(from).toLocaleTimeString();
-  ctx.clearRect(0, 0, canvas.width, canvas.height);
-  const h = Math.max(1, Math.min(12, Math.floor(canvas.height / Math.max(1, shown.length))));
-  shown.forEach((t, i) => {
-    const x0 = ((Math.max(t.started_at_ms, from) - from) / span) * canvas.width;
-    const x1 = (((t.finished_at_ms || now) - from) / span) * canvas.width;
-    ctx.fillStyle = COLOURS[nonZero(t) ? 'failed' : t.status] || '#444';
-    ctx.fillRect(x0, i * h, Math.max(2, x1 - x0), Math.max(1, h - 1));
-  });
+// Each status filter says how many tasks it would show.
+function statusCounts() {
+  const n = new Map();
+  for (const t of tasks.values()) n.set(shownStatus(t), (n.get(shownStatus(t)) || 0) + 1);
+  for (const o of $('f-status').options) {
+    if (o.value) o.textContent = o.value + ' (' + (n.get(o.value) || 0) + ')';
+  }
 }
 
-function select(id) {
+// Shows task `id`'s output (`byPerson`: the person chose it, so no other is chosen for them).
+function select(id, byPerson = true) {
+  chosen = chosen || byPerson;
+  if (id === watch) return;
   watch = id;
-  $('detail').hidden = false;
   $('detail-id').textContent = id;
+  tailRuns = [];
   $('tail').textContent = '';
+  $('follow').checked = true;
   connect();
   redraw();
 }
@@ -378,7 +395,10 @@ function showHost(s) {
     cell(tr, gens.map((g) => g.generation + ' ' + g.state).join(', '), 'generations');
     const last = gens.reduce((m, g) => Math.max(m, g.loaded_at_ms || 0), 0);
     cell(tr, clock(last));
-    cell(tr, String(gens.reduce((n, g) => n + g.live_tasks, 0)));
+    // A producer whose tasks the host runs (bash's processes) holds none itself: its live tasks
+    // are those of its kind the page lists.
+    const listed = [...tasks.values()].filter((t) => t.kind === p.name && !TERMINAL.has(t.status)).length;
+    cell(tr, String(Math.max(listed, gens.reduce((n, g) => n + g.live_tasks, 0))), 'live');
     body.appendChild(tr);
   }
   $('plugins').replaceChild(body, $('plugins').tBodies[0]);
@@ -398,6 +418,14 @@ document.addEventListener('DOMContentLoaded', () => {
   $('switch-to').addEventListener('click', () => switchTo(true));
   $('switch-keep').addEventListener('click', () => switchTo(false));
   for (const id of ['f-status', 'f-owner', 'f-kind', 'f-search']) $(id).addEventListener('input', () => { page = 0; redraw(); });
+  $('follow').addEventListener('change', () => { if ($('follow').checked) $('tail').scrollTop = $('tail').scrollHeight; });
+  $('tail').addEventListener('scroll', () => { $('follow').checked = atEnd($('tail')); });
+  $('out-search').addEventListener('input', showTail);
+  $('out-search').addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); nextMatch(); } });
+  $('download').addEventListener('click', () => { if (watch) download(); });
+  $('timeline').addEventListener('mousemove', hover);
+  $('timeline').addEventListener('mouseleave', () => { $('timeline-hover').textContent = ''; });
+  $('timeline').addEventListener('click', (e) => { const t = hover(e); if (t) select(t.id); });
   $('prev').addEventListener('click', () => { page = Math.max(0, page - 1); redraw(); });
   $('next').addEventListener('click', () => { page += 1; redraw(); });
   setInterval(() => { if ([...tasks.values()].some((t) => t.status === 'running')) redraw(); }, 1000);

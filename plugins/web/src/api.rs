@@ -1,4 +1,5 @@
-//! The page's requests: who signs in, the task list, one task's output tail, a kill, and the host's
+//! The page's requests: who signs in, the task list, one task's output tail or its whole kept
+//! output (a download), a kill, and the host's
 //! status (its plugins' paths, the keeper's pid, its health: an overseer's alone).
 
 use taskhost_abi::prelude::*;
@@ -8,6 +9,10 @@ use crate::rows::{row, with_records};
 
 /// How much of each output stream a tail shows.
 pub(crate) const TAIL_BYTES: u64 = 16 * 1024;
+
+/// How much of each output stream a download holds at most: its kept output, past this its
+/// latest part (the text then names the kept file that holds all of it).
+pub(crate) const DOWNLOAD_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Answers a request under `/api/`; 404 for anything else.
 pub(crate) fn answer(host: &Host, request: &HttpRequest) -> HttpResponse {
@@ -26,6 +31,12 @@ pub(crate) fn answer(host: &Host, request: &HttpRequest) -> HttpResponse {
             Ok(text) => HttpResponse::json(&json!({ "id": id, "text": text })),
             Err(e) => HttpResponse::status(404, e),
         },
+        ("GET", ["api", "tasks", id, "output"]) => {
+            match host.task_tail(owner, id, DOWNLOAD_BYTES) {
+                Ok(text) => HttpResponse::ok("text/plain; charset=utf-8", text),
+                Err(e) => HttpResponse::status(404, e),
+            }
+        }
         ("POST", ["api", "tasks", id, "kill"]) => {
             match host.kill_task(owner, id, Some("killed from the web view")) {
                 Ok(kill) => HttpResponse::json(&json!({

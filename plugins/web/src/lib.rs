@@ -6,19 +6,25 @@
 //! is embedded here; the page loads nothing from elsewhere. The page signs in by itself from the
 //! link's fragment (`/#token=TOKEN`) or its form, and keeps the token in `localStorage`.
 //!
-//! Rooms: `api` answers requests, `rows` turns snapshots into rows, `stream` is the event
+//! Rooms: `api` answers requests, `colours` parses output's colours into runs, `rows` turns snapshots into rows, `stream` is the event
 //! stream's step; `assets/` holds the page, its script and its style.
 
 use taskhost_abi::prelude::*;
 use taskhost_abi::sdk::http::{Events, EventsRequest, HttpHandler, HttpRequest, HttpResponse};
 
 mod api;
+mod colours;
 mod rows;
 mod stream;
 
-/// The page, its script and its style, embedded at build time.
+/// The page, its script and its style, embedded at build time. The script is one file served,
+/// written in three by what they hold: the page (`app.js`), the output pane, the timeline.
 const INDEX_HTML: &str = include_str!("../assets/index.html");
-const APP_JS: &str = include_str!("../assets/app.js");
+const APP_JS: &str = concat!(
+    include_str!("../assets/app.js"),
+    include_str!("../assets/output.js"),
+    include_str!("../assets/timeline.js"),
+);
 const APP_CSS: &str = include_str!("../assets/app.css");
 
 struct Web;

@@ -2,7 +2,8 @@
 //! - `tasks`: `{"rows": [...], "removed": [...], "full": bool}`, the rows that are new or changed
 //!   since the previous step (all of them at the first, `full`, with the records of earlier hosts'
 //!   tasks no live task has), and the ids no longer listed;
-//! - `tail`: `{"id", "text"}`, the watched task's output tail, when it changed;
+//! - `tail`: `{"id", "runs"}`, the watched task's output tail with its colours, as
+//!   [`crate::colours::runs`], when it changed;
 //! - `host`: the host's status (plugins, health), every [`STATUS_EVERY_MS`], to an overseer alone
 //!   (a viewer with `all_owners`).
 //!
@@ -88,7 +89,9 @@ impl Sent {
         let live = host
             .get_task(owner, id)
             .is_ok_and(|t| !t.status.is_terminal());
-        let text = host.task_tail(owner, id, TAIL_BYTES).unwrap_or_default();
+        let text = host
+            .task_tail_coloured(owner, id, TAIL_BYTES)
+            .unwrap_or_default();
         let mut h = DefaultHasher::new();
         text.hash(&mut h);
         let print = (id.to_owned(), h.finish());
@@ -98,7 +101,7 @@ impl Sent {
         self.tail = Some(print);
         let event = (
             "tail".to_owned(),
-            json!({"id": id, "text": text}).to_string(),
+            json!({"id": id, "runs": crate::colours::runs(&text)}).to_string(),
         );
         (Some(event), live)
     }

@@ -423,7 +423,16 @@ impl HostApi for GenHost {
         id: RStr<'_>,
         max_bytes: u64,
     ) -> RResult<RString, HostError> {
-        self.kept_tail(caller, id, max_bytes)
+        self.kept_tail(caller, id, max_bytes, taskhost_process::Drawn::Plain)
+    }
+
+    fn task_tail_coloured(
+        &self,
+        caller: RStr<'_>,
+        id: RStr<'_>,
+        max_bytes: u64,
+    ) -> RResult<RString, HostError> {
+        self.kept_tail(caller, id, max_bytes, taskhost_process::Drawn::Coloured)
     }
 
     fn host_status_json(&self) -> RString {

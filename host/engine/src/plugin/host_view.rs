@@ -35,6 +35,7 @@ impl GenHost {
         caller: RStr<'_>,
         id: RStr<'_>,
         max_bytes: u64,
+        drawn: taskhost_process::Drawn,
     ) -> RResult<RString, HostError> {
         let owner = caller.as_str();
         let caller = self.caller(caller);
@@ -59,7 +60,7 @@ impl GenHost {
             Ok(_) => {}
         }
         match record {
-            Some(record) => match state.kept_tail(&record, max_bytes, [0, 0]) {
+            Some(record) => match state.kept_tail_drawn(&record, max_bytes, [0, 0], drawn) {
                 Ok(text) => ROk(text.into()),
                 Err(e) => RErr(internal(format!("task {id}'s kept output: {e}"))),
             },
