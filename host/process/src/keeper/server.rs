@@ -64,6 +64,8 @@ fn serve_host(socket: BorrowedFd<'_>, marker_prefix: &str, cgroup: Option<&Path>
             markers: markers.clone(),
             next_id: 0,
             kept_dir: None,
+            carried: Vec::new(),
+            watching: false,
         }),
         spawned: Condvar::new(),
     });
@@ -86,7 +88,7 @@ fn serve_host(socket: BorrowedFd<'_>, marker_prefix: &str, cgroup: Option<&Path>
 }
 
 /// Serves one host's requests until its socket closes.
-fn serve_one(shared: &Shared, socket: BorrowedFd<'_>, groups: &mut HashSet<i32>) {
+fn serve_one(shared: &Arc<Shared>, socket: BorrowedFd<'_>, groups: &mut HashSet<i32>) {
     let mut frames = Receiver::new();
     while let Ok(Some(body)) = frames.next(socket) {
         match Request::decode(&body) {
@@ -114,8 +116,20 @@ fn serve_one(shared: &Shared, socket: BorrowedFd<'_>, groups: &mut HashSet<i32>)
             }
             Ok(Request::Forget { pgid }) => {
                 groups.remove(&pgid);
-                shared.state.lock().held.remove(&pgid);
+                let mut st = shared.state.lock();
+                st.held.remove(&pgid);
+                if let Some(i) = st.carried.iter().position(|&g| g == pgid) {
+                    st.carried.swap_remove(i);
+                    st.ids.remove(&pgid);
+                }
             }
+            Ok(Request::Carry { id, pgid, hold }) => match frames.take_fds(hold.descriptors()) {
+                Ok(fds) => {
+                    groups.insert(pgid);
+                    super::carried::carry(shared, id, pgid, hold, fds);
+                }
+                Err(_) => frames.discard_fds(),
+            },
             Ok(request) => held_request(shared, request, &mut frames),
             // Out of step with the host: descriptors received so far belong to no request it knows.
             Err(_) => frames.discard_fds(),
@@ -245,7 +259,7 @@ fn hold_task(shared: &Shared, pgid: i32, hold: Hold, fds: Vec<OwnedFd>) {
 
 /// What is held of spawn `id`: `hold`, with `fds` in the order [`Hold::descriptors`] says, its
 /// streams kept by name kept in `kept_dir`. `None` when a descriptor is missing.
-fn held(id: u64, hold: Hold, fds: Vec<OwnedFd>, kept_dir: Option<&KeptDir>) -> Option<Held> {
+pub(super) fn held(id: u64, hold: Hold, fds: Vec<OwnedFd>, kept_dir: Option<&KeptDir>) -> Option<Held> {
     let mut fds = fds.into_iter();
     let mut streams = Vec::new();
     for s in &hold.streams {
