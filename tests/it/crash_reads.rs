@@ -257,7 +257,10 @@ async fn a_dead_keepers_tasks_are_carried_by_the_next_keeper_through_a_crash() {
     host.child.kill().unwrap();
     host.child.wait().unwrap();
     let _next = state_host(&dir);
-    assert!(crate::mcp::alive(pid), "the task was carried through the crash");
+    assert!(
+        crate::mcp::alive(pid),
+        "the task was carried through the crash"
+    );
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid),
         nix::sys::signal::Signal::SIGTERM,

@@ -6,9 +6,9 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::clients::bridged;
+use crate::crash_reads::read_until;
 use crate::fixtures::*;
 use crate::handover::{first_pid, keeper_of, replace_binary, running_inode, upgradable_host};
-use crate::crash_reads::read_until;
 use crate::mcp::{self, Watcher, call};
 
 /// The children of `parent` that are zombies (`/proc/*/stat`: state Z, that parent).
@@ -89,11 +89,14 @@ async fn a_task_that_kills_its_parent_costs_another_sessions_task_nothing_at_the
     let (alice, _) = bridged(&host.socket, Watcher::default(), &[]).await;
     let bobs = mcp::start(&bob, "echo pid $$; exec sleep 400").await;
     let pid = first_pid(&bob, &bobs).await;
-    let alices = mcp::start(&alice, "kill -9 $PPID; echo sent").await;
+    let keeper = keeper_of(host_pid).expect("the host's keeper");
+    // After the keeper's answer to the start: a task that kills it sooner fails its own start.
+    let alices = mcp::start(&alice, "sleep 0.5; kill -9 $PPID; echo sent").await;
     read_until(&alice, &alices, "[status: ").await;
     assert!(
-        eventually(Duration::from_secs(20), || keeper_of(host_pid).is_some()),
-        "no keeper serves the host"
+        eventually(Duration::from_secs(20), || keeper_of(host_pid)
+            .is_some_and(|k| k != keeper)),
+        "the task did not kill its keeper, or none took its place"
     );
     let new_inode = replace_binary(&exe);
     nix::sys::signal::kill(

@@ -259,7 +259,12 @@ fn hold_task(shared: &Shared, pgid: i32, hold: Hold, fds: Vec<OwnedFd>) {
 
 /// What is held of spawn `id`: `hold`, with `fds` in the order [`Hold::descriptors`] says, its
 /// streams kept by name kept in `kept_dir`. `None` when a descriptor is missing.
-pub(super) fn held(id: u64, hold: Hold, fds: Vec<OwnedFd>, kept_dir: Option<&KeptDir>) -> Option<Held> {
+pub(super) fn held(
+    id: u64,
+    hold: Hold,
+    fds: Vec<OwnedFd>,
+    kept_dir: Option<&KeptDir>,
+) -> Option<Held> {
     let mut fds = fds.into_iter();
     let mut streams = Vec::new();
     for s in &hold.streams {

@@ -41,7 +41,12 @@ impl Unheld {
 
     /// The task held in group `pgid` is now named `task`.
     pub(super) fn renamed(&self, pgid: i32, task: &str) {
-        if let Some(hold) = self.held.lock().get_mut(&pgid).and_then(|e| e.hold.as_mut()) {
+        if let Some(hold) = self
+            .held
+            .lock()
+            .get_mut(&pgid)
+            .and_then(|e| e.hold.as_mut())
+        {
             task.clone_into(&mut hold.task);
         }
     }
