@@ -10,7 +10,7 @@ use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::server::held;
+use super::held::held;
 use super::shared::Shared;
 use super::wire::{Hold, Report};
 use crate::exit::Exit;

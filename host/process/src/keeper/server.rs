@@ -21,8 +21,7 @@ use nix::unistd::Pid;
 
 use super::ending::end_everything;
 use super::fds::Receiver;
-use super::held::{Held, HeldFds, Setup};
-use super::kept_file::{KeptDir, KeptFile};
+use super::held::{Setup, held};
 use super::shared::{Shared, State};
 use super::wire::{Hold, Launch, Report, Request, Slot, Streams};
 
@@ -255,35 +254,6 @@ fn hold_task(shared: &Shared, pgid: i32, hold: Hold, fds: Vec<OwnedFd>) {
     if let Some(held) = held(id, hold, fds, dir.as_ref()) {
         st.held.insert(pgid, held);
     }
-}
-
-/// What is held of spawn `id`: `hold`, with `fds` in the order [`Hold::descriptors`] says, its
-/// streams kept by name kept in `kept_dir`. `None` when a descriptor is missing.
-pub(super) fn held(
-    id: u64,
-    hold: Hold,
-    fds: Vec<OwnedFd>,
-    kept_dir: Option<&KeptDir>,
-) -> Option<Held> {
-    let mut fds = fds.into_iter();
-    let mut streams = Vec::new();
-    for s in &hold.streams {
-        let read = fds.next()?;
-        let file = match (s.kept, kept_dir) {
-            (true, _) => KeptFile::Open(std::fs::File::from(fds.next()?)),
-            (false, Some(dir)) if s.by_name() => KeptFile::named(dir, &s.file),
-            (false, _) => KeptFile::None,
-        };
-        streams.push(HeldFds::new(read, file));
-    }
-    let stdin = if hold.stdin { fds.next() } else { None };
-    Some(Held {
-        id,
-        hold,
-        streams,
-        stdin,
-        exit: None,
-    })
 }
 
 /// Gives the tasks the default actions of SIGINT and SIGQUIT whatever the host inherited. A shell
