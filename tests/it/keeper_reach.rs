@@ -1,10 +1,12 @@
-//! What a keeper's death leaves under the host: after an upgrade, no zombie.
+//! What a keeper's death leaves under the host: its tasks carried by the next keeper, and after an
+//! upgrade no zombie.
 
 use std::time::Duration;
 
 use serde_json::json;
 
 use crate::clients::bridged;
+use crate::crash_reads::read_until;
 use crate::fixtures::*;
 use crate::handover::{first_pid, keeper_of, replace_binary, running_inode, upgradable_host};
 use crate::mcp::{self, Watcher, call};
@@ -73,4 +75,55 @@ async fn after_a_keepers_death_and_an_upgrade_no_zombie_remains_under_the_host()
     );
     drop(host);
     bob.cancel().await.ok();
+}
+
+/// Proves (issue 40, 6): Alice's unbounded task SIGKILLs its parent; Bob's running task is still
+/// carried through the next upgrade (`SIGHUP`), runs on, settles with its exit, and no old keeper,
+/// shell or sleep stays a zombie under the host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_that_kills_its_parent_costs_another_sessions_task_nothing_at_the_next_upgrade() {
+    let dir = scratch("keeper-killer");
+    let (host, exe) = upgradable_host(&dir);
+    let host_pid = host.child.id();
+    let (bob, _) = bridged(&host.socket, Watcher::default(), &[]).await;
+    let (alice, _) = bridged(&host.socket, Watcher::default(), &[]).await;
+    let bobs = mcp::start(&bob, "echo pid $$; exec sleep 400").await;
+    let pid = first_pid(&bob, &bobs).await;
+    let keeper = keeper_of(host_pid).expect("the host's keeper");
+    // After the keeper's answer to the start: a task that kills it sooner fails its own start.
+    let alices = mcp::start(&alice, "sleep 0.5; kill -9 $PPID; echo sent").await;
+    read_until(&alice, &alices, "[status: ").await;
+    assert!(
+        eventually(Duration::from_secs(20), || keeper_of(host_pid)
+            .is_some_and(|k| k != keeper)),
+        "the task did not kill its keeper, or none took its place"
+    );
+    let new_inode = replace_binary(&exe);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(host_pid as i32),
+        nix::sys::signal::Signal::SIGHUP,
+    )
+    .unwrap();
+    assert!(
+        eventually(Duration::from_secs(20), || running_inode(host_pid)
+            == Some(new_inode)),
+        "the host was not upgraded"
+    );
+    call(&bob, "task_list", json!({})).await;
+    assert!(mcp::alive(pid), "Bob's task was ended by the upgrade");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let read = read_until(&bob, &bobs, "[status: ").await;
+    assert!(!read.contains("lost"), "{read}");
+    assert!(
+        eventually(Duration::from_secs(10), || zombies_of(host_pid).is_empty()),
+        "zombies under the host: {:?}",
+        zombies_of(host_pid)
+    );
+    drop(host);
+    bob.cancel().await.ok();
+    alice.cancel().await.ok();
 }

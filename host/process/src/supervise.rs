@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::AsyncReadExt;
+use tokio::net::unix::pipe::Receiver;
 
 use super::bounds::Bounds;
 use super::bounds::limits::TaskCgroups;
@@ -46,11 +46,11 @@ impl Waiter {
 pub(crate) enum Outputs {
     /// Its stdout (unless handed to a protocol peer) and stderr pipes.
     Pipes {
-        stdout: Option<tokio::net::unix::pipe::Receiver>,
-        stderr: Option<tokio::net::unix::pipe::Receiver>,
+        stdout: Option<Receiver>,
+        stderr: Option<Receiver>,
     },
     /// The master side of its terminal: everything it writes, on one stream.
-    Terminal(tokio::net::unix::pipe::Receiver),
+    Terminal(Receiver),
 }
 
 /// What the supervision of process number `n` needs of its service.
@@ -75,17 +75,19 @@ impl Supervised {
     /// grace), its escaped descendants swept; then its exit is published.
     pub(crate) async fn run(self, waiter: Waiter, pgid: Option<i32>, outputs: Outputs) {
         let p = self.process.clone();
-        let (out, err) = match outputs {
-            Outputs::Pipes { stdout, stderr } => (
-                tokio::spawn(pump(stdout, p.clone(), true, widen_pipe)),
-                tokio::spawn(pump(stderr, p.clone(), false, widen_pipe)),
-            ),
+        let shared = |r: Option<Receiver>| r.map(Arc::new);
+        let (out, err, widen): (_, _, fn(&Receiver)) = match outputs {
+            Outputs::Pipes { stdout, stderr } => (shared(stdout), shared(stderr), widen_pipe),
             // A terminal's master reports EIO once every holder of its other side is gone: the end.
-            Outputs::Terminal(master) => (
-                tokio::spawn(pump(Some(master), p.clone(), true, |_| {})),
-                tokio::spawn(async {}),
-            ),
+            Outputs::Terminal(master) => (shared(Some(master)), None, |_| {}),
         };
+        if let (Some(k), Some(g)) = (&self.keeper, pgid) {
+            k.read_ends(g, read_ends(out.as_ref(), err.as_ref()));
+        }
+        let (out, err) = (
+            tokio::spawn(pump(out, p.clone(), true, widen)),
+            tokio::spawn(pump(err, p.clone(), false, widen)),
+        );
         let exit = waiter.exit().await;
         let pumps = async {
             let _ = out.await;
@@ -154,12 +156,12 @@ async fn settle_bounds(bounded: Option<Bounded>, process: &Process, exit: Exit) 
 /// default 64 KiB; a read that fills the buffer marks a busy stream, which then gets a 1 MiB read
 /// size and `widen` is asked to enlarge its pipe (fewer wakeups).
 async fn pump(
-    pipe: Option<tokio::net::unix::pipe::Receiver>,
+    pipe: Option<Arc<Receiver>>,
     process: Arc<Process>,
     stdout: bool,
-    widen: fn(&tokio::net::unix::pipe::Receiver),
+    widen: fn(&Receiver),
 ) {
-    let Some(mut pipe) = pipe else { return };
+    let Some(pipe) = pipe else { return };
     let mut buf = vec![0u8; 64 * 1024];
     // Only this pump adds to the batch; a read that writes it out early leaves a timer that finds
     // nothing to do.
@@ -182,7 +184,7 @@ async fn pump(
         }
         let read = if pending {
             // Output gathered past the cap goes to the file once the pipe is quiet for a while.
-            match tokio::time::timeout(FLUSH_EVERY, pipe.read(&mut buf)).await {
+            match tokio::time::timeout(FLUSH_EVERY, read(&pipe, &mut buf)).await {
                 Ok(read) => read,
                 Err(_) => {
                     process.streams.lock().side(stdout).flush();
@@ -191,7 +193,7 @@ async fn pump(
                 }
             }
         } else {
-            pipe.read(&mut buf).await
+            read(&pipe, &mut buf).await
         };
         match read {
             Ok(0) | Err(_) => return,
@@ -214,6 +216,33 @@ async fn pump(
             }
         }
     }
+}
+
+/// Reads what `pipe` has once it has something (a shared pipe: its read ends may be asked for while
+/// it is read, see [`read_ends`]).
+async fn read(pipe: &Receiver, buf: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        pipe.readable().await?;
+        match pipe.try_read(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            read => return read,
+        }
+    }
+}
+
+/// Second handles of the read ends `out` and `err` while both are read (a terminal's master alone),
+/// for a keeper that carries the task of a dead one (see [`Keepers::read_ends`]).
+fn read_ends(out: Option<&Arc<Receiver>>, err: Option<&Arc<Receiver>>) -> crate::keeper::ReadEnds {
+    let ends: Vec<std::sync::Weak<Receiver>> =
+        out.into_iter().chain(err).map(Arc::downgrade).collect();
+    Arc::new(move || {
+        ends.iter()
+            .map(|end| {
+                let end = end.upgrade()?;
+                std::os::fd::AsFd::as_fd(&*end).try_clone_to_owned().ok()
+            })
+            .collect()
+    })
 }
 
 /// Pipe capacity asked for each output pipe, and the read size: fewer, larger reads than the

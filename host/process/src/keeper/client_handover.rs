@@ -26,6 +26,23 @@ impl Keeper {
         self.write(&frame.encode(), &fds);
     }
 
+    /// Asks the keeper to carry the running task in group `pgid`, which a dead keeper held, as it
+    /// holds its own ([`Keeper::hold`]): `hold` keeps its kept files by name, and `fds` are its
+    /// read ends (and input). False when this keeper cannot (a keeper of protocol 3 or earlier,
+    /// one not told the kept directory, or one that is gone).
+    pub fn carry(&self, pgid: i32, hold: &Hold, fds: &[BorrowedFd<'_>]) -> bool {
+        if !self.speaks(4) || !self.kept_by_name.load(Ordering::Acquire) {
+            return false;
+        }
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let frame = Request::Carry {
+            id,
+            pgid,
+            hold: hold.clone(),
+        };
+        self.write(&frame.encode(), fds)
+    }
+
     /// Tells the keeper that the task it holds in group `pgid` is now named `task`.
     pub fn rename(&self, pgid: i32, task: &str) {
         if !self.speaks(2) {

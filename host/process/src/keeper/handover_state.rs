@@ -1,7 +1,7 @@
 //! What every keeper of a host is told for a handover (the host's side): the setup and the extra
 //! marker prefixes. The tasks held are not kept here (the host would hold a second copy of every
-//! task's descriptors for a keeper that may never die): a keeper that replaces a dead one holds
-//! only the tasks started after it, and those started before end with the host.
+//! task's descriptors for a keeper that may never die): a keeper that replaces a dead one carries
+//! them with second handles made of the host's own read ends when it starts (`unheld.rs`).
 
 use std::os::fd::{AsFd, OwnedFd};
 

@@ -3,7 +3,7 @@
 use std::os::fd::OwnedFd;
 use std::time::Duration;
 
-use super::kept_file::KeptFile;
+use super::kept_file::{KeptDir, KeptFile};
 use super::wire::Hold;
 use crate::exit::Exit;
 
@@ -66,4 +66,33 @@ pub struct HoldSetup {
     /// The host's own listening sockets by address (`unix:PATH`, `http://...`), kept open for
     /// the successor.
     pub listens: Vec<(String, OwnedFd)>,
+}
+
+/// What is held of spawn `id`: `hold`, with `fds` in the order [`Hold::descriptors`] says, its
+/// streams kept by name kept in `kept_dir`. `None` when a descriptor is missing.
+pub(super) fn held(
+    id: u64,
+    hold: Hold,
+    fds: Vec<OwnedFd>,
+    kept_dir: Option<&KeptDir>,
+) -> Option<Held> {
+    let mut fds = fds.into_iter();
+    let mut streams = Vec::new();
+    for s in &hold.streams {
+        let read = fds.next()?;
+        let file = match (s.kept, kept_dir) {
+            (true, _) => KeptFile::Open(std::fs::File::from(fds.next()?)),
+            (false, Some(dir)) if s.by_name() => KeptFile::named(dir, &s.file),
+            (false, _) => KeptFile::None,
+        };
+        streams.push(HeldFds::new(read, file));
+    }
+    let stdin = if hold.stdin { fds.next() } else { None };
+    Some(Held {
+        id,
+        hold,
+        streams,
+        stdin,
+        exit: None,
+    })
 }

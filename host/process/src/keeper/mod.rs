@@ -34,7 +34,10 @@
 //!
 //! **What holds where.** The host alive, or the host dead and a keeper alive: no task process survives
 //! beyond the handover's grace (groups, then the marker sweep, then the cgroup). A keeper killed while the host lives: its tasks
-//! run on (the host reaps them) and the next keeper, told of their groups (`Watch`), takes over. Where
+//! run on (the host reaps them) and the next keeper, told of their groups (`Watch`), takes over; a
+//! task the dead one held for a successor is carried by the next (`Request::Carry`, `carried.rs`:
+//! second handles of the host's read ends; its exit read from its zombie's `/proc` entry, since it
+//! is the host's child), so a keeper's death loses no task at the next upgrade or crash. Where
 //! the host may make a cgroup v2, should the keeper and the host both be killed before another keeper
 //! started, the next host ends and removes the dead host's cgroup (a dead host is told by its pid's
 //! start time). Without a cgroup, in that double-kill window the tasks outlive both. Not used: a pid
@@ -58,6 +61,8 @@
 //! `handover::wait` and `Keepers::take_waiting`.
 
 mod adopt;
+mod backoff;
+mod carried;
 mod client;
 mod client_handover;
 mod ending;
@@ -79,6 +84,7 @@ pub use client::{Keeper, KeeperSpawnError, KeptProcess, KeptStreams};
 pub use held::HoldSetup;
 pub use server::serve;
 pub use slot::{AdoptedKeeper, Keepers};
+pub use unheld::ReadEnds;
 pub use watchdog::watch as watchdog;
 pub use wire::Launch;
 pub use wire::{HeldFromStart, HeldStream, Hold};

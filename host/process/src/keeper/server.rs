@@ -21,8 +21,7 @@ use nix::unistd::Pid;
 
 use super::ending::end_everything;
 use super::fds::Receiver;
-use super::held::{Held, HeldFds, Setup};
-use super::kept_file::{KeptDir, KeptFile};
+use super::held::{Setup, held};
 use super::shared::{Shared, State};
 use super::wire::{Hold, Launch, Report, Request, Slot, Streams};
 
@@ -64,6 +63,8 @@ fn serve_host(socket: BorrowedFd<'_>, marker_prefix: &str, cgroup: Option<&Path>
             markers: markers.clone(),
             next_id: 0,
             kept_dir: None,
+            carried: Vec::new(),
+            watching: false,
         }),
         spawned: Condvar::new(),
     });
@@ -86,7 +87,7 @@ fn serve_host(socket: BorrowedFd<'_>, marker_prefix: &str, cgroup: Option<&Path>
 }
 
 /// Serves one host's requests until its socket closes.
-fn serve_one(shared: &Shared, socket: BorrowedFd<'_>, groups: &mut HashSet<i32>) {
+fn serve_one(shared: &Arc<Shared>, socket: BorrowedFd<'_>, groups: &mut HashSet<i32>) {
     let mut frames = Receiver::new();
     while let Ok(Some(body)) = frames.next(socket) {
         match Request::decode(&body) {
@@ -114,8 +115,20 @@ fn serve_one(shared: &Shared, socket: BorrowedFd<'_>, groups: &mut HashSet<i32>)
             }
             Ok(Request::Forget { pgid }) => {
                 groups.remove(&pgid);
-                shared.state.lock().held.remove(&pgid);
+                let mut st = shared.state.lock();
+                st.held.remove(&pgid);
+                if let Some(i) = st.carried.iter().position(|&g| g == pgid) {
+                    st.carried.swap_remove(i);
+                    st.ids.remove(&pgid);
+                }
             }
+            Ok(Request::Carry { id, pgid, hold }) => match frames.take_fds(hold.descriptors()) {
+                Ok(fds) => {
+                    groups.insert(pgid);
+                    super::carried::carry(shared, id, pgid, hold, fds);
+                }
+                Err(_) => frames.discard_fds(),
+            },
             Ok(request) => held_request(shared, request, &mut frames),
             // Out of step with the host: descriptors received so far belong to no request it knows.
             Err(_) => frames.discard_fds(),
@@ -241,30 +254,6 @@ fn hold_task(shared: &Shared, pgid: i32, hold: Hold, fds: Vec<OwnedFd>) {
     if let Some(held) = held(id, hold, fds, dir.as_ref()) {
         st.held.insert(pgid, held);
     }
-}
-
-/// What is held of spawn `id`: `hold`, with `fds` in the order [`Hold::descriptors`] says, its
-/// streams kept by name kept in `kept_dir`. `None` when a descriptor is missing.
-fn held(id: u64, hold: Hold, fds: Vec<OwnedFd>, kept_dir: Option<&KeptDir>) -> Option<Held> {
-    let mut fds = fds.into_iter();
-    let mut streams = Vec::new();
-    for s in &hold.streams {
-        let read = fds.next()?;
-        let file = match (s.kept, kept_dir) {
-            (true, _) => KeptFile::Open(std::fs::File::from(fds.next()?)),
-            (false, Some(dir)) if s.by_name() => KeptFile::named(dir, &s.file),
-            (false, _) => KeptFile::None,
-        };
-        streams.push(HeldFds::new(read, file));
-    }
-    let stdin = if hold.stdin { fds.next() } else { None };
-    Some(Held {
-        id,
-        hold,
-        streams,
-        stdin,
-        exit: None,
-    })
 }
 
 /// Gives the tasks the default actions of SIGINT and SIGQUIT whatever the host inherited. A shell

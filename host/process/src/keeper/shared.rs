@@ -39,6 +39,11 @@ pub(crate) struct State {
     pub(crate) next_id: u64,
     /// The host's kept-output directory, where streams held by name are kept.
     pub(crate) kept_dir: Option<KeptDir>,
+    /// The leaders of the tasks carried for a dead keeper (not this one's children), watched
+    /// for their exits (`carried.rs`).
+    pub(crate) carried: Vec<i32>,
+    /// A thread watches `carried`.
+    pub(crate) watching: bool,
 }
 
 impl State {

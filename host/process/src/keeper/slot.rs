@@ -4,7 +4,7 @@
 //! There is no fallback: while no keeper runs, a start fails naming why, so that no task ever runs
 //! without a keeper to end it (and no task is ever the host's own child). A dead keeper is replaced
 //! at once the first few times in a row; after that with a backoff that doubles up to
-//! [`MAX_BACKOFF`], so a task that kills every keeper it sees cannot make the host spin. A keeper
+//! `MAX_BACKOFF` (`backoff.rs`), so a task that kills every keeper it sees cannot make the host spin. A keeper
 //! that lived [`STABLE`] refills the budget of quick restarts. A keeper that cannot be started at
 //! all is tried again on the same backoff, never given up on.
 
@@ -16,19 +16,14 @@ use std::time::{Duration, Instant};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use super::adopt::{Handed, HandoverError};
+use super::backoff::{FIRST_BACKOFF, backoff};
 use super::client::{Keeper, KeeperSpawnError, KeptProcess, KeptStreams};
 use super::handover_state::HandoverState;
 use super::held::HoldSetup;
-use super::unheld::Unheld;
+use super::unheld::{ReadEnds, Unheld};
 use super::wire::{HeldFromStart, Hold, Launch};
 use crate::escaped::Live;
 
-/// Deaths in a row that are answered with an immediate restart.
-const QUICK_RESTARTS: u32 = 3;
-/// The first delay past the quick restarts; it doubles with each further death in a row.
-const FIRST_BACKOFF: Duration = Duration::from_millis(100);
-/// The longest delay before a keeper is started again.
-const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// A keeper that lived this long refills the budget of quick restarts.
 const STABLE: Duration = Duration::from_secs(30);
 /// How long a start that found its keeper dead waits for the replacement.
@@ -157,9 +152,10 @@ impl Keepers {
     }
 
     /// Holds the running task in group `pgid` for a handover (see [`Keeper::hold`]) in the current
-    /// keeper, until the group ends (a keeper that replaces it does not hold it).
+    /// keeper, until the group ends; a keeper that replaces it carries it on (with the read ends
+    /// told with [`Keepers::read_ends`]).
     pub fn hold(&self, pgid: i32, hold: Hold, fds: Vec<OwnedFd>) {
-        self.0.unheld.held(pgid, &hold.task);
+        self.0.unheld.held(pgid, &hold);
         if let Some(k) = self.current() {
             let borrowed: Vec<BorrowedFd<'_>> = fds.iter().map(AsFd::as_fd).collect();
             k.hold(pgid, &hold, &borrowed);
@@ -168,7 +164,7 @@ impl Keepers {
 
     /// Renames the task held in group `pgid` (see [`Keeper::rename`]).
     pub fn rename(&self, pgid: i32, task: &str) {
-        self.0.unheld.held(pgid, task);
+        self.0.unheld.renamed(pgid, task);
         if let Some(k) = self.current() {
             k.rename(pgid, task);
         }
@@ -239,7 +235,7 @@ impl Keepers {
             match keeper.spawn(launch, streams, held) {
                 Ok(p) if p.held => {
                     if let Some(h) = held {
-                        self.0.unheld.held(p.pid, &h.hold.task);
+                        self.0.unheld.held(p.pid, h.hold);
                     }
                     return Ok(p);
                 }
@@ -260,7 +256,14 @@ impl Keepers {
         }
     }
 
-    /// Calls `tell` with the running tasks a dead keeper held for a successor (`unheld`).
+    /// Where second handles of the read ends of the process in group `pgid` are had, should a
+    /// keeper that replaces a dead one carry its task (until the group ends).
+    pub fn read_ends(&self, pgid: i32, ends: ReadEnds) {
+        self.0.unheld.read_ends(pgid, ends);
+    }
+
+    /// Calls `tell` with the running tasks a dead keeper held for a successor that the keeper
+    /// replacing it could not carry (`unheld`).
     pub fn on_unheld(&self, tell: impl Fn(Vec<String>) + Send + Sync + 'static) {
         self.0.unheld.set(Arc::new(tell));
     }
@@ -331,16 +334,6 @@ impl std::fmt::Debug for AdoptedKeeper {
     }
 }
 
-/// The delay before the next keeper after `deaths_in_a_row` quick deaths.
-fn backoff(deaths_in_a_row: u32) -> Duration {
-    match deaths_in_a_row.checked_sub(QUICK_RESTARTS + 1) {
-        None => Duration::ZERO,
-        Some(doublings) => FIRST_BACKOFF
-            .saturating_mul(1 << doublings.min(16))
-            .min(MAX_BACKOFF),
-    }
-}
-
 /// Takes the dead keeper out of service and starts another, at once or after the backoff.
 fn on_death(inner: &Arc<Inner>, dead: &Weak<Keeper>) {
     let retired;
@@ -365,9 +358,7 @@ fn on_death(inner: &Arc<Inner>, dead: &Weak<Keeper>) {
     }
     // Dropped after the locks: dropping a keeper waits for its process to exit.
     drop(retired);
-    let unheld = inner.unheld.on_death();
     start_after(inner, delay);
-    super::unheld::tell(unheld);
 }
 
 /// Starts the next keeper once `delay` has passed (on a thread of its own when there is a delay).
@@ -391,10 +382,12 @@ fn start_after(inner: &Arc<Inner>, delay: Duration) {
     }
 }
 
-/// Starts a keeper and tells it every live group, while no group can end unnoticed: the live map
-/// is held, so a group that ends after it was told of is forgotten by the new keeper, not the dead
-/// one. A keeper that cannot start is tried again after the backoff.
+/// Starts a keeper and tells it every live group, and has it carry every task a dead one held,
+/// while no group can end unnoticed: the live map is held, so a group that ends after it was told
+/// of is forgotten by the new keeper, not the dead one. A keeper that cannot start is tried again
+/// after the backoff. Who asked is told the tasks it could not carry.
 fn start_now(inner: &Arc<Inner>) {
+    let mut unheld = None;
     let retry = {
         let live = inner.live.lock();
         let mut st = inner.state.lock();
@@ -414,6 +407,7 @@ fn start_now(inner: &Arc<Inner>) {
                     keeper.watch(g);
                 }
                 inner.handover.lock().tell(&keeper);
+                unheld = inner.unheld.carry(&keeper);
                 let _ = tx.send(Arc::downgrade(&keeper));
                 st.current = Some(keeper);
                 st.since = Instant::now();
@@ -430,21 +424,8 @@ fn start_now(inner: &Arc<Inner>) {
             }
         }
     };
+    super::unheld::tell(unheld);
     if let Some(delay) = retry {
         start_after(inner, delay);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_first_deaths_in_a_row_are_restarted_at_once_then_with_a_doubling_bounded_backoff() {
-        assert_eq!(backoff(1), Duration::ZERO);
-        assert_eq!(backoff(QUICK_RESTARTS), Duration::ZERO);
-        assert_eq!(backoff(QUICK_RESTARTS + 1), FIRST_BACKOFF);
-        assert_eq!(backoff(QUICK_RESTARTS + 2), FIRST_BACKOFF * 2);
-        assert_eq!(backoff(QUICK_RESTARTS + 40), MAX_BACKOFF);
     }
 }

@@ -118,6 +118,11 @@ fn every_request_and_report_decodes_to_itself() {
             pgid: 42,
             task: "bash-7".to_owned(),
         },
+        Request::Carry {
+            id: 11,
+            pgid: 43,
+            hold: held_pipes(),
+        },
         Request::Watch { pgid: 42 },
         Request::Forget { pgid: 42 },
         Request::KeptDir,

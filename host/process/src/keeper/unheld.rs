@@ -1,31 +1,64 @@
 //! The tasks a keeper holds for a successor, as the host's side knows them: should the keeper
-//! die, the one that replaces it holds none of them (see `handover_state`), so they end with the
-//! host, and whoever asked is told their names.
+//! die, the one that replaces it carries them ([`super::wire::Request::Carry`]) with second
+//! handles of the read ends the host reads from, so a keeper's death loses no task at the next
+//! upgrade or crash. A task that cannot be carried (its output ended meanwhile, or the new keeper
+//! is of an older protocol) ends with the host, and whoever asked is told its name.
 
 use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 
-/// Told the names of the tasks a dead keeper held (see [`Unheld::on_death`]).
+use super::client::Keeper;
+use super::wire::Hold;
+
+/// Told the names of the tasks a dead keeper held and no other could carry.
 pub(super) type UnheldHook = Arc<dyn Fn(Vec<String>) + Send + Sync>;
 
-/// The current keeper's held tasks (group, task name), and who is told when it dies.
+/// Second handles of a running process's read ends (stdout then stderr, or its terminal's
+/// master), made when asked; `None` once one of them is gone.
+pub type ReadEnds = Arc<dyn Fn() -> Option<Vec<OwnedFd>> + Send + Sync>;
+
+/// What is known of one process group: the hold it is held with, and its read ends.
+#[derive(Default)]
+struct Entry {
+    hold: Option<Hold>,
+    ends: Option<ReadEnds>,
+}
+
+/// The current keeper's held tasks by group, and who is told when one cannot be carried.
 #[derive(Default)]
 pub(super) struct Unheld {
-    held: Mutex<Vec<(i32, String)>>,
+    held: Mutex<HashMap<i32, Entry>>,
     tell: Mutex<Option<UnheldHook>>,
 }
 
 impl Unheld {
-    /// The current keeper holds group `pgid` as task `task`.
-    pub(super) fn held(&self, pgid: i32, task: &str) {
-        let mut held = self.held.lock();
-        held.retain(|(g, _)| *g != pgid);
-        held.push((pgid, task.to_owned()));
+    /// The current keeper holds group `pgid` with `hold` (its task's name is the hold's).
+    pub(super) fn held(&self, pgid: i32, hold: &Hold) {
+        self.held.lock().entry(pgid).or_default().hold = Some(hold.clone());
+    }
+
+    /// The task held in group `pgid` is now named `task`.
+    pub(super) fn renamed(&self, pgid: i32, task: &str) {
+        if let Some(hold) = self
+            .held
+            .lock()
+            .get_mut(&pgid)
+            .and_then(|e| e.hold.as_mut())
+        {
+            task.clone_into(&mut hold.task);
+        }
+    }
+
+    /// The read ends of the process in group `pgid`, should a keeper carry it.
+    pub(super) fn read_ends(&self, pgid: i32, ends: ReadEnds) {
+        self.held.lock().entry(pgid).or_default().ends = Some(ends);
     }
 
     /// Group `pgid` ended.
     pub(super) fn ended(&self, pgid: i32) {
-        self.held.lock().retain(|(g, _)| *g != pgid);
+        self.held.lock().remove(&pgid);
     }
 
     /// Who is told from now on.
@@ -33,19 +66,48 @@ impl Unheld {
         *self.tell.lock() = Some(tell);
     }
 
-    /// The current keeper died: takes the names of the tasks it held (forgotten here), with whom
-    /// to tell them, for [`Unheld::tell`] once the next keeper is starting.
-    pub(super) fn on_death(&self) -> Option<(UnheldHook, Vec<String>)> {
-        let names: Vec<String> = std::mem::take(&mut *self.held.lock())
-            .into_iter()
-            .map(|(_, task)| task)
-            .collect();
+    /// `keeper` replaces a dead one: it carries every task the dead one held. Returns the names of
+    /// those it could not carry (forgotten here), with whom to tell them, for [`tell`].
+    pub(super) fn carry(&self, keeper: &Keeper) -> Option<(UnheldHook, Vec<String>)> {
+        let mut lost = Vec::new();
+        self.held.lock().retain(|&pgid, entry| {
+            let Some(hold) = &entry.hold else {
+                return true;
+            };
+            let carried = carried(hold).is_some_and(|hold| {
+                let fds = entry.ends.as_ref().and_then(|ends| ends());
+                fds.is_some_and(|fds| {
+                    let fds: Vec<BorrowedFd<'_>> = fds.iter().map(AsFd::as_fd).collect();
+                    keeper.carry(pgid, &hold, &fds)
+                })
+            });
+            if !carried {
+                lost.push(hold.task.clone());
+            }
+            carried
+        });
         let tell = self.tell.lock().clone()?;
-        (!names.is_empty()).then_some((tell, names))
+        (!lost.is_empty()).then_some((tell, lost))
     }
 }
 
-/// Tells what [`Unheld::on_death`] took, once.
+/// `hold` as a keeper carries it: every stream kept by its name in the kept directory, nothing
+/// but the read ends travelling. `None` when a stream's kept file has no name, or it takes input.
+fn carried(hold: &Hold) -> Option<Hold> {
+    let mut hold = hold.clone();
+    if hold.stdin {
+        return None;
+    }
+    for s in &mut hold.streams {
+        if s.file.is_empty() {
+            return None;
+        }
+        s.kept = false;
+    }
+    Some(hold)
+}
+
+/// Tells what [`Unheld::carry`] could not carry, once.
 pub(super) fn tell(dead: Option<(UnheldHook, Vec<String>)>) {
     if let Some((tell, names)) = dead {
         tell(names);

@@ -20,8 +20,8 @@ use crate::exit::Exit;
 /// says so ([`Report::encode_handed`]). 1: the first handover; 2: `Rename`, `SpawnHeld`, the
 /// protocol after `Handed`; 3: `KeptDir`, `Successor`, and held streams kept by name (their kept
 /// files do not travel, so the keeper and a successor hold two descriptors per held task, not
-/// four).
-pub(crate) const PROTOCOL: u32 = 3;
+/// four); 4: `Carry`, a dead keeper's held task carried on by the keeper that replaced it.
+pub(crate) const PROTOCOL: u32 = 4;
 
 /// Largest frame either side accepts (a spawn request carries a command and an environment, which
 /// the kernel caps far below this).
@@ -144,6 +144,12 @@ pub(crate) enum Request {
     /// from 3 on the keeper hands over the kept files it holds by name, by name (a keeper of an
     /// earlier protocol reads this as a request it does not know, and ignores it).
     Successor { protocol: u32 },
+    // Protocol 4 from here on.
+    /// Hold the running task in group `pgid`, which this keeper did not spawn (a dead keeper's,
+    /// whose children are the host's now), as request `id`, as a `Hold` would: its descriptors
+    /// travel beside the frame in the order [`Hold::descriptors`] says. Its leader is not this
+    /// keeper's child, so its exit is watched, not reaped.
+    Carry { id: u64, pgid: i32, hold: Hold },
 }
 
 /// What the keeper holds of one task for a handover, and what it hands over.
