@@ -39,8 +39,11 @@ pub mod services;
 pub mod sessions;
 pub mod status;
 pub mod tasks_cli;
+mod tasks_table;
+pub mod terminal;
 pub mod token_cli;
 pub mod utc;
+pub mod version;
 pub mod wire;
 
 /// The process service (the `taskhost-process` crate): every child of every producer.

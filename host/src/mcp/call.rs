@@ -61,6 +61,11 @@ impl McpSession {
             () = context.ct.cancelled() => {
                 return Err(McpError::internal_error("cancelled by the client", None));
             }
+            // The connection's end ends its own calls (another connection of the owner may be
+            // calling on).
+            () = self.client_gone.cancelled() => {
+                return Err(McpError::internal_error("the client is gone", None));
+            }
         };
         match outcome {
             Ok(out)

@@ -69,6 +69,10 @@ pub struct ServeArgs {
     /// Keep task records in memory only (also `[state] durable = false`).
     #[arg(long, conflicts_with = "state")]
     pub no_state: bool,
+    /// How the log on stderr is written: `text` for people, `json` for log collectors (one
+    /// object per line).
+    #[arg(long, value_enum, default_value_t)]
+    pub log_format: crate::logs::LogFormat,
 }
 
 /// Why `serve` stopped with an error: the exit code (2 for bad input, 1 otherwise) and one message.
@@ -154,7 +158,12 @@ pub fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Result<(), S
     if listeners.is_stdio() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
         eprint!("{}", first_run_help());
     }
-    tracing::info!(?tools, "serving");
+    if tools.is_empty() {
+        tracing::warn!(
+            "serving no tools: the plugins loaded register none (a plugin directory's new files are loaded as they appear)"
+        );
+    }
+    tracing::info!(listening = ?listeners.addresses(), ?tools, "serving");
     let policy = PeerPolicy {
         allowed: args.allow_uids.clone(),
     };
@@ -292,8 +301,9 @@ fn start_host(
 }
 
 /// Loads the plugins: the config's, then `--plugin`s, then the plugin directories' libraries,
-/// else the default set; then takes back what a predecessor handed over. A plugin that fails to
-/// load is logged; the others serve. A plugin directory that cannot be read is an error (exit 2).
+/// else the default set; then takes back what a predecessor handed over. A plugin that cannot be
+/// read, loaded or initialized (its config refused) is an error naming it and why (exit 2), as is
+/// a plugin directory that cannot be read: a host never starts without what it was asked to load.
 fn load_plugins(host: &Taskhost, config: &Config, args: &ServeArgs) -> Result<(), ServeError> {
     let mut entries: Vec<(PathBuf, Option<String>)> = config
         .plugins
@@ -315,9 +325,9 @@ fn load_plugins(host: &Taskhost, config: &Config, args: &ServeArgs) -> Result<()
         entries = default_plugins().into_iter().map(|p| (p, None)).collect();
     }
     for (path, plugin_config) in &entries {
-        if let Err(e) = host.plugins().load(path, plugin_config.clone(), false) {
-            tracing::error!("{e}");
-        }
+        host.plugins()
+            .load(path, plugin_config.clone(), false)
+            .map_err(|e| fail(2)(e.to_string()))?;
     }
     let taken = host.take_back_tasks();
     if !taken.is_empty() {
@@ -443,8 +453,8 @@ fn first_run_help() -> String {
          \x20 Codex:        ~/.codex/config.toml: [mcp_servers.taskhost] command = \"{exe}\" args = [\"serve\"]\n\
          \x20 Gemini CLI:   gemini mcp add taskhost {exe} serve\n\
          \x20 opencode:     opencode.json: {{\"mcp\": {{\"taskhost\": {{\"type\": \"local\", \"command\": [\"{exe}\", \"serve\"]}}}}}}\n\
-         To try it by hand: {exe} serve --listen unix:/tmp/taskhost.sock, then in another terminal\n\
-         \x20 {exe} call --connect unix:/tmp/taskhost.sock bash '{{\"command\": \"echo hi\"}}'\n\
+         To try it by hand: {exe} serve --listen unix: (the socket $XDG_RUNTIME_DIR/taskhost.sock),\n\
+         then in another terminal: {exe} run -- echo hi, and {exe} follow with the id it printed\n\
          Ctrl-C stops it.\n"
     )
 }
