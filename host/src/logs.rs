@@ -18,9 +18,14 @@ pub enum LogFormat {
 }
 
 /// The filter without `RUST_LOG`: a server logs its lifecycle (`info`, rmcp's own lines only from
-/// `warn`); a one-shot command only says what went wrong (`warn`).
+/// `warn`); a client command only says what went wrong (`warn`), in its own words (rmcp's, such as
+/// a connection reset by a host that restarts under `follow`, are left out).
 pub fn default_filter(server: bool) -> &'static str {
-    if server { "info,rmcp=warn" } else { "warn" }
+    if server {
+        "info,rmcp=warn"
+    } else {
+        "warn,rmcp=off"
+    }
 }
 
 /// Starts logging to stderr in `format`, filtered by `RUST_LOG`, else by [`default_filter`].

@@ -329,7 +329,10 @@ fn bridge(
     let path = match taskhost::terminal::address::resolve(socket).map_err(|e| (2, e.to_string()))? {
         Address::Unix(path) => path,
         Address::Http { url, .. } => {
-            return Err((2, format!("connect bridges a socket (unix:PATH), not {url}")));
+            return Err((
+                2,
+                format!("connect bridges a socket (unix:PATH), not {url}"),
+            ));
         }
     };
     let options = taskhost::bridge::BridgeOptions {

@@ -42,7 +42,9 @@ pub(crate) fn table(records: &[TaskRecord], dir: &Path, style: Style) -> String 
     if records.is_empty() {
         return format!("(no tasks in {})", dir.display());
     }
-    let header = ["ID", "KIND", "OWNER", "STATUS", "EXIT", "STARTED", "ENDED", "COMMAND"];
+    let header = [
+        "ID", "KIND", "OWNER", "STATUS", "EXIT", "STARTED", "ENDED", "COMMAND",
+    ];
     let mut rows = vec![header.map(str::to_owned)];
     for r in records {
         rows.push([
@@ -61,7 +63,12 @@ pub(crate) fn table(records: &[TaskRecord], dir: &Path, style: Style) -> String 
         ]);
     }
     let widths: Vec<usize> = (0..7)
-        .map(|c| rows.iter().map(|row| row[c].chars().count()).max().unwrap_or(0))
+        .map(|c| {
+            rows.iter()
+                .map(|row| row[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     let used: usize = widths.iter().map(|w| w + 2).sum();
     let room = style.width.map(|w| w.saturating_sub(used).max(MIN_COMMAND));

@@ -48,7 +48,14 @@ fn default_socket_host(dir: &Path) -> SocketHost {
     let config = crate::handover::grace_config(dir, 20_000);
     let state = dir.join("state").display().to_string();
     let child = Command::new(binary())
-        .args(["serve", "--listen", "unix:", "--no-watch", "--state", &state])
+        .args([
+            "serve",
+            "--listen",
+            "unix:",
+            "--no-watch",
+            "--state",
+            &state,
+        ])
         .args(["--config", &config])
         .env("XDG_RUNTIME_DIR", dir)
         .env("RUST_LOG", "warn")
@@ -184,7 +191,13 @@ fn without_a_runtime_directory_the_default_socket_is_refused_naming_the_variable
         &["follow", "bash-1"][..],
         &["plugins"],
         &["serve", "--no-watch", "--no-state", "--listen", "unix:"],
-        &["serve", "--no-watch", "--no-state", "--listen", "unix:/taskhost.sock"],
+        &[
+            "serve",
+            "--no-watch",
+            "--no-state",
+            "--listen",
+            "unix:/taskhost.sock",
+        ],
     ] {
         let out = output_within(
             taskhost(&dir, args).env_remove("XDG_RUNTIME_DIR"),
@@ -205,17 +218,13 @@ fn version_names_the_commit_and_the_plugin_abi() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success());
         assert!(
-            stdout.starts_with(&format!(
-                "taskhost {} (commit ",
-                env!("CARGO_PKG_VERSION")
-            )),
+            stdout.starts_with(&format!("taskhost {} (commit ", env!("CARGO_PKG_VERSION"))),
             "{stdout}"
         );
         assert!(
-            stdout.trim_end().ends_with(&format!(
-                ", plugin ABI {})",
-                taskhost_abi::ABI_VERSION
-            )),
+            stdout
+                .trim_end()
+                .ends_with(&format!(", plugin ABI {})", taskhost_abi::ABI_VERSION)),
             "{stdout}"
         );
     }
@@ -244,7 +253,9 @@ fn json_logs_parse_and_the_start_line_names_where_the_host_listens() {
     });
     let socket = format!("unix:{}", dir.join("taskhost.sock").display());
     let start = loop {
-        let line = seen.recv_timeout(Duration::from_secs(30)).expect("a log line");
+        let line = seen
+            .recv_timeout(Duration::from_secs(30))
+            .expect("a log line");
         let event: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
         if event["fields"]["message"] == "serving" {
             break event;
@@ -262,8 +273,43 @@ fn json_logs_parse_and_the_start_line_names_where_the_host_listens() {
     for line in seen.try_iter() {
         let event: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
         assert!(
-            !(event["level"] == "INFO" && event["target"].as_str().is_some_and(|t| t.starts_with("rmcp"))),
+            !(event["level"] == "INFO"
+                && event["target"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("rmcp"))),
             "{line}"
         );
     }
+}
+
+#[test]
+fn run_and_follow_reach_an_http_host_as_the_tokens_principal() {
+    let dir = scratch("terminal-http");
+    let host = crate::http_wire::HttpHost::start(&dir, &[]);
+    let token = host.token("laptop");
+    let address = format!("http://{}", host.authority());
+    let over_http = |args: &[&str]| {
+        let mut cmd = taskhost(&dir, args);
+        cmd.env("TASKHOST_CONNECT", &address)
+            .env("TASKHOST_TOKEN", &token);
+        output_within(&mut cmd, Duration::from_secs(60))
+    };
+    let started = over_http(&["run", "--", "echo over http"]);
+    assert!(
+        started.status.success(),
+        "{}",
+        String::from_utf8_lossy(&started.stderr)
+    );
+    let id = String::from_utf8_lossy(&started.stdout).trim().to_owned();
+    let out = over_http(&["follow", &id]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("over http\n{COMPLETED}\n")
+    );
+    let refused = output_within(
+        taskhost(&dir, &["plugins", "--connect", &address]).env_remove("TASKHOST_TOKEN"),
+        Duration::from_secs(30),
+    );
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("TASKHOST_TOKEN"));
 }

@@ -75,10 +75,8 @@ impl<'de> Deserializer<'de> for Probe<'_> {
 mod tests {
     use super::*;
 
-    #[derive(serde::Deserialize)]
+    #[derive(serde::Deserialize, Default)]
     #[serde(default)]
-    #[expect(dead_code, reason = "only its field names are read")]
-    #[derive(Default)]
     struct Config {
         grace_ms: u64,
         #[serde(rename = "wait")]
@@ -88,10 +86,7 @@ mod tests {
     #[test]
     fn a_struct_names_its_keys_and_a_map_names_none() {
         assert_eq!(known_keys::<Config>(), Some(&["grace_ms", "wait"][..]));
-        assert_eq!(
-            known_keys::<std::collections::HashMap<String, u64>>(),
-            None
-        );
+        assert_eq!(known_keys::<std::collections::HashMap<String, u64>>(), None);
         assert_eq!(
             unknown_key(r#"{"wait": 1, "bogus": 2}"#, &["grace_ms", "wait"]),
             Some("bogus".to_owned())

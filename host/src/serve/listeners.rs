@@ -95,8 +95,13 @@ impl Listeners {
         if self.is_stdio() {
             return vec!["stdio".to_owned()];
         }
-        let socket = self.socket.iter().map(|s| format!("unix:{}", s.path().display()));
-        socket.chain(self.http.iter().map(HttpListener::url)).collect()
+        let socket = self
+            .socket
+            .iter()
+            .map(|s| format!("unix:{}", s.path().display()));
+        socket
+            .chain(self.http.iter().map(HttpListener::url))
+            .collect()
     }
 
     /// True when nothing was bound: the host serves stdio.

@@ -84,7 +84,11 @@ fn split_read(text: &str) -> (&str, &str) {
         return (text, "");
     };
     let (body, status) = text.split_at(at);
-    let body = if body == "(no new output)\n" { "" } else { body };
+    let body = if body == "(no new output)\n" {
+        ""
+    } else {
+        body
+    };
     (body, status.trim_end())
 }
 

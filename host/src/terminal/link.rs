@@ -67,7 +67,10 @@ async fn open_socket(path: &Path, allowed: &[u32]) -> Result<Client, String> {
             path.display()
         ));
     }
-    if !welcome.split_ascii_whitespace().any(|w| w == PERSON_WELCOMED) {
+    if !welcome
+        .split_ascii_whitespace()
+        .any(|w| w == PERSON_WELCOMED)
+    {
         return Err(format!(
             "{}: the host does not serve a person's commands (an older taskhost?)",
             path.display()

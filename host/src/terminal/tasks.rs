@@ -109,7 +109,10 @@ mod tests {
     #[test]
     fn several_words_are_quoted_where_the_shell_would_split_or_expand_them() {
         let words = |w: &[&str]| w.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-        assert_eq!(shell_line(&words(&["make -j4 && make test"])), "make -j4 && make test");
+        assert_eq!(
+            shell_line(&words(&["make -j4 && make test"])),
+            "make -j4 && make test"
+        );
         assert_eq!(
             shell_line(&words(&["echo", "a b", "it's", "$HOME", "x=1"])),
             r"echo 'a b' 'it'\''s' '$HOME' x=1"
