@@ -55,12 +55,22 @@ async fn open_socket(path: &Path, allowed: &[u32]) -> Result<Client, String> {
     let mut stream = crate::dial::dial(path, allowed)
         .await
         .map_err(|e| e.to_string())?;
-    let at = |e: std::io::Error| format!("{}: {e}", path.display());
+    let closed = format!(
+        "{}: the host closed the connection before its welcome (a host refuses users other than its own unless started with --allow-uid)",
+        path.display()
+    );
+    let at = |e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe => closed.clone(),
+        _ => format!("{}: {e}", path.display()),
+    };
     stream
         .write_all(PERSON_HELLO.as_bytes())
         .await
         .map_err(at)?;
     let welcome = read_line(&mut stream).await.map_err(at)?;
+    if welcome.is_empty() {
+        return Err(closed);
+    }
     if !welcome.starts_with(crate::owners::WELCOME) {
         return Err(format!(
             "{}: the host did not welcome this command (an older taskhost?)",
