@@ -155,16 +155,10 @@ pub fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Result<(), S
             .map_err(|e| fail(1)(e.to_string()))?,
         )
     };
-    let tools: Vec<String> = host.plugins().tools().into_iter().map(|t| t.name).collect();
     if listeners.is_stdio() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
         eprint!("{}", first_run::help());
     }
-    if tools.is_empty() {
-        tracing::warn!(
-            "serving no tools: the plugins loaded register none (a plugin directory's new files are loaded as they appear)"
-        );
-    }
-    tracing::info!(listening = ?listeners.addresses(), ?tools, "serving");
+    announce(&host, &listeners);
     let policy = PeerPolicy {
         allowed: args.allow_uids.clone(),
     };
@@ -188,6 +182,18 @@ pub fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Result<(), S
     drop(listeners);
     drop(run_dir);
     served.map(|_| ()).map_err(fail(1))
+}
+
+/// The start line: each place the host listens and the tools it serves (after a WARN line when it
+/// serves none).
+fn announce(host: &Taskhost, listeners: &Listeners) {
+    let tools: Vec<String> = host.plugins().tools().into_iter().map(|t| t.name).collect();
+    if tools.is_empty() {
+        tracing::warn!(
+            "serving no tools: the plugins loaded register none (a plugin directory's new files are loaded as they appear)"
+        );
+    }
+    tracing::info!(listening = ?listeners.addresses(), ?tools, "serving");
 }
 
 /// How serving ended.

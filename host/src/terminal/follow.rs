@@ -7,6 +7,7 @@
 //! the next host serves the task on (its reads going on where they stood) or says how it ended.
 
 use std::io::Write;
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -47,7 +48,11 @@ pub(super) async fn follow(target: &Target, id: &str, reconnect_for: Duration) -
         if let Some(ended) = ended(status) {
             println!("{status}");
             let _ = client.cancel().await;
-            return Ok(super::exit(ended));
+            return Ok(if ended {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            });
         }
     }
 }

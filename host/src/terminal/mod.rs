@@ -7,8 +7,6 @@ mod follow;
 pub mod link;
 mod tasks;
 
-use std::process::ExitCode;
-
 pub use address::{Address, AddressError};
 pub use link::Target;
 
@@ -98,14 +96,5 @@ pub fn run(runtime: &tokio::runtime::Runtime, command: TerminalCommand) -> Outco
         TerminalCommand::Kill { id, client } => {
             runtime.block_on(tasks::kill(&client.target()?, &id))
         }
-    }
-}
-
-/// Success, or exit 1.
-fn exit(ok: bool) -> ExitCode {
-    if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
     }
 }
