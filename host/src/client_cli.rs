@@ -1,49 +1,23 @@
-//! The one-shot client commands `taskhost plugins` and `taskhost call`: each dials a host's socket
-//! (checking who serves it), speaks MCP once, prints what it got and leaves.
+//! The one-shot client commands `taskhost plugins` and `taskhost call`: each joins its host as the
+//! person at the terminal ([`crate::terminal::link`]), speaks MCP once, prints what it got and
+//! leaves. A task `call` starts in the background is the person's, there for `taskhost follow`.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams, ResourceContents};
 
 use crate::mcp::PLUGINS_URI;
-use crate::serve::unix_path;
+use crate::terminal::{Target, link};
 
 /// A command's exit code, or its code and one message.
 pub type Outcome = Result<ExitCode, (u8, String)>;
 
-/// The host's socket at `spec`, once its server is trusted.
-async fn dial(
-    spec: &str,
-    server: &[u32],
-) -> Result<(PathBuf, tokio::net::UnixStream), (u8, String)> {
-    let path = unix_path(spec).map_err(|e| (2, e))?;
-    let stream = crate::dial::dial(&path, server)
-        .await
-        .map_err(|e| (1, e.to_string()))?;
-    Ok((path, stream))
-}
-
-async fn connect(
-    spec: &str,
-    server: &[u32],
-) -> Result<rmcp::service::RunningService<rmcp::RoleClient, ()>, (u8, String)> {
-    let (path, stream) = dial(spec, server).await?;
-    ().serve(stream).await.map_err(|e| {
-        (
-            1,
-            format!("MCP handshake with {} failed: {e}", path.display()),
-        )
-    })
-}
-
-/// `taskhost plugins`: prints the plugin table of the host at `spec`.
+/// `taskhost plugins`: prints the plugin table of the host at `target`.
 ///
 /// # Errors
-/// `(2, why)` for a bad spec, `(1, why)` when the host cannot be reached or read.
-pub async fn plugins(spec: &str, server: &[u32]) -> Outcome {
-    let client = connect(spec, server).await?;
+/// `(1, why)` when the host cannot be reached or read.
+pub async fn plugins(target: &Target) -> Outcome {
+    let client = link::open(target).await.map_err(|e| (1, e))?;
     let read = client
         .peer()
         .read_resource(ReadResourceRequestParams::new(PLUGINS_URI))
@@ -101,18 +75,18 @@ fn align(rows: &[[String; 5]]) -> String {
     out
 }
 
-/// `taskhost call`: calls `tool` with `arguments` (a JSON object) on the host at `spec` and prints
-/// its text; exit 1 when the result is an error.
+/// `taskhost call`: calls `tool` with `arguments` (a JSON object) on the host at `target` and
+/// prints its text; exit 1 when the result is an error.
 ///
 /// # Errors
-/// `(2, why)` for bad arguments or spec, `(1, why)` when the host cannot be reached.
-pub async fn call(spec: &str, tool: &str, arguments: &str, server: &[u32]) -> Outcome {
+/// `(2, why)` for bad arguments, `(1, why)` when the host cannot be reached.
+pub async fn call(target: &Target, tool: &str, arguments: &str) -> Outcome {
     let args: serde_json::Value =
         serde_json::from_str(arguments).map_err(|e| (2, format!("arguments are not JSON: {e}")))?;
     let serde_json::Value::Object(args) = args else {
         return Err((2, "arguments must be a JSON object".to_owned()));
     };
-    let client = connect(spec, server).await?;
+    let client = link::open(target).await.map_err(|e| (1, e))?;
     let result = client
         .peer()
         .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))

@@ -25,8 +25,11 @@ pub mod new_plugin;
 pub mod policy_check;
 pub mod serve;
 pub mod tasks_cli;
+mod tasks_table;
+pub mod terminal;
 pub mod token_cli;
 pub mod utc;
+pub mod version;
 pub mod wire;
 
 pub use taskhost_engine::{

@@ -60,6 +60,11 @@ pub struct BoundSocket {
 }
 
 impl BoundSocket {
+    /// Where it is bound.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Binds `path` with mode 0600 (set on the socket before `bind`, so no umask opens it). A stale
     /// socket at the path (nobody listening) is replaced; a live one, or any other file, is an error
     /// and is left untouched.

@@ -3,9 +3,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use taskhost::client_cli::Outcome;
-use taskhost::serve::{ServeArgs, serve, unix_path};
+use taskhost::serve::{ServeArgs, serve};
+use taskhost::terminal::{Address, ClientArgs, TerminalCommand};
 
 #[derive(Parser)]
 #[command(
@@ -51,8 +52,9 @@ enum Command {
     /// host. The client's end is the session's end; when the host's side closes (a restart), the
     /// bridge dials again and resumes the session as the same owner.
     Connect {
-        /// `unix:PATH` of the host.
-        socket: String,
+        /// `unix:PATH` of the host (default: $TASKHOST_CONNECT, else
+        /// unix:$XDG_RUNTIME_DIR/taskhost.sock).
+        socket: Option<String>,
         /// How long to keep dialing a host that went away (0: exit at once).
         #[arg(long, value_name = "MS", default_value_t = 60_000)]
         reconnect_for_ms: u64,
@@ -61,11 +63,8 @@ enum Command {
     },
     /// Prints the plugin table of a running host.
     Plugins {
-        /// `unix:PATH` of the host.
-        #[arg(long)]
-        connect: String,
         #[command(flatten)]
-        server: ServerTrust,
+        client: ClientArgs,
     },
     /// Internal: the keeper a host starts, which spawns the host's task processes and ends them when
     /// the host dies (serves the host on the socket that is its stdin until it closes).
@@ -130,19 +129,19 @@ enum Command {
         #[arg(long)]
         config: Option<PathBuf>,
     },
-    /// Calls one tool on a running host and prints its text.
+    /// Calls one tool on a running host, as you (a task it starts in the background is yours, as
+    /// with `run`), and prints its text.
     Call {
-        /// `unix:PATH` of the host.
-        #[arg(long)]
-        connect: String,
+        #[command(flatten)]
+        client: ClientArgs,
         /// The tool.
         tool: String,
         /// Its arguments, a JSON object.
         #[arg(default_value = "{}")]
         arguments: String,
-        #[command(flatten)]
-        server: ServerTrust,
     },
+    #[command(flatten)]
+    Terminal(TerminalCommand),
 }
 
 /// Which servers a client command talks to: its own user's and root's, and those allowed here.
@@ -206,8 +205,16 @@ fn check(
     })
 }
 
+/// The command line, with `--version` (and `-V`) saying the commit and the plugin ABI too.
+fn parse() -> Cli {
+    // One string for the process's life (clap takes a `'static` one).
+    let version: &'static str = Box::leak(taskhost::version::line().into_boxed_str());
+    let matches = Cli::command().version(version).get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse();
     if let Command::Keeper {
         marker,
         cgroup,
@@ -235,7 +242,10 @@ fn main() -> ExitCode {
         eprintln!("taskhost: {error}");
         return ExitCode::from(taskhost::process::bounds::REFUSED_EXIT);
     }
-    taskhost::logs::init(matches!(cli.command, Command::Serve(_)));
+    match &cli.command {
+        Command::Serve(args) => taskhost::logs::init(true, args.log_format),
+        _ => taskhost::logs::init(false, taskhost::logs::LogFormat::Text),
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -265,15 +275,14 @@ fn run(runtime: &tokio::runtime::Runtime, command: Command) -> Outcome {
         Command::Serve(args) => serve(runtime, args)
             .map(|()| ExitCode::SUCCESS)
             .map_err(|e| (e.code, e.message)),
-        Command::Plugins { connect, server } => runtime.block_on(taskhost::client_cli::plugins(
-            &connect,
-            &server.allow_server_uids,
-        )),
+        Command::Plugins { client } => {
+            runtime.block_on(taskhost::client_cli::plugins(&client.target()?))
+        }
         Command::Connect {
             socket,
             reconnect_for_ms,
             server,
-        } => bridge(runtime, &socket, reconnect_for_ms, server),
+        } => bridge(runtime, socket.as_deref(), reconnect_for_ms, server),
         Command::Keeper { .. } | Command::Bounded { .. } => Ok(ExitCode::SUCCESS),
         Command::Check {
             plugin,
@@ -298,28 +307,36 @@ fn run(runtime: &tokio::runtime::Runtime, command: Command) -> Outcome {
         })
         .map(printed),
         Command::Call {
-            connect,
+            client,
             tool,
             arguments,
-            server,
         } => runtime.block_on(taskhost::client_cli::call(
-            &connect,
+            &client.target()?,
             &tool,
             &arguments,
-            &server.allow_server_uids,
         )),
+        Command::Terminal(command) => taskhost::terminal::run(runtime, command),
     }
 }
 
 /// `taskhost connect`: the bridge, until its client leaves or its host stays gone.
 fn bridge(
     runtime: &tokio::runtime::Runtime,
-    socket: &str,
+    socket: Option<&str>,
     reconnect_for_ms: u64,
     server: ServerTrust,
 ) -> Outcome {
+    let path = match taskhost::terminal::address::resolve(socket).map_err(|e| (2, e.to_string()))? {
+        Address::Unix(path) => path,
+        Address::Http { url, .. } => {
+            return Err((
+                2,
+                format!("connect bridges a socket (unix:PATH), not {url}"),
+            ));
+        }
+    };
     let options = taskhost::bridge::BridgeOptions {
-        path: unix_path(socket).map_err(|e| (2, e))?,
+        path,
         allowed_server_uids: server.allow_server_uids,
         reconnect_for: std::time::Duration::from_millis(reconnect_for_ms),
     };

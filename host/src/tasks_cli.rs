@@ -1,8 +1,8 @@
 //! `taskhost tasks`: the task table of a state directory for people, with no host running or with
-//! one: ids, kind, owner, status, exit, start, end, command; `--json` for tools; `--output ID` for
-//! a task's kept output.
+//! one: ids, kind, owner, status, exit, start, end, command (drawn by `tasks_table`);
+//! `--json` for tools; `--output ID` for a task's kept output.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use taskhost_store::{Store, TaskRecord};
 
@@ -114,60 +114,11 @@ pub fn run(args: &TasksArgs) -> Result<String, (u8, String)> {
             .collect();
         return Ok(lines.join("\n"));
     }
-    Ok(table(&records, &dir))
-}
-
-/// The records as a table people read.
-fn table(records: &[TaskRecord], dir: &Path) -> String {
-    if records.is_empty() {
-        return format!("(no tasks in {})", dir.display());
-    }
-    let mut rows = vec![[
-        "ID".to_owned(),
-        "KIND".to_owned(),
-        "OWNER".to_owned(),
-        "STATUS".to_owned(),
-        "EXIT".to_owned(),
-        "START".to_owned(),
-        "END".to_owned(),
-        "COMMAND".to_owned(),
-    ]];
-    for r in records {
-        rows.push([
-            r.id.clone(),
-            r.kind.clone(),
-            r.owner.clone().unwrap_or_else(|| "-".into()),
-            match r.expired_at_ms {
-                Some(_) => format!("{} (expired)", r.status),
-                None => r.status.clone(),
-            },
-            r.detail.clone().unwrap_or_else(|| "-".into()),
-            clock(r.started_at_ms),
-            r.finished_at_ms.map_or_else(|| "-".into(), clock),
-            taskhost_registry::excerpt(&r.label).into_owned(),
-        ]);
-    }
-    let widths: Vec<usize> = (0..7)
-        .map(|c| {
-            rows.iter()
-                .map(|row| row[c].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    rows.iter()
-        .map(|row| {
-            let mut line = String::new();
-            for (c, cell) in row.iter().enumerate() {
-                line.push_str(cell);
-                if c < 7 {
-                    line.push_str(&" ".repeat(widths[c] - cell.chars().count() + 2));
-                }
-            }
-            line
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    Ok(crate::tasks_table::table(
+        &records,
+        &dir,
+        crate::tasks_table::Style::for_stdout(now),
+    ))
 }
 
 /// A time as `YYYY-MM-DD HH:MM:SS` UTC.

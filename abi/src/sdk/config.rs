@@ -10,14 +10,27 @@ use super::typed;
 
 impl Host {
     /// This plugin's config table (its `[plugin.config]`) as `T`. Keys the table leaves out take
-    /// `T`'s serde defaults (`#[serde(default)]`).
+    /// `T`'s serde defaults (`#[serde(default)]`); a key that `T` (a struct) does not name fails,
+    /// since a typo would otherwise leave the setting at its default unseen
+    /// ([`Host::config_open`] ignores such keys).
     ///
     /// # Errors
     /// A key whose value does not fit, named with what was expected and what came:
-    /// `invalid config key timeout_ms: expected a positive integer, got 0`.
+    /// `invalid config key timeout_ms: expected a positive integer, got 0`; a key `T` does not
+    /// name: `unknown config key bogus: the keys are timeout_ms, ...`.
     pub fn config<T: DeserializeOwned>(&self) -> Result<T, String> {
         let json = self.0.config_json();
         typed::parse_config::<T>(json.as_str())
+    }
+
+    /// As [`Host::config`], with the keys `T` does not name ignored (a plugin that reads its
+    /// table in parts).
+    ///
+    /// # Errors
+    /// A key whose value does not fit, as [`Host::config`] names it.
+    pub fn config_open<T: DeserializeOwned>(&self) -> Result<T, String> {
+        let json = self.0.config_json();
+        typed::parse_config_open::<T>(json.as_str())
     }
 
     /// This plugin's config table as JSON (an empty object when none).
@@ -143,6 +156,18 @@ mod tests {
             parse(r#"{"grace_ms": 500}"#).map(|c| c.grace_ms),
             Ok(Positive(500))
         );
+    }
+
+    #[test]
+    fn an_unknown_key_fails_naming_it_and_the_keys_there_are() {
+        assert_eq!(
+            parse(r#"{"grace_ms": 5, "bogus": 1}"#),
+            Err(
+                "unknown config key bogus: the keys are grace_ms, wait_ms, partition, policy"
+                    .to_owned()
+            )
+        );
+        assert!(typed::parse_config_open::<Config>(r#"{"bogus": 1}"#).is_ok());
     }
 
     #[test]

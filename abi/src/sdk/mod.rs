@@ -42,6 +42,7 @@
 
 mod args;
 mod config;
+mod config_keys;
 mod export;
 mod glue;
 mod host;

@@ -106,11 +106,28 @@ pub fn parse<A: DeserializeOwned>(arguments_json: &str) -> Result<A, String> {
 }
 
 /// A plugin's config table (JSON text) as `T`; a bad key is named as `invalid config key <path>:
-/// expected ..., got ...`.
+/// expected ..., got ...`, a key `T` does not name as `unknown config key <key>: the keys are ...`.
+///
+/// # Errors
+/// As [`parse`], worded for the config; a key of the table's top level that `T` (a struct) does
+/// not name.
+pub fn parse_config<T: DeserializeOwned>(config_json: &str) -> Result<T, String> {
+    if let Some(known) = super::config_keys::known_keys::<T>()
+        && let Some(key) = super::config_keys::unknown_key(config_json, known)
+    {
+        return Err(format!(
+            "unknown config key {key}: the keys are {}",
+            known.join(", ")
+        ));
+    }
+    parse_config_open(config_json)
+}
+
+/// As [`parse_config`], with the keys `T` does not name ignored.
 ///
 /// # Errors
 /// As [`parse`], worded for the config.
-pub fn parse_config<T: DeserializeOwned>(config_json: &str) -> Result<T, String> {
+pub fn parse_config_open<T: DeserializeOwned>(config_json: &str) -> Result<T, String> {
     parse_named(config_json, "config", "config key ")
 }
 

@@ -55,10 +55,11 @@ impl McpSession {
             .host
             .plugins()
             .call_tool_with(&request.name, &hub.id, &arguments, extras);
-        // `notifications/cancelled` for this request: dropping the call cancels what it started.
+        // `notifications/cancelled` for this request, or its connection's end: dropping the call
+        // cancels what it started.
         let outcome = tokio::select! {
             outcome = call => outcome,
-            () = context.ct.cancelled() => {
+            () = self.cancelled(&context.ct) => {
                 return Err(McpError::internal_error("cancelled by the client", None));
             }
         };
@@ -98,6 +99,16 @@ impl McpSession {
                 | CallError::BadArguments { .. }
                 | CallError::Unavailable(_)),
             ) => Ok(Self::tool_error(format!("Error: {e}")).into()),
+        }
+    }
+
+    /// Ends when the client cancels the request `ct` is of, or its connection ends: the end of one
+    /// connection ends its own calls only (another connection of the same owner, a person's, may
+    /// call on).
+    async fn cancelled(&self, ct: &tokio_util::sync::CancellationToken) {
+        tokio::select! {
+            () = ct.cancelled() => {}
+            () = self.client_gone.cancelled() => {}
         }
     }
 

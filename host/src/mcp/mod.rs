@@ -14,6 +14,7 @@ mod client;
 mod hub;
 mod legacy_tasks;
 mod peers;
+pub mod person;
 mod principals;
 mod serving;
 mod session;

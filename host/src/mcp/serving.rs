@@ -1,5 +1,6 @@
 //! Serving sessions: stdio (one owner for the session's life) and a Unix socket (one session per
-//! connection, whose owner may come back: see [`crate::owners`]).
+//! connection, whose owner may come back, see [`crate::owners`], or is the person's, see
+//! [`super::person`]).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -7,6 +8,7 @@ use std::sync::atomic::Ordering;
 use rmcp::ServiceExt;
 
 use super::peers::Peers;
+use super::person::Persons;
 use super::session::McpSession;
 use crate::Taskhost;
 use crate::owners::{Admission, CameBack, Claim, Leaving};
@@ -18,16 +20,25 @@ struct Ended {
     goodbye: bool,
 }
 
-/// Serves session `id` (opened by the caller) over `transport`, whose first bytes, already read,
-/// are `prefix`, until the client leaves. The session stays open: what happens to its owner is the
-/// caller's to decide.
+/// How a connection's session is served.
+struct Served {
+    /// The first bytes of the connection, already read, that belong to MCP.
+    prefix: Vec<u8>,
+    /// Its place in an upgrade's pause (a bridge's).
+    pausing: Option<crate::drain::Pausing>,
+    /// Other connections serve the same owner at once (a person's): the client's end cancels its
+    /// own calls only, not every call of the owner.
+    shared: bool,
+}
+
+/// Serves session `id` (opened by the caller) over `transport` until the client leaves. The
+/// session stays open: what happens to its owner is the caller's to decide.
 async fn run_session<T>(
     host: Arc<Taskhost>,
     peers: Peers,
     id: &str,
     transport: T,
-    prefix: Vec<u8>,
-    pausing: Option<crate::drain::Pausing>,
+    served: Served,
 ) -> Ended
 where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
@@ -37,14 +48,14 @@ where
         owner: id.to_owned(),
     };
     let ahead = crate::wire::AheadOf::new(Arc::new(ahead));
-    let guarded = crate::wire::guard(transport, prefix, pausing, Some(ahead));
+    let guarded = crate::wire::guard(transport, served.prefix, served.pausing, Some(ahead));
     let session = McpSession::new(
         host.clone(),
         id.to_owned(),
         peers.clone(),
         guarded.client_gone.clone(),
     );
-    {
+    if !served.shared {
         // The client's end ends the session's calls at once (rmcp lets handlers run on for a while).
         let (host, id, gone) = (host.clone(), id.to_owned(), guarded.client_gone.clone());
         tokio::spawn(async move {
@@ -93,8 +104,11 @@ pub async fn serve_stdio(host: Arc<Taskhost>, peers: Peers) -> Result<(), String
         peers,
         &id,
         tokio::io::join(stdin, stdout),
-        Vec::new(),
-        None,
+        Served {
+            prefix: Vec::new(),
+            pausing: None,
+            shared: false,
+        },
     )
     .await;
     host.end_owner(&id).await;
@@ -117,13 +131,14 @@ pub async fn serve_unix(
     listener: tokio::net::UnixListener,
     peers_allowed: crate::listen::PeerPolicy,
 ) -> Result<(), String> {
+    let persons = Arc::new(Persons::default());
     loop {
         let (stream, _) = listener
             .accept()
             .await
             .map_err(|e| format!("accept: {e}"))?;
-        match stream.peer_cred() {
-            Ok(cred) if peers_allowed.admits(cred.uid()) => {}
+        let uid = match stream.peer_cred() {
+            Ok(cred) if peers_allowed.admits(cred.uid()) => cred.uid(),
             Ok(cred) => {
                 tracing::warn!(
                     uid = cred.uid(),
@@ -136,10 +151,10 @@ pub async fn serve_unix(
                 tracing::warn!(error = %e, "refused a connection whose peer is unknown");
                 continue;
             }
-        }
-        let (host, peers) = (host.clone(), peers.clone());
+        };
+        let (host, peers, persons) = (host.clone(), peers.clone(), persons.clone());
         tokio::spawn(async move {
-            if let Err(e) = serve_connection(host, peers, stream).await {
+            if let Err(e) = serve_connection(host, peers, stream, (uid, &persons)).await {
                 tracing::warn!(error = %e, "connection failed");
             }
         });
@@ -148,16 +163,19 @@ pub async fn serve_unix(
 
 /// Serves one socket connection: its hello read (if it sends one), its owner admitted and
 /// welcomed, its session served; then its owner ends, or is away for its grace (a connection that
-/// may come back and left without a goodbye).
+/// may come back and left without a goodbye), or stays (a person's).
 async fn serve_connection(
     host: Arc<Taskhost>,
     peers: Peers,
     mut stream: tokio::net::UnixStream,
+    (uid, persons): (u32, &Persons),
 ) -> Result<(), String> {
     use tokio::io::AsyncWriteExt;
-    let Some((claim, prefix)) = read_claim(&mut stream).await? else {
+    let (claim, prefix) = match read_claim(&mut stream).await? {
         // Closed before its first byte (a probe of whether the socket accepts): nobody to serve.
-        return Ok(());
+        None => return Ok(()),
+        Some(Hello::Person) => return serve_person(host, peers, stream, uid, persons).await,
+        Some(Hello::Claim(claim, prefix)) => (claim, prefix),
     };
     let may_return = claim != Claim::Anonymous;
     let mut admission = admit(&host, claim).await?;
@@ -190,7 +208,12 @@ async fn serve_connection(
     }
     // A bridge's session pauses for an upgrade (its bridge sends again what was not taken).
     let pausing = may_return.then(|| host.drain().enter());
-    let ended = run_session(host.clone(), peers, &id, stream, prefix, pausing).await;
+    let served = Served {
+        prefix,
+        pausing,
+        shared: false,
+    };
+    let ended = run_session(host.clone(), peers, &id, stream, served).await;
     match host
         .owners()
         .leave(&id, admission.lease, ended.goodbye, may_return)
@@ -208,17 +231,44 @@ async fn serve_connection(
     ended.outcome
 }
 
-/// Reads a connection's hello, if its first byte starts one: the claim, and the bytes read that
-/// belong to MCP (the first byte of a connection without a hello); `None` for a connection closed
-/// before its first byte.
-async fn read_claim(
-    stream: &mut tokio::net::UnixStream,
-) -> Result<Option<(Claim, Vec<u8>)>, String> {
+/// Serves a person's command ([`super::person`]): its owner stays when the connection ends.
+async fn serve_person(
+    host: Arc<Taskhost>,
+    peers: Peers,
+    mut stream: tokio::net::UnixStream,
+    uid: u32,
+    persons: &Persons,
+) -> Result<(), String> {
+    use tokio::io::AsyncWriteExt;
+    let id = persons.admit(&host, uid).await;
+    stream
+        .write_all(super::person::welcome(&id).as_bytes())
+        .await
+        .map_err(|e| format!("welcoming {id}: {e}"))?;
+    let served = Served {
+        prefix: Vec::new(),
+        pausing: None,
+        shared: true,
+    };
+    run_session(host, peers, &id, stream, served).await.outcome
+}
+
+/// What a connection's first line says.
+enum Hello {
+    /// A bridge's claim (or none: an anonymous connection), and the bytes read that belong to MCP.
+    Claim(Claim, Vec<u8>),
+    /// A person's command.
+    Person,
+}
+
+/// Reads a connection's hello, if its first byte starts one (the first byte of a connection
+/// without a hello belongs to MCP); `None` for a connection closed before its first byte.
+async fn read_claim(stream: &mut tokio::net::UnixStream) -> Result<Option<Hello>, String> {
     let Some(first) = next_byte(stream).await? else {
         return Ok(None);
     };
     if first != b'#' {
-        return Ok(Some((Claim::Anonymous, vec![first])));
+        return Ok(Some(Hello::Claim(Claim::Anonymous, vec![first])));
     }
     // A byte at a time: what follows the hello's newline is MCP, and stays in the socket.
     let mut line = vec![first];
@@ -229,8 +279,11 @@ async fn read_claim(
         line.push(byte);
     }
     let text = String::from_utf8_lossy(&line);
+    if super::person::is_hello(&text) {
+        return Ok(Some(Hello::Person));
+    }
     Claim::parse(&text)
-        .map(|claim| Some((claim, Vec::new())))
+        .map(|claim| Some(Hello::Claim(claim, Vec::new())))
         .ok_or_else(|| {
             format!(
                 "refused a connection whose first line is not a hello: {}",

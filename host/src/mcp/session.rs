@@ -39,7 +39,7 @@ pub struct McpSession {
     /// The tool set changes counted when the session started ([`Peers::changes`]).
     changes_at_start: u64,
     /// Cancelled when the client's side of the connection closes.
-    client_gone: tokio_util::sync::CancellationToken,
+    pub(super) client_gone: tokio_util::sync::CancellationToken,
 }
 
 /// Whose tasks a session serves.

@@ -194,12 +194,15 @@ fn identity(dir: &crate::process::private_dir::HeldDir, name: &str) -> Option<(u
 
 /// `spec` (a `--listen` value) as the handover names it: a Unix socket's path made absolute.
 pub(super) fn normalized(spec: &str) -> String {
-    match spec.strip_prefix("unix:") {
-        Some(path) => format!(
+    let path = spec
+        .strip_prefix("unix:")
+        .map(crate::terminal::address::socket_path);
+    match path {
+        Some(Ok(path)) => format!(
             "unix:{}",
-            std::path::absolute(path).map_or_else(|_| path.to_owned(), |p| p.display().to_string())
+            std::path::absolute(&path).unwrap_or(path).display()
         ),
-        None => spec.to_owned(),
+        _ => spec.to_owned(),
     }
 }
 

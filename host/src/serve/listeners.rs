@@ -89,6 +89,21 @@ impl Listeners {
             .collect()
     }
 
+    /// Each place the host listens, as a client dials it (`unix:PATH`, `http://HOST:PORT/mcp`);
+    /// `stdio` when nothing was bound.
+    pub(super) fn addresses(&self) -> Vec<String> {
+        if self.is_stdio() {
+            return vec!["stdio".to_owned()];
+        }
+        let socket = self
+            .socket
+            .iter()
+            .map(|s| format!("unix:{}", s.path().display()));
+        socket
+            .chain(self.http.iter().map(HttpListener::url))
+            .collect()
+    }
+
     /// True when nothing was bound: the host serves stdio.
     pub(super) fn is_stdio(&self) -> bool {
         self.socket.is_none() && self.http.is_empty()
@@ -141,12 +156,14 @@ impl Listeners {
     }
 }
 
-/// `unix:PATH` as a path.
+/// `unix:PATH` as a path; `unix:` alone is the default socket, `$XDG_RUNTIME_DIR/taskhost.sock`.
 ///
 /// # Errors
-/// The spec without its `unix:` prefix, named.
+/// The spec without its `unix:` prefix, `unix:` with no runtime directory, a socket directly in
+/// `/` ([`crate::terminal::AddressError`]), named.
 pub fn unix_path(spec: &str) -> Result<PathBuf, String> {
-    spec.strip_prefix("unix:")
-        .map(PathBuf::from)
-        .ok_or_else(|| format!("expected unix:PATH, got {spec}"))
+    let path = spec
+        .strip_prefix("unix:")
+        .ok_or_else(|| format!("expected unix:PATH, got {spec}"))?;
+    crate::terminal::address::socket_path(path).map_err(|e| e.to_string())
 }

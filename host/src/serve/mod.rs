@@ -9,6 +9,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+mod first_run;
 mod handover;
 mod listeners;
 mod state;
@@ -69,6 +70,10 @@ pub struct ServeArgs {
     /// Keep task records in memory only (also `[state] durable = false`).
     #[arg(long, conflicts_with = "state")]
     pub no_state: bool,
+    /// How the log on stderr is written: `text` for people, `json` for log collectors (one
+    /// object per line).
+    #[arg(long, value_enum, default_value_t)]
+    pub log_format: crate::logs::LogFormat,
 }
 
 /// Why `serve` stopped with an error: the exit code (2 for bad input, 1 otherwise) and one message.
@@ -150,11 +155,10 @@ pub fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Result<(), S
             .map_err(|e| fail(1)(e.to_string()))?,
         )
     };
-    let tools: Vec<String> = host.plugins().tools().into_iter().map(|t| t.name).collect();
     if listeners.is_stdio() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
-        eprint!("{}", first_run_help());
+        eprint!("{}", first_run::help());
     }
-    tracing::info!(?tools, "serving");
+    announce(&host, &listeners);
     let policy = PeerPolicy {
         allowed: args.allow_uids.clone(),
     };
@@ -178,6 +182,18 @@ pub fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Result<(), S
     drop(listeners);
     drop(run_dir);
     served.map(|_| ()).map_err(fail(1))
+}
+
+/// The start line: each place the host listens and the tools it serves (after a WARN line when it
+/// serves none).
+fn announce(host: &Taskhost, listeners: &Listeners) {
+    let tools: Vec<String> = host.plugins().tools().into_iter().map(|t| t.name).collect();
+    if tools.is_empty() {
+        tracing::warn!(
+            "serving no tools: the plugins loaded register none (a plugin directory's new files are loaded as they appear)"
+        );
+    }
+    tracing::info!(listening = ?listeners.addresses(), ?tools, "serving");
 }
 
 /// How serving ended.
@@ -292,8 +308,9 @@ fn start_host(
 }
 
 /// Loads the plugins: the config's, then `--plugin`s, then the plugin directories' libraries,
-/// else the default set; then takes back what a predecessor handed over. A plugin that fails to
-/// load is logged; the others serve. A plugin directory that cannot be read is an error (exit 2).
+/// else the default set; then takes back what a predecessor handed over. A plugin that cannot be
+/// read, loaded or initialized (its config refused) is an error naming it and why (exit 2), as is
+/// a plugin directory that cannot be read: a host never starts without what it was asked to load.
 fn load_plugins(host: &Taskhost, config: &Config, args: &ServeArgs) -> Result<(), ServeError> {
     let mut entries: Vec<(PathBuf, Option<String>)> = config
         .plugins
@@ -315,9 +332,9 @@ fn load_plugins(host: &Taskhost, config: &Config, args: &ServeArgs) -> Result<()
         entries = default_plugins().into_iter().map(|p| (p, None)).collect();
     }
     for (path, plugin_config) in &entries {
-        if let Err(e) = host.plugins().load(path, plugin_config.clone(), false) {
-            tracing::error!("{e}");
-        }
+        host.plugins()
+            .load(path, plugin_config.clone(), false)
+            .map_err(|e| fail(2)(e.to_string()))?;
     }
     let taken = host.take_back_tasks();
     if !taken.is_empty() {
@@ -430,21 +447,4 @@ impl StopSignals {
             _ = hup.recv() => libc::SIGHUP,
         }
     }
-}
-
-/// What `serve` says on stderr when a person, not a client, started it (stdin is a terminal).
-fn first_run_help() -> String {
-    let exe =
-        std::env::current_exe().map_or_else(|_| "taskhost".to_owned(), |p| p.display().to_string());
-    format!(
-        "taskhost is an MCP server: it is waiting for an MCP client on stdin, not for typing.\n\
-         Register it with a client instead:\n\
-         \x20 Claude Code:  claude mcp add taskhost -- {exe} serve\n\
-         \x20 Codex:        ~/.codex/config.toml: [mcp_servers.taskhost] command = \"{exe}\" args = [\"serve\"]\n\
-         \x20 Gemini CLI:   gemini mcp add taskhost {exe} serve\n\
-         \x20 opencode:     opencode.json: {{\"mcp\": {{\"taskhost\": {{\"type\": \"local\", \"command\": [\"{exe}\", \"serve\"]}}}}}}\n\
-         To try it by hand: {exe} serve --listen unix:/tmp/taskhost.sock, then in another terminal\n\
-         \x20 {exe} call --connect unix:/tmp/taskhost.sock bash '{{\"command\": \"echo hi\"}}'\n\
-         Ctrl-C stops it.\n"
-    )
 }
