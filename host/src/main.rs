@@ -92,6 +92,14 @@ enum Command {
         #[arg(last = true, required = true)]
         program: Vec<std::ffi::OsString>,
     },
+    /// Internal: writes the manual pages (roff), `taskhost.1` and one per command
+    /// (`taskhost-serve.1`, ...), into DIR (how `scripts/package` makes the package's pages).
+    #[command(hide = true)]
+    Manual {
+        /// Where to write them (an existing directory).
+        #[arg(long)]
+        dir: PathBuf,
+    },
     /// The reload regression check for a plugin file: loads it into a fresh host, runs the calls
     /// between N reloads, then unloads it and reports what was left (exit 0 only when nothing was).
     Check {
@@ -163,6 +171,14 @@ fn new_plugin(name: &str, dir: Option<PathBuf>) -> Result<ExitCode, (u8, String)
         root.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// `taskhost manual`: the manual pages, from the same definitions as `--help`.
+fn manual(dir: &std::path::Path) -> Outcome {
+    use clap::CommandFactory;
+    clap_mangen::generate_to(Cli::command(), dir)
+        .map(|()| ExitCode::SUCCESS)
+        .map_err(|e| (1, format!("cannot write the manual pages into {}: {e}", dir.display())))
 }
 
 /// `taskhost check`: prints the report; exit 0 when nothing was left, 1 when something was, 2 for bad
@@ -282,6 +298,7 @@ fn run(runtime: &tokio::runtime::Runtime, command: Command) -> Outcome {
             allow_untrusted_plugins,
         } => check(runtime, plugin, reloads, &calls, allow_untrusted_plugins),
         Command::NewPlugin { name, dir } => new_plugin(&name, dir),
+        Command::Manual { dir } => manual(&dir),
         Command::Token { command, state } => taskhost::token_cli::run(state, &command).map(printed),
         Command::EnvCheck { config } => taskhost::env_check::run(config.as_deref()),
         Command::PolicyCheck { config } => taskhost::policy::policy_check(config.as_deref()),
