@@ -115,14 +115,19 @@ enum Command {
         #[arg(long)]
         allow_untrusted_plugins: bool,
     },
-    /// Writes a plugin crate NAME (outside any workspace) that depends on this checkout's abi/: a
-    /// typed tool, a background producer, a reload test with the testkit, a README.
+    /// Writes a plugin crate NAME (outside any workspace) that depends on taskhost-abi at this
+    /// binary's version: a typed tool, a background producer, a reload test with the testkit, a
+    /// README.
     NewPlugin {
         /// The crate's name (lower case; letters, digits, '-', '_').
         name: String,
         /// Where to put it (default: the current directory).
         #[arg(long)]
         dir: Option<PathBuf>,
+        /// Depend on this checkout's abi/ and host/testkit by path (for work on taskhost itself)
+        /// instead of on the published crates at this binary's version.
+        #[arg(long)]
+        path_deps: bool,
     },
     /// Says which of this environment's variables `serve` would withhold from its tasks, and why
     /// (names only, never values), under the `[env]` policy of `--config`.
@@ -163,9 +168,15 @@ struct ServerTrust {
 }
 
 /// `taskhost new-plugin`: writes the crate and says where.
-fn new_plugin(name: &str, dir: Option<PathBuf>) -> Result<ExitCode, (u8, String)> {
+fn new_plugin(name: &str, dir: Option<PathBuf>, path_deps: bool) -> Outcome {
+    use taskhost::new_plugin::Dependencies;
     let dir = dir.unwrap_or_else(|| PathBuf::from("."));
-    let root = taskhost::new_plugin::new_plugin(name, &dir).map_err(|e| (2, e.to_string()))?;
+    let deps = match path_deps {
+        true => Dependencies::Checkout,
+        false => Dependencies::Published,
+    };
+    let root =
+        taskhost::new_plugin::new_plugin(name, &dir, deps).map_err(|e| (2, e.to_string()))?;
     println!(
         "wrote {}: cd there, then `cargo build` and `cargo test` (see its README)",
         root.display()
@@ -297,7 +308,11 @@ fn run(runtime: &tokio::runtime::Runtime, command: Command) -> Outcome {
             calls,
             allow_untrusted_plugins,
         } => check(runtime, plugin, reloads, &calls, allow_untrusted_plugins),
-        Command::NewPlugin { name, dir } => new_plugin(&name, dir),
+        Command::NewPlugin {
+            name,
+            dir,
+            path_deps,
+        } => new_plugin(&name, dir, path_deps),
         Command::Manual { dir } => manual(&dir),
         Command::Token { command, state } => taskhost::token_cli::run(state, &command).map(printed),
         Command::EnvCheck { config } => taskhost::env_check::run(config.as_deref()),

@@ -4,10 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-/// The default plugins' files: each beside the binary when it is there, else in the installed
+/// The default plugins' files (`tasks` first): each beside the binary when it is there, else in the installed
 /// plugin directory when it is there, else beside the binary (so a load that fails names where a
 /// build would have put it).
-pub(super) fn paths() -> Vec<PathBuf> {
+pub(crate) fn paths() -> Vec<PathBuf> {
     let dir = std::env::current_exe()
         .ok()
         .and_then(|p| p.parent().map(PathBuf::from))

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 mod activation;
-mod default_plugins;
+pub(crate) mod default_plugins;
 mod handover;
 mod listeners;
 mod state;
