@@ -189,7 +189,12 @@ fn manual(dir: &std::path::Path) -> Outcome {
     use clap::CommandFactory;
     clap_mangen::generate_to(Cli::command(), dir)
         .map(|()| ExitCode::SUCCESS)
-        .map_err(|e| (1, format!("cannot write the manual pages into {}: {e}", dir.display())))
+        .map_err(|e| {
+            (
+                1,
+                format!("cannot write the manual pages into {}: {e}", dir.display()),
+            )
+        })
 }
 
 /// `taskhost check`: prints the report; exit 0 when nothing was left, 1 when something was, 2 for bad

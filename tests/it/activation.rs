@@ -8,10 +8,13 @@ use crate::mcp::{binary, stop_host};
 
 /// `systemd-socket-activate`, when this machine has it.
 fn activator() -> Option<std::path::PathBuf> {
-    ["/usr/bin/systemd-socket-activate", "/bin/systemd-socket-activate"]
-        .into_iter()
-        .map(std::path::PathBuf::from)
-        .find(|p| p.is_file())
+    [
+        "/usr/bin/systemd-socket-activate",
+        "/bin/systemd-socket-activate",
+    ]
+    .into_iter()
+    .map(std::path::PathBuf::from)
+    .find(|p| p.is_file())
 }
 
 /// Proves: a host whose socket systemd bound and passed (`LISTEN_FDS`) serves a client's call on it,
@@ -30,7 +33,14 @@ fn a_socket_activated_host_serves_the_passed_socket_and_leaves_its_file() {
         .arg("--listen")
         .arg(&socket)
         // The activator passes on only the variables it is told to.
-        .args(["-E", "XDG_RUNTIME_DIR", "-E", "XDG_STATE_HOME", "-E", "RUST_LOG"])
+        .args([
+            "-E",
+            "XDG_RUNTIME_DIR",
+            "-E",
+            "XDG_STATE_HOME",
+            "-E",
+            "RUST_LOG",
+        ])
         .arg(binary())
         .args(["serve", "--no-watch", "--listen", &listen])
         .args(["--plugin", &plugin("taskhost_plugin_tasks")])

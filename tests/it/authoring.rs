@@ -183,13 +183,23 @@ fn new_plugin_with_path_deps_depends_on_this_checkout_by_path() {
             .arg(dir.path()),
         Duration::from_secs(30),
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let manifest = std::fs::read_to_string(dir.join("by-path/Cargo.toml")).unwrap();
     let checkout = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .unwrap();
-    for (name, path) in [("taskhost-abi", "abi"), ("taskhost-testkit", "host/testkit")] {
-        let expected = format!("{name} = {{ path = {:?} }}", checkout.join(path).display().to_string());
+    for (name, path) in [
+        ("taskhost-abi", "abi"),
+        ("taskhost-testkit", "host/testkit"),
+    ] {
+        let expected = format!(
+            "{name} = {{ path = {:?} }}",
+            checkout.join(path).display().to_string()
+        );
         assert!(manifest.contains(&expected), "{expected} not in {manifest}");
     }
 }

@@ -314,7 +314,10 @@ fn load_plugins(host: &Taskhost, config: &Config, args: &ServeArgs) -> Result<()
         entries.extend(found.into_iter().map(|p| (p, None)));
     }
     if entries.is_empty() && dirs.is_empty() {
-        entries = default_plugins::paths().into_iter().map(|p| (p, None)).collect();
+        entries = default_plugins::paths()
+            .into_iter()
+            .map(|p| (p, None))
+            .collect();
     }
     for (path, plugin_config) in &entries {
         if let Err(e) = host.plugins().load(path, plugin_config.clone(), false) {
