@@ -9,6 +9,7 @@
 //! Mode 0600 is set on the socket before `bind` (Linux takes the file's mode from the socket inode, less
 //! the umask); peers are checked by `SO_PEERCRED` before anything is read (this user, root, or an
 //! `--allow-uid`); a non-socket file or a live socket at the path is refused, a stale one replaced.
+//! A socket systemd bound and passed (socket activation) is served as it is, and its file left.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -57,6 +58,8 @@ pub struct BoundSocket {
     /// The socket file, held open so that its inode number stays its own.
     file: OwnedFd,
     listener: Option<std::os::unix::net::UnixListener>,
+    /// False for a socket systemd made (socket activation): its file stays when this host stops.
+    removed_at_drop: bool,
 }
 
 impl BoundSocket {
@@ -109,6 +112,7 @@ impl BoundSocket {
             path: path.to_owned(),
             file: hold_file(path).map_err(io)?,
             listener: None,
+            removed_at_drop: true,
         };
         let backlog = Backlog::new(1024).map_err(|e| io(e.into()))?;
         nix::sys::socket::listen(&fd, backlog).map_err(|e| io(e.into()))?;
@@ -124,6 +128,26 @@ impl BoundSocket {
     pub fn inherit(
         path: &Path,
         listener: std::os::unix::net::UnixListener,
+    ) -> Result<Self, ListenError> {
+        Self::adopt(path, listener, true)
+    }
+
+    /// Serves on `listener`, bound at `path` by systemd for this process (socket activation); the
+    /// file is systemd's, and stays when this host stops.
+    ///
+    /// # Errors
+    /// [`ListenError`] when the path is gone or is not a socket.
+    pub fn activated(
+        path: &Path,
+        listener: std::os::unix::net::UnixListener,
+    ) -> Result<Self, ListenError> {
+        Self::adopt(path, listener, false)
+    }
+
+    fn adopt(
+        path: &Path,
+        listener: std::os::unix::net::UnixListener,
+        removed_at_drop: bool,
     ) -> Result<Self, ListenError> {
         let io = |source: std::io::Error| ListenError::Io {
             path: path.to_owned(),
@@ -141,6 +165,7 @@ impl BoundSocket {
             path: path.to_owned(),
             file,
             listener: Some(listener),
+            removed_at_drop,
         })
     }
 
@@ -175,6 +200,9 @@ impl Drop for BoundSocket {
     /// Removes the socket file only while it is still the one this host bound (the inode it holds):
     /// another host that replaced it keeps its own.
     fn drop(&mut self) {
+        if !self.removed_at_drop {
+            return;
+        }
         let held = nix::sys::stat::fstat(&self.file).map(|s| (s.st_dev, s.st_ino));
         let ours = std::fs::symlink_metadata(&self.path).is_ok_and(|m| {
             held.is_ok_and(|(dev, ino)| (m.dev(), m.ino()) == (dev, ino))

@@ -91,6 +91,14 @@ enum Command {
         #[arg(last = true, required = true)]
         program: Vec<std::ffi::OsString>,
     },
+    /// Internal: writes the manual pages (roff), `taskhost.1` and one per command
+    /// (`taskhost-serve.1`, ...), into DIR (how `scripts/package` makes the package's pages).
+    #[command(hide = true)]
+    Manual {
+        /// Where to write them (an existing directory).
+        #[arg(long)]
+        dir: PathBuf,
+    },
     /// The reload regression check for a plugin file: loads it into a fresh host, runs the calls
     /// between N reloads, then unloads it and reports what was left (exit 0 only when nothing was).
     Check {
@@ -106,14 +114,19 @@ enum Command {
         #[arg(long)]
         allow_untrusted_plugins: bool,
     },
-    /// Writes a plugin crate NAME (outside any workspace) that depends on this checkout's abi/: a
-    /// typed tool, a background producer, a reload test with the testkit, a README.
+    /// Writes a plugin crate NAME (outside any workspace) that depends on taskhost-abi at this
+    /// binary's version: a typed tool, a background producer, a reload test with the testkit, a
+    /// README.
     NewPlugin {
         /// The crate's name (lower case; letters, digits, '-', '_').
         name: String,
         /// Where to put it (default: the current directory).
         #[arg(long)]
         dir: Option<PathBuf>,
+        /// Depend on this checkout's abi/ and host/testkit by path (for work on taskhost itself)
+        /// instead of on the published crates at this binary's version.
+        #[arg(long)]
+        path_deps: bool,
     },
     /// Says which of this environment's variables `serve` would withhold from its tasks, and why
     /// (names only, never values), under the `[env]` policy of `--config`.
@@ -154,14 +167,33 @@ struct ServerTrust {
 }
 
 /// `taskhost new-plugin`: writes the crate and says where.
-fn new_plugin(name: &str, dir: Option<PathBuf>) -> Result<ExitCode, (u8, String)> {
+fn new_plugin(name: &str, dir: Option<PathBuf>, path_deps: bool) -> Outcome {
+    use taskhost::new_plugin::Dependencies;
     let dir = dir.unwrap_or_else(|| PathBuf::from("."));
-    let root = taskhost::new_plugin::new_plugin(name, &dir).map_err(|e| (2, e.to_string()))?;
+    let deps = match path_deps {
+        true => Dependencies::Checkout,
+        false => Dependencies::Published,
+    };
+    let root =
+        taskhost::new_plugin::new_plugin(name, &dir, deps).map_err(|e| (2, e.to_string()))?;
     println!(
         "wrote {}: cd there, then `cargo build` and `cargo test` (see its README)",
         root.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// `taskhost manual`: the manual pages, from the same definitions as `--help`.
+fn manual(dir: &std::path::Path) -> Outcome {
+    use clap::CommandFactory;
+    clap_mangen::generate_to(Cli::command(), dir)
+        .map(|()| ExitCode::SUCCESS)
+        .map_err(|e| {
+            (
+                1,
+                format!("cannot write the manual pages into {}: {e}", dir.display()),
+            )
+        })
 }
 
 /// `taskhost check`: prints the report; exit 0 when nothing was left, 1 when something was, 2 for bad
@@ -290,7 +322,12 @@ fn run(runtime: &tokio::runtime::Runtime, command: Command) -> Outcome {
             calls,
             allow_untrusted_plugins,
         } => check(runtime, plugin, reloads, &calls, allow_untrusted_plugins),
-        Command::NewPlugin { name, dir } => new_plugin(&name, dir),
+        Command::NewPlugin {
+            name,
+            dir,
+            path_deps,
+        } => new_plugin(&name, dir, path_deps),
+        Command::Manual { dir } => manual(&dir),
         Command::Token { command, state } => taskhost::token_cli::run(state, &command).map(printed),
         Command::EnvCheck { config } => taskhost::env_check::run(config.as_deref()),
         Command::PolicyCheck { config } => taskhost::policy_check::policy_check(config.as_deref()),

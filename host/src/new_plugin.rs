@@ -1,7 +1,9 @@
 //! `taskhost new-plugin NAME`: a plugin crate outside any workspace, ready to build, test and load.
 //!
-//! The crate depends on this checkout's `abi/` (the only crate a plugin needs) and, for its tests, on
-//! `host/testkit`, by path: the checkout this binary was built from.
+//! The crate depends on `taskhost-abi` (the only crate a plugin needs) and, for its tests, on
+//! `taskhost-testkit`, at this binary's version from crates.io; with `--path-deps`, on this
+//! checkout's `abi/` and `host/testkit` by path instead (for work on taskhost itself: the checkout
+//! this binary was built from).
 
 use std::path::{Path, PathBuf};
 
@@ -29,6 +31,15 @@ pub enum NewPluginError {
     },
 }
 
+/// Where the new crate's taskhost dependencies come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dependencies {
+    /// The published crates, at this binary's version.
+    Published,
+    /// The checkout this binary was built from, by path.
+    Checkout,
+}
+
 /// The files of a new plugin, with `{{...}}` placeholders.
 const FILES: &[(&str, &str)] = &[
     ("Cargo.toml", include_str!("template/Cargo.toml.in")),
@@ -52,20 +63,35 @@ fn valid(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
 }
 
-/// Writes the crate `NAME` into `dir/NAME` and returns its path.
+/// The `taskhost-abi` and `taskhost-testkit` dependency values for `Cargo.toml`.
 ///
 /// # Errors
-/// [`NewPluginError`]: a bad name, a path already taken, no checkout, a write that failed. Nothing is
-/// left half-written at a taken path (the directory is created exclusively).
-pub fn new_plugin(name: &str, dir: &Path) -> Result<PathBuf, NewPluginError> {
-    if !valid(name) {
-        return Err(NewPluginError::InvalidName(name.to_owned()));
+/// [`NewPluginError::NoCheckout`] for [`Dependencies::Checkout`] when the checkout is gone.
+fn dependency_values(deps: Dependencies) -> Result<(String, String), NewPluginError> {
+    if deps == Dependencies::Published {
+        let version = format!("\"{}\"", env!("CARGO_PKG_VERSION"));
+        return Ok((version.clone(), version));
     }
     let checkout = checkout();
     let abi = checkout.join("abi");
     if !abi.join("Cargo.toml").is_file() {
         return Err(NewPluginError::NoCheckout(checkout));
     }
+    let path = |p: &Path| format!("{{ path = {:?} }}", p.display().to_string());
+    Ok((path(&abi), path(&checkout.join("host/testkit"))))
+}
+
+/// Writes the crate `NAME` into `dir/NAME` and returns its path.
+///
+/// # Errors
+/// [`NewPluginError`]: a bad name, a path already taken, no checkout (with
+/// [`Dependencies::Checkout`]), a write that failed. Nothing is left half-written at a taken path
+/// (the directory is created exclusively).
+pub fn new_plugin(name: &str, dir: &Path, deps: Dependencies) -> Result<PathBuf, NewPluginError> {
+    if !valid(name) {
+        return Err(NewPluginError::InvalidName(name.to_owned()));
+    }
+    let (abi, testkit) = dependency_values(deps)?;
     let root = dir.join(name);
     let write_err = |path: &Path| {
         let path = path.to_path_buf();
@@ -79,19 +105,16 @@ pub fn new_plugin(name: &str, dir: &Path) -> Result<PathBuf, NewPluginError> {
         Err(e) => return Err(write_err(&root)(e)),
     }
     let stem = name.replace('-', "_");
-    let tasks = std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(|d| d.join("libtaskhost_plugin_tasks.so")))
+    let tasks = crate::serve::default_plugins::paths()
+        .into_iter()
+        .next()
         .unwrap_or_else(|| PathBuf::from("libtaskhost_plugin_tasks.so"));
     let fill = |text: &str| {
         text.replace("{{name}}", name)
             .replace("{{stem}}", &stem)
             .replace("{{tool}}", &stem)
-            .replace("{{abi}}", &abi.display().to_string())
-            .replace(
-                "{{testkit}}",
-                &checkout.join("host/testkit").display().to_string(),
-            )
+            .replace("{{abi}}", &abi)
+            .replace("{{testkit}}", &testkit)
             .replace("{{tasks}}", &tasks.display().to_string())
     };
     for (file, text) in FILES {

@@ -6,8 +6,10 @@ use std::time::Duration;
 use crate::fixtures::*;
 use crate::mcp::binary;
 
-/// Proves: the crate `taskhost new-plugin` writes builds and passes its own testkit tests outside
-/// the workspace (with only this checkout's `abi/` and `host/testkit` as path dependencies).
+/// Proves: the crate `taskhost new-plugin` writes depends on the published `taskhost-abi` and
+/// `taskhost-testkit` at this version, has no dead link in its README, and builds and passes its own
+/// testkit tests outside the workspace against this checkout's crates put in their place by
+/// `[patch.crates-io]` (nothing is fetched or uploaded).
 #[test]
 fn a_new_plugin_builds_and_passes_its_own_tests_outside_the_workspace() {
     let dir = scratch("new-plugin");
@@ -26,9 +28,25 @@ fn a_new_plugin_builds_and_passes_its_own_tests_outside_the_workspace() {
     for file in ["Cargo.toml", "src/lib.rs", "tests/reload.rs", "README.md"] {
         assert!(root.join(file).is_file(), "{file} missing");
     }
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(!readme.contains(".invalid"), "{readme}");
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let version = env!("CARGO_PKG_VERSION");
+    for name in ["taskhost-abi", "taskhost-testkit"] {
+        assert!(
+            manifest.contains(&format!("{name} = \"{version}\"")),
+            "{manifest}"
+        );
+    }
+    let patch = format!(
+        "\n[patch.crates-io]\ntaskhost-abi = {{ path = {:?} }}\ntaskhost-testkit = {{ path = {:?} }}\n",
+        workspace.join("abi"),
+        workspace.join("host/testkit")
+    );
+    std::fs::write(root.join("Cargo.toml"), manifest + &patch).unwrap();
     // The workspace's lock pins the versions already in the cargo cache, so the build needs no
     // network; the workspace's target directory reuses what was compiled.
-    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     std::fs::copy(workspace.join("Cargo.lock"), root.join("Cargo.lock")).unwrap();
     let target = artifacts().parent().unwrap().to_path_buf();
     let tested = output_within(
@@ -152,6 +170,38 @@ fn new_plugin_refuses_a_bad_name_and_a_taken_path() {
     assert_eq!(taken.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&taken.stderr).contains("already exists"));
     assert_eq!(std::fs::read_dir(dir.join("taken")).unwrap().count(), 0);
+}
+
+/// Proves: `new-plugin --path-deps` writes a crate that depends on this checkout's `abi/` and
+/// `host/testkit` by path, for work on taskhost itself.
+#[test]
+fn new_plugin_with_path_deps_depends_on_this_checkout_by_path() {
+    let dir = scratch("new-plugin-path-deps");
+    let out = output_within(
+        std::process::Command::new(binary())
+            .args(["new-plugin", "by-path", "--path-deps", "--dir"])
+            .arg(dir.path()),
+        Duration::from_secs(30),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let manifest = std::fs::read_to_string(dir.join("by-path/Cargo.toml")).unwrap();
+    let checkout = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap();
+    for (name, path) in [
+        ("taskhost-abi", "abi"),
+        ("taskhost-testkit", "host/testkit"),
+    ] {
+        let expected = format!(
+            "{name} = {{ path = {:?} }}",
+            checkout.join(path).display().to_string()
+        );
+        assert!(manifest.contains(&expected), "{expected} not in {manifest}");
+    }
 }
 
 /// `taskhost check` of a plugin file with `args`: its exit code and what it printed.

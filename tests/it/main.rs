@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used, reason = "in a test, an unwrap is an assertion")]
 
+mod activation;
 mod authoring;
 mod bash;
 mod bounds_fs;

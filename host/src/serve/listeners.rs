@@ -25,7 +25,8 @@ pub(super) struct TlsChoice {
 }
 
 impl Listeners {
-    /// Binds every `--listen` spec: `unix:PATH` (once) or `http://HOST:PORT`.
+    /// Binds every `--listen` spec: `unix:PATH` (once) or `http://HOST:PORT`. A socket a predecessor
+    /// handed over comes first, then one systemd passed (socket activation), then a new bind.
     ///
     /// # Errors
     /// A bad spec, a second `unix:`, TLS half given, or a bind refused, as one message.
@@ -51,7 +52,11 @@ impl Listeners {
                     .and_then(|fd| BoundSocket::inherit(&path, fd.into()).ok());
                 let socket = match handed {
                     Some(socket) => socket,
-                    None => BoundSocket::bind(&path).map_err(|e| e.to_string())?,
+                    None => match super::activation::socket_for(&path)? {
+                        Some(listener) => BoundSocket::activated(&path, listener),
+                        None => BoundSocket::bind(&path),
+                    }
+                    .map_err(|e| e.to_string())?,
                 };
                 bound.socket = Some(socket);
             } else {

@@ -9,6 +9,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+mod activation;
+pub(crate) mod default_plugins;
 mod first_run;
 mod handover;
 mod listeners;
@@ -31,7 +33,7 @@ pub struct ServeArgs {
     #[arg(long, help = "A TOML config file ([tasks], [[plugin]])")]
     pub config: Option<PathBuf>,
     /// A plugin file to load (repeatable); without any (here or in the config), the default
-    /// plugins next to the binary.
+    /// plugins next to the binary, else in `../lib/taskhost/plugins` from its directory.
     #[arg(long = "plugin")]
     pub plugins: Vec<PathBuf>,
     /// A plugin directory (repeatable): every *.so in it is loaded; with watching on, one that
@@ -39,7 +41,7 @@ pub struct ServeArgs {
     #[arg(long = "plugin-dir")]
     pub plugin_dirs: Vec<PathBuf>,
     /// Serve here instead of stdio (repeatable): `unix:PATH`, one MCP session per connection
-    /// (once), or `http://HOST:PORT`, MCP Streamable HTTP at /mcp for bearer-token principals
+    /// (once; a listening socket for PATH passed by systemd, `LISTEN_FDS`, is served as it is), or `http://HOST:PORT`, MCP Streamable HTTP at /mcp for bearer-token principals
     /// (`taskhost token create`). Port 0 picks a free port; the URL is printed on stderr.
     #[arg(long)]
     pub listen: Vec<String>,
@@ -329,7 +331,10 @@ fn load_plugins(host: &Taskhost, config: &Config, args: &ServeArgs) -> Result<()
         entries.extend(found.into_iter().map(|p| (p, None)));
     }
     if entries.is_empty() && dirs.is_empty() {
-        entries = default_plugins().into_iter().map(|p| (p, None)).collect();
+        entries = default_plugins::paths()
+            .into_iter()
+            .map(|p| (p, None))
+            .collect();
     }
     for (path, plugin_config) in &entries {
         host.plugins()
@@ -410,18 +415,6 @@ async fn run_until_stopped(
         tracing::info!(ended = left, "ended descendants no task claimed");
     }
     result.map(|()| Ended::Stopped)
-}
-
-/// The default plugin set: the three plugins built next to this binary.
-fn default_plugins() -> Vec<PathBuf> {
-    let dir = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(PathBuf::from))
-        .unwrap_or_default();
-    ["tasks", "bash", "subagent"]
-        .iter()
-        .map(|n| dir.join(format!("libtaskhost_plugin_{n}.so")))
-        .collect()
 }
 
 /// SIGTERM, SIGINT and SIGHUP: each asks the host to stop (SIGHUP to a host that hands over: to

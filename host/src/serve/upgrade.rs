@@ -75,6 +75,11 @@ pub(super) fn exec_self(binary: &std::fs::File) -> String {
     if let Some(arg0) = args.next() {
         command.arg0(arg0);
     }
+    // Its listening sockets come back through the keeper: the successor (this same pid) must not
+    // take descriptor numbers that systemd's variables name for sockets this process had.
+    for name in ["LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"] {
+        command.env_remove(name);
+    }
     let e = command.args(args).exec();
     format!("cannot re-execute the taskhost binary: {e}")
 }
