@@ -72,6 +72,7 @@ impl McpTasks {
             label: label(tool, &arguments),
             output_limit_bytes: None,
             owner_session: Some(owner.to_owned()),
+            after: Vec::new(),
         };
         let stop = cancel.clone();
         let id = host
