@@ -17,7 +17,7 @@ const REVOKED = 'The token names no principal (unknown or revoked).';
 
 const PAGE_ROWS = 100;
 const TIMELINE_HOURS = 6;
-const COLOURS = { running: '#1f5fbf', stopping: '#1f5fbf', completed: '#23803a', failed: '#b3261e', killed: '#b86200', lost: '#9ca3af' };
+const COLOURS = { queued: '#6b7280', running: '#1f5fbf', stopping: '#1f5fbf', completed: '#23803a', failed: '#b3261e', killed: '#b86200', lost: '#9ca3af' };
 
 const tasks = new Map();
 let watch = '';
@@ -292,7 +292,8 @@ function render() {
   const pages = Math.max(1, Math.ceil(rows.length / PAGE_ROWS));
   page = Math.min(page, pages - 1);
   const running = [...tasks.values()].filter((t) => t.status === 'running').length;
-  $('counts').textContent = rows.length + ' shown of ' + tasks.size + ' tasks, ' + running + ' running';
+  const queued = [...tasks.values()].filter((t) => t.status === 'queued').length;
+  $('counts').textContent = rows.length + ' shown of ' + tasks.size + ' tasks, ' + running + ' running' + (queued ? ', ' + queued + ' queued' : '');
   $('page').textContent = 'page ' + (page + 1) + ' of ' + pages;
   const body = document.createElement('tbody');
   for (const t of rows.slice(page * PAGE_ROWS, (page + 1) * PAGE_ROWS)) {
@@ -308,7 +309,7 @@ function render() {
     cell(tr, duration(t), 'duration');
     cell(tr, (t.detail || '') + (t.expired ? ' (output expired)' : ''), 'exit');
     const td = cell(tr, '', 'actions');
-    if (t.status === 'running') {
+    if (t.status === 'running' || t.status === 'queued') {
       const b = document.createElement('button');
       b.type = 'button'; b.className = 'kill'; b.textContent = 'kill';
       b.addEventListener('click', (e) => { e.stopPropagation(); kill(t.id); });
