@@ -3,15 +3,20 @@
 
 use crate::ids::TaskId;
 use crate::registry::Registry;
+use crate::state::Phase;
 use crate::status::TaskStatus;
 
 impl Registry {
     /// Task `id`, `queued`, begins its work: it is `running` from now on, its queued note gone.
     /// The journal and the change listeners are told. False (nothing changed) when the task is not
-    /// queued (it was killed meanwhile, or is unknown).
+    /// queued (it was killed meanwhile, or is unknown) or the registry is being disposed (no work
+    /// begins then: see [`Registry::is_open`]).
     pub fn begin_running(&self, id: &str) -> bool {
         let owner = {
             let mut st = self.inner.state.lock();
+            if st.phase != Phase::Open {
+                return false;
+            }
             match st.records.get_mut(id) {
                 Some(rec) if rec.status == TaskStatus::Queued => {
                     rec.status = TaskStatus::Running;
@@ -26,6 +31,12 @@ impl Registry {
         }
         self.inner.changed(owner.as_ref());
         true
+    }
+
+    /// False once the registry's disposal began (the host stops): a queued task's work does not
+    /// begin then, and its producer may keep it for a later host.
+    pub fn is_open(&self) -> bool {
+        self.inner.state.lock().phase == Phase::Open
     }
 
     /// Sets the detail of each task of `notes` that is still `queued` (what it waits for, how many

@@ -226,12 +226,14 @@ async fn a_sigkilled_hosts_three_queued_tasks_run_on_the_next_host_in_order() {
     });
     assert!(ran, "the queued tasks ran: {:?}", std::fs::read_to_string(&order));
     assert_eq!(std::fs::read_to_string(&order).unwrap(), "1\n2\n3\n");
+    let completed = eventually(Duration::from_secs(30), || {
+        let records = crate::state::records(&dir.join("state"));
+        queued.iter().all(|id| records[id]["status"] == "completed")
+    });
+    assert!(completed, "{:?}", crate::state::records(&dir.join("state")));
     next.stop();
     let records = crate::state::records(&dir.join("state"));
     assert_eq!(records[&running]["status"], "lost");
-    for id in &queued {
-        assert_eq!(records[id]["status"], "completed", "{}", records[id]);
-    }
 }
 
 #[test]
@@ -254,4 +256,26 @@ fn the_view_lists_queued_tasks() {
         .unwrap_or_else(|| panic!("{queued} is not listed: {}", listed.body))
         .clone();
     assert_eq!(row["status"], "queued", "{row}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_hosts_queued_task_stays_queued_and_runs_on_the_next_host() {
+    let dir = scratch("queue-stop");
+    let marker = dir.join("ran");
+    let mut host = queue_host(&dir, 1);
+    let client = mcp::socket_client(&host.socket, Watcher::default()).await;
+    let (_, running) = start(&client, json!({"command": "exec sleep 1000"})).await;
+    let touch = format!("touch {}", marker.display());
+    let (_, queued) = start(&client, json!({"command": touch})).await;
+    host.stop();
+    drop(client);
+    let records = crate::state::records(&dir.join("state"));
+    assert_eq!(records[&running]["status"], "killed", "{}", records[&running]);
+    assert_eq!(records[&queued]["status"], "queued", "{}", records[&queued]);
+    assert!(!marker.exists(), "it ran while its host stopped");
+
+    let mut next = queue_host(&dir, 1);
+    let ran = eventually(Duration::from_secs(30), || marker.exists());
+    assert!(ran, "the next host ran the queued task");
+    next.stop();
 }

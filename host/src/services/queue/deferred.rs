@@ -135,6 +135,12 @@ async fn run_in_turn(p: &Pending, id: &TaskId, ticket: Option<Ticket>) -> TaskOu
         Err(detail) => return TaskOutcome::failed(detail),
     };
     if !p.services.registry.begin_running(id.as_str()) {
+        // The host stops: the task stays queued for the next one.
+        if !p.services.registry.is_open()
+            && let Some(state) = &p.services.state
+        {
+            state.park_queued(id.as_str());
+        }
         return TaskOutcome::killed().with_detail(REMOVED);
     }
     run(p, id, slot).await
