@@ -316,7 +316,8 @@ fn queue_row(rt: &tokio::runtime::Runtime, profile: &Path, dir: &Path, pueue: Op
         pairs
     });
     if pueue.is_some() {
-        let baseline = format!("pueue {QUEUED} x add with parallel {SLOTS}, wait, log --json --full");
+        let baseline =
+            format!("pueue {QUEUED} x add with parallel {SLOTS}, wait, log --json --full");
         report_against(&name, &baseline, QUEUED, &pairs);
         return;
     }

@@ -63,17 +63,32 @@ async fn with_max_running_two_five_tasks_run_two_at_a_time_and_all_complete() {
     for _ in 0..5 {
         answers.push(start(&client, json!({"command": timed("1")})).await);
     }
-    assert!(answers[1].0.starts_with("started background task"), "{answers:?}");
-    assert_eq!(answers[2].0, format!("queued background task {} (0 ahead of it)", answers[2].1));
-    assert_eq!(answers[4].0, format!("queued background task {} (2 ahead of it)", answers[4].1));
+    assert!(
+        answers[1].0.starts_with("started background task"),
+        "{answers:?}"
+    );
+    assert_eq!(
+        answers[2].0,
+        format!("queued background task {} (0 ahead of it)", answers[2].1)
+    );
+    assert_eq!(
+        answers[4].0,
+        format!("queued background task {} (2 ahead of it)", answers[4].1)
+    );
     let mut spans = Vec::new();
     for (_, id) in &answers {
         let output = read_waiting(&client, id, 30_000).await;
-        assert!(output.ends_with("[status: completed, exit code: 0]"), "{output}");
+        assert!(
+            output.ends_with("[status: completed, exit code: 0]"),
+            "{output}"
+        );
         spans.push(span(&output));
     }
     for (start, _) in &spans {
-        let running = spans.iter().filter(|(s, e)| s <= start && start < e).count();
+        let running = spans
+            .iter()
+            .filter(|(s, e)| s <= start && start < e)
+            .count();
         assert!(running <= 2, "{running} ran at once: {spans:?}");
     }
     drop(client);
@@ -90,7 +105,10 @@ fn a_second_principals_single_task_runs_before_the_first_principals_fourth() {
         Client::new(&host, &host.token("bob")),
     );
     let started = |client: &Client| {
-        let answer = client.answer("bash", json!({"command": timed("1"), "run_in_background": true}));
+        let answer = client.answer(
+            "bash",
+            json!({"command": timed("1"), "run_in_background": true}),
+        );
         mcp::started_id(&answer)
     };
     let alices: Vec<String> = (0..4).map(|_| started(&alice)).collect();
@@ -102,7 +120,10 @@ fn a_second_principals_single_task_runs_before_the_first_principals_fourth() {
         );
         // Notices of the principal's other tasks may follow the read, each in a block of its own.
         let read = text.split("\n---\n").next().unwrap_or_default();
-        assert!(read.ends_with("[status: completed, exit code: 0]"), "{text}");
+        assert!(
+            read.ends_with("[status: completed, exit code: 0]"),
+            "{text}"
+        );
         span(read)
     };
     let fourth = waited(&alice, &alices[3]);
@@ -122,15 +143,27 @@ async fn after_runs_a_test_after_its_build_and_fails_it_naming_the_build_that_fa
     let client = mcp::socket_client(&host.socket, Watcher::default()).await;
     let (_, build) = start(&client, json!({"command": timed("0.5")})).await;
     let (text, test) = start(&client, json!({"command": timed("0"), "after": [build]})).await;
-    assert_eq!(text, format!("queued background task {test} (waiting for {build})"));
+    assert_eq!(
+        text,
+        format!("queued background task {test} (waiting for {build})")
+    );
     let built = span(&read_waiting(&client, &build, 30_000).await);
     let tested = read_waiting(&client, &test, 30_000).await;
-    assert!(tested.ends_with("[status: completed, exit code: 0]"), "{tested}");
-    assert!(built.1 <= span(&tested).0, "the test began before its build ended");
+    assert!(
+        tested.ends_with("[status: completed, exit code: 0]"),
+        "{tested}"
+    );
+    assert!(
+        built.1 <= span(&tested).0,
+        "the test began before its build ended"
+    );
 
     let (_, broken) = start(&client, json!({"command": "exit 1"})).await;
-    let (_, skipped) =
-        start(&client, json!({"command": "echo ran", "after": [broken.as_str()]})).await;
+    let (_, skipped) = start(
+        &client,
+        json!({"command": "echo ran", "after": [broken.as_str()]}),
+    )
+    .await;
     let skipped_out = read_waiting(&client, &skipped, 30_000).await;
     assert!(!skipped_out.contains("ran\n"), "{skipped_out}");
     assert!(
@@ -153,7 +186,8 @@ async fn a_cycle_and_another_owners_task_are_refused_and_nothing_is_recorded() {
         mcp::socket_client(&host.socket, Watcher::default()).await,
     );
     let (_, alices) = start(&alice, json!({"command": "sleep 30"})).await;
-    let args = |after: &str| json!({"command": "true", "run_in_background": true, "after": [after]});
+    let args =
+        |after: &str| json!({"command": "true", "run_in_background": true, "after": [after]});
     let foreign = mcp::call(&bob, "bash", args(&alices)).await;
     assert!(
         foreign.starts_with(&format!("Error: after: unknown task {alices}")),
@@ -161,7 +195,10 @@ async fn a_cycle_and_another_owners_task_are_refused_and_nothing_is_recorded() {
     );
     // The next id is bash-2: a task naming it would wait for itself.
     let cycle = mcp::call(&alice, "bash", args("bash-2")).await;
-    assert!(cycle.starts_with("Error: after: unknown task bash-2"), "{cycle}");
+    assert!(
+        cycle.starts_with("Error: after: unknown task bash-2"),
+        "{cycle}"
+    );
     assert!(cycle.contains("no cycle can form"), "{cycle}");
     let listed = mcp::call(&bob, "task_list", json!({})).await;
     assert!(!listed.contains("bash-"), "{listed}");
@@ -183,7 +220,10 @@ async fn a_queued_task_killed_never_runs() {
     let (text, queued) = start(&client, json!({"command": touch})).await;
     assert!(text.starts_with("queued background task"), "{text}");
     let output = mcp::call(&client, "task_output", json!({"task_id": queued})).await;
-    assert!(output.ends_with("[status: queued, 0 ahead of it]"), "{output}");
+    assert!(
+        output.ends_with("[status: queued, 0 ahead of it]"),
+        "{output}"
+    );
     mcp::call(&client, "task_kill", json!({"task_id": queued})).await;
     let killed = read_waiting(&client, &queued, 30_000).await;
     assert!(
@@ -224,7 +264,11 @@ async fn a_sigkilled_hosts_three_queued_tasks_run_on_the_next_host_in_order() {
     let ran = eventually(Duration::from_secs(30), || {
         std::fs::read_to_string(&order).is_ok_and(|o| o.lines().count() == 3)
     });
-    assert!(ran, "the queued tasks ran: {:?}", std::fs::read_to_string(&order));
+    assert!(
+        ran,
+        "the queued tasks ran: {:?}",
+        std::fs::read_to_string(&order)
+    );
     assert_eq!(std::fs::read_to_string(&order).unwrap(), "1\n2\n3\n");
     let completed = eventually(Duration::from_secs(30), || {
         let records = crate::state::records(&dir.join("state"));
@@ -270,7 +314,11 @@ async fn a_stopped_hosts_queued_task_stays_queued_and_runs_on_the_next_host() {
     host.stop();
     drop(client);
     let records = crate::state::records(&dir.join("state"));
-    assert_eq!(records[&running]["status"], "killed", "{}", records[&running]);
+    assert_eq!(
+        records[&running]["status"], "killed",
+        "{}",
+        records[&running]
+    );
     assert_eq!(records[&queued]["status"], "queued", "{}", records[&queued]);
     assert!(!marker.exists(), "it ran while its host stopped");
 

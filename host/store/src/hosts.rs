@@ -112,8 +112,7 @@ pub(crate) fn recover(
         }
         recovered
             .lost
-            .extend(crate::queue::lose_unqueued(&tx, host, now_ms)?);
-        crate::foregrounds::forget_host(&tx, host)?;
+            .extend(crate::queue::end_host(&tx, host, now_ms)?);
         tx.execute(
             "UPDATE hosts SET ended_at_ms = ?2 WHERE id = ?1",
             params![host, now_ms as i64],

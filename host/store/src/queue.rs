@@ -50,8 +50,19 @@ pub(crate) fn park(tx: &rusqlite::Transaction<'_>, id: &str) -> rusqlite::Result
     .map(|_| ())
 }
 
+/// Ends gone host `host`'s queued tasks that have no row to run from (`lost`, returned) and
+/// forgets its foreground commands.
+pub(crate) fn end_host(
+    tx: &rusqlite::Transaction<'_>,
+    host: i64,
+    now_ms: u64,
+) -> rusqlite::Result<Vec<String>> {
+    crate::foregrounds::forget_host(tx, host)?;
+    lose_unqueued(tx, host, now_ms)
+}
+
 /// Marks `lost` the queued tasks of gone host `host` that have no row to run from.
-pub(crate) fn lose_unqueued(
+fn lose_unqueued(
     tx: &rusqlite::Transaction<'_>,
     host: i64,
     now_ms: u64,
@@ -93,11 +104,11 @@ pub(crate) fn requeue(conn: &mut Connection, me: i64) -> rusqlite::Result<Vec<Re
         .collect();
     let mut taken = Vec::new();
     for (id, spec) in rows {
+        tx.execute("UPDATE tasks SET host = ?2 WHERE id = ?1", params![id, me])?;
         tx.execute(
-            "UPDATE tasks SET host = ?2 WHERE id = ?1",
-            params![id, me],
+            "UPDATE queue SET parked = 0 WHERE task_id = ?1",
+            params![id],
         )?;
-        tx.execute("UPDATE queue SET parked = 0 WHERE task_id = ?1", params![id])?;
         if let Some(record) = records::one(&tx, &id)? {
             taken.push(Requeued { record, spec });
         }

@@ -13,7 +13,10 @@ async fn a_queued_task_is_live_with_its_note_until_it_begins_running() {
         .start(p.final_task("bash", "x").owner(a.clone()).queued())
         .unwrap();
     let snap = reg.get(id.as_str(), Some(&a)).unwrap();
-    assert_eq!((snap.status, snap.status.is_live()), (TaskStatus::Queued, true));
+    assert_eq!(
+        (snap.status, snap.status.is_live()),
+        (TaskStatus::Queued, true)
+    );
     reg.set_queued_notes([(id.clone(), "2 ahead of it".to_owned())]);
     assert_eq!(
         reg.get(id.as_str(), Some(&a)).unwrap().detail.as_deref(),
@@ -46,7 +49,10 @@ async fn waiting_for_a_tasks_end_leaves_its_notice_owed() {
     let id = reg.start(p.final_task("bash", "x")).unwrap();
     p.settle(TaskOutcome::completed());
     let ended = reg.ended(id.as_str()).await.unwrap();
-    assert_eq!((ended.status, ended.reported), (TaskStatus::Completed, false));
+    assert_eq!(
+        (ended.status, ended.reported),
+        (TaskStatus::Completed, false)
+    );
     assert!(!reg.get(id.as_str(), None).unwrap().reported);
     assert!(reg.ended("bash-99").await.is_none());
 }

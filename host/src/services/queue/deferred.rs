@@ -91,7 +91,9 @@ pub(super) fn hooks(pending: Pending, placed: oneshot::Receiver<Option<Ticket>>)
     let services = pending.services.clone();
     let tty = pending.spec.tty.is_some().then(|| pending.deferred.clone());
     let done = async move {
-        let ticket = placed.await.map_err(|_| ProducerError("never placed".into()))?;
+        let ticket = placed
+            .await
+            .map_err(|_| ProducerError("never placed".into()))?;
         let id = pending.deferred.id.get().cloned();
         let Some(id) = id else {
             return Ok(TaskOutcome::killed().with_detail(REMOVED));

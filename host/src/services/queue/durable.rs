@@ -79,7 +79,8 @@ impl Services {
                 .as_ref()
                 .and_then(|s| self.sessions.agent(s));
             let (after, doomed) = self.after_on_record(&spec.after, caller.as_ref());
-            let queued = self.queue_checked(&decl, spec.process_spec(), after, Some(number), doomed);
+            let queued =
+                self.queue_checked(&decl, spec.process_spec(), after, Some(number), doomed);
             match queued {
                 Ok(id) => taken.push(id),
                 Err(e) => tracing::warn!(

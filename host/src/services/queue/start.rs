@@ -66,7 +66,8 @@ impl Services {
         })?;
         let task = TaskId::new(id.as_str());
         let _ = deferred.id.set(task.clone());
-        let ticket = (after.is_empty() && doomed.is_none()).then(|| self.queue.enqueue(&session, &task));
+        let ticket =
+            (after.is_empty() && doomed.is_none()).then(|| self.queue.enqueue(&session, &task));
         if ticket.is_none() && !after.is_empty() {
             let ids: Vec<String> = after.iter().map(|a| a.as_str().to_owned()).collect();
             self.registry

@@ -136,8 +136,8 @@ mod tests {
     #[test]
     fn owners_take_turns_and_each_line_is_first_in_first_out() {
         let mut t = turns(&[("a", "a1"), ("a", "a2"), ("a", "a3"), ("b", "b1")]);
-        let order: Vec<String> = std::iter::from_fn(|| t.next(|_, _| true).map(|(_, id, ())| id))
-            .collect();
+        let order: Vec<String> =
+            std::iter::from_fn(|| t.next(|_, _| true).map(|(_, id, ())| id)).collect();
         assert_eq!(order, ["a1", "b1", "a2", "a3"]);
         assert_eq!(t.total(), 4);
         assert_eq!(t.running_of("a"), 3);
@@ -168,7 +168,10 @@ mod tests {
         let mut t = turns(&[("a", "a1"), ("b", "b1")]);
         assert!(t.remove("a1").is_some());
         assert_eq!(t.waiting_of("a"), 0);
-        assert_eq!(t.next(|_, _| true).map(|(_, id, ())| id).as_deref(), Some("b1"));
+        assert_eq!(
+            t.next(|_, _| true).map(|(_, id, ())| id).as_deref(),
+            Some("b1")
+        );
         assert!(t.next(|_, _| true).is_none());
     }
 }
