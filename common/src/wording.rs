@@ -36,6 +36,28 @@ pub fn started(what: &str, id: &str) -> String {
     format!("started background {what} {id}")
 }
 
+/// The answer to a start that was recorded and waits, queued (issue 44): `note` says for what
+/// (`2 ahead of it`, `waiting for bash-3`).
+pub fn queued(what: &str, id: &str, note: &str) -> String {
+    format!("queued background {what} {id} ({note})")
+}
+
+/// A queued task's detail: how many tasks run before it.
+pub fn ahead_note(ahead: usize) -> String {
+    format!("{ahead} ahead of it")
+}
+
+/// A queued task's detail while the tasks it runs after have not all ended.
+pub fn waiting_note(ids: &[String]) -> String {
+    format!("waiting for {}", ids.join(", "))
+}
+
+/// The detail of a task that did not run because task `id`, which it waited for, did not
+/// complete with exit 0 (`how`: its status line's inside, `completed, exit code: 1`).
+pub fn not_run_after(id: &str, how: &str) -> String {
+    format!("did not run: {id}, which it waited for, did not complete with exit 0 ({how})")
+}
+
 /// The answer to a kill of a live task.
 pub fn kill_requested(id: &str) -> String {
     format!("requested cancellation of task {id}")

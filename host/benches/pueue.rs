@@ -5,6 +5,10 @@
 //! for every output). The two run in alternating pairs; each pair gives a ratio, and the figure is the
 //! median pair. Every output is checked byte for byte on both sides. Without `pueue` and `pueued` on
 //! `PATH` (or in `~/.cargo/bin`) the row says it was skipped.
+//!
+//! The queue's row (issue 44): 1,000 such commands through 8 slots, taskhost with
+//! `[tasks] max_running = 8` (996 of the starts answered `queued`) against pueue with `parallel 8`,
+//! in alternating pairs as above. Without pueue the row gives taskhost's time alone.
 
 mod common;
 
@@ -20,6 +24,10 @@ use serde_json::{Value, json};
 
 const TASKS: usize = 200;
 const PAIRS: usize = 5;
+/// The queue's row: this many tasks through `SLOTS` slots, in `QUEUE_PAIRS` pairs.
+const QUEUED: usize = 1_000;
+const SLOTS: usize = 8;
+const QUEUE_PAIRS: usize = 3;
 const LINES: usize = 20;
 
 fn command(i: usize) -> String {
@@ -68,11 +76,12 @@ async fn answer(client: &Client, tool: &str, args: Value) -> (String, Option<Str
     )
 }
 
-/// One taskhost run: seconds to start all, and to start all and collect every output.
-async fn taskhost_run(client: &Client) -> (f64, f64) {
+/// One taskhost run of `tasks` commands: seconds to start all, and to start all and collect every
+/// output.
+async fn taskhost_run(client: &Client, tasks: usize) -> (f64, f64) {
     let t = Instant::now();
-    let mut ids = Vec::with_capacity(TASKS);
-    for i in 0..TASKS {
+    let mut ids = Vec::with_capacity(tasks);
+    for i in 0..tasks {
         let (text, started) = answer(
             client,
             "bash",
@@ -163,11 +172,12 @@ impl Pueue {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    /// One pueue run: seconds to start all, and to start all and collect every output.
-    fn run_once(&self) -> (f64, f64) {
+    /// One pueue run of `tasks` commands: seconds to start all, and to start all and collect every
+    /// output.
+    fn run_once(&self, tasks: usize) -> (f64, f64) {
         let t = Instant::now();
-        let mut ids = Vec::with_capacity(TASKS);
-        for i in 0..TASKS {
+        let mut ids = Vec::with_capacity(tasks);
+        for i in 0..tasks {
             let id = self.run(&["add", "--print-task-id", "--", &command(i)]);
             ids.push(id.trim().to_owned());
         }
@@ -195,14 +205,20 @@ impl Drop for Pueue {
 
 fn main() {
     let name = "start 200 background commands and collect all outputs";
+    let profile = common::profile_dir();
+    let dir = common::scratch("pueue");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let (Some(client), Some(daemon)) = (find("pueue"), find("pueued")) else {
         println!(
             "{{\"name\":\"{name} (skipped: pueue not installed; cargo install pueue)\",\"skipped\":true}}"
         );
+        queue_row(&rt, &profile, &dir, None);
+        let _ = std::fs::remove_dir_all(&dir);
         return;
     };
-    let profile = common::profile_dir();
-    let dir = common::scratch("pueue");
     let config = dir.join("taskhost.toml");
     std::fs::write(
         &config,
@@ -215,16 +231,13 @@ fn main() {
     )
     .expect("taskhost config");
     let pueue = Pueue::start(client, &daemon, &dir);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
     // The store on (the default: records in `state-home`, written before each start is answered)
     // and off (`--no-state`, records in memory only).
     for (store, extra) in [("store on", None), ("store off", Some("--no-state"))] {
         let pairs = compare(&rt, &profile, &config, &dir, extra, &pueue);
         report(&format!("{name}, {store}"), &pairs);
     }
+    queue_row(&rt, &profile, &dir, Some(&pueue));
     drop(pueue);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -256,8 +269,8 @@ fn compare(
                 .expect("handshake");
         let mut pairs = Vec::new();
         for _ in 0..PAIRS {
-            let (a_start, a) = taskhost_run(&host).await;
-            let (b_start, b) = pueue.run_once();
+            let (a_start, a) = taskhost_run(&host, TASKS).await;
+            let (b_start, b) = pueue.run_once(TASKS);
             pairs.push((a_start, a, b_start, b));
         }
         let _ = host.cancel().await;
@@ -265,7 +278,67 @@ fn compare(
     })
 }
 
+/// The queue's row: `QUEUED` commands through `SLOTS` slots, against pueue's `parallel 8` when
+/// there is one (then the pairs alternate), else taskhost's time alone.
+fn queue_row(rt: &tokio::runtime::Runtime, profile: &Path, dir: &Path, pueue: Option<&Pueue>) {
+    let name = format!("{QUEUED} tasks through a queue of {SLOTS} slots");
+    let config = dir.join("queue.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[tasks]\nmax_running = {SLOTS}\nmax_concurrent_tasks_per_owner = {}\n\n[[plugin]]\npath = \"{}\"\n\n[[plugin]]\npath = \"{}\"\n",
+            QUEUED + 10,
+            profile.join("libtaskhost_plugin_bash.so").display(),
+            profile.join("libtaskhost_plugin_tasks.so").display()
+        ),
+    )
+    .expect("taskhost config");
+    if let Some(p) = pueue {
+        p.run(&["parallel", &SLOTS.to_string()]);
+    }
+    let pairs: Vec<Pair> = rt.block_on(async {
+        let mut cmd = tokio::process::Command::new(profile.join("taskhost"));
+        cmd.args(["serve", "--no-watch", "--config"])
+            .arg(&config)
+            .env("XDG_STATE_HOME", dir.join("state-home"))
+            .env("RUST_LOG", "error");
+        let host: Client =
+            ().serve(TokioChildProcess::new(cmd).expect("spawn taskhost"))
+                .await
+                .expect("handshake");
+        let mut pairs = Vec::new();
+        for _ in 0..QUEUE_PAIRS {
+            let (a_start, a) = taskhost_run(&host, QUEUED).await;
+            let (b_start, b) = pueue.map_or((f64::NAN, f64::NAN), |p| p.run_once(QUEUED));
+            pairs.push((a_start, a, b_start, b));
+        }
+        let _ = host.cancel().await;
+        pairs
+    });
+    if pueue.is_some() {
+        let baseline =
+            format!("pueue {QUEUED} x add with parallel {SLOTS}, wait, log --json --full");
+        report_against(&name, &baseline, QUEUED, &pairs);
+        return;
+    }
+    let mut v: Vec<f64> = pairs.iter().map(|p| p.1).collect();
+    v.sort_by(f64::total_cmp);
+    println!(
+        "{{\"name\":\"{name} (pueue not installed: taskhost alone)\",\"unit\":\"ms\",\"value\":{:.0}}}",
+        v[v.len() / 2] * 1e3
+    );
+}
+
 fn report(name: &str, pairs: &[Pair]) {
+    report_against(
+        name,
+        "pueue 200 x add, wait, log --json --full",
+        TASKS,
+        pairs,
+    );
+}
+
+fn report_against(name: &str, baseline: &str, tasks: usize, pairs: &[Pair]) {
     let median = |f: &dyn Fn(&Pair) -> f64| {
         let mut v: Vec<f64> = pairs.iter().map(f).collect();
         v.sort_by(f64::total_cmp);
@@ -274,14 +347,14 @@ fn report(name: &str, pairs: &[Pair]) {
     let ratios: Vec<String> = pairs.iter().map(|p| format!("{:.2}", p.1 / p.3)).collect();
     let (a, b, r) = (median(&|p| p.1), median(&|p| p.3), median(&|p| p.1 / p.3));
     println!(
-        "{{\"name\":\"{name}\",\"unit\":\"ms\",\"value\":{:.0},\"baseline_name\":\"pueue 200 x add, wait, log --json --full (ratios per pair: {})\",\"baseline\":{:.0},\"ratio\":{r:.2}}}",
+        "{{\"name\":\"{name}\",\"unit\":\"ms\",\"value\":{:.0},\"baseline_name\":\"{baseline} (ratios per pair: {})\",\"baseline\":{:.0},\"ratio\":{r:.2}}}",
         a * 1e3,
         ratios.join(" "),
         b * 1e3,
     );
     let (a, b) = (median(&|p| p.0), median(&|p| p.2));
     println!(
-        "{{\"name\":\"  of which starting the 200\",\"unit\":\"ms\",\"value\":{:.0},\"baseline_name\":\"pueue: the 200 adds (a client process each)\",\"baseline\":{:.0},\"ratio\":{:.2}}}",
+        "{{\"name\":\"  of which starting the {tasks}\",\"unit\":\"ms\",\"value\":{:.0},\"baseline_name\":\"pueue: the {tasks} adds (a client process each)\",\"baseline\":{:.0},\"ratio\":{:.2}}}",
         a * 1e3,
         b * 1e3,
         a / b

@@ -192,6 +192,9 @@ pub struct TasksSection {
     pub max_concurrent_tasks_per_owner: Option<u64>,
     /// How long a teardown waits for a cancelled task (default 10000).
     pub teardown_grace_ms: Option<u64>,
+    /// Process tasks the host runs at once (default: no limit); past it a start is queued (issue
+    /// 44). Each policy's `max_running` bounds its principals' the same way.
+    pub max_running: Option<u64>,
     /// Foreground commands one session may run at once (default 16); past it a call is refused.
     pub max_foreground_per_owner: Option<u64>,
     /// Where process output beyond the in-memory tail is spilled (default: beside the generation
@@ -267,6 +270,12 @@ impl Config {
         config
             .registry()
             .map_err(|e| ConfigError(format!("bad config {}: [tasks] {e}", path.display())))?;
+        if config.tasks.max_running == Some(0) {
+            return Err(ConfigError(format!(
+                "bad config {}: [tasks] max_running must be at least 1, got 0",
+                path.display()
+            )));
+        }
         if config.tasks.max_foreground_per_owner == Some(0) {
             return Err(ConfigError(format!(
                 "bad config {}: [tasks] max_foreground_per_owner must be at least 1, got 0",

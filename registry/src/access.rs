@@ -176,7 +176,10 @@ impl Registry {
                 .get_mut(id)
                 .ok_or_else(|| RegistryError::UnknownTask(id.to_owned()))?;
             rec.reported = true;
-            let moved = rec.status == crate::TaskStatus::Running;
+            let moved = matches!(
+                rec.status,
+                crate::TaskStatus::Running | crate::TaskStatus::Queued
+            );
             if moved {
                 rec.status = crate::TaskStatus::Stopping;
             }

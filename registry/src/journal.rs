@@ -34,6 +34,13 @@ pub trait Journal: Send + Sync + 'static {
     /// The starter of task `id` returned: its work began. Need not be durable before it returns.
     fn started(&self, id: &str);
 
+    /// The starter of task `id` returned and the task waits, `queued`, for its work to begin
+    /// ([`crate::TaskStart::queued`]); [`Journal::started`] follows when it does. Need not be
+    /// durable before it returns. A journal that keeps no queue records it as started.
+    fn queued(&self, id: &str) {
+        self.started(id);
+    }
+
     /// The start of task `kind-number` failed after [`Journal::begin`]: its record goes. Its number
     /// was never answered to anyone, so the journal may give it again when no later one was given.
     fn abandon(&self, kind: &str, number: u64);

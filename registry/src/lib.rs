@@ -27,6 +27,7 @@ mod journal;
 mod listeners;
 mod output_wait;
 mod producer;
+mod queued;
 mod registry;
 mod restore;
 mod start;

@@ -117,6 +117,8 @@ pub struct TaskStart {
     pub(crate) taken_over: Option<u64>,
     /// When the task's work began, if before its start (ms since the epoch).
     pub(crate) started_at_ms: Option<u64>,
+    /// Registered `queued`: its work begins later ([`crate::Registry::begin_running`]).
+    pub(crate) queued: bool,
 }
 
 impl TaskStart {
@@ -150,7 +152,16 @@ impl TaskStart {
             run: Box::new(run),
             taken_over: None,
             started_at_ms: None,
+            queued: false,
         }
+    }
+
+    /// Registers the task `queued`: the starter returns hooks whose work has not begun (it waits
+    /// for a slot or for other tasks), and the producer calls [`crate::Registry::begin_running`]
+    /// once it begins. Until then the task is live, holds its owner's slot, and can be killed.
+    pub fn queued(mut self) -> Self {
+        self.queued = true;
+        self
     }
 
     /// Takes over task `kind-number`, whose record the journal holds (work a host that is gone

@@ -27,6 +27,7 @@ struct Identity {
     owner: Option<Agent>,
     stream: bool,
     started_at_ms: u64,
+    queued: bool,
 }
 
 impl Registry {
@@ -50,6 +51,7 @@ impl Registry {
             run,
             taken_over,
             started_at_ms,
+            queued,
         } = spec;
         let started_at_ms = started_at_ms.map_or_else(now_ms, |ms| ms.min(now_ms()));
         let key = owner_key(owner.as_ref());
@@ -82,6 +84,7 @@ impl Registry {
             owner,
             stream: hooks.reader.is_some(),
             started_at_ms,
+            queued,
         };
         Ok(self.admit(identity, hooks, key, number))
     }
@@ -116,9 +119,14 @@ impl Registry {
             watcher: None,
         }));
         let owner = identity.owner.clone();
+        let queued = identity.queued;
         let id = self.register(identity, key, ops.clone(), number);
         if let Some(journal) = &self.inner.journal {
-            journal.started(id.as_str());
+            if queued {
+                journal.queued(id.as_str());
+            } else {
+                journal.started(id.as_str());
+            }
         }
         self.inner.reservations.notify_waiters();
         self.inner.changed(owner.as_ref());
@@ -186,6 +194,7 @@ impl Registry {
             owner,
             stream,
             started_at_ms,
+            queued,
         } = identity;
         let mut st = self.inner.state.lock();
         let st = &mut *st;
@@ -210,7 +219,11 @@ impl Registry {
                 output_limit_bytes,
                 owner,
                 stream,
-                status: crate::TaskStatus::Running,
+                status: if queued {
+                    crate::TaskStatus::Queued
+                } else {
+                    crate::TaskStatus::Running
+                },
                 detail: None,
                 output: None,
                 started_at_ms,

@@ -7,6 +7,9 @@ use crate::ids::{SessionId, TaskId};
 /// The closed, kind-agnostic lifecycle of a task. Kind-specific facts ride in a detail string.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TaskStatus {
+    /// The task is recorded and waits for a slot or for the tasks it runs after; its work has not
+    /// begun. It holds its owner's admission slot as a running task does.
+    Queued,
     /// The work is running.
     Running,
     /// Cancellation was requested and delivered; the producer has not settled yet.
@@ -26,6 +29,7 @@ impl TaskStatus {
     /// The lower-case name used in status lines and listings.
     pub fn as_str(self) -> &'static str {
         match self {
+            TaskStatus::Queued => "queued",
             TaskStatus::Running => "running",
             TaskStatus::Stopping => "stopping",
             TaskStatus::Completed => "completed",
@@ -46,6 +50,7 @@ impl TaskStatus {
     /// The status named `name` (as [`TaskStatus::as_str`] spells it).
     pub fn parse(name: &str) -> Option<Self> {
         [
+            TaskStatus::Queued,
             TaskStatus::Running,
             TaskStatus::Stopping,
             TaskStatus::Completed,
@@ -57,7 +62,7 @@ impl TaskStatus {
         .find(|s| s.as_str() == name)
     }
 
-    /// True for `running` and `stopping`: the states that hold an admission slot.
+    /// True for `queued`, `running` and `stopping`: the states that hold an admission slot.
     pub fn is_live(self) -> bool {
         !self.is_terminal()
     }

@@ -34,6 +34,7 @@ mod mcp_tasks;
 mod overlap;
 mod owners;
 mod policy;
+mod queue;
 mod reload;
 mod slurm;
 mod state;

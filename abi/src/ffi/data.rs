@@ -1,7 +1,7 @@
 //! Plain data that crosses the boundary.
 
 use abi_stable::StableAbi;
-use abi_stable::std_types::{ROption, RString};
+use abi_stable::std_types::{ROption, RString, RVec};
 
 /// A tool a plugin offers: its name, description and JSON schema (as JSON text).
 #[repr(C)]
@@ -171,6 +171,10 @@ pub struct TaskDecl {
     pub output_limit_bytes: ROption<u64>,
     /// The owning session (its agent owns the task); `RNone` for an unowned task.
     pub owner_session: ROption<RString>,
+    /// Tasks (of the same owner) this one waits for: it runs once every one of them ended, and
+    /// settles `failed` without running when one did not complete with exit 0. An unknown id, one
+    /// of another owner, or the task itself refuses the start.
+    pub after: RVec<RString>,
 }
 
 impl TaskDecl {
@@ -182,6 +186,7 @@ impl TaskDecl {
             label: label.into(),
             output_limit_bytes: ROption::RNone,
             owner_session: owner_session.map(RString::from).into(),
+            after: RVec::new(),
         }
     }
 }
@@ -202,6 +207,8 @@ pub enum FfiStatus {
     Failed,
     /// Its host stopped while it ran; its end is unknown (a task brought back from the records).
     Lost,
+    /// Recorded, waiting for a slot or for the tasks it runs after; its work has not begun.
+    Queued,
 }
 
 impl FfiStatus {
@@ -214,6 +221,7 @@ impl FfiStatus {
             FfiStatus::Killed => "killed",
             FfiStatus::Failed => "failed",
             FfiStatus::Lost => "lost",
+            FfiStatus::Queued => "queued",
         }
     }
 

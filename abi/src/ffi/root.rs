@@ -8,7 +8,7 @@ use abi_stable::{StableAbi, declare_root_module_statics, package_version_strings
 use super::objects::{HostBox, PluginBox};
 
 /// Bumped on any change of the interface's meaning that the layout check cannot see.
-pub const ABI_VERSION: u32 = 8;
+pub const ABI_VERSION: u32 = 9;
 
 /// The root module: the plugin's name and its init. A prefix type, so fields can be added later
 /// without breaking older plugins.

@@ -22,6 +22,8 @@ pub struct Declaration {
     pub owner_session: Option<String>,
     /// A byte cap for model-facing reads and notices, if any.
     pub output_limit_bytes: Option<u64>,
+    /// Tasks of the same owner this one runs after (see [`Declaration::after`]).
+    pub after: Vec<String>,
 }
 
 impl Declaration {
@@ -32,7 +34,19 @@ impl Declaration {
             label: label.to_owned(),
             owner_session: None,
             output_limit_bytes: None,
+            after: Vec::new(),
         }
+    }
+
+    /// Runs after the tasks `ids` (of the same owner): the task is recorded at once, `queued`,
+    /// and begins once every one of them ended; when one did not complete with exit 0 it settles
+    /// `failed` without running, naming it. An unknown id, another owner's, or a cycle refuses the
+    /// start. Honoured for process tasks ([`Host::start_process_task`]); any other start that
+    /// names tasks to run after is refused.
+    #[must_use]
+    pub fn after<S: AsRef<str>>(mut self, ids: impl IntoIterator<Item = S>) -> Self {
+        self.after = ids.into_iter().map(|s| s.as_ref().to_owned()).collect();
+        self
     }
 
     /// Owned by `session`'s agent; an empty session (a caller without one) leaves it unowned.
@@ -52,6 +66,7 @@ impl Declaration {
     fn to_ffi(&self) -> TaskDecl {
         let mut decl = TaskDecl::new(&self.kind, &self.label, self.owner_session.as_deref());
         decl.output_limit_bytes = self.output_limit_bytes.into();
+        decl.after = self.after.iter().map(|a| a.as_str().into()).collect();
         decl
     }
 }

@@ -73,6 +73,11 @@ impl Taskhost {
             services.state.clone(),
         ));
         let owners = Owners::new(services.state.clone(), services.owner_grace);
+        let queue = crate::services::queue::Queue::new(
+            registry.clone(),
+            services.max_running,
+            services.policies.as_ref().and_then(|p| p.owner_limit()),
+        );
         let services = Services {
             registry,
             processes,
@@ -82,6 +87,7 @@ impl Taskhost {
             restarting: taskhost_registry::CancellationToken::new(),
             continued: Default::default(),
             policies: services.policies,
+            queue,
         };
         services.tell_unheld();
         let plugins = Arc::new(Plugins::new(services.clone(), options));

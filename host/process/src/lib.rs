@@ -56,7 +56,7 @@ pub use owner_bounds::OwnerBounds;
 pub use render::{Drawn, SpillRef, render_read, render_read_drawn};
 pub use service::ProcessService;
 pub use spawned::raise_file_limit;
-pub use spec::{Pipes, ProcessSpec, SpawnError, TtySize};
+pub use spec::{Pipes, ProcessSpec, SpawnError, TtySize, check_workdir};
 pub use started::started_at_ms;
 pub use taskhost_registry::excerpt;
 pub use terminal::render_terminal;

@@ -79,7 +79,7 @@ pub type Pipes = (pipe::Sender, pipe::Receiver);
 
 /// Refuses a working directory that is missing or not a directory, naming it (std's spawn error
 /// would not say which path).
-pub(crate) fn check_workdir(spec: &ProcessSpec) -> Result<(), SpawnError> {
+pub fn check_workdir(spec: &ProcessSpec) -> Result<(), SpawnError> {
     let Some(dir) = &spec.workdir else {
         return Ok(());
     };

@@ -278,7 +278,12 @@ fn start_host(
         Some((dir, takeover)) => Some(state::open_state(config, &dir, takeover).map_err(fail(2))?),
         None => None,
     };
-    let policies = crate::policy::Policies::new(policies, state.clone());
+    let policies = crate::policy::Policies::new(policies, state.clone()).with_max_running(
+        config
+            .policy
+            .iter()
+            .filter_map(|(name, t)| Some((name.clone(), t.max_running?))),
+    );
     let options = LoadOptions {
         generation_dir: run_dir.generations(),
         allow_untrusted: args.allow_untrusted,
@@ -296,6 +301,7 @@ fn start_host(
         owner_grace: config.owner_grace(),
         handed: handover.and_then(Handover::taken_keeper),
         policies: Some(Arc::new(policies)),
+        max_running: config.tasks.max_running,
     };
     let host = Arc::new(Taskhost::new(
         registry,
@@ -353,6 +359,11 @@ fn load_plugins(host: &Taskhost, config: &Config, args: &ServeArgs) -> Result<()
                 tasks = ?taken,
                 "external tasks of hosts that stopped are followed on"
             );
+        }
+        let requeued = &state.recovered().requeued;
+        if !requeued.is_empty() {
+            let taken = host.services().requeue(requeued);
+            tracing::info!(tasks = ?taken, "queued tasks of hosts that stopped are queued again");
         }
     }
     Ok(())

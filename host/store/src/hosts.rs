@@ -62,6 +62,9 @@ pub struct Recovered {
     /// External tasks of hosts that are gone, now this host's to follow (none when the store was
     /// opened only to read).
     pub adopted: Vec<crate::external::Adopted>,
+    /// Queued tasks of hosts that are gone, in queue order, now this host's to queue again (none
+    /// when the store was opened only to read).
+    pub requeued: Vec<crate::queue::Requeued>,
 }
 
 /// Settles the tasks of every host recorded as live whose lock is free (it is gone), other than
@@ -107,7 +110,9 @@ pub(crate) fn recover(
             )?;
             list.extend(ids);
         }
-        crate::foregrounds::forget_host(&tx, host)?;
+        recovered
+            .lost
+            .extend(crate::queue::end_host(&tx, host, now_ms)?);
         tx.execute(
             "UPDATE hosts SET ended_at_ms = ?2 WHERE id = ?1",
             params![host, now_ms as i64],
@@ -121,6 +126,7 @@ pub(crate) fn recover(
     }
     if let Some(me) = me {
         recovered.adopted = crate::external::adopt(conn, me)?;
+        recovered.requeued = crate::queue::requeue(conn, me)?;
     }
     Ok(recovered)
 }

@@ -35,6 +35,10 @@ impl Journal for StoreJournal {
         let _ = self.ops.send(Op::Started { id: id.to_owned() });
     }
 
+    fn queued(&self, id: &str) {
+        let _ = self.ops.send(Op::Queued { id: id.to_owned() });
+    }
+
     fn abandon(&self, kind: &str, number: u64) {
         let _ = self.ops.send(Op::Abandon {
             kind: kind.to_owned(),

@@ -53,6 +53,7 @@ mod marks;
 mod ops;
 mod owners;
 mod principals;
+mod queue;
 mod records;
 mod retention;
 mod retry;
@@ -71,6 +72,7 @@ pub use owners::OwnerSecret;
 pub use principals::{
     Principal, PrincipalGrants, PrincipalLookup, ProofKey, TOKEN_PREFIX, Token, valid_name,
 };
+pub use queue::Requeued;
 pub use records::TaskRecord;
 pub use retention::Retention;
 pub use store::{Recovered, Store, Sync};

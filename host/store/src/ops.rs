@@ -67,6 +67,14 @@ pub(crate) enum Op {
     },
     /// A foreground command ended or became a task.
     ForegroundEnded { id: u64 },
+    /// A task waits, queued, with what it will run.
+    Queue { id: String, spec: String },
+    /// A queued task's row goes: its work began, or it settled.
+    Unqueue { id: String },
+    /// A queued task stays queued for the next host (this one stops).
+    Park { id: String },
+    /// A task's status is `queued`.
+    Queued { id: String },
     /// A task settled.
     Settled {
         id: String,

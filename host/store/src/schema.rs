@@ -6,7 +6,7 @@ use rusqlite::Connection;
 use taskhost_process::private_dir::HeldDir;
 
 /// The newest schema this build knows.
-pub(crate) const VERSION: i64 = 8;
+pub(crate) const VERSION: i64 = 9;
 
 /// Version 1: hosts, per-kind id counters, tasks.
 const V1: &str = "
@@ -104,8 +104,19 @@ const V8: &str = "
 ALTER TABLE owners ADD COLUMN policy TEXT;
 ";
 
+/// Version 9: queued tasks (issue 44), what each will run in queue order (`seq`), so the next
+/// host queues them again; `parked` by a host that stopped cleanly (its record stays `queued`).
+const V9: &str = "
+CREATE TABLE queue (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    task_id TEXT NOT NULL UNIQUE REFERENCES tasks(id),
+    spec TEXT NOT NULL,
+    parked INTEGER NOT NULL DEFAULT 0
+);
+";
+
 /// The migrations, `MIGRATIONS[n]` taking version `n` to `n + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9];
 
 /// Brings the database to [`VERSION`], the state's kept files being in `output`; returns the version
 /// it found.

@@ -197,7 +197,14 @@ fn update(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
     let run = |sql: &str, values: &[&dyn rusqlite::ToSql]| tx.execute(sql, values).map(|_| ());
     match op {
         Op::Started { id } => run(
-            "UPDATE tasks SET status = 'running' WHERE id = ?1 AND status = 'starting'",
+            "UPDATE tasks SET status = 'running' WHERE id = ?1 AND status IN ('starting', 'queued')",
+            params![id],
+        ),
+        Op::Queue { id, spec } => crate::queue::insert(tx, id, spec),
+        Op::Unqueue { id } => crate::queue::remove(tx, id),
+        Op::Park { id } => crate::queue::park(tx, id),
+        Op::Queued { id } => run(
+            "UPDATE tasks SET status = 'queued' WHERE id = ?1 AND status = 'starting'",
             params![id],
         ),
         Op::Told { id } => run("UPDATE tasks SET told = 1 WHERE id = ?1", params![id]),
@@ -225,7 +232,7 @@ fn update(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
         }
         Op::ForegroundEnded { id } => crate::foregrounds::remove(tx, *id),
         Op::Stopping { id } => run(
-            "UPDATE tasks SET status = 'stopping' WHERE id = ?1 AND status IN ('starting', 'running')",
+            "UPDATE tasks SET status = 'stopping' WHERE id = ?1 AND status IN ('starting', 'running', 'queued')",
             params![id],
         ),
         Op::Settled {
@@ -237,7 +244,7 @@ fn update(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
             ..
         } => run(
             "UPDATE tasks SET status = ?2, detail = ?3, finished_at_ms = ?4, told = max(told, ?5)
-             WHERE id = ?1",
+             WHERE id = ?1 AND id NOT IN (SELECT task_id FROM queue WHERE parked = 1)",
             params![id, status, detail, *finished_at_ms as i64, *told],
         ),
         Op::Output { id, stdout, stderr } => run(
@@ -300,6 +307,10 @@ fn answer(batch: Vec<Op>, answers: Result<Answers, String>, notifier: &Sender<Th
             | Op::External { .. }
             | Op::Stopping { .. }
             | Op::ForegroundEnded { .. }
+            | Op::Queue { .. }
+            | Op::Unqueue { .. }
+            | Op::Park { .. }
+            | Op::Queued { .. }
             | Op::Output { .. } => {}
         }
     }

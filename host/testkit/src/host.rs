@@ -251,6 +251,7 @@ impl TestHost {
             label: command.to_owned(),
             output_limit_bytes: None,
             owner_session: Some(session.to_owned()),
+            after: Vec::new(),
         };
         self.host
             .services()

@@ -87,6 +87,10 @@ struct BashArgs {
     cols: Option<u16>,
     /// Terminal rows with tty (1 to 1000, default 24).
     rows: Option<u16>,
+    /// With run_in_background: task ids (of yours) this command runs after. It waits, queued,
+    /// until they all ended, and does not run (it fails, naming the task) when one of them did
+    /// not complete with exit code 0.
+    after: Option<Vec<String>>,
 }
 
 fn description(background: bool, promote: bool) -> String {
@@ -130,8 +134,12 @@ fn cells(key: &str, value: Option<u16>, default: u16) -> Result<u16, ToolResult>
     }
 }
 
+/// A call's request: the process, its foreground timeout, whether it runs in the background, and
+/// the tasks it runs after.
+type Request = (ProcessRequest, u64, bool, Vec<String>);
+
 /// The process request a call describes, checked.
-fn request(config: &Config, args: BashArgs) -> Result<(ProcessRequest, u64, bool), ToolResult> {
+fn request(config: &Config, args: BashArgs) -> Result<Request, ToolResult> {
     let command = non_empty("command", args.command)?;
     let timeout_ms = match args.timeout_ms {
         None => config.timeout_ms.0,
@@ -152,7 +160,14 @@ fn request(config: &Config, args: BashArgs) -> Result<(ProcessRequest, u64, bool
     request.grace_ms = config.grace_ms.0;
     request.tail_bytes = config.max_output_bytes.0;
     request.spill_cap_bytes = config.max_spill_bytes.0;
-    Ok((request, timeout_ms, args.run_in_background.unwrap_or(false)))
+    let background = args.run_in_background.unwrap_or(false);
+    let after = args.after.unwrap_or_default();
+    if !after.is_empty() && !background {
+        return Err(ToolResult::error(
+            "after applies to a background command: set run_in_background: true",
+        ));
+    }
+    Ok((request, timeout_ms, background, after))
 }
 
 /// The `bash` tool.
@@ -189,7 +204,7 @@ impl Tool for BashTool {
     }
 
     fn run(&self, call: &ToolCall, args: BashArgs) -> ToolResult {
-        let (mut request, timeout_ms, background) = match request(&self.config, args) {
+        let (mut request, timeout_ms, background, after) = match request(&self.config, args) {
             Ok(r) => r,
             Err(e) => return e,
         };
@@ -201,8 +216,8 @@ impl Tool for BashTool {
                     "run_in_background is disabled for this deployment (enable_run_in_background: false)",
                 );
             }
-            return match self.host.start_process_task(&decl, request) {
-                Ok(id) => ToolResult::started(wording::started("task", &id), id),
+            return match self.host.start_process_task(&decl.after(after), request) {
+                Ok(id) => ToolResult::started(self.started(call.session(), &id), id),
                 Err(e) => ToolResult::error(e),
             };
         }
@@ -220,6 +235,18 @@ impl Tool for BashTool {
         match result.promoted_task() {
             Some(id) => ToolResult::started(text, id),
             None => ToolResult::ok(text),
+        }
+    }
+}
+
+impl BashTool {
+    /// The answer to a background start: started, or queued with what it waits for.
+    fn started(&self, session: &str, id: &str) -> String {
+        match self.host.get_task(session, id) {
+            Ok(t) if t.status == FfiStatus::Queued => {
+                wording::queued("task", id, t.detail().unwrap_or("queued"))
+            }
+            _ => wording::started("task", id),
         }
     }
 }

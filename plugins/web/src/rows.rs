@@ -65,7 +65,7 @@ pub(crate) fn record_rows(host: &Host, live: &[FfiSnapshot], viewer: &Viewer) ->
         .filter(|r| {
             !matches!(
                 r["status"].as_str(),
-                Some("starting" | "running" | "stopping")
+                Some("starting" | "queued" | "running" | "stopping")
             )
         })
         .filter(|r| r["id"].as_str().is_some_and(|id| !known.contains(id)))

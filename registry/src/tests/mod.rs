@@ -7,6 +7,7 @@ mod journal;
 mod listeners;
 mod output_wait;
 mod owners;
+mod queued;
 mod read_kill;
 mod restore;
 mod start;

@@ -16,6 +16,7 @@ pub(crate) fn status(s: TaskStatus) -> FfiStatus {
         TaskStatus::Killed => FfiStatus::Killed,
         TaskStatus::Failed => FfiStatus::Failed,
         TaskStatus::Lost => FfiStatus::Lost,
+        TaskStatus::Queued => FfiStatus::Queued,
     }
 }
 

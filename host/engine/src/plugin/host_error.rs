@@ -46,5 +46,6 @@ pub(super) fn declare_error(e: &DeclareError) -> HostError {
         DeclareError::Registry(r) => host_error(r),
         DeclareError::UnknownSession(_) => HostError::new(HostErrorKind::NotFound, e.to_string()),
         DeclareError::NoWork(_) => internal(e),
+        DeclareError::Refused(_) => HostError::new(HostErrorKind::Invalid, e.to_string()),
     }
 }

@@ -19,6 +19,7 @@ pub(crate) fn declaration(decl: &TaskDecl) -> TaskDeclaration {
             .as_ref()
             .into_option()
             .map(|s| s.as_str().to_owned()),
+        after: decl.after.iter().map(|a| a.as_str().to_owned()).collect(),
     }
 }
 

@@ -50,6 +50,8 @@ pub struct Policies {
     state: Option<Arc<taskhost_store::Store>>,
     /// Each principal owner's policy name as its record says (a principal's policy never changes).
     principals: Mutex<HashMap<String, Option<String>>>,
+    /// Each policy's `max_running`, where it sets one.
+    max_running: BTreeMap<String, u64>,
 }
 
 impl Policies {
@@ -70,7 +72,33 @@ impl Policies {
                 .collect(),
             state,
             principals: Mutex::default(),
+            max_running: BTreeMap::new(),
         }
+    }
+
+    /// With each policy's `max_running` (issue 44): the running process tasks each of its
+    /// owners may have; past it their starts are queued.
+    #[must_use]
+    pub fn with_max_running(mut self, limits: impl IntoIterator<Item = (String, u64)>) -> Self {
+        self.max_running = limits.into_iter().collect();
+        self
+    }
+
+    /// Each owner's `max_running`, its policy's; `None` when no policy sets one (nothing to count).
+    pub fn owner_limit(self: &Arc<Self>) -> Option<crate::services::queue::OwnerLimit> {
+        if self.max_running.is_empty() {
+            return None;
+        }
+        let policies = self.clone();
+        Some(Arc::new(move |owner: &str| policies.max_running_of(owner)))
+    }
+
+    /// `owner`'s `max_running`: its principal's policy's, else `[policy.default]`'s. An owner
+    /// whose policy cannot be read has none here (its starts are refused anyway).
+    pub fn max_running_of(&self, owner: &str) -> Option<u64> {
+        let name = self.named_by(owner).ok()?;
+        let name = name.as_deref().unwrap_or(DEFAULT_POLICY);
+        self.max_running.get(name).copied()
     }
 
     /// The policy `owner` names of its own: its principal's, `None` for any other owner.

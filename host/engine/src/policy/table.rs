@@ -10,7 +10,7 @@
 //! pids_max = 64                # processes and threads at once
 //! cpu_max = 1.5                # cores
 //! run_as = "agent"             # a user name (a host run by root only)
-//! max_running = 4              # tasks running at once (issue 44: stored, not enforced yet)
+//! max_running = 4              # process tasks of one principal running at once; past it, queued
 //! git_writable = false         # `.git` inside writable roots stays read-only
 //! ```
 
@@ -38,7 +38,7 @@ pub struct PolicyTable {
     pub cpu_max: Option<f64>,
     /// The user the tasks run as.
     pub run_as: Option<String>,
-    /// Tasks of one principal running at once (issue 44; stored, not enforced here).
+    /// Process tasks of one principal running at once; past it a start is queued (issue 44).
     pub max_running: Option<u64>,
     /// `.git` inside writable roots stays writable.
     #[serde(default)]

@@ -17,6 +17,10 @@ pub enum DeclareError {
     /// The start returned without the work it was to begin.
     #[error("{0} started no work")]
     NoWork(String),
+    /// Refused before it was recorded: the tasks it runs after, its working directory, its
+    /// owner's policy (a queued task is checked as far as it can be before it waits).
+    #[error("{0}")]
+    Refused(String),
 }
 
 impl From<DeclareError> for String {
@@ -36,6 +40,9 @@ pub struct TaskDeclaration {
     pub output_limit_bytes: Option<u64>,
     /// The owning session; `None` for an unowned task.
     pub owner_session: Option<String>,
+    /// Tasks of the same owner this one runs after; honoured for process tasks
+    /// ([`Services::start_process`]), refused for any other start.
+    pub after: Vec<String>,
 }
 
 impl TaskDeclaration {
@@ -86,6 +93,7 @@ impl Services {
             label: record.label.clone(),
             output_limit_bytes: None,
             owner_session: record.owner.clone(),
+            after: Vec::new(),
         }
     }
 
@@ -124,6 +132,25 @@ impl Services {
         began_at_ms: Option<u64>,
         run: impl FnOnce(Option<&TaskId>) -> Result<TaskHooks, ProducerError> + Send + 'static,
     ) -> Result<String, DeclareError> {
+        if !decl.after.is_empty() {
+            return Err(DeclareError::Refused(format!(
+                "after: a {} task cannot wait for other tasks (only process tasks, such as bash's, can)",
+                decl.kind
+            )));
+        }
+        self.register_queued(decl, taken_over, began_at_ms, false, run)
+    }
+
+    /// As `register`, the task registered `queued` when `queued` is set (its work begins later,
+    /// [`taskhost_registry::Registry::begin_running`]); `decl.after` is the caller's to honour.
+    pub(crate) fn register_queued(
+        &self,
+        decl: &TaskDeclaration,
+        taken_over: Option<u64>,
+        began_at_ms: Option<u64>,
+        queued: bool,
+        run: impl FnOnce(Option<&TaskId>) -> Result<TaskHooks, ProducerError> + Send + 'static,
+    ) -> Result<String, DeclareError> {
         let owner = match &decl.owner_session {
             None => None,
             Some(s) => match self.sessions.agent(s) {
@@ -143,6 +170,9 @@ impl Services {
         }
         if let Some(ms) = began_at_ms {
             spec = spec.started_at(ms);
+        }
+        if queued {
+            spec = spec.queued();
         }
         self.registry
             .start(spec)

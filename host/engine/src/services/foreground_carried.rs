@@ -111,6 +111,7 @@ impl Services {
             label: record.label.clone(),
             output_limit_bytes: None,
             owner_session: record.session.clone(),
+            after: Vec::new(),
         };
         let pgid = task.pgid;
         // Its kept files are the ones the keeper names.

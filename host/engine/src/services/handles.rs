@@ -30,4 +30,6 @@ pub struct Services {
     pub(crate) continued: super::continued::ContinuedCalls,
     /// The configured policies (the process service resolves every start's bounds through them).
     pub policies: Option<Arc<crate::policy::Policies>>,
+    /// The queue of process tasks: the slots the limits allow, and the tasks waiting for one.
+    pub queue: super::queue::Queue,
 }

@@ -6,6 +6,8 @@
 //! - [`foreground`]: a call's foreground process, promoted or killed at its timeout;
 //! - [`external`]: work that runs elsewhere (a cluster job), followed by the host;
 //! - [`subagent`] and [`acp`]: ACP agents as tasks or foreground runs;
+//! - [`queue`]: limits on running process tasks, and tasks that wait, queued, for a slot or for
+//!   others;
 //! - [`call`]: what a running call carries (its cancellation, its progress reports).
 //!
 //! Nothing here knows `abi_stable`: `crate::plugin` converts the plugin's requests into these types.
@@ -20,6 +22,7 @@ mod foreground_carried;
 mod handles;
 pub mod options;
 pub mod process_tasks;
+pub mod queue;
 pub mod subagent;
 mod take_back;
 mod unheld;

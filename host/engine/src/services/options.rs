@@ -29,6 +29,9 @@ pub struct ServiceOptions {
     /// Where each process's bounds come from, by its owner (the configured policies,
     /// [`crate::policy::Policies`]); `None`: every process runs unbounded.
     pub policies: Option<std::sync::Arc<crate::policy::Policies>>,
+    /// Process tasks the host runs at once (`[tasks] max_running`); past it a start is queued.
+    /// `None`: no host limit.
+    pub max_running: Option<u64>,
 }
 
 /// A keeper taken from a gone predecessor, and its tasks, until the services take them.
@@ -62,6 +65,7 @@ impl Default for ServiceOptions {
             owner_grace: crate::owners::DEFAULT_OWNER_GRACE,
             handed: None,
             policies: None,
+            max_running: None,
         }
     }
 }

@@ -7,10 +7,16 @@ use taskhost_registry::{ProducerError, TaskHooks};
 
 use super::declare::TaskDeclaration;
 use super::handles::Services;
+use super::queue::Slot;
 use crate::process::{Process, ProcessSpec};
 
 /// The registry hooks of a process task. A process on a terminal also takes input.
 pub(crate) fn process_hooks(process: Arc<Process>) -> TaskHooks {
+    holding(process, None)
+}
+
+/// As [`process_hooks`], the task's queue slot held until the process ended.
+fn holding(process: Arc<Process>, slot: Option<Slot>) -> TaskHooks {
     let (waited, killed, read, peeked, watched) = (
         process.clone(),
         process.clone(),
@@ -20,6 +26,7 @@ pub(crate) fn process_hooks(process: Arc<Process>) -> TaskHooks {
     );
     let done = async move {
         let exit = waited.wait().await;
+        drop(slot);
         Ok(waited.outcome(&exit))
     };
     let cancel = move |_reason: Option<&str>| {
@@ -42,14 +49,32 @@ pub(crate) fn process_hooks(process: Arc<Process>) -> TaskHooks {
 
 impl Services {
     /// Starts `spec` as the background task `decl` declares. A process that cannot start fails the
-    /// start: no task is registered, no id issued.
+    /// start: no task is registered, no id issued. Past a limit on running tasks, or with tasks
+    /// to run after (`decl.after`), the task is recorded `queued` instead and begins in its turn
+    /// (see [`super::queue`]).
     ///
     /// # Errors
-    /// As [`Services::declare`], or the process could not be spawned.
+    /// As [`Services::declare`], or the process could not be spawned, or (queued) the start was
+    /// refused before it was recorded ([`super::DeclareError::Refused`]).
     pub fn start_process(
         &self,
         decl: &TaskDeclaration,
+        spec: ProcessSpec,
+    ) -> Result<String, super::DeclareError> {
+        if decl.after.is_empty()
+            && let Some(slot) = self.queue.try_take(&decl.session_key())
+        {
+            return self.start_now(decl, spec, slot);
+        }
+        self.start_queued(decl, spec, None)
+    }
+
+    /// Starts `spec` at once, holding `slot` until it ended.
+    fn start_now(
+        &self,
+        decl: &TaskDeclaration,
         mut spec: ProcessSpec,
+        slot: Slot,
     ) -> Result<String, super::DeclareError> {
         let session = decl.session_key();
         let processes = self.processes.clone();
@@ -64,7 +89,7 @@ impl Services {
                 .spawn(&spec, &session)
                 .map_err(|e| ProducerError(e.to_string()))?;
             *kept.lock() = Some(process.clone());
-            Ok(process_hooks(process))
+            Ok(holding(process, Some(slot)))
         })?;
         if let Some(process) = started.lock().take() {
             self.keep_for_successor(&process, &id);

@@ -70,8 +70,8 @@ impl McpTasks {
         let decl = TaskDeclaration {
             kind: tool.to_owned(),
             label: label(tool, &arguments),
-            output_limit_bytes: None,
             owner_session: Some(owner.to_owned()),
+            ..Default::default()
         };
         let stop = cancel.clone();
         let id = host
