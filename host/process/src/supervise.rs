@@ -109,13 +109,7 @@ impl Supervised {
                 }
             }
         };
-        if let Some(g) = pgid {
-            // Nothing of a settled task's group survives it.
-            if signal_group(g, nix::sys::signal::Signal::SIGTERM) {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                signal_group(g, nix::sys::signal::Signal::SIGKILL);
-            }
-        }
+        end_what_is_left(pgid).await;
         self.live.lock().remove(&self.n);
         self.escaped.settled(pgid).await;
         settle_bounds(self.bounded, &p, exit.clone()).await;
@@ -134,6 +128,16 @@ impl Supervised {
         self.spills.forget_unused(&self.session, &p);
         self.budget.settled(p.spill_paths());
         p.exit.send_replace(Some(exit));
+    }
+}
+
+/// Ends what is left of a settled task's group `pgid`: nothing of it survives the task.
+async fn end_what_is_left(pgid: Option<i32>) {
+    if let Some(g) = pgid
+        && signal_group(g, nix::sys::signal::Signal::SIGTERM)
+    {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        signal_group(g, nix::sys::signal::Signal::SIGKILL);
     }
 }
 
@@ -172,10 +176,7 @@ async fn pump(
             match splice_kept(&pipe, &process, stdout, &mut buf).await {
                 Spliced::Moved(n) => {
                     process.arrived.send_modify(|n| *n = n.wrapping_add(1));
-                    if n == buf.len() && buf.len() < PIPE_BYTES {
-                        widen(&pipe);
-                        buf.resize(PIPE_BYTES, 0);
-                    }
+                    grow(&pipe, &mut buf, n, widen);
                     continue;
                 }
                 Spliced::End => return,
@@ -209,12 +210,18 @@ async fn pump(
                 // The disk takes the kept file's writes again: splicing may go on.
                 splicing |= kept_again;
                 process.arrived.send_modify(|n| *n = n.wrapping_add(1));
-                if n == buf.len() && buf.len() < PIPE_BYTES {
-                    widen(&pipe);
-                    buf.resize(PIPE_BYTES, 0);
-                }
+                grow(&pipe, &mut buf, n, widen);
             }
         }
+    }
+}
+
+/// After a read of `n` bytes into `buf`: a read that filled it marks a busy stream, which gets a
+/// 1 MiB read size and its pipe widened.
+fn grow(pipe: &Receiver, buf: &mut Vec<u8>, n: usize, widen: fn(&Receiver)) {
+    if n == buf.len() && buf.len() < PIPE_BYTES {
+        widen(pipe);
+        buf.resize(PIPE_BYTES, 0);
     }
 }
 

@@ -14,6 +14,7 @@ pub(crate) mod default_plugins;
 mod first_run;
 mod handover;
 mod listeners;
+mod signals;
 mod state;
 mod upgrade;
 
@@ -25,6 +26,7 @@ use crate::{LoadOptions, ServiceOptions, Taskhost};
 use handover::Handover;
 pub use listeners::unix_path;
 use listeners::{Listeners, TlsChoice};
+use signals::StopSignals;
 
 /// What `serve` was asked: the arguments of `taskhost serve`.
 #[derive(Debug, Default, clap::Args)]
@@ -426,29 +428,4 @@ async fn run_until_stopped(
         tracing::info!(ended = left, "ended descendants no task claimed");
     }
     result.map(|()| Ended::Stopped)
-}
-
-/// SIGTERM, SIGINT and SIGHUP: each asks the host to stop (SIGHUP to a host that hands over: to
-/// hand its tasks to the binary on disk, see [`upgrade`]).
-struct StopSignals([tokio::signal::unix::Signal; 3]);
-
-impl StopSignals {
-    fn new() -> std::io::Result<Self> {
-        use tokio::signal::unix::{SignalKind, signal};
-        Ok(Self([
-            signal(SignalKind::terminate())?,
-            signal(SignalKind::interrupt())?,
-            signal(SignalKind::hangup())?,
-        ]))
-    }
-
-    /// The next of the three to arrive, as its number.
-    async fn first(&mut self) -> i32 {
-        let [term, int, hup] = &mut self.0;
-        tokio::select! {
-            _ = term.recv() => libc::SIGTERM,
-            _ = int.recv() => libc::SIGINT,
-            _ = hup.recv() => libc::SIGHUP,
-        }
-    }
 }

@@ -85,31 +85,7 @@ pub(crate) fn recover(
             continue;
         };
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        for (from, to, detail) in [
-            ("starting", "lost", LOST_STARTING),
-            ("running", "lost", LOST),
-            ("stopping", "killed", KILLED),
-        ] {
-            let list = if to == "lost" {
-                &mut recovered.lost
-            } else {
-                &mut recovered.killed
-            };
-            let ids: Vec<String> = tx
-                .prepare(
-                    "SELECT id FROM tasks WHERE host = ?1 AND status = ?2
-                     AND id NOT IN (SELECT task_id FROM external)",
-                )?
-                .query_map(params![host, from], |r| r.get(0))?
-                .collect::<rusqlite::Result<_>>()?;
-            tx.execute(
-                "UPDATE tasks SET status = ?3, finished_at_ms = ?5,
-                 detail = CASE WHEN ?2 = 'running' AND detail = ?6 THEN ?7 ELSE ?4 END
-                 WHERE host = ?1 AND status = ?2 AND id NOT IN (SELECT task_id FROM external)",
-                params![host, from, to, detail, now_ms as i64, UNHELD, LOST_UNHELD],
-            )?;
-            list.extend(ids);
-        }
+        settle_gone(&tx, host, now_ms, &mut recovered)?;
         recovered
             .lost
             .extend(crate::queue::end_host(&tx, host, now_ms)?);
@@ -129,6 +105,42 @@ pub(crate) fn recover(
         recovered.requeued = crate::queue::requeue(conn, me)?;
     }
     Ok(recovered)
+}
+
+/// Settles the tasks gone host `host` left starting, running or stopping (external work aside):
+/// lost or killed, as of `now_ms`, their ids added to `recovered`.
+fn settle_gone(
+    tx: &rusqlite::Transaction<'_>,
+    host: i64,
+    now_ms: u64,
+    recovered: &mut Recovered,
+) -> rusqlite::Result<()> {
+    for (from, to, detail) in [
+        ("starting", "lost", LOST_STARTING),
+        ("running", "lost", LOST),
+        ("stopping", "killed", KILLED),
+    ] {
+        let list = if to == "lost" {
+            &mut recovered.lost
+        } else {
+            &mut recovered.killed
+        };
+        let ids: Vec<String> = tx
+            .prepare(
+                "SELECT id FROM tasks WHERE host = ?1 AND status = ?2
+                 AND id NOT IN (SELECT task_id FROM external)",
+            )?
+            .query_map(params![host, from], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        tx.execute(
+            "UPDATE tasks SET status = ?3, finished_at_ms = ?5,
+             detail = CASE WHEN ?2 = 'running' AND detail = ?6 THEN ?7 ELSE ?4 END
+             WHERE host = ?1 AND status = ?2 AND id NOT IN (SELECT task_id FROM external)",
+            params![host, from, to, detail, now_ms as i64, UNHELD, LOST_UNHELD],
+        )?;
+        list.extend(ids);
+    }
+    Ok(())
 }
 
 /// The lock of host `id`, taken, when that host is gone (its lock is free, or it has none).

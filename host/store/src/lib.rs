@@ -54,6 +54,7 @@ mod ops;
 mod owners;
 mod principals;
 mod queue;
+mod queued;
 mod records;
 mod retention;
 mod retry;

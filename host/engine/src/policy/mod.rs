@@ -85,7 +85,7 @@ impl Policies {
     }
 
     /// Each owner's `max_running`, its policy's; `None` when no policy sets one (nothing to count).
-    pub fn owner_limit(self: &Arc<Self>) -> Option<crate::services::queue::OwnerLimit> {
+    pub fn owner_limit(self: &Arc<Self>) -> Option<Arc<dyn Fn(&str) -> Option<u64> + Send + Sync>> {
         if self.max_running.is_empty() {
             return None;
         }

@@ -2,6 +2,7 @@
 //! tasks.
 
 use taskhost_registry::TaskId;
+use taskhost_store::FOREGROUND_PREFIX;
 
 use super::handles::Services;
 use super::process_tasks::process_hooks;
@@ -19,11 +20,7 @@ impl Services {
         };
         let mut taken = Vec::new();
         for task in handed.tasks {
-            if task
-                .hold
-                .task
-                .starts_with(taskhost_store::FOREGROUND_PREFIX)
-            {
+            if task.hold.task.starts_with(FOREGROUND_PREFIX) {
                 taken.extend(self.take_back_foreground(task));
                 continue;
             }

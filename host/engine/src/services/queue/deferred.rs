@@ -10,7 +10,8 @@ use taskhost_registry::{
 };
 use tokio::sync::oneshot;
 
-use super::{Slot, Ticket, after};
+use super::after;
+use super::slots::{Slot, Ticket};
 use crate::process::{Process, ProcessSpec};
 use crate::services::Services;
 
