@@ -43,6 +43,9 @@ fn warn_unconfigured(state: &taskhost_store::Store, resolved: &BTreeMap<String, 
     }
 }
 
+/// Each owner's limit on its running process tasks (its policy's `max_running`), if any.
+pub type OwnerLimit = Arc<dyn Fn(&str) -> Option<u64> + Send + Sync>;
+
 /// The configured policies of a running host, and which principal is bound to which: the process
 /// service's [`OwnerBounds`].
 pub struct Policies {
@@ -85,7 +88,7 @@ impl Policies {
     }
 
     /// Each owner's `max_running`, its policy's; `None` when no policy sets one (nothing to count).
-    pub fn owner_limit(self: &Arc<Self>) -> Option<Arc<dyn Fn(&str) -> Option<u64> + Send + Sync>> {
+    pub fn owner_limit(self: &Arc<Self>) -> Option<OwnerLimit> {
         if self.max_running.is_empty() {
             return None;
         }

@@ -9,8 +9,7 @@ use tokio::sync::oneshot;
 
 use super::turns::Turns;
 
-/// Each owner's limit on its running process tasks (its policy's `max_running`), if any.
-pub type OwnerLimit = Arc<dyn Fn(&str) -> Option<u64> + Send + Sync>;
+pub use crate::policy::OwnerLimit;
 
 /// The host's queue of process tasks. Cheap to clone; clones share one queue.
 #[derive(Clone)]
