@@ -55,17 +55,7 @@ async fn after_a_keepers_death_and_an_upgrade_no_zombie_remains_under_the_host()
             .is_some_and(|k| k != keeper)),
         "no keeper took the dead one's place"
     );
-    let new_inode = replace_binary(&exe);
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(host_pid as i32),
-        nix::sys::signal::Signal::SIGHUP,
-    )
-    .unwrap();
-    assert!(
-        eventually(Duration::from_secs(20), || running_inode(host_pid)
-            == Some(new_inode)),
-        "the host was not upgraded"
-    );
+    upgrade_in_place(host_pid, &exe);
     // Served again after the upgrade: the new image runs.
     call(&bob, "task_list", json!({})).await;
     assert!(
@@ -98,17 +88,7 @@ async fn a_task_that_kills_its_parent_costs_another_sessions_task_nothing_at_the
             .is_some_and(|k| k != keeper)),
         "the task did not kill its keeper, or none took its place"
     );
-    let new_inode = replace_binary(&exe);
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(host_pid as i32),
-        nix::sys::signal::Signal::SIGHUP,
-    )
-    .unwrap();
-    assert!(
-        eventually(Duration::from_secs(20), || running_inode(host_pid)
-            == Some(new_inode)),
-        "the host was not upgraded"
-    );
+    upgrade_in_place(host_pid, &exe);
     call(&bob, "task_list", json!({})).await;
     assert!(mcp::alive(pid), "Bob's task was ended by the upgrade");
     nix::sys::signal::kill(
@@ -126,4 +106,20 @@ async fn a_task_that_kills_its_parent_costs_another_sessions_task_nothing_at_the
     drop(host);
     bob.cancel().await.ok();
     alice.cancel().await.ok();
+}
+
+/// Replaces the binary `exe` of host `host_pid`, asks the host to upgrade (`SIGHUP`) and waits until
+/// the new image runs.
+fn upgrade_in_place(host_pid: u32, exe: &std::path::Path) {
+    let new_inode = replace_binary(exe);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(host_pid as i32),
+        nix::sys::signal::Signal::SIGHUP,
+    )
+    .unwrap();
+    assert!(
+        eventually(Duration::from_secs(20), || running_inode(host_pid)
+            == Some(new_inode)),
+        "the host was not upgraded"
+    );
 }
