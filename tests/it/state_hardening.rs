@@ -316,7 +316,7 @@ fn an_upgrade_names_the_kept_outputs_stored_as_paths() {
     );
     let conn = rusqlite::Connection::open(state.join("tasks.db")).unwrap();
     // Back to version 6: without the later versions' columns.
-    conn.execute_batch("ALTER TABLE owners DROP COLUMN policy")
+    conn.execute_batch("ALTER TABLE owners DROP COLUMN policy; DROP TABLE queue")
         .unwrap();
     conn.pragma_update(None, "user_version", 6).unwrap();
     drop(conn);
