@@ -24,6 +24,20 @@ use serde_json::{Value, json};
 
 const TASKS: usize = 200;
 const PAIRS: usize = 5;
+/// Writes a host config at `path` with `tasks` as its `[tasks]` table and the release bash and
+/// tasks plugins of `profile`.
+fn write_config(path: &Path, tasks: &str, profile: &Path) {
+    std::fs::write(
+        path,
+        format!(
+            "[tasks]\n{tasks}\n\n[[plugin]]\npath = \"{}\"\n\n[[plugin]]\npath = \"{}\"\n",
+            profile.join("libtaskhost_plugin_bash.so").display(),
+            profile.join("libtaskhost_plugin_tasks.so").display()
+        ),
+    )
+    .expect("taskhost config");
+}
+
 /// The queue's row: this many tasks through `SLOTS` slots, in `QUEUE_PAIRS` pairs.
 const QUEUED: usize = 1_000;
 const SLOTS: usize = 8;
@@ -220,16 +234,11 @@ fn main() {
         return;
     };
     let config = dir.join("taskhost.toml");
-    std::fs::write(
+    write_config(
         &config,
-        format!(
-            "[tasks]\nmax_concurrent_tasks_per_owner = {}\n\n[[plugin]]\npath = \"{}\"\n\n[[plugin]]\npath = \"{}\"\n",
-            TASKS + 10,
-            profile.join("libtaskhost_plugin_bash.so").display(),
-            profile.join("libtaskhost_plugin_tasks.so").display()
-        ),
-    )
-    .expect("taskhost config");
+        &format!("max_concurrent_tasks_per_owner = {}", TASKS + 10),
+        &profile,
+    );
     let pueue = Pueue::start(client, &daemon, &dir);
     // The store on (the default: records in `state-home`, written before each start is answered)
     // and off (`--no-state`, records in memory only).
@@ -283,16 +292,14 @@ fn compare(
 fn queue_row(rt: &tokio::runtime::Runtime, profile: &Path, dir: &Path, pueue: Option<&Pueue>) {
     let name = format!("{QUEUED} tasks through a queue of {SLOTS} slots");
     let config = dir.join("queue.toml");
-    std::fs::write(
+    write_config(
         &config,
-        format!(
-            "[tasks]\nmax_running = {SLOTS}\nmax_concurrent_tasks_per_owner = {}\n\n[[plugin]]\npath = \"{}\"\n\n[[plugin]]\npath = \"{}\"\n",
-            QUEUED + 10,
-            profile.join("libtaskhost_plugin_bash.so").display(),
-            profile.join("libtaskhost_plugin_tasks.so").display()
+        &format!(
+            "max_running = {SLOTS}\nmax_concurrent_tasks_per_owner = {}",
+            QUEUED + 10
         ),
-    )
-    .expect("taskhost config");
+        profile,
+    );
     if let Some(p) = pueue {
         p.run(&["parallel", &SLOTS.to_string()]);
     }

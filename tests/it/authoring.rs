@@ -13,17 +13,7 @@ use crate::mcp::binary;
 #[test]
 fn a_new_plugin_builds_and_passes_its_own_tests_outside_the_workspace() {
     let dir = scratch("new-plugin");
-    let out = output_within(
-        std::process::Command::new(binary())
-            .args(["new-plugin", "made-here", "--dir"])
-            .arg(dir.path()),
-        Duration::from_secs(30),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    new_plugin(dir.path(), &["made-here"]);
     let root = dir.join("made-here");
     for file in ["Cargo.toml", "src/lib.rs", "tests/reload.rs", "README.md"] {
         assert!(root.join(file).is_file(), "{file} missing");
@@ -154,14 +144,7 @@ fn a_real_cargo_build_under_a_watching_host_gives_one_reload(
 #[test]
 fn new_plugin_refuses_a_bad_name_and_a_taken_path() {
     let dir = scratch("new-plugin-refusals");
-    let run = |name: &str| {
-        output_within(
-            std::process::Command::new(binary())
-                .args(["new-plugin", name, "--dir"])
-                .arg(dir.path()),
-            Duration::from_secs(30),
-        )
-    };
+    let run = |name: &str| new_plugin_output(dir.path(), &[name]);
     let bad = run("Bad Name");
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("invalid plugin name \"Bad Name\""));
@@ -177,17 +160,7 @@ fn new_plugin_refuses_a_bad_name_and_a_taken_path() {
 #[test]
 fn new_plugin_with_path_deps_depends_on_this_checkout_by_path() {
     let dir = scratch("new-plugin-path-deps");
-    let out = output_within(
-        std::process::Command::new(binary())
-            .args(["new-plugin", "by-path", "--path-deps", "--dir"])
-            .arg(dir.path()),
-        Duration::from_secs(30),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    new_plugin(dir.path(), &["by-path", "--path-deps"]);
     let manifest = std::fs::read_to_string(dir.join("by-path/Cargo.toml")).unwrap();
     let checkout = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -305,4 +278,26 @@ fn check_names_why_a_plugin_cannot_unload() {
         !out.contains("__cxa_thread_atexit_impl"),
         "no thread, no TLS blame: {out}"
     );
+}
+
+/// Runs `taskhost new-plugin ARGS --dir DIR` and asserts it succeeded.
+fn new_plugin(dir: &std::path::Path, args: &[&str]) {
+    let out = new_plugin_output(dir, args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// What `taskhost new-plugin ARGS --dir DIR` did.
+fn new_plugin_output(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    output_within(
+        std::process::Command::new(binary())
+            .arg("new-plugin")
+            .args(args)
+            .arg("--dir")
+            .arg(dir),
+        Duration::from_secs(30),
+    )
 }
