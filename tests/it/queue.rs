@@ -327,3 +327,48 @@ async fn a_stopped_hosts_queued_task_stays_queued_and_runs_on_the_next_host() {
     assert!(ran, "the next host ran the queued task");
     next.stop();
 }
+
+/// A task the keeper handed to the next host keeps its slot there: with `max_running = 1`, a start
+/// on the next host queues behind it, and runs once the handed task ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handed_over_task_holds_its_slot_on_the_next_host() {
+    let dir = scratch("queue-handed");
+    let marker = dir.join("ran");
+    let path = dir.join("handed.toml");
+    std::fs::write(
+        &path,
+        "[tasks]\nmax_running = 1\n[host]\nhandover_grace_ms = 60000\n",
+    )
+    .unwrap();
+    let (config, state) = (
+        path.display().to_string(),
+        dir.join("state").display().to_string(),
+    );
+    let args = ["--no-watch", "--config", &config, "--state", &state];
+    let mut host = SocketHost::start(&dir, &args);
+    let client = mcp::socket_client(&host.socket, Watcher::default()).await;
+    let (_, handed) = start(&client, json!({"command": "echo $$; exec sleep 1000"})).await;
+    let pid = mcp::printed_pids(&client, &handed, 1).await[0];
+    host.child.kill().unwrap();
+    host.child.wait().unwrap();
+    drop(client);
+
+    let mut next = SocketHost::start(&dir, &args);
+    let client = mcp::socket_client(&next.socket, Watcher::default()).await;
+    let touch = format!("touch {}", marker.display());
+    let (answer, queued) = start(&client, json!({"command": touch})).await;
+    assert_eq!(
+        answer,
+        format!("queued background task {queued} (0 ahead of it)"),
+        "the handed task holds the only slot"
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let ran = eventually(Duration::from_secs(30), || marker.exists());
+    assert!(ran, "the queued task ran once the handed task ended");
+    client.cancel().await.expect("close");
+    next.stop();
+}

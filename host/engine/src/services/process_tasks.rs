@@ -16,7 +16,7 @@ pub(crate) fn process_hooks(process: Arc<Process>) -> TaskHooks {
 }
 
 /// As [`process_hooks`], the task's queue slot held until the process ended.
-fn holding(process: Arc<Process>, slot: Option<Slot>) -> TaskHooks {
+pub(crate) fn holding(process: Arc<Process>, slot: Option<Slot>) -> TaskHooks {
     let (waited, killed, read, peeked, watched) = (
         process.clone(),
         process.clone(),

@@ -5,7 +5,7 @@ use taskhost_registry::TaskId;
 use taskhost_store::FOREGROUND_PREFIX;
 
 use super::handles::Services;
-use super::process_tasks::process_hooks;
+use super::process_tasks::holding;
 use crate::process::keeper::Handed;
 
 impl Services {
@@ -58,7 +58,8 @@ impl Services {
             }
             self.keep_reads(&process, &record.id);
             let hooks = process.clone();
-            match self.take_over(&decl, number, move || Ok(process_hooks(hooks))) {
+            let slot = self.queue.hold(&decl.session_key());
+            match self.take_over(&decl, number, move || Ok(holding(hooks, Some(slot)))) {
                 Ok(id) => {
                     self.processes.hold_for_handover(&process, &id);
                     taken.push(id);

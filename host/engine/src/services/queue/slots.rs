@@ -83,6 +83,16 @@ impl Queue {
         Some(Slot(Some((Arc::downgrade(&self.0), owner.to_owned()))))
     }
 
+    /// A slot for a task of `owner` that already runs (a predecessor handed it over): counted
+    /// whatever the limits say, so the tasks waiting start only as slots free.
+    pub fn hold(&self, owner: &str) -> Slot {
+        if !self.limited() {
+            return Slot(None);
+        }
+        self.0.turns.lock().run(owner);
+        Slot(Some((Arc::downgrade(&self.0), owner.to_owned())))
+    }
+
     /// Puts task `id` of `owner` in line for a slot; every waiting task's detail then says how
     /// many are ahead of it.
     pub(crate) fn enqueue(&self, owner: &str, id: &TaskId) -> Ticket {
