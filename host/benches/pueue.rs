@@ -16,43 +16,16 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use rmcp::ServiceExt;
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::{RoleClient, RunningService};
-use rmcp::transport::TokioChildProcess;
-use serde_json::{Value, json};
+use common::stdio::{command, expected, serve, taskhost_run, write_config};
+use serde_json::Value;
 
 const TASKS: usize = 200;
 const PAIRS: usize = 5;
-/// Writes a host config at `path` with `tasks` as its `[tasks]` table and the release bash and
-/// tasks plugins of `profile`.
-fn write_config(path: &Path, tasks: &str, profile: &Path) {
-    std::fs::write(
-        path,
-        format!(
-            "[tasks]\n{tasks}\n\n[[plugin]]\npath = \"{}\"\n\n[[plugin]]\npath = \"{}\"\n",
-            profile.join("libtaskhost_plugin_bash.so").display(),
-            profile.join("libtaskhost_plugin_tasks.so").display()
-        ),
-    )
-    .expect("taskhost config");
-}
 
 /// The queue's row: this many tasks through `SLOTS` slots, in `QUEUE_PAIRS` pairs.
 const QUEUED: usize = 1_000;
 const SLOTS: usize = 8;
 const QUEUE_PAIRS: usize = 3;
-const LINES: usize = 20;
-
-fn command(i: usize) -> String {
-    format!("for j in $(seq 1 {LINES}); do echo \"task {i} line $j\"; done")
-}
-
-fn expected(i: usize) -> String {
-    (1..=LINES)
-        .map(|j| format!("task {i} line {j}\n"))
-        .collect()
-}
 
 fn find(program: &str) -> Option<PathBuf> {
     let home = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo/bin"));
@@ -63,62 +36,6 @@ fn find(program: &str) -> Option<PathBuf> {
         .chain(home)
         .map(|d| d.join(program))
         .find(|p| p.is_file())
-}
-
-type Client = RunningService<RoleClient, ()>;
-
-async fn call(client: &Client, tool: &str, args: Value) -> String {
-    answer(client, tool, args).await.0
-}
-
-/// A call's first text and the task it started (its result's `_meta`).
-async fn answer(client: &Client, tool: &str, args: Value) -> (String, Option<String>) {
-    let Value::Object(args) = args else {
-        panic!("arguments must be an object")
-    };
-    let result = client
-        .peer()
-        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
-        .await
-        .expect("call");
-    let started = serde_json::to_value(&result)
-        .ok()
-        .and_then(|r| taskhost_tests::started_task(&r));
-    (
-        result.content[0].as_text().expect("text").text.clone(),
-        started,
-    )
-}
-
-/// One taskhost run of `tasks` commands: seconds to start all, and to start all and collect every
-/// output.
-async fn taskhost_run(client: &Client, tasks: usize) -> (f64, f64) {
-    let t = Instant::now();
-    let mut ids = Vec::with_capacity(tasks);
-    for i in 0..tasks {
-        let (text, started) = answer(
-            client,
-            "bash",
-            json!({"command": command(i), "run_in_background": true}),
-        )
-        .await;
-        ids.push(started.unwrap_or_else(|| panic!("not started: {text}")));
-    }
-    let started = t.elapsed().as_secs_f64();
-    for (i, id) in ids.iter().enumerate() {
-        let text = call(
-            client,
-            "task_output",
-            json!({"task_id": id, "wait": true, "timeout_ms": 60000}),
-        )
-        .await;
-        assert_eq!(
-            text,
-            format!("{}[status: completed, exit code: 0]", expected(i)),
-            "taskhost output of task {i}"
-        );
-    }
-    (started, t.elapsed().as_secs_f64())
 }
 
 struct Pueue {
@@ -219,7 +136,6 @@ impl Drop for Pueue {
 
 fn main() {
     let name = "start 200 background commands and collect all outputs";
-    let profile = common::profile_dir();
     let dir = common::scratch("pueue");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -229,26 +145,22 @@ fn main() {
         println!(
             "{{\"name\":\"{name} (skipped: pueue not installed; cargo install pueue)\",\"skipped\":true}}"
         );
-        queue_row(&rt, &profile, &dir, None);
-        let _ = std::fs::remove_dir_all(&dir);
+        queue_row(&rt, &dir, None);
         return;
     };
     let config = dir.join("taskhost.toml");
     write_config(
         &config,
         &format!("max_concurrent_tasks_per_owner = {}", TASKS + 10),
-        &profile,
     );
     let pueue = Pueue::start(client, &daemon, &dir);
     // The store on (the default: records in `state-home`, written before each start is answered)
     // and off (`--no-state`, records in memory only).
-    for (store, extra) in [("store on", None), ("store off", Some("--no-state"))] {
-        let pairs = compare(&rt, &profile, &config, &dir, extra, &pueue);
+    for (store, extra) in [("store on", &[][..]), ("store off", &["--no-state"][..])] {
+        let pairs = compare(&rt, &config, &dir, extra, &pueue);
         report(&format!("{name}, {store}"), &pairs);
     }
-    queue_row(&rt, &profile, &dir, Some(&pueue));
-    drop(pueue);
-    let _ = std::fs::remove_dir_all(&dir);
+    queue_row(&rt, &dir, Some(&pueue));
 }
 
 /// Seconds per run of taskhost and of pueue, run in turns: (ours to start, ours in all, theirs to
@@ -257,25 +169,13 @@ type Pair = (f64, f64, f64, f64);
 
 fn compare(
     rt: &tokio::runtime::Runtime,
-    profile: &std::path::Path,
-    config: &std::path::Path,
-    dir: &std::path::Path,
-    extra: Option<&str>,
+    config: &Path,
+    dir: &Path,
+    extra: &[&str],
     pueue: &Pueue,
 ) -> Vec<Pair> {
     rt.block_on(async {
-        let mut cmd = tokio::process::Command::new(profile.join("taskhost"));
-        cmd.arg("serve")
-            .arg("--no-watch")
-            .arg("--config")
-            .arg(config)
-            .args(extra)
-            .env("XDG_STATE_HOME", dir.join("state-home"))
-            .env("RUST_LOG", "error");
-        let host: Client =
-            ().serve(TokioChildProcess::new(cmd).expect("spawn taskhost"))
-                .await
-                .expect("handshake");
+        let host = serve(config, dir, extra).await;
         let mut pairs = Vec::new();
         for _ in 0..PAIRS {
             let (a_start, a) = taskhost_run(&host, TASKS).await;
@@ -289,7 +189,7 @@ fn compare(
 
 /// The queue's row: `QUEUED` commands through `SLOTS` slots, against pueue's `parallel 8` when
 /// there is one (then the pairs alternate), else taskhost's time alone.
-fn queue_row(rt: &tokio::runtime::Runtime, profile: &Path, dir: &Path, pueue: Option<&Pueue>) {
+fn queue_row(rt: &tokio::runtime::Runtime, dir: &Path, pueue: Option<&Pueue>) {
     let name = format!("{QUEUED} tasks through a queue of {SLOTS} slots");
     let config = dir.join("queue.toml");
     write_config(
@@ -298,21 +198,12 @@ fn queue_row(rt: &tokio::runtime::Runtime, profile: &Path, dir: &Path, pueue: Op
             "max_running = {SLOTS}\nmax_concurrent_tasks_per_owner = {}",
             QUEUED + 10
         ),
-        profile,
     );
     if let Some(p) = pueue {
         p.run(&["parallel", &SLOTS.to_string()]);
     }
     let pairs: Vec<Pair> = rt.block_on(async {
-        let mut cmd = tokio::process::Command::new(profile.join("taskhost"));
-        cmd.args(["serve", "--no-watch", "--config"])
-            .arg(&config)
-            .env("XDG_STATE_HOME", dir.join("state-home"))
-            .env("RUST_LOG", "error");
-        let host: Client =
-            ().serve(TokioChildProcess::new(cmd).expect("spawn taskhost"))
-                .await
-                .expect("handshake");
+        let host = serve(&config, dir, &[]).await;
         let mut pairs = Vec::new();
         for _ in 0..QUEUE_PAIRS {
             let (a_start, a) = taskhost_run(&host, QUEUED).await;

@@ -6,6 +6,8 @@
 pub use taskhost_tests::{Scratch, profile_dir};
 
 pub mod http;
+pub mod lines;
+pub mod stdio;
 
 /// A fresh scratch directory for one benchmark run, removed when dropped.
 pub fn scratch(name: &str) -> Scratch {
