@@ -107,7 +107,7 @@ pub fn bash_host_bounded(
 }
 
 /// `host` with the release bash and tasks plugins loaded.
-fn with_bash(host: taskhost::Taskhost) -> taskhost::Taskhost {
+pub fn with_bash(host: taskhost::Taskhost) -> taskhost::Taskhost {
     let profile = profile_dir();
     for p in ["bash", "tasks"] {
         host.plugins()
@@ -129,4 +129,17 @@ pub fn status_kib(field: &str) -> u64 {
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
+}
+
+/// `n` as the rows name counts: `1,000`, `10,000`.
+pub fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }

@@ -168,19 +168,23 @@ pub(crate) fn take_over(
 ) -> rusqlite::Result<Vec<crate::TaskRecord>> {
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     let mut taken = Vec::new();
-    for id in ids {
-        // A held task was spawned: one still `starting` (its start killed before the record
-        // said so) runs.
-        let moved = tx.execute(
+    {
+        // Prepared once for every id: thousands of tasks are handed over at once.
+        let mut moving = tx.prepare(
             "UPDATE tasks SET host = ?2,
                  status = CASE status WHEN 'starting' THEN 'running' ELSE status END
              WHERE id = ?1 AND host = ?3 AND status IN ('starting', 'running', 'stopping')",
-            params![id, me, old],
         )?;
-        if moved == 1
-            && let Some(record) = crate::records::one(&tx, id)?
-        {
-            taken.push(record);
+        let mut reading = crate::records::one_statement(&tx)?;
+        for id in ids {
+            // A held task was spawned: one still `starting` (its start killed before the record
+            // said so) runs.
+            let moved = moving.execute(params![id, me, old])?;
+            if moved == 1
+                && let Some(record) = crate::records::one_with(&mut reading, id)?
+            {
+                taken.push(record);
+            }
         }
     }
     tx.commit()?;

@@ -123,12 +123,25 @@ pub(crate) fn owned_by(conn: &Connection, owner: &str) -> rusqlite::Result<Vec<T
 
 /// The record of task `id` (`None` for a row that is not one, said in a warning).
 pub(crate) fn one(conn: &Connection, id: &str) -> rusqlite::Result<Option<TaskRecord>> {
-    Ok(select(
-        conn,
-        &format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1"),
-        [id],
-    )?
-    .pop())
+    one_with(&mut one_statement(conn)?, id)
+}
+
+/// The statement [`one_with`] reads a record with, prepared once for many reads.
+pub(crate) fn one_statement(conn: &Connection) -> rusqlite::Result<rusqlite::Statement<'_>> {
+    conn.prepare(&format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1"))
+}
+
+/// As [`one`], through `stmt` ([`one_statement`]).
+pub(crate) fn one_with(
+    stmt: &mut rusqlite::Statement<'_>,
+    id: &str,
+) -> rusqlite::Result<Option<TaskRecord>> {
+    let mut rows = stmt.query([id])?;
+    let mut found = None;
+    while let Some(row) = rows.next()? {
+        found = checked(row).or(found);
+    }
+    Ok(found)
 }
 
 /// The last `max_bytes` of each of `record`'s kept streams in `output` from `from` (a position in

@@ -19,16 +19,18 @@ impl Services {
             return Vec::new();
         };
         let mut taken = Vec::new();
+        // By id: a lookup per handed task, not a scan of every record.
+        let records: std::collections::HashMap<&str, &taskhost_store::TaskRecord> = state
+            .taken_over()
+            .iter()
+            .map(|r| (r.id.as_str(), r))
+            .collect();
         for task in handed.tasks {
             if task.hold.task.starts_with(FOREGROUND_PREFIX) {
                 taken.extend(self.take_back_foreground(task));
                 continue;
             }
-            let record = state
-                .taken_over()
-                .iter()
-                .find(|r| r.id == task.hold.task)
-                .cloned();
+            let record = records.get(task.hold.task.as_str()).map(|r| (*r).clone());
             let (Some(record), Some((_, number))) =
                 (record, TaskId::new(task.hold.task.as_str()).parts())
             else {
