@@ -293,7 +293,11 @@ fn an_idle_legacy_session_is_parked_and_its_next_request_brings_it_back() {
     let host = HttpHost::start_with_env(
         &dir,
         "http://127.0.0.1:0",
-        &["--no-watch", "--config", config.to_str().expect("a UTF-8 path")],
+        &[
+            "--no-watch",
+            "--config",
+            config.to_str().expect("a UTF-8 path"),
+        ],
         &[("RUST_LOG", "warn,taskhost::http::sessions=debug")],
     );
     let said = |what: &str| {
@@ -302,16 +306,28 @@ fn an_idle_legacy_session_is_parked_and_its_next_request_brings_it_back() {
     };
     let session = LegacySession::open(Client::new(&host, &host.token("alice")));
     let parked = "an idle legacy session is parked";
-    assert!(eventually(Duration::from_secs(20), || said(parked) >= 1), "parked");
+    assert!(
+        eventually(Duration::from_secs(20), || said(parked) >= 1),
+        "parked"
+    );
     let back = session.call("bash", json!({"command": "echo back"}));
     assert!(back.starts_with("back\n"), "{back}");
     assert_eq!(said("a parked legacy session is restored"), 1);
-    assert!(eventually(Duration::from_secs(20), || said(parked) >= 2), "parked again");
+    assert!(
+        eventually(Duration::from_secs(20), || said(parked) >= 2),
+        "parked again"
+    );
     let bob = Client::new(&host, &host.token("bob"));
-    let stranger = LegacySession { client: bob, id: session.id.clone() };
+    let stranger = LegacySession {
+        client: bob,
+        id: session.id.clone(),
+    };
     assert_eq!(ping(&stranger), 404, "another principal naming it");
     assert_eq!(ping(&session), 200, "its own principal");
-    assert!(eventually(Duration::from_secs(20), || said(parked) >= 3), "parked once more");
+    assert!(
+        eventually(Duration::from_secs(20), || said(parked) >= 3),
+        "parked once more"
+    );
     let authority = host.authority();
     let bearer = format!("Bearer {}", session.client.token.as_deref().unwrap_or(""));
     let mut stream = TcpStream::connect(&authority).expect("connect");

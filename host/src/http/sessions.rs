@@ -200,9 +200,10 @@ impl Sessions {
 
 /// Parks idle sessions every so often, for as long as `sessions` is there.
 async fn park_while_alive(sessions: Weak<Sessions>) {
-    let Some(every) = sessions.upgrade().map(|s| {
-        (s.park_after / 4).clamp(Duration::from_millis(100), Duration::from_secs(5))
-    }) else {
+    let Some(every) = sessions
+        .upgrade()
+        .map(|s| (s.park_after / 4).clamp(Duration::from_millis(100), Duration::from_secs(5)))
+    else {
         return;
     };
     let mut ticks = tokio::time::interval(every);
@@ -230,7 +231,6 @@ impl Drop for InSession {
         }
     }
 }
-
 
 impl SessionManager for Sessions {
     type Error = <LocalSessionManager as SessionManager>::Error;
@@ -377,7 +377,10 @@ impl SessionStore for Sessions {
     }
 
     /// rmcp calls this for a `DELETE`: the session ends, parked or not.
-    fn delete<'a, 'b, 'f>(&'a self, session_id: &'b str) -> BoxFuture<'f, Result<(), SessionStoreError>>
+    fn delete<'a, 'b, 'f>(
+        &'a self,
+        session_id: &'b str,
+    ) -> BoxFuture<'f, Result<(), SessionStoreError>>
     where
         'a: 'f,
         'b: 'f,

@@ -47,18 +47,31 @@ async fn an_idle_session_is_parked_and_restored_with_its_principal_and_era() {
     let sessions = Sessions::new(2, DEFAULT_PARK_AFTER);
     let id = initialized(&sessions, "principal-1").await;
     sessions.note_tasks_era(&id);
-    assert!(sessions.load(&id).await.expect("load").is_none(), "not parked");
+    assert!(
+        sessions.load(&id).await.expect("load").is_none(),
+        "not parked"
+    );
     sessions.park_idle(Duration::ZERO).await;
-    assert!(!sessions.has_session(&id).await.expect("asked"), "its worker let go");
+    assert!(
+        !sessions.has_session(&id).await.expect("asked"),
+        "its worker let go"
+    );
     // rmcp reports the end of the worker let go: it ends no session.
     sessions.close_session(&id).await.expect("closed");
     assert!(sessions.load(&id).await.expect("load").is_some(), "kept");
     assert!(sessions.enter(&id, "principal-2").is_err(), "still fenced");
-    let restored = sessions.restore_session(id.clone()).await.expect("restored");
+    let restored = sessions
+        .restore_session(id.clone())
+        .await
+        .expect("restored");
     assert!(matches!(restored, RestoreOutcome::Restored(_)));
     assert!(sessions.has_session(&id).await.expect("asked"));
     assert!(sessions.is_tasks_era(&id));
-    assert!(sessions.enter(&id, "principal-1").is_ok_and(|s| s.is_some()));
+    assert!(
+        sessions
+            .enter(&id, "principal-1")
+            .is_ok_and(|s| s.is_some())
+    );
 }
 
 #[tokio::test]
