@@ -333,8 +333,10 @@ fn main() {
     let load = Load::from_env();
     let dir = common::scratch("principals");
     let mut config = format!(
-        "[tasks]\nmax_concurrent_tasks_per_owner = 4\n\n[http]\nmax_sessions_per_principal = {}\n",
-        load.sessions + 64
+        "[tasks]\nmax_concurrent_tasks_per_owner = 4\n\n[http]\nmax_sessions_per_principal = {}\n{}",
+        load.sessions + 64,
+        // The clients keep their connections through the span of no calls.
+        "header_timeout_ms = 600000\n"
     );
     if load.park_set {
         config.push_str(&format!("session_park_ms = {}\n", load.park.as_millis()));
