@@ -332,11 +332,10 @@ fn report(load: Load, seen: Vec<Seen>, [quiet, pings, span]: [Cpu; 3], rss: (u64
 fn main() {
     let load = Load::from_env();
     let dir = common::scratch("principals");
+    // The clients keep their connections through the span of no calls (no header timeout).
     let mut config = format!(
-        "[tasks]\nmax_concurrent_tasks_per_owner = 4\n\n[http]\nmax_sessions_per_principal = {}\n{}",
-        load.sessions + 64,
-        // The clients keep their connections through the span of no calls.
-        "header_timeout_ms = 600000\n"
+        "[tasks]\nmax_concurrent_tasks_per_owner = 4\n\n[http]\nmax_sessions_per_principal = {}\nheader_timeout_ms = 600000\n",
+        load.sessions + 64
     );
     if load.park_set {
         config.push_str(&format!("session_park_ms = {}\n", load.park.as_millis()));
