@@ -157,7 +157,12 @@ fn client(i: usize, port: u16, token: &str, load: Load, gate: &Barrier) -> Seen 
                 (read(&mut conn), p)
             };
             seen.reads += 1;
-            seen.wrong += usize::from(!own_lines(&text, i, &mut next));
+            if !own_lines(&text, i, &mut next) {
+                if seen.wrong == 0 {
+                    eprintln!("client {i}: a read that is not its task's lines in order: {text:?}");
+                }
+                seen.wrong += 1;
+            }
             seen.output_us.push(read_us);
             seen.ping_us.push(ping_us);
             seen.span_calls += 2;

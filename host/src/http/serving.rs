@@ -147,19 +147,24 @@ impl HttpServing {
             )
     }
 
-    /// The routes of one listener: `/mcp` behind the gate, and the metadata at the resource's
-    /// well-known path (and at the bare one, for clients that look there).
-    fn router(&self, listener: &HttpListener) -> Router {
-        let origin = listener.origin();
-        let (host, peers, owners) = (self.host.clone(), self.peers.clone(), self.owners.clone());
-        let sessions = Sessions::new(
+    /// A listener's legacy sessions, capped and parked as `[http]` says.
+    fn sessions(&self) -> Arc<Sessions> {
+        Sessions::new(
             self.section
                 .max_sessions_per_principal
                 .unwrap_or(DEFAULT_MAX_SESSIONS),
             self.section
                 .session_park_ms
                 .map_or(DEFAULT_PARK_AFTER, Duration::from_millis),
-        );
+        )
+    }
+
+    /// The routes of one listener: `/mcp` behind the gate, and the metadata at the resource's
+    /// well-known path (and at the bare one, for clients that look there).
+    fn router(&self, listener: &HttpListener) -> Router {
+        let origin = listener.origin();
+        let (host, peers, owners) = (self.host.clone(), self.peers.clone(), self.owners.clone());
+        let sessions = self.sessions();
         let mut config = self.mcp_config(listener, &origin);
         // Where a parked session's `initialize` is kept, for rmcp to restore it.
         config.session_store = Some(sessions.clone());
