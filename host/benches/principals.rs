@@ -63,6 +63,8 @@ impl Load {
 struct Seen {
     reads: usize,
     wrong: usize,
+    /// Reads that skipped lines and said output was dropped from memory.
+    lossy: usize,
     output_us: Vec<f64>,
     ping_us: Vec<f64>,
     ping_span_calls: usize,
@@ -79,16 +81,33 @@ fn chatty(client: usize, stop_after: Duration) -> String {
     )
 }
 
-/// Whether `read` holds only client `client`'s lines, numbered on from `next` (which it advances),
-/// besides the bracketed lines the host adds (its status).
-fn own_lines(read: &str, client: usize, next: &mut u64) -> bool {
+/// How a read compares with what its client's task wrote.
+#[derive(PartialEq)]
+enum Read {
+    /// The task's lines, numbered on from the last read's.
+    Exact,
+    /// The task's lines with some skipped, and the read says output was dropped from memory.
+    Lossy,
+    /// Anything else: another task's lines, a line out of order or cut, a loss not stated.
+    Wrong,
+}
+
+/// How `read` compares with client `client`'s lines numbered on from `next` (which it advances),
+/// besides the bracketed lines the host adds (its status, a notice of a loss).
+fn own_lines(read: &str, client: usize, next: &mut u64) -> Read {
     let tag = format!("c{client} ");
-    read.lines().filter(|l| !l.starts_with('[')).all(|l| {
-        let n = l.strip_prefix(&tag).and_then(|n| n.parse::<u64>().ok());
-        let in_order = n == Some(*next);
+    let said_lossy = read.contains("[some output was dropped from memory");
+    let mut seen = Read::Exact;
+    for line in read.lines().filter(|l| !l.starts_with('[')) {
+        let n = line.strip_prefix(&tag).and_then(|n| n.parse::<u64>().ok());
+        match n {
+            Some(n) if n == *next => {}
+            Some(n) if n > *next && said_lossy => seen = Read::Lossy,
+            _ => return Read::Wrong,
+        }
         *next = n.map_or(*next, |n| n + 1);
-        in_order
-    })
+    }
+    seen
 }
 
 /// Calls `f` on tick `k` of a span, each tick `TICKS_PER_SEC`-th of a second from `start` plus
@@ -157,11 +176,15 @@ fn client(i: usize, port: u16, token: &str, load: Load, gate: &Barrier) -> Seen 
                 (read(&mut conn), p)
             };
             seen.reads += 1;
-            if !own_lines(&text, i, &mut next) {
-                if seen.wrong == 0 {
-                    eprintln!("client {i}: a read that is not its task's lines in order: {text:?}");
+            match own_lines(&text, i, &mut next) {
+                Read::Exact => {}
+                Read::Lossy => seen.lossy += 1,
+                Read::Wrong => {
+                    if seen.wrong == 0 {
+                        eprintln!("client {i}: a read not its task's lines in order: {text:?}");
+                    }
+                    seen.wrong += 1;
                 }
-                seen.wrong += 1;
             }
             seen.output_us.push(read_us);
             seen.ping_us.push(ping_us);
@@ -285,13 +308,14 @@ fn run_clients(host: &Host, tokens: Vec<String>, load: Load) -> (Vec<Seen>, [Cpu
 fn report(load: Load, seen: Vec<Seen>, [quiet, pings, span]: [Cpu; 3], rss: (u64, u64)) {
     let sum = |f: fn(&Seen) -> usize| seen.iter().map(f).sum::<usize>();
     let (reads, wrong, failed) = (sum(|s| s.reads), sum(|s| s.wrong), sum(|s| s.failed.into()));
+    let lossy = sum(|s| s.lossy);
     let (mut output_us, mut ping_us): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
     for s in &seen {
         output_us.extend(&s.output_us);
         ping_us.extend(&s.ping_us);
     }
     let what = format!(
-        "{} clients, each its own token and chatty task, {TICKS_PER_SEC} polls/s for {} s; {reads} reads, {wrong} wrong; {failed} clients failed",
+        "{} clients, each its own token and chatty task, {TICKS_PER_SEC} polls/s for {} s; {reads} reads, {wrong} wrong, {lossy} with a loss they state; {failed} clients failed",
         load.clients,
         load.span.as_secs()
     );
