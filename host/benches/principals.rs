@@ -93,12 +93,15 @@ enum Read {
 }
 
 /// How `read` compares with client `client`'s lines numbered on from `next` (which it advances),
-/// besides the bracketed lines the host adds (its status, a notice of a loss).
+/// besides what the host adds (its status and a notice of a loss, bracketed; `(no new output)`).
 fn own_lines(read: &str, client: usize, next: &mut u64) -> Read {
     let tag = format!("c{client} ");
     let said_lossy = read.contains("[some output was dropped from memory");
     let mut seen = Read::Exact;
-    for line in read.lines().filter(|l| !l.starts_with('[')) {
+    let written = read
+        .lines()
+        .filter(|l| !l.starts_with('[') && *l != "(no new output)");
+    for line in written {
         let n = line.strip_prefix(&tag).and_then(|n| n.parse::<u64>().ok());
         match n {
             Some(n) if n == *next => {}
