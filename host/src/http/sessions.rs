@@ -9,9 +9,9 @@
 //! A session with nothing open for a while is parked: rmcp's worker for it (its tasks and channels,
 //! about 68 KiB) ends, and only what its client sent to initialize it is kept here. Its next request
 //! brings it back (rmcp's restore from a [`SessionStore`]: the kept `initialize` is replayed to a new
-//! handler) under the same id, principal and era. What a parked session's handler held goes with it:
-//! a log level its client set (`logging/setLevel`) is the default again, and a notice that found no
-//! stream open to go to is not kept for it.
+//! handler) under the same id, principal and era. A session whose client subscribed to a resource or
+//! set a log level is never parked (its handler holds them); a notice that found no stream open to go
+//! to is not kept for a parked one, as it was not for an idle one.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
@@ -53,6 +53,8 @@ struct Known {
     parked: bool,
     /// The closes rmcp has yet to report for workers let go when parking: they end no session.
     letting_go: usize,
+    /// Never parked: its handler holds state a restore would lose.
+    pinned: bool,
 }
 
 /// The legacy sessions of one listener.
@@ -144,6 +146,14 @@ impl Sessions {
         }
     }
 
+    /// Keeps session `id` from ever being parked: its handler holds what a restore would not bring
+    /// back (a resource subscription, a log level its client set).
+    pub(super) fn pin(&self, id: &str) {
+        if let Some(session) = self.known.lock().get_mut(id) {
+            session.pinned = true;
+        }
+    }
+
     /// Whether session `id` negotiated 2025-11-25.
     pub(super) fn is_tasks_era(&self, id: &str) -> bool {
         self.known.lock().get(id).is_some_and(|k| k.tasks_era)
@@ -180,7 +190,8 @@ impl Sessions {
                 let idle = k.last_used.elapsed();
                 if k.parked && idle >= LEGACY_SESSION_IDLE {
                     expired.push(id.clone());
-                } else if !k.parked && k.open == 0 && k.init.is_some() && idle >= after {
+                } else if !k.parked && !k.pinned && k.open == 0 && k.init.is_some() && idle >= after
+                {
                     k.parked = true;
                     k.letting_go += 1;
                     parking.push(id.clone());
@@ -246,6 +257,7 @@ impl SessionManager for Sessions {
             init: None,
             parked: false,
             letting_go: 0,
+            pinned: false,
         };
         self.known.lock().insert(id.clone(), known);
         Ok((id, transport))

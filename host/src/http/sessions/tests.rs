@@ -94,3 +94,16 @@ async fn a_parked_session_deleted_is_gone_for_good() {
     let restored = sessions.restore_session(id).await.expect("answered");
     assert!(matches!(restored, RestoreOutcome::NotSupported));
 }
+
+#[tokio::test]
+async fn a_session_holding_a_subscription_or_a_log_level_is_never_parked() {
+    let sessions = Sessions::new(2, DEFAULT_PARK_AFTER);
+    let id = initialized(&sessions, "principal-1").await;
+    sessions.pin(&id);
+    sessions.park_idle(Duration::ZERO).await;
+    assert!(sessions.has_session(&id).await.expect("asked"));
+    assert!(
+        sessions.load(&id).await.expect("load").is_none(),
+        "not parked"
+    );
+}
