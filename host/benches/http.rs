@@ -11,7 +11,7 @@ mod common;
 
 use std::time::Instant;
 
-use common::http::{Conn, Host, start, token};
+use common::http::{Conn, Host, start, threads_and_rss, token};
 use serde_json::json;
 
 fn round_trips(host: &Host) {
@@ -20,15 +20,11 @@ fn round_trips(host: &Host) {
         ("legacy session", false, "MCP ping round trip over HTTP"),
         ("2026-07-28", true, "server/discover round trip over HTTP"),
     ] {
-        let mut conn = Conn::open(host.port, &token, modern);
-        if !modern {
-            conn.request(
-                "initialize",
-                json!({"protocolVersion": "2025-11-25", "capabilities": {},
-                "clientInfo": {"name": "bench", "version": "1"}}),
-            );
-            conn.notify("notifications/initialized");
-        }
+        let mut conn = if modern {
+            Conn::open(host.port, &token, true)
+        } else {
+            Conn::legacy(host.port, &token)
+        };
         let id = conn.start(
             "bash",
             json!({"command": "sleep 600", "run_in_background": true}),
@@ -57,19 +53,6 @@ fn round_trips(host: &Host) {
             best_read / best_ping
         );
     }
-}
-
-/// `Threads` and `VmRSS` (KiB) of process `pid`.
-fn threads_and_rss(pid: u32) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            .unwrap_or(0)
-    };
-    (field("Threads:"), field("VmRSS:"))
 }
 
 fn concurrent_clients(host: &Host) {

@@ -280,3 +280,121 @@ fn resuming_a_finished_stream_ends_at_once_and_logs_no_warning() {
         .collect();
     assert!(warnings.is_empty(), "{warnings:#?}");
 }
+
+/// Proves: with `session_park_ms = 100`, a legacy session left idle is parked (the host says so at
+/// debug level), and its next request brings it back in the same session: its tool call is
+/// served, it is still its principal's alone, it is parked again once idle, and a `DELETE` of it
+/// parked ends it for good.
+#[test]
+fn an_idle_legacy_session_is_parked_and_its_next_request_brings_it_back() {
+    let dir = scratch("http-session-park");
+    let config = dir.join("config.toml");
+    std::fs::write(&config, "[http]\nsession_park_ms = 100\n").expect("write the config");
+    let host = HttpHost::start_with_env(
+        &dir,
+        "http://127.0.0.1:0",
+        &[
+            "--no-watch",
+            "--config",
+            config.to_str().expect("a UTF-8 path"),
+        ],
+        &[("RUST_LOG", "warn,taskhost::http::sessions=debug")],
+    );
+    let said = |what: &str| {
+        let log = host.log.lock().unwrap_or_else(|e| e.into_inner());
+        log.iter().filter(|l| l.contains(what)).count()
+    };
+    let session = LegacySession::open(Client::new(&host, &host.token("alice")));
+    let parked = "an idle legacy session is parked";
+    assert!(
+        eventually(Duration::from_secs(20), || said(parked) >= 1),
+        "parked"
+    );
+    let back = session.call("bash", json!({"command": "echo back"}));
+    assert!(back.starts_with("back\n"), "{back}");
+    assert_eq!(said("a parked legacy session is restored"), 1);
+    assert!(
+        eventually(Duration::from_secs(20), || said(parked) >= 2),
+        "parked again"
+    );
+    let bob = Client::new(&host, &host.token("bob"));
+    let stranger = LegacySession {
+        client: bob,
+        id: session.id.clone(),
+    };
+    assert_eq!(ping(&stranger), 404, "another principal naming it");
+    assert_eq!(ping(&session), 200, "its own principal");
+    assert!(
+        eventually(Duration::from_secs(20), || said(parked) >= 3),
+        "parked once more"
+    );
+    let authority = host.authority();
+    let bearer = format!("Bearer {}", session.client.token.as_deref().unwrap_or(""));
+    let mut stream = TcpStream::connect(&authority).expect("connect");
+    let deleted = taskhost_tests::http1::exchange(
+        &mut stream,
+        &authority,
+        "DELETE",
+        "/mcp",
+        &[
+            ("Authorization", &bearer),
+            ("Mcp-Session-Id", &session.id),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ],
+        b"",
+    )
+    .expect("an answer");
+    assert_eq!(deleted.status, 202, "{deleted:?}");
+    assert_eq!(ping(&session), 404, "ended for good");
+}
+
+/// Proves: a legacy session whose client subscribed to a resource is never parked (its handler
+/// holds the subscription): another session, idle as long, is parked twice meanwhile, this one not
+/// once, and its subscription answers on.
+#[test]
+fn a_legacy_session_holding_a_subscription_is_never_parked() {
+    let dir = scratch("http-session-pinned");
+    let config = dir.join("config.toml");
+    std::fs::write(&config, "[http]\nsession_park_ms = 100\n").expect("write the config");
+    let host = HttpHost::start_with_env(
+        &dir,
+        "http://127.0.0.1:0",
+        &[
+            "--no-watch",
+            "--config",
+            config.to_str().expect("a UTF-8 path"),
+        ],
+        &[("RUST_LOG", "warn,taskhost::http::sessions=debug")],
+    );
+    let parked_lines = |id: Option<&str>| {
+        let log = host.log.lock().unwrap_or_else(|e| e.into_inner());
+        log.iter()
+            .filter(|l| l.contains("an idle legacy session is parked"))
+            .filter(|l| id.is_none_or(|id| l.contains(id)))
+            .count()
+    };
+    let subscribed = LegacySession::open(Client::new(&host, &host.token("alice")));
+    let answer = subscribed.post(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "resources/subscribe",
+        "params": {"uri": "taskhost://tasks"}}),
+    );
+    assert_eq!(answer.status, 200, "{answer:?}");
+    let other = LegacySession::open(Client::new(&host, &host.token("bob")));
+    assert!(
+        eventually(Duration::from_secs(20), || parked_lines(Some(&other.id))
+            >= 1),
+        "the other session parked"
+    );
+    assert_eq!(ping(&other), 200);
+    assert!(
+        eventually(Duration::from_secs(20), || parked_lines(Some(&other.id))
+            >= 2),
+        "the other session parked again"
+    );
+    assert_eq!(
+        parked_lines(Some(&subscribed.id)),
+        0,
+        "the subscribed one never"
+    );
+    assert_eq!(ping(&subscribed), 200);
+}

@@ -40,7 +40,7 @@ impl HttpHost {
         Self::start_with_env(dir, listen, extra, &[])
     }
 
-    /// As [`HttpHost::start_on`], with `env` set for the host.
+    /// As [`HttpHost::start_on`], with `env` set for the host (a `RUST_LOG` in it replaces `warn`).
     pub(crate) fn start_with_env(
         dir: &Path,
         listen: &str,
@@ -52,8 +52,8 @@ impl HttpHost {
             .args(["serve", "--listen", listen, "--state"])
             .arg(&state)
             .args(extra)
-            .envs(env.iter().copied())
             .env("RUST_LOG", "warn")
+            .envs(env.iter().copied())
             .env("XDG_RUNTIME_DIR", dir)
             .stdin(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())

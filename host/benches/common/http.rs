@@ -108,6 +108,18 @@ impl Conn {
         }
     }
 
+    /// A connection to the host on `port`, presenting `token`, in a legacy session it initialized.
+    pub fn legacy(port: u16, token: &str) -> Self {
+        let mut conn = Self::open(port, token, false);
+        conn.request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "1"}}),
+        );
+        conn.notify("notifications/initialized");
+        conn
+    }
+
     /// Sends one request and returns the JSON-RPC message that answers it.
     pub fn request(&mut self, method: &str, mut params: Value) -> Value {
         let mut head = format!(
@@ -216,4 +228,42 @@ impl Conn {
             .unwrap_or_default()
             .to_owned()
     }
+}
+
+/// `Threads` and `VmRSS` (KiB) of process `pid`.
+pub fn threads_and_rss(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("Threads:"), field("VmRSS:"))
+}
+
+/// The CPU time process `pid` has used so far (user and system), in milliseconds.
+pub fn cpu_ms(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command's name (which may hold spaces) close with its `)`: utime and
+    // stime are the 14th and 15th of the line, the 12th and 13th after it.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let ticks: u64 = after
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|v| v.parse::<u64>().ok())
+        .sum();
+    ticks as f64 * 1000.0 / clock_ticks()
+}
+
+/// Clock ticks a second (`getconf CLK_TCK`), 100 when it cannot be asked.
+fn clock_ticks() -> f64 {
+    std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+        .unwrap_or(100.0)
 }

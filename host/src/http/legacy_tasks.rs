@@ -86,6 +86,11 @@ pub(super) async fn legacy_tasks(
     } else {
         Peek::of(&bytes)
     };
+    if let Some(s) = session.as_deref()
+        && matches!(method.as_str(), "resources/subscribe" | "logging/setLevel")
+    {
+        legacy.sessions.pin(s);
+    }
     let request = Request::from_parts(parts, Body::from(bytes));
     let amended = match method.as_str() {
         "initialize" => version.as_deref() == Some(LEGACY_TASKS_VERSION),

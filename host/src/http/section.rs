@@ -13,6 +13,7 @@
 /// body_timeout_ms = 30000                         # a request body not all sent by then is refused, its connection closed
 /// max_connections_per_principal = 256             # a principal's connections past this get 429
 /// max_sessions_per_principal = 64                 # past this, the principal's oldest idle legacy session ends
+/// session_park_ms = 30000                         # a legacy session with nothing open this long leaves memory until its next request
 /// ```
 #[derive(Clone, Debug, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -40,4 +41,7 @@ pub struct HttpSection {
     pub max_connections_per_principal: Option<usize>,
     /// How many legacy sessions one principal may hold (default 64).
     pub max_sessions_per_principal: Option<usize>,
+    /// How long a legacy session may go with no request or stream open before it is parked: its
+    /// handler and rmcp's worker end, and its next request restores them (default 30 s).
+    pub session_park_ms: Option<u64>,
 }

@@ -17,7 +17,7 @@ use super::authority::Authorities;
 use super::bounds::{Bounds, DEFAULT_MAX_CONNECTIONS_PER_PRINCIPAL};
 use super::connection::{Timeouts, serve_connection};
 use super::section::HttpSection;
-use super::sessions::{DEFAULT_MAX_SESSIONS, Sessions};
+use super::sessions::{DEFAULT_MAX_SESSIONS, DEFAULT_PARK_AFTER, Sessions};
 use crate::Taskhost;
 use crate::mcp::{McpSession, Peers, PrincipalOwners};
 
@@ -147,17 +147,27 @@ impl HttpServing {
             )
     }
 
+    /// A listener's legacy sessions, capped and parked as `[http]` says.
+    fn sessions(&self) -> Arc<Sessions> {
+        Sessions::new(
+            self.section
+                .max_sessions_per_principal
+                .unwrap_or(DEFAULT_MAX_SESSIONS),
+            self.section
+                .session_park_ms
+                .map_or(DEFAULT_PARK_AFTER, Duration::from_millis),
+        )
+    }
+
     /// The routes of one listener: `/mcp` behind the gate, and the metadata at the resource's
     /// well-known path (and at the bare one, for clients that look there).
     fn router(&self, listener: &HttpListener) -> Router {
         let origin = listener.origin();
-        let config = self.mcp_config(listener, &origin);
         let (host, peers, owners) = (self.host.clone(), self.peers.clone(), self.owners.clone());
-        let sessions = Sessions::new(
-            self.section
-                .max_sessions_per_principal
-                .unwrap_or(DEFAULT_MAX_SESSIONS),
-        );
+        let sessions = self.sessions();
+        let mut config = self.mcp_config(listener, &origin);
+        // Where a parked session's `initialize` is kept, for rmcp to restore it.
+        config.session_store = Some(sessions.clone());
         let bounds = Bounds::new(
             sessions.clone(),
             super::routes::MAX_STREAMS,

@@ -5,16 +5,26 @@
 //! outlives the sessions. A principal holds at most a cap of sessions: past it, the one of its
 //! sessions idle longest (no request or stream open) ends. A resume of a stream that already
 //! finished is answered with an empty stream, as rmcp answers it, without rmcp's warning.
+//!
+//! A session with nothing open for a while is parked: rmcp's worker for it (its tasks and channels,
+//! about 68 KiB) ends, and only what its client sent to initialize it is kept here. Its next request
+//! brings it back (rmcp's restore from a [`SessionStore`]: the kept `initialize` is replayed to a new
+//! handler) under the same id, principal and era. A session whose client subscribed to a resource or
+//! set a log level is never parked (its handler holds them); a notice that found no stream open to go
+//! to is not kept for a parked one, as it was not for an idle one.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
+use futures::future::BoxFuture;
 use futures::{Stream, StreamExt};
 use parking_lot::Mutex;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
-use rmcp::transport::streamable_http_server::session::ServerSseMessage;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::{
+    RestoreOutcome, ServerSseMessage, SessionState, SessionStore, SessionStoreError,
+};
 use rmcp::transport::streamable_http_server::{SessionId, SessionManager};
 
 /// How many legacy sessions a principal holds when `[http] max_sessions_per_principal` is not set.
@@ -23,6 +33,10 @@ pub const DEFAULT_MAX_SESSIONS: usize = 64;
 /// How long a legacy session with no traffic at all is kept: an agent's session sits idle while its
 /// person is away, and rmcp's five minutes would end it under them.
 pub const LEGACY_SESSION_IDLE: Duration = Duration::from_secs(24 * 3600);
+
+/// How long a legacy session goes with nothing open before it is parked, when
+/// `[http] session_park_ms` is not set.
+pub const DEFAULT_PARK_AFTER: Duration = Duration::from_secs(30);
 
 /// What is known of one live session.
 struct Known {
@@ -33,6 +47,14 @@ struct Known {
     open: usize,
     /// It negotiated 2025-11-25 (the legacy task methods answer it).
     tasks_era: bool,
+    /// What its client sent to initialize it, once it did: a parked session comes back with it.
+    init: Option<SessionState>,
+    /// Its rmcp worker was let go; its next request restores it.
+    parked: bool,
+    /// The closes rmcp has yet to report for workers let go when parking: they end no session.
+    letting_go: usize,
+    /// Never parked: its handler holds state a restore would lose.
+    pinned: bool,
 }
 
 /// The legacy sessions of one listener.
@@ -40,23 +62,30 @@ pub(super) struct Sessions {
     inner: LocalSessionManager,
     known: Mutex<HashMap<SessionId, Known>>,
     cap: usize,
+    park_after: Duration,
 }
 
 /// Why a request naming a session is not served in it.
 pub(super) struct NotYours;
 
 impl Sessions {
-    /// No session yet; at most `cap` per principal. No SSE priming events (see
-    /// `HttpServing::mcp_config`), and an idle session kept for [`LEGACY_SESSION_IDLE`].
-    pub(super) fn new(cap: usize) -> Arc<Self> {
+    /// No session yet; at most `cap` per principal, each parked after `park_after` with nothing
+    /// open (checked from a task on the current runtime, when there is one). No SSE priming events
+    /// (see `HttpServing::mcp_config`), and an idle session kept for [`LEGACY_SESSION_IDLE`].
+    pub(super) fn new(cap: usize, park_after: Duration) -> Arc<Self> {
         let mut inner = LocalSessionManager::default();
         inner.session_config.sse_retry = None;
         inner.session_config.keep_alive = Some(LEGACY_SESSION_IDLE);
-        Arc::new(Self {
+        let sessions = Arc::new(Self {
             inner,
             known: Mutex::default(),
             cap: cap.max(1),
-        })
+            park_after,
+        });
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(park_while_alive(Arc::downgrade(&sessions)));
+        }
+        sessions
     }
 
     /// Gives the new session `id` to `owner`. Past the owner's cap, its session idle longest ends;
@@ -84,7 +113,7 @@ impl Sessions {
             return true;
         };
         tracing::debug!(owner, session = %ending, "a principal's session past its cap ends");
-        let _ = self.close_session(&ending).await;
+        self.forget(&ending).await;
         &*ending != id
     }
 
@@ -117,6 +146,14 @@ impl Sessions {
         }
     }
 
+    /// Keeps session `id` from ever being parked: its handler holds what a restore would not bring
+    /// back (a resource subscription, a log level its client set).
+    pub(super) fn pin(&self, id: &str) {
+        if let Some(session) = self.known.lock().get_mut(id) {
+            session.pinned = true;
+        }
+    }
+
     /// Whether session `id` negotiated 2025-11-25.
     pub(super) fn is_tasks_era(&self, id: &str) -> bool {
         self.known.lock().get(id).is_some_and(|k| k.tasks_era)
@@ -132,8 +169,62 @@ impl Sessions {
             .map(|(id, _)| id.clone())
             .collect();
         for id in theirs {
-            let _ = self.close_session(&id).await;
+            self.forget(&id).await;
         }
+    }
+
+    /// Ends session `id`, parked or not, and forgets it.
+    async fn forget(&self, id: &SessionId) {
+        self.known.lock().remove(id);
+        let _ = self.inner.close_session(id).await;
+    }
+
+    /// Parks every session with nothing open for `after`, and ends every parked one idle past
+    /// [`LEGACY_SESSION_IDLE`] (a parked session has no worker whose timeout would end it).
+    async fn park_idle(&self, after: Duration) {
+        let (parking, expired) = {
+            let mut known = self.known.lock();
+            let mut parking = Vec::new();
+            let mut expired = Vec::new();
+            for (id, k) in known.iter_mut() {
+                let idle = k.last_used.elapsed();
+                if k.parked && idle >= LEGACY_SESSION_IDLE {
+                    expired.push(id.clone());
+                } else if !k.parked && !k.pinned && k.open == 0 && k.init.is_some() && idle >= after
+                {
+                    k.parked = true;
+                    k.letting_go += 1;
+                    parking.push(id.clone());
+                }
+            }
+            (parking, expired)
+        };
+        for id in &parking {
+            tracing::debug!(session = %id, "an idle legacy session is parked");
+            let _ = self.inner.close_session(id).await;
+        }
+        for id in &expired {
+            self.forget(id).await;
+        }
+    }
+}
+
+/// Parks idle sessions every so often, for as long as `sessions` is there.
+async fn park_while_alive(sessions: Weak<Sessions>) {
+    let Some(every) = sessions
+        .upgrade()
+        .map(|s| (s.park_after / 4).clamp(Duration::from_millis(100), Duration::from_secs(5)))
+    else {
+        return;
+    };
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let Some(sessions) = sessions.upgrade() else {
+            return;
+        };
+        sessions.park_idle(sessions.park_after).await;
     }
 }
 
@@ -163,6 +254,10 @@ impl SessionManager for Sessions {
             last_used: Instant::now(),
             open: 0,
             tasks_era: false,
+            init: None,
+            parked: false,
+            letting_go: 0,
+            pinned: false,
         };
         self.known.lock().insert(id.clone(), known);
         Ok((id, transport))
@@ -181,10 +276,37 @@ impl SessionManager for Sessions {
     }
 
     /// Closes the session and forgets it (rmcp calls this for a `DELETE` and when a session's
-    /// worker ends, whatever ended it).
+    /// worker ends, whatever ended it), unless it is the end of a worker let go when parking.
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
-        self.known.lock().remove(id);
+        {
+            let mut known = self.known.lock();
+            match known.get_mut(id) {
+                Some(k) if k.letting_go > 0 => {
+                    k.letting_go -= 1;
+                    return Ok(());
+                }
+                _ => known.remove(id),
+            };
+        }
         self.inner.close_session(id).await
+    }
+
+    /// A new worker for parked session `id` (rmcp then replays its `initialize`); an unknown or
+    /// unparked one is not restored.
+    async fn restore_session(
+        &self,
+        id: SessionId,
+    ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
+        {
+            let mut known = self.known.lock();
+            let Some(k) = known.get_mut(&id).filter(|k| k.parked) else {
+                return Ok(RestoreOutcome::NotSupported);
+            };
+            k.parked = false;
+            k.last_used = Instant::now();
+        }
+        tracing::debug!(session = %id, "a parked legacy session is restored");
+        self.inner.restore_session(id).await
     }
 
     async fn create_stream(
@@ -228,32 +350,61 @@ impl SessionManager for Sessions {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn a_session_rmcp_closes_is_forgotten() {
-        let sessions = Sessions::new(2);
-        let (id, _transport) = sessions.create_session().await.expect("a session");
-        assert!(sessions.admit(&id, "principal-1").await);
-        sessions.note_tasks_era(&id);
-        assert!(sessions.is_tasks_era(&id));
-        sessions.close_session(&id).await.expect("closed");
-        assert!(sessions.known.lock().is_empty());
-        assert!(!sessions.is_tasks_era(&id));
+/// What a session's client sent to initialize it, kept with the rest that is known of it: rmcp
+/// stores it after the handshake, and loads it to restore a session it does not hold (a parked one).
+impl SessionStore for Sessions {
+    fn load<'a, 'b, 'f>(
+        &'a self,
+        session_id: &'b str,
+    ) -> BoxFuture<'f, Result<Option<SessionState>, SessionStoreError>>
+    where
+        'a: 'f,
+        'b: 'f,
+        Self: 'f,
+    {
+        let state = self
+            .known
+            .lock()
+            .get(session_id)
+            .filter(|k| k.parked)
+            .and_then(|k| k.init.clone());
+        Box::pin(std::future::ready(Ok(state)))
     }
 
-    #[tokio::test]
-    async fn past_the_cap_a_busy_session_stays_and_the_new_one_is_refused() {
-        let sessions = Sessions::new(1);
-        let (busy, _a) = sessions.create_session().await.expect("a session");
-        assert!(sessions.admit(&busy, "principal-1").await);
-        let _open = sessions.enter(&busy, "principal-1").ok().flatten();
-        let (new, _b) = sessions.create_session().await.expect("a session");
-        assert!(!sessions.admit(&new, "principal-1").await, "none idle");
-        assert!(sessions.known.lock().contains_key(&busy));
-        assert!(!sessions.known.lock().contains_key(&new));
-        assert!(sessions.enter(&busy, "principal-2").is_err(), "fenced");
+    fn store<'a, 'b, 'c, 'f>(
+        &'a self,
+        session_id: &'b str,
+        state: &'c SessionState,
+    ) -> BoxFuture<'f, Result<(), SessionStoreError>>
+    where
+        'a: 'f,
+        'b: 'f,
+        'c: 'f,
+        Self: 'f,
+    {
+        if let Some(k) = self.known.lock().get_mut(session_id) {
+            k.init = Some(state.clone());
+        }
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    /// rmcp calls this for a `DELETE`: the session ends, parked or not.
+    fn delete<'a, 'b, 'f>(
+        &'a self,
+        session_id: &'b str,
+    ) -> BoxFuture<'f, Result<(), SessionStoreError>>
+    where
+        'a: 'f,
+        'b: 'f,
+        Self: 'f,
+    {
+        let id = SessionId::from(session_id);
+        Box::pin(async move {
+            self.forget(&id).await;
+            Ok(())
+        })
     }
 }
+
+#[cfg(test)]
+mod tests;
