@@ -350,7 +350,10 @@ fn report(base: &Run, big: &Run) {
     };
     let on = |r: &Run| format!("the same on {} records", r.records);
     row(
-        &format!("{n} records: taskhost tasks --all --json ({} lines)", big.tasks_json.1),
+        &format!(
+            "{n} records: taskhost tasks --all --json ({} lines)",
+            big.tasks_json.1
+        ),
         "ms",
         big.tasks_json.0 * 1e3,
         &on(base),

@@ -18,7 +18,8 @@ pub struct Retention {
     pub ms: f64,
     /// The records it expired.
     pub expired: f64,
-    /// The p99 of the calls made between the new image's serving and the retention's end, in µs.
+    /// The p99 of the calls made between the new image's serving and the retention's end, in µs
+    /// (a call under way at its serving timed from then).
     pub p99_during: f64,
     /// How many calls those were.
     pub calls_during: usize,
@@ -69,7 +70,10 @@ fn start_polling(
 ) -> (Arc<AtomicBool>, std::thread::JoinHandle<Vec<Call>>) {
     let stop = Arc::new(AtomicBool::new(false));
     let (token, id, flag) = (token.to_owned(), id.to_owned(), stop.clone());
-    (stop, std::thread::spawn(move || poll(port, token, id, flag)))
+    (
+        stop,
+        std::thread::spawn(move || poll(port, token, id, flag)),
+    )
 }
 
 /// The p99 of polling for 2 s.
@@ -100,7 +104,11 @@ pub fn retention_under_reads(dir: &Path, host: &Host, token: &str) -> Retention 
     let calls = poller.join().expect("the poller");
     let during: Vec<Call> = calls
         .into_iter()
-        .filter(|c| c.0 >= serving && c.0 <= done)
+        .filter(|c| c.0 + c.1 >= serving && c.0 <= done)
+        .map(|(at, took)| {
+            let from = at.max(serving);
+            (from, at + took - from)
+        })
         .collect();
     let p99_after = idle_p99(host.port, token, &id);
     let mut conn = Conn::open(host.port, token, true);

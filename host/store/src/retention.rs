@@ -1,12 +1,19 @@
 //! Retention: a state directory keeps settled tasks' output until it is older than `keep_days` or
 //! the kept output passes `keep_bytes`, newest kept first. An expired task keeps its row (so its id
 //! is never given again, and a read says it expired) without its files.
+//!
+//! What expires is decided on a reader's connection; the rows are then marked in batches of
+//! `BATCH`, each a write of its own for the writer thread, which takes the others queued
+//! meanwhile between two.
 
-use rusqlite::{Transaction, params};
+use std::sync::mpsc::sync_channel;
+
+use rusqlite::{Connection, Transaction, params};
 
 use taskhost_process::private_dir::HeldDir;
 
 use crate::kept;
+use crate::writer::Op;
 
 /// How long and how much a state directory keeps (`[state] keep_days`, `[state] keep_bytes`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,22 +34,29 @@ impl Default for Retention {
     }
 }
 
-/// Expires, in `tx`, what is past the limits at `now_ms`, removing the kept files from `output`;
-/// returns the ids expired. A row that is not a record (a value of the wrong type, a kept output
-/// that is no name of a file in `output/`) is skipped with a warning naming it: nothing is removed
-/// for it.
-pub(crate) fn expire(
-    tx: &Transaction<'_>,
+/// How many records one of retention's transactions marks expired: the writer takes the other
+/// writes queued meanwhile (a start, a read's position) between two, so a long history's
+/// retention never holds it for long.
+pub(crate) const BATCH: usize = 64;
+
+/// A task retention expires: its id and its kept files' names.
+pub(crate) type Due = (String, [Option<String>; 2]);
+
+/// The settled tasks past the limits at `now_ms`, newest first, read on `conn` (a reader's: the
+/// writer is not held while every kept file's size is looked at). A row that is not a record (a
+/// value of the wrong type, a kept output that is no name of a file in `output/`) is skipped with
+/// a warning naming it: nothing is removed for it.
+pub(crate) fn due(
+    conn: &Connection,
     output: &HeldDir,
     now_ms: u64,
     keep_ms: u64,
     keep_bytes: u64,
-) -> rusqlite::Result<Vec<String>> {
-    let rows = settled(tx)?;
+) -> rusqlite::Result<Vec<Due>> {
     let oldest_kept = now_ms.saturating_sub(keep_ms);
     let mut kept_bytes = 0u64;
-    let mut expired = Vec::new();
-    for (id, finished, files) in rows {
+    let mut due = Vec::new();
+    for (id, finished, files) in settled(conn)? {
         let size: u64 = files
             .iter()
             .flatten()
@@ -52,25 +66,91 @@ pub(crate) fn expire(
             kept_bytes += size;
             continue;
         }
-        for name in files.iter().flatten() {
-            kept::remove(output, name);
-        }
-        tx.execute(
-            "UPDATE tasks SET expired_at_ms = ?2, stdout_path = NULL, stderr_path = NULL
-             WHERE id = ?1",
-            params![id, now_ms as i64],
-        )?;
-        expired.push(id);
+        due.push((id, files));
     }
-    Ok(expired)
+    Ok(due)
+}
+
+/// Removes the kept files of `batch` from `output`. Done before the batch is marked: a host that
+/// stops in between leaves rows naming files that are gone (read as empty), which the next
+/// retention marks, never files no row names.
+pub(crate) fn remove(output: &HeldDir, batch: &[Due]) {
+    for name in batch.iter().flat_map(|(_, files)| files.iter().flatten()) {
+        kept::remove(output, name);
+    }
+}
+
+/// Marks, in `tx`, the tasks `ids` expired at `now_ms`, without their output (a row expired
+/// already is left as it is).
+pub(crate) fn mark(tx: &Transaction<'_>, ids: &[String], now_ms: u64) -> rusqlite::Result<()> {
+    let mut stmt = tx.prepare_cached(
+        "UPDATE tasks SET expired_at_ms = ?2, stdout_path = NULL, stderr_path = NULL
+         WHERE id = ?1 AND expired_at_ms IS NULL",
+    )?;
+    for id in ids {
+        stmt.execute(params![id, now_ms as i64])?;
+    }
+    Ok(())
+}
+
+impl crate::Store {
+    /// Expires what is past `keep` now (settled tasks' output, oldest first); returns the ids
+    /// expired, newest first. What is due is read without holding the writer; it is then expired
+    /// in batches, each its own write, so the writes of live tasks go on between them. Waits for
+    /// the last batch.
+    pub fn retain(&self, keep: Retention) -> Vec<String> {
+        self.retain_between(keep, |_| {})
+    }
+
+    /// As [`Self::retain`], calling `between` with each batch's ids once it is durable.
+    pub(crate) fn retain_between(
+        &self,
+        keep: Retention,
+        mut between: impl FnMut(&[String]),
+    ) -> Vec<String> {
+        let Some(ops) = self.ops() else {
+            return Vec::new();
+        };
+        let (output, now_ms) = (self.output_dir(), crate::store::now_ms());
+        let keep_ms = keep.keep_days.saturating_mul(24 * 3600 * 1000);
+        let due = self.reader().map_err(|e| e.to_string()).and_then(|conn| {
+            due(&conn, &output, now_ms, keep_ms, keep.keep_bytes).map_err(|e| e.to_string())
+        });
+        let due = due.unwrap_or_else(|why| {
+            tracing::warn!("retention cannot read the task records: {why}");
+            Vec::new()
+        });
+        let mut expired = Vec::new();
+        for batch in due.chunks(BATCH) {
+            remove(&output, batch);
+            let ids: Vec<String> = batch.iter().map(|(id, _)| id.clone()).collect();
+            let (reply, done) = sync_channel(1);
+            let op = Op::Expire {
+                ids: ids.clone(),
+                now_ms,
+                reply,
+            };
+            match ops.send(op).ok().and_then(|()| done.recv().ok()) {
+                Some(Ok(())) => {}
+                Some(Err(why)) => {
+                    tracing::warn!("retention stopped: a batch was not written: {why}");
+                    break;
+                }
+                None => break,
+            }
+            between(&ids);
+            expired.extend(ids);
+        }
+        expired
+    }
 }
 
 /// A settled task's id, end and kept files' names.
 type Settled = (String, u64, [Option<String>; 2]);
 
 /// The settled tasks not yet expired, newest first; bad rows skipped with a warning.
-fn settled(tx: &Transaction<'_>) -> rusqlite::Result<Vec<Settled>> {
-    let mut stmt = tx.prepare(
+fn settled(conn: &Connection) -> rusqlite::Result<Vec<Settled>> {
+    let mut stmt = conn.prepare(
         "SELECT id, finished_at_ms, stdout_path, stderr_path FROM tasks
          WHERE finished_at_ms IS NOT NULL AND expired_at_ms IS NULL
          ORDER BY finished_at_ms DESC, rowid DESC",

@@ -21,7 +21,6 @@ pub use crate::hosts::Recovered;
 use crate::journal::StoreJournal;
 use crate::owners::{self, OwnerSecret};
 use crate::records::{self, TaskRecord};
-use crate::retention::Retention;
 use crate::trusted::trusted_dir;
 use crate::writer::{self, Op};
 use crate::{database, hosts, kept};
@@ -220,24 +219,9 @@ impl Store {
         });
     }
 
-    /// Expires what is past `keep` now (settled tasks' output, oldest first); returns the ids
-    /// expired. Waits for the write.
-    pub fn retain(&self, keep: Retention) -> Vec<String> {
-        let Some(ops) = self.ops.lock().clone() else {
-            return Vec::new();
-        };
-        let (reply, answer) = sync_channel(1);
-        let op = Op::Retain {
-            output: self.output.clone(),
-            now_ms: now_ms(),
-            keep_ms: keep.keep_days.saturating_mul(24 * 3600 * 1000),
-            keep_bytes: keep.keep_bytes,
-            reply,
-        };
-        if ops.send(op).is_err() {
-            return Vec::new();
-        }
-        answer.recv().unwrap_or_default()
+    /// The writer's queue, unless the store is closed.
+    pub(crate) fn ops(&self) -> Option<Sender<Op>> {
+        self.ops.lock().clone()
     }
 
     /// A new owner, with the SHA-256 of its secret when it may come back: its name (`session-N`).
@@ -292,6 +276,19 @@ impl Store {
         if let Some(ops) = self.ops.lock().as_ref() {
             let _ = ops.send(op);
         }
+    }
+
+    /// The newest `limit` records of owner `owner`'s tasks (every owner's when `None`), newest
+    /// first, without reading the others.
+    ///
+    /// # Errors
+    /// The database could not be read.
+    pub fn newest_tasks(
+        &self,
+        owner: Option<&str>,
+        limit: u64,
+    ) -> Result<Vec<TaskRecord>, StoreError> {
+        Ok(records::newest(&self.reader()?, owner, limit)?)
     }
 
     /// Every task's record, oldest first.
