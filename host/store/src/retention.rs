@@ -6,14 +6,11 @@
 //! `BATCH`, each a write of its own for the writer thread, which takes the others queued
 //! meanwhile between two.
 
-use std::sync::mpsc::sync_channel;
-
 use rusqlite::{Connection, Transaction, params};
 
 use taskhost_process::private_dir::HeldDir;
 
 use crate::kept;
-use crate::writer::Op;
 
 /// How long and how much a state directory keeps (`[state] keep_days`, `[state] keep_bytes`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,58 +88,6 @@ pub(crate) fn mark(tx: &Transaction<'_>, ids: &[String], now_ms: u64) -> rusqlit
         stmt.execute(params![id, now_ms as i64])?;
     }
     Ok(())
-}
-
-impl crate::Store {
-    /// Expires what is past `keep` now (settled tasks' output, oldest first); returns the ids
-    /// expired, newest first. What is due is read without holding the writer; it is then expired
-    /// in batches, each its own write, so the writes of live tasks go on between them. Waits for
-    /// the last batch.
-    pub fn retain(&self, keep: Retention) -> Vec<String> {
-        self.retain_between(keep, |_| {})
-    }
-
-    /// As [`Self::retain`], calling `between` with each batch's ids once it is durable.
-    pub(crate) fn retain_between(
-        &self,
-        keep: Retention,
-        mut between: impl FnMut(&[String]),
-    ) -> Vec<String> {
-        let Some(ops) = self.ops() else {
-            return Vec::new();
-        };
-        let (output, now_ms) = (self.output_dir(), crate::store::now_ms());
-        let keep_ms = keep.keep_days.saturating_mul(24 * 3600 * 1000);
-        let due = self.reader().map_err(|e| e.to_string()).and_then(|conn| {
-            due(&conn, &output, now_ms, keep_ms, keep.keep_bytes).map_err(|e| e.to_string())
-        });
-        let due = due.unwrap_or_else(|why| {
-            tracing::warn!("retention cannot read the task records: {why}");
-            Vec::new()
-        });
-        let mut expired = Vec::new();
-        for batch in due.chunks(BATCH) {
-            remove(&output, batch);
-            let ids: Vec<String> = batch.iter().map(|(id, _)| id.clone()).collect();
-            let (reply, done) = sync_channel(1);
-            let op = Op::Expire {
-                ids: ids.clone(),
-                now_ms,
-                reply,
-            };
-            match ops.send(op).ok().and_then(|()| done.recv().ok()) {
-                Some(Ok(())) => {}
-                Some(Err(why)) => {
-                    tracing::warn!("retention stopped: a batch was not written: {why}");
-                    break;
-                }
-                None => break,
-            }
-            between(&ids);
-            expired.extend(ids);
-        }
-        expired
-    }
 }
 
 /// A settled task's id, end and kept files' names.
