@@ -56,6 +56,23 @@ fn state_dir(state: Option<PathBuf>) -> Result<PathBuf, (u8, String)> {
         .ok_or((2, "no state directory: pass --state DIR".to_owned()))
 }
 
+/// `records` as JSON lines, written into one buffer (a long history's lines are not each a string
+/// of their own).
+fn json_lines(records: &[TaskRecord]) -> String {
+    let mut out = Vec::with_capacity(records.len() * 320);
+    for r in records {
+        let at = out.len();
+        if at > 0 {
+            out.push(b'\n');
+        }
+        // A record that does not serialize is left out, as a line of its own would be.
+        if serde_json::to_writer(&mut out, r).is_err() {
+            out.truncate(at);
+        }
+    }
+    String::from_utf8(out).unwrap_or_default()
+}
+
 /// Runs `taskhost tasks`; the text to print.
 ///
 /// # Errors
@@ -108,11 +125,7 @@ pub fn run(args: &TasksArgs) -> Result<String, (u8, String)> {
         })
         .collect();
     if args.json {
-        let lines: Vec<String> = records
-            .iter()
-            .filter_map(|r| serde_json::to_string(r).ok())
-            .collect();
-        return Ok(lines.join("\n"));
+        return Ok(json_lines(&records));
     }
     Ok(crate::tasks_table::table(
         &records,

@@ -316,8 +316,11 @@ fn an_upgrade_names_the_kept_outputs_stored_as_paths() {
     );
     let conn = rusqlite::Connection::open(state.join("tasks.db")).unwrap();
     // Back to version 6: without the later versions' columns.
-    conn.execute_batch("ALTER TABLE owners DROP COLUMN policy; DROP TABLE queue")
-        .unwrap();
+    conn.execute_batch(
+        "ALTER TABLE owners DROP COLUMN policy; DROP TABLE queue;
+         DROP INDEX tasks_by_owner_start; DROP INDEX tasks_by_start",
+    )
+    .unwrap();
     conn.pragma_update(None, "user_version", 6).unwrap();
     drop(conn);
     let (code, out, err) = tasks(&state, &["--output", "bash-1"]);

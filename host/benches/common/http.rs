@@ -121,7 +121,12 @@ impl Conn {
     }
 
     /// Sends one request and returns the JSON-RPC message that answers it.
-    pub fn request(&mut self, method: &str, mut params: Value) -> Value {
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        self.try_request(method, params).expect("an answer")
+    }
+
+    /// As [`Conn::request`]; the connection's error (closed by a host that went away, say).
+    pub fn try_request(&mut self, method: &str, mut params: Value) -> std::io::Result<Value> {
         let mut head = format!(
             "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n",
             self.port, self.bearer
@@ -144,8 +149,8 @@ impl Conn {
             json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
         head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
         let stream = self.stream.get_mut();
-        stream.write_all(head.as_bytes()).expect("send");
-        stream.write_all(body.as_bytes()).expect("send");
+        stream.write_all(head.as_bytes())?;
+        stream.write_all(body.as_bytes())?;
         self.read_response()
     }
 
@@ -163,17 +168,19 @@ impl Conn {
             .get_mut()
             .write_all(head.as_bytes())
             .expect("send");
-        let _ = self.read_response();
+        let _ = self.read_response().expect("an answer");
     }
 
     /// Reads one response (its head, then a chunked or sized body) and returns the message with an
     /// id in it (`null` for none).
-    fn read_response(&mut self) -> Value {
+    fn read_response(&mut self) -> std::io::Result<Value> {
         let mut chunked = false;
         let mut length = 0usize;
         loop {
             let mut line = String::new();
-            self.stream.read_line(&mut line).expect("head");
+            if self.stream.read_line(&mut line)? == 0 {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
             let line = line.trim_end();
             if line.is_empty() {
                 break;
@@ -191,10 +198,11 @@ impl Conn {
         if chunked {
             loop {
                 let mut size = String::new();
-                self.stream.read_line(&mut size).expect("chunk size");
-                let n = usize::from_str_radix(size.trim(), 16).expect("a chunk size");
+                self.stream.read_line(&mut size)?;
+                let n = usize::from_str_radix(size.trim(), 16)
+                    .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
                 let mut chunk = vec![0; n + 2];
-                self.stream.read_exact(&mut chunk).expect("chunk");
+                self.stream.read_exact(&mut chunk)?;
                 if n == 0 {
                     break;
                 }
@@ -202,15 +210,16 @@ impl Conn {
             }
         } else {
             body.resize(length, 0);
-            self.stream.read_exact(&mut body).expect("body");
+            self.stream.read_exact(&mut body)?;
         }
         let text = String::from_utf8_lossy(&body);
-        text.lines()
+        Ok(text
+            .lines()
             .filter_map(|l| l.strip_prefix("data:"))
             .chain(std::iter::once(text.as_ref()))
             .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
             .find(|m| m.get("id").is_some())
-            .unwrap_or(Value::Null)
+            .unwrap_or(Value::Null))
     }
 
     /// Calls `tool` to start a task: the task its result's `_meta` names.

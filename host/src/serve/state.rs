@@ -95,14 +95,17 @@ pub(super) fn retain_hourly(
         loop {
             hourly.tick().await;
             let state = state.clone();
+            let began = std::time::Instant::now();
             let expired = tokio::task::spawn_blocking(move || state.retain(keep)).await;
-            if let Ok(expired) = expired
-                && !expired.is_empty()
-            {
-                tracing::info!(
+            let ms = began.elapsed().as_millis();
+            match expired {
+                Ok(expired) if !expired.is_empty() => tracing::info!(
                     expired = expired.len(),
+                    ms,
                     "settled tasks' output expired (retention)"
-                );
+                ),
+                Ok(_) => tracing::debug!(ms, "retention: nothing expired"),
+                Err(_) => {}
             }
         }
     });

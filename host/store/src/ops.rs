@@ -91,15 +91,12 @@ pub(crate) enum Op {
         stdout: Option<String>,
         stderr: Option<String>,
     },
-    /// Retention: settled tasks past `keep_ms` or beyond `keep_bytes` of kept output, oldest
-    /// first, lose their output files and are marked expired.
-    Retain {
-        /// The state's `output/`, where the kept files are.
-        output: std::sync::Arc<taskhost_process::private_dir::HeldDir>,
+    /// Retention: tasks whose kept files were removed are marked expired, without their output;
+    /// answered once durable.
+    Expire {
+        ids: Vec<String>,
         now_ms: u64,
-        keep_ms: u64,
-        keep_bytes: u64,
-        reply: SyncSender<Vec<String>>,
+        reply: SyncSender<Result<(), String>>,
     },
     /// This host ends: its row says so.
     EndHost {

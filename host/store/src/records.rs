@@ -121,6 +121,29 @@ pub(crate) fn owned_by(conn: &Connection, owner: &str) -> rusqlite::Result<Vec<T
     )
 }
 
+/// The newest `limit` records of owner `owner` (every owner's when `None`), newest first: read
+/// through an index, never all of a long history.
+pub(crate) fn newest(
+    conn: &Connection,
+    owner: Option<&str>,
+    limit: u64,
+) -> rusqlite::Result<Vec<TaskRecord>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let order = "ORDER BY started_at_ms DESC, rowid DESC";
+    match owner {
+        Some(owner) => select(
+            conn,
+            &format!("SELECT {COLUMNS} FROM tasks WHERE owner = ?1 {order} LIMIT ?2"),
+            rusqlite::params![owner, limit],
+        ),
+        None => select(
+            conn,
+            &format!("SELECT {COLUMNS} FROM tasks {order} LIMIT ?1"),
+            [limit],
+        ),
+    }
+}
+
 /// The record of task `id` (`None` for a row that is not one, said in a warning).
 pub(crate) fn one(conn: &Connection, id: &str) -> rusqlite::Result<Option<TaskRecord>> {
     one_with(&mut one_statement(conn)?, id)

@@ -1,8 +1,12 @@
 //! Retention: a state directory keeps settled tasks' output until it is older than `keep_days` or
 //! the kept output passes `keep_bytes`, newest kept first. An expired task keeps its row (so its id
 //! is never given again, and a read says it expired) without its files.
+//!
+//! What expires is decided on a reader's connection; the rows are then marked in batches of
+//! `BATCH`, each a write of its own for the writer thread, which takes the others queued
+//! meanwhile between two.
 
-use rusqlite::{Transaction, params};
+use rusqlite::{Connection, Transaction, params};
 
 use taskhost_process::private_dir::HeldDir;
 
@@ -27,22 +31,29 @@ impl Default for Retention {
     }
 }
 
-/// Expires, in `tx`, what is past the limits at `now_ms`, removing the kept files from `output`;
-/// returns the ids expired. A row that is not a record (a value of the wrong type, a kept output
-/// that is no name of a file in `output/`) is skipped with a warning naming it: nothing is removed
-/// for it.
-pub(crate) fn expire(
-    tx: &Transaction<'_>,
+/// How many records one of retention's transactions marks expired: the writer takes the other
+/// writes queued meanwhile (a start, a read's position) between two, so a long history's
+/// retention never holds it for long.
+pub(crate) const BATCH: usize = 64;
+
+/// A task retention expires: its id and its kept files' names.
+pub(crate) type Due = (String, [Option<String>; 2]);
+
+/// The settled tasks past the limits at `now_ms`, newest first, read on `conn` (a reader's: the
+/// writer is not held while every kept file's size is looked at). A row that is not a record (a
+/// value of the wrong type, a kept output that is no name of a file in `output/`) is skipped with
+/// a warning naming it: nothing is removed for it.
+pub(crate) fn due(
+    conn: &Connection,
     output: &HeldDir,
     now_ms: u64,
     keep_ms: u64,
     keep_bytes: u64,
-) -> rusqlite::Result<Vec<String>> {
-    let rows = settled(tx)?;
+) -> rusqlite::Result<Vec<Due>> {
     let oldest_kept = now_ms.saturating_sub(keep_ms);
     let mut kept_bytes = 0u64;
-    let mut expired = Vec::new();
-    for (id, finished, files) in rows {
+    let mut due = Vec::new();
+    for (id, finished, files) in settled(conn)? {
         let size: u64 = files
             .iter()
             .flatten()
@@ -52,25 +63,39 @@ pub(crate) fn expire(
             kept_bytes += size;
             continue;
         }
-        for name in files.iter().flatten() {
-            kept::remove(output, name);
-        }
-        tx.execute(
-            "UPDATE tasks SET expired_at_ms = ?2, stdout_path = NULL, stderr_path = NULL
-             WHERE id = ?1",
-            params![id, now_ms as i64],
-        )?;
-        expired.push(id);
+        due.push((id, files));
     }
-    Ok(expired)
+    Ok(due)
+}
+
+/// Removes the kept files of `batch` from `output`. Done before the batch is marked: a host that
+/// stops in between leaves rows naming files that are gone (read as empty), which the next
+/// retention marks, never files no row names.
+pub(crate) fn remove(output: &HeldDir, batch: &[Due]) {
+    for name in batch.iter().flat_map(|(_, files)| files.iter().flatten()) {
+        kept::remove(output, name);
+    }
+}
+
+/// Marks, in `tx`, the tasks `ids` expired at `now_ms`, without their output (a row expired
+/// already is left as it is).
+pub(crate) fn mark(tx: &Transaction<'_>, ids: &[String], now_ms: u64) -> rusqlite::Result<()> {
+    let mut stmt = tx.prepare_cached(
+        "UPDATE tasks SET expired_at_ms = ?2, stdout_path = NULL, stderr_path = NULL
+         WHERE id = ?1 AND expired_at_ms IS NULL",
+    )?;
+    for id in ids {
+        stmt.execute(params![id, now_ms as i64])?;
+    }
+    Ok(())
 }
 
 /// A settled task's id, end and kept files' names.
 type Settled = (String, u64, [Option<String>; 2]);
 
 /// The settled tasks not yet expired, newest first; bad rows skipped with a warning.
-fn settled(tx: &Transaction<'_>) -> rusqlite::Result<Vec<Settled>> {
-    let mut stmt = tx.prepare(
+fn settled(conn: &Connection) -> rusqlite::Result<Vec<Settled>> {
+    let mut stmt = conn.prepare(
         "SELECT id, finished_at_ms, stdout_path, stderr_path FROM tasks
          WHERE finished_at_ms IS NOT NULL AND expired_at_ms IS NULL
          ORDER BY finished_at_ms DESC, rowid DESC",

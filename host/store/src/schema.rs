@@ -6,7 +6,7 @@ use rusqlite::Connection;
 use taskhost_process::private_dir::HeldDir;
 
 /// The newest schema this build knows.
-pub(crate) const VERSION: i64 = 9;
+pub(crate) const VERSION: i64 = 10;
 
 /// Version 1: hosts, per-kind id counters, tasks.
 const V1: &str = "
@@ -115,8 +115,15 @@ CREATE TABLE queue (
 );
 ";
 
+/// Version 10: a long history's newest records are read without a sort of all of them (the
+/// view's first page: an owner's newest, or everyone's for an overseer).
+const V10: &str = "
+CREATE INDEX tasks_by_owner_start ON tasks(owner, started_at_ms);
+CREATE INDEX tasks_by_start ON tasks(started_at_ms);
+";
+
 /// The migrations, `MIGRATIONS[n]` taking version `n` to `n + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10];
 
 /// Brings the database to [`VERSION`], the state's kept files being in `output`; returns the version
 /// it found.

@@ -221,23 +221,55 @@ impl Store {
     }
 
     /// Expires what is past `keep` now (settled tasks' output, oldest first); returns the ids
-    /// expired. Waits for the write.
+    /// expired, newest first. What is due is read without holding the writer; it is then expired
+    /// in batches, each its own write, so the writes of live tasks go on between them. Waits for
+    /// the last batch.
     pub fn retain(&self, keep: Retention) -> Vec<String> {
+        self.retain_between(keep, |_| {})
+    }
+
+    /// As [`Self::retain`], calling `between` with each batch's ids once it is durable.
+    pub(crate) fn retain_between(
+        &self,
+        keep: Retention,
+        mut between: impl FnMut(&[String]),
+    ) -> Vec<String> {
         let Some(ops) = self.ops.lock().clone() else {
             return Vec::new();
         };
-        let (reply, answer) = sync_channel(1);
-        let op = Op::Retain {
-            output: self.output.clone(),
-            now_ms: now_ms(),
-            keep_ms: keep.keep_days.saturating_mul(24 * 3600 * 1000),
-            keep_bytes: keep.keep_bytes,
-            reply,
-        };
-        if ops.send(op).is_err() {
-            return Vec::new();
+        let output = self.output_dir();
+        let now_ms = now_ms();
+        let keep_ms = keep.keep_days.saturating_mul(24 * 3600 * 1000);
+        let due = self.reader().map_err(|e| e.to_string()).and_then(|conn| {
+            crate::retention::due(&conn, &output, now_ms, keep_ms, keep.keep_bytes)
+                .map_err(|e| e.to_string())
+        });
+        let due = due.unwrap_or_else(|why| {
+            tracing::warn!("retention cannot read the task records: {why}");
+            Vec::new()
+        });
+        let mut expired = Vec::new();
+        for batch in due.chunks(crate::retention::BATCH) {
+            crate::retention::remove(&output, batch);
+            let ids: Vec<String> = batch.iter().map(|(id, _)| id.clone()).collect();
+            let (reply, done) = sync_channel(1);
+            let op = Op::Expire {
+                ids: ids.clone(),
+                now_ms,
+                reply,
+            };
+            match ops.send(op).ok().and_then(|()| done.recv().ok()) {
+                Some(Ok(())) => {}
+                Some(Err(why)) => {
+                    tracing::warn!("retention stopped: a batch was not written: {why}");
+                    break;
+                }
+                None => break,
+            }
+            between(&ids);
+            expired.extend(ids);
         }
-        answer.recv().unwrap_or_default()
+        expired
     }
 
     /// A new owner, with the SHA-256 of its secret when it may come back: its name (`session-N`).
@@ -292,6 +324,19 @@ impl Store {
         if let Some(ops) = self.ops.lock().as_ref() {
             let _ = ops.send(op);
         }
+    }
+
+    /// The newest `limit` records of owner `owner`'s tasks (every owner's when `None`), newest
+    /// first, without reading the others.
+    ///
+    /// # Errors
+    /// The database could not be read.
+    pub fn newest_tasks(
+        &self,
+        owner: Option<&str>,
+        limit: u64,
+    ) -> Result<Vec<TaskRecord>, StoreError> {
+        Ok(records::newest(&self.reader()?, owner, limit)?)
     }
 
     /// Every task's record, oldest first.

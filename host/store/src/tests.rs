@@ -150,6 +150,86 @@ fn retention_expires_the_oldest_settled_output_first_and_keeps_ids_and_running_t
     assert_eq!(journal.begin(&start("bash", "y")), Ok(5));
 }
 
+/// A settled task's snapshot: `bash-N`, ended at `10 * N`.
+fn settled(n: u64) -> TaskSnapshot {
+    TaskSnapshot {
+        id: TaskId::new(format!("bash-{n}")),
+        kind: "bash".into(),
+        label: "x".into(),
+        output_limit_bytes: None,
+        owner_session: None,
+        status: TaskStatus::Completed,
+        detail: None,
+        started_at_ms: 1,
+        finished_at_ms: Some(10 * n),
+        reported: true,
+    }
+}
+
+/// Retention expires a long history in batches, each durable on its own: a start made between
+/// two is written before the next (the writer is never held for the whole history).
+#[test]
+fn retention_expires_in_batches_and_a_start_between_two_is_written_before_the_next() {
+    use crate::Retention;
+    use crate::retention::BATCH;
+    let dir = Dir::new("retention-batches");
+    let store = Store::open(&dir.0, Sync::Normal).expect("open");
+    let journal = store.journal().expect("journal");
+    let output = store.output_dir();
+    let total = 3 * BATCH as u64;
+    for n in 1..=total {
+        journal.begin(&start("bash", "x")).expect("begin");
+        let path = output.path().join(format!("out-{n}"));
+        std::fs::write(&path, "x").expect("written");
+        store.set_output(&format!("bash-{n}"), [Some(path), None]);
+        journal.settled(&settled(n), Box::new(|| {}));
+    }
+    store.sync();
+    let mut seen = Vec::new();
+    let keep = Retention {
+        keep_days: 0,
+        keep_bytes: 1 << 30,
+    };
+    let expired = store.retain_between(keep, |batch| {
+        let number = journal.begin(&start("bash", "live")).expect("a start");
+        let records = store.tasks().expect("read");
+        let marked = records.iter().filter(|r| r.expired_at_ms.is_some()).count();
+        seen.push((batch.len(), number, marked));
+    });
+    assert_eq!(expired.len() as u64, total);
+    let batches: Vec<(usize, u64, usize)> = (1..=3)
+        .map(|k| (BATCH, total + k as u64, k * BATCH))
+        .collect();
+    assert_eq!(seen, batches);
+    assert!(!output.path().join("out-1").exists());
+    assert!(!output.path().join(format!("out-{total}")).exists());
+}
+
+/// The view's first page reads a long history's newest records only: an owner's (or everyone's)
+/// newest `limit`, newest first.
+#[test]
+fn the_newest_records_are_read_newest_first_and_at_most_the_limit() {
+    let dir = Dir::new("newest");
+    let store = Store::open(&dir.0, Sync::Normal).expect("open");
+    let journal = store.journal().expect("journal");
+    for n in 1..=6u64 {
+        let owner = if n % 3 == 0 { "other" } else { "s" };
+        let begin = JournalStart {
+            owner_session: Some(owner),
+            started_at_ms: 100 + n,
+            ..start("bash", "x")
+        };
+        assert_eq!(journal.begin(&begin), Ok(n));
+    }
+    let ids = |records: Vec<crate::TaskRecord>| -> Vec<String> {
+        records.into_iter().map(|r| r.id).collect()
+    };
+    let mine = store.newest_tasks(Some("s"), 3).expect("read");
+    assert_eq!(ids(mine), ["bash-5", "bash-4", "bash-2"]);
+    let all = store.newest_tasks(None, 2).expect("read");
+    assert_eq!(ids(all), ["bash-6", "bash-5"]);
+}
+
 /// Principals: a token is shown once and names its principal until revoked; a live name is not
 /// given twice; the list never shows a token; a revoked name can be made again, as a new owner.
 #[test]

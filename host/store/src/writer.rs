@@ -105,12 +105,11 @@ fn issued<'a>(batch: &'a [Op], numbers: &'a [u64]) -> impl Iterator<Item = (&'a 
 }
 
 /// What a committed batch answers: the numbers of its starts and the names of its new owners, in
-/// order, and the ids retention expired.
+/// order.
 #[derive(Default)]
 struct Answers {
     numbers: Vec<u64>,
     owners: Vec<String>,
-    expired: Vec<String>,
 }
 
 /// What one write answers.
@@ -125,22 +124,10 @@ fn commit(conn: &mut Connection, batch: &[Op]) -> rusqlite::Result<Answers> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let mut answers = Answers::default();
     for op in batch {
-        if let Op::Retain {
-            output,
-            now_ms,
-            keep_ms,
-            keep_bytes,
-            ..
-        } = op
-        {
-            let expired = crate::retention::expire(&tx, output, *now_ms, *keep_ms, *keep_bytes)?;
-            answers.expired.extend(expired);
-        } else {
-            match apply(&tx, op)? {
-                Applied::Number(n) => answers.numbers.push(n),
-                Applied::Owner(name) => answers.owners.push(name),
-                Applied::Nothing => {}
-            }
+        match apply(&tx, op)? {
+            Applied::Number(n) => answers.numbers.push(n),
+            Applied::Owner(name) => answers.owners.push(name),
+            Applied::Nothing => {}
         }
     }
     tx.commit()?;
@@ -255,18 +242,13 @@ fn update(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
             "UPDATE hosts SET ended_at_ms = ?2 WHERE id = ?1",
             params![host, *at_ms as i64],
         ),
-        Op::Begin { .. } | Op::Foreground { .. } | Op::MintOwner { .. } | Op::Retain { .. } => {
-            Ok(())
-        }
+        Op::Expire { ids, now_ms, .. } => crate::retention::mark(tx, ids, *now_ms),
+        Op::Begin { .. } | Op::Foreground { .. } | Op::MintOwner { .. } => Ok(()),
     }
 }
 
 /// Answers every caller of a committed (or failed) batch, in order.
 fn answer(batch: Vec<Op>, answers: Result<Answers, String>, notifier: &Sender<Then>) {
-    let expired = answers
-        .as_ref()
-        .map(|a| a.expired.clone())
-        .unwrap_or_default();
     let mut numbers = answers.as_ref().map(|a| a.numbers.iter());
     let mut owners = answers.as_ref().map(|a| a.owners.iter());
     for op in batch {
@@ -297,8 +279,8 @@ fn answer(batch: Vec<Op>, answers: Result<Answers, String>, notifier: &Sender<Th
             | Op::Sync { reply } => {
                 let _ = reply.send(());
             }
-            Op::Retain { reply, .. } => {
-                let _ = reply.send(expired.clone());
+            Op::Expire { reply, .. } => {
+                let _ = reply.send(answers.as_ref().map(|_| ()).map_err(Clone::clone));
             }
             Op::Started { .. }
             | Op::Abandon { .. }

@@ -72,19 +72,18 @@ impl GenHost {
         let owner = caller.as_str();
         let state = self.services().state.clone();
         let read = match state {
-            Some(state) if owner == taskhost_abi::sdk::http::EVERY_OWNER => state.tasks(),
-            Some(state) if !owner.is_empty() => state.owner_tasks(owner),
+            Some(state) if owner == taskhost_abi::sdk::http::EVERY_OWNER => {
+                state.newest_tasks(None, limit)
+            }
+            Some(state) if !owner.is_empty() => state.newest_tasks(Some(owner), limit),
             _ => Ok(Vec::new()),
         };
         let records = read.unwrap_or_else(|e| {
             tracing::warn!(error = %e, "cannot read the task records");
             Vec::new()
         });
-        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
         let rows: Vec<serde_json::Value> = records
             .iter()
-            .rev()
-            .take(limit)
             .map(|r| {
                 serde_json::json!({
                     "id": r.id, "kind": r.kind, "label": r.label, "owner": r.owner,
