@@ -79,7 +79,7 @@ fn pid(text: &str) -> u64 {
 
 /// One Desktop Commander run of `tasks` commands: seconds to start all and collect every output,
 /// and how many outputs were not what the command printed. (Desktop Commander sometimes reports
-/// a fast command completed with none of its lines: `total: 0 lines`.)
+/// a fast command completed with none of its lines, `total: 0 lines`, or has forgotten it.)
 fn desktop_commander_run(client: &mut LineClient, tasks: usize) -> (f64, usize) {
     let t = Instant::now();
     let pids: Vec<u64> = (0..tasks)
@@ -109,8 +109,13 @@ fn desktop_commander_run(client: &mut LineClient, tasks: usize) -> (f64, usize) 
 
 /// The output lines of one `read_process_output` answer, and whether it says the process completed.
 /// The answer is a `[Reading N new lines ...]` header, a blank line, the lines, and (once the
-/// process ended) a blank line and a completion line.
+/// process ended) a blank line and a completion line. An answer that is no read (`No session
+/// found for PID ...`: Desktop Commander keeps a bounded list of ended processes, and forgot this
+/// one) ends the reading too.
 fn read_lines(text: &str) -> (&str, bool) {
+    if !text.starts_with("[Reading") {
+        return ("", true);
+    }
     let body = text.split_once("]\n\n").map_or("", |(_, b)| b);
     let lines = body
         .split_once("\n✅ Process completed")
