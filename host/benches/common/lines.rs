@@ -8,10 +8,11 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use serde_json::{Value, json};
 
-/// An MCP server on a child's stdio, initialized; killed when dropped.
+/// An MCP server on a child's stdio, initialized. Dropped, its input closes (a server's sign to
+/// end and clean up after itself); one still running 10 s later is killed.
 pub struct LineClient {
     child: Child,
-    input: ChildStdin,
+    input: Option<ChildStdin>,
     output: BufReader<ChildStdout>,
     next_id: u64,
 }
@@ -25,7 +26,7 @@ impl LineClient {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn the server");
-        let input = child.stdin.take().expect("stdin");
+        let input = child.stdin.take();
         let output = BufReader::new(child.stdout.take().expect("stdout"));
         let mut client = Self {
             child,
@@ -45,8 +46,9 @@ impl LineClient {
     fn send(&mut self, message: &Value) {
         let mut line = message.to_string();
         line.push('\n');
-        self.input.write_all(line.as_bytes()).expect("write");
-        self.input.flush().expect("flush");
+        let input = self.input.as_mut().expect("open until dropped");
+        input.write_all(line.as_bytes()).expect("write");
+        input.flush().expect("flush");
     }
 
     /// Sends one request; its result.
@@ -81,6 +83,15 @@ impl LineClient {
 
 impl Drop for LineClient {
     fn drop(&mut self) {
+        drop(self.input.take());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::time::Instant::now() < deadline {
+            if !matches!(self.child.try_wait(), Ok(None)) {
+                return;
+            }
+            // Polling the child's exit: 10 ms is well under the server's own shutdown.
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
