@@ -109,25 +109,6 @@ fn fill(state: &Path, n: usize) -> String {
     token.reveal()
 }
 
-/// The database's bytes (with its WAL) and those of the same records as `taskhost tasks --json`
-/// lines.
-fn sizes(state: &Path) -> (u64, u64) {
-    let json: usize = Store::open_to_read(state)
-        .expect("read")
-        .tasks()
-        .expect("tasks")
-        .iter()
-        .filter_map(|r| serde_json::to_string(r).ok())
-        .map(|l| l.len() + 1)
-        .sum();
-    let db: u64 = ["tasks.db", "tasks.db-wal"]
-        .iter()
-        .filter_map(|f| std::fs::metadata(state.join(f)).ok())
-        .map(|m| m.len())
-        .sum();
-    (db, json as u64)
-}
-
 /// `taskhost tasks --all --json` on `state`: its wall time (median of 3) and the lines it printed.
 fn tasks_json(state: &Path) -> (f64, usize) {
     let mut runs: Vec<(f64, usize)> = (0..3)
@@ -294,7 +275,7 @@ fn run(dir: &Path, n: usize) -> Run {
     let t = Instant::now();
     let token = fill(&state, n);
     eprintln!("{n} records written in {:.1} s", t.elapsed().as_secs_f64());
-    let (db_bytes, json_bytes) = sizes(&state);
+    let (db_bytes, json_bytes) = common::state_sizes(&state);
     let tasks_json = tasks_json(&state);
     config(dir, 30);
     let started = Instant::now();

@@ -113,19 +113,7 @@ fn burst_and_size(dir: &std::path::Path) {
     }
     drop(journal);
     store.close();
-    let json: usize = Store::open_to_read(dir)
-        .expect("read")
-        .tasks()
-        .expect("tasks")
-        .iter()
-        .filter_map(|r| serde_json::to_string(r).ok())
-        .map(|l| l.len() + 1)
-        .sum();
-    let size: u64 = ["tasks.db", "tasks.db-wal"]
-        .iter()
-        .filter_map(|f| std::fs::metadata(dir.join(f)).ok())
-        .map(|m| m.len())
-        .sum();
+    let (size, json) = common::state_sizes(dir);
     row(
         "task records written per second, 16 threads starting at once",
         "records/s",

@@ -281,17 +281,12 @@ fn resuming_a_finished_stream_ends_at_once_and_logs_no_warning() {
     assert!(warnings.is_empty(), "{warnings:#?}");
 }
 
-/// Proves: with `session_park_ms = 100`, a legacy session left idle is parked (the host says so at
-/// debug level), and its next request brings it back in the same session: its tool call is
-/// served, it is still its principal's alone, it is parked again once idle, and a `DELETE` of it
-/// parked ends it for good.
-#[test]
-fn an_idle_legacy_session_is_parked_and_its_next_request_brings_it_back() {
-    let dir = scratch("http-session-park");
+/// A host on HTTP in `dir` parking legacy sessions idle 100 ms, saying so at debug level.
+fn parking_host(dir: &std::path::Path) -> HttpHost {
     let config = dir.join("config.toml");
     std::fs::write(&config, "[http]\nsession_park_ms = 100\n").expect("write the config");
-    let host = HttpHost::start_with_env(
-        &dir,
+    HttpHost::start_with_env(
+        dir,
         "http://127.0.0.1:0",
         &[
             "--no-watch",
@@ -299,7 +294,17 @@ fn an_idle_legacy_session_is_parked_and_its_next_request_brings_it_back() {
             config.to_str().expect("a UTF-8 path"),
         ],
         &[("RUST_LOG", "warn,taskhost::http::sessions=debug")],
-    );
+    )
+}
+
+/// Proves: with `session_park_ms = 100`, a legacy session left idle is parked (the host says so at
+/// debug level), and its next request brings it back in the same session: its tool call is
+/// served, it is still its principal's alone, it is parked again once idle, and a `DELETE` of it
+/// parked ends it for good.
+#[test]
+fn an_idle_legacy_session_is_parked_and_its_next_request_brings_it_back() {
+    let dir = scratch("http-session-park");
+    let host = parking_host(&dir);
     let said = |what: &str| {
         let log = host.log.lock().unwrap_or_else(|e| e.into_inner());
         log.iter().filter(|l| l.contains(what)).count()
@@ -354,18 +359,7 @@ fn an_idle_legacy_session_is_parked_and_its_next_request_brings_it_back() {
 #[test]
 fn a_legacy_session_holding_a_subscription_is_never_parked() {
     let dir = scratch("http-session-pinned");
-    let config = dir.join("config.toml");
-    std::fs::write(&config, "[http]\nsession_park_ms = 100\n").expect("write the config");
-    let host = HttpHost::start_with_env(
-        &dir,
-        "http://127.0.0.1:0",
-        &[
-            "--no-watch",
-            "--config",
-            config.to_str().expect("a UTF-8 path"),
-        ],
-        &[("RUST_LOG", "warn,taskhost::http::sessions=debug")],
-    );
+    let host = parking_host(&dir);
     let parked_lines = |id: Option<&str>| {
         let log = host.log.lock().unwrap_or_else(|e| e.into_inner());
         log.iter()

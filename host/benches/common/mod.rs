@@ -143,3 +143,22 @@ pub fn thousands(n: usize) -> String {
     }
     out
 }
+
+/// The database's bytes (with its WAL) and those of the same records as `taskhost tasks --json`
+/// lines.
+pub fn state_sizes(state: &std::path::Path) -> (u64, u64) {
+    let json: usize = taskhost_store::Store::open_to_read(state)
+        .expect("read")
+        .tasks()
+        .expect("tasks")
+        .iter()
+        .filter_map(|r| serde_json::to_string(r).ok())
+        .map(|l| l.len() + 1)
+        .sum();
+    let db: u64 = ["tasks.db", "tasks.db-wal"]
+        .iter()
+        .filter_map(|f| std::fs::metadata(state.join(f)).ok())
+        .map(|m| m.len())
+        .sum();
+    (db, json as u64)
+}
