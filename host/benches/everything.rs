@@ -10,9 +10,7 @@ mod common;
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Instant;
 
-use serde_json::json;
 use taskhost::process::bounds::Bounds;
 use taskhost::process::keeper::HoldSetup;
 use taskhost_store::{Store, Sync};
@@ -77,25 +75,6 @@ impl Layers {
         bounds: false,
         handover: false,
     };
-}
-
-/// Seconds to spawn `n` `bash -c "sleep 60"` with `std::process::Command` (then ended).
-fn bare_spawns(n: usize) -> f64 {
-    let t = Instant::now();
-    let mut children: Vec<_> = (0..n)
-        .map(|_| {
-            std::process::Command::new("bash")
-                .args(["-c", "sleep 60"])
-                .spawn()
-                .expect("spawn")
-        })
-        .collect();
-    let seconds = t.elapsed().as_secs_f64();
-    for c in &mut children {
-        let _ = c.kill();
-        let _ = c.wait();
-    }
-    seconds
 }
 
 /// A private directory at `dir`.
@@ -178,16 +157,7 @@ fn starts(dir: &Path, layers: Layers, n: usize) -> f64 {
         .build()
         .expect("runtime");
     let host = host(&rt, dir, layers, n);
-    let t = Instant::now();
-    for _ in 0..n {
-        let args = json!({"command": "sleep 60", "run_in_background": true});
-        let ack = rt
-            .block_on(host.plugins().call_tool("bash", "", &args))
-            .expect("call")
-            .text;
-        assert!(ack.starts_with("started background task"), "{ack}");
-    }
-    let seconds = t.elapsed().as_secs_f64();
+    let seconds = common::background_sleeps(&rt, &host, n);
     rt.block_on(host.shutdown());
     if let Some(state) = &host.services().state {
         state.close();
@@ -203,7 +173,7 @@ fn main() {
     let dir = common::scratch("everything");
     let count = common::thousands(n);
     for (i, (name, layers)) in ROWS.iter().enumerate() {
-        let bare = bare_spawns(n);
+        let bare = common::bare_spawns(n);
         let ours = starts(&dir.join(i.to_string()), *layers, n);
         let target = if layers.bounds && layers.handover && layers.store {
             "<= 1.5"

@@ -211,20 +211,7 @@ fn report_starts(starts: Starts) {
         rss_before: rss0,
         rss_after: rss1,
     } = starts;
-    let t = Instant::now();
-    let mut children: Vec<_> = (0..1000)
-        .map(|_| {
-            std::process::Command::new("bash")
-                .args(["-c", "sleep 60"])
-                .spawn()
-                .expect("spawn")
-        })
-        .collect();
-    let spawn_s = t.elapsed().as_secs_f64();
-    for c in &mut children {
-        let _ = c.kill();
-        let _ = c.wait();
-    }
+    let spawn_s = common::bare_spawns(1000);
     println!(
         "{{\"name\":\"1,000 background sleeps: time to start all\",\"unit\":\"ms\",\"value\":{:.0},\"baseline_name\":\"1,000 std::process spawns of the same command\",\"baseline\":{:.0},\"ratio\":{:.2}}}",
         start_s * 1e3,

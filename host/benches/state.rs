@@ -8,7 +8,6 @@ mod common;
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde_json::json;
 use taskhost_registry::{JournalStart, TaskId, TaskSnapshot, TaskStatus};
 use taskhost_store::{Store, Sync};
 
@@ -25,16 +24,7 @@ fn starts(dir: &std::path::Path, state: Option<Arc<Store>>) -> f64 {
         .build()
         .expect("runtime");
     let host = common::bash_host_with_state(&rt, dir, 10_000, state);
-    let t = Instant::now();
-    for _ in 0..1000 {
-        let args = json!({"command": "sleep 60", "run_in_background": true});
-        let ack = rt
-            .block_on(host.plugins().call_tool("bash", "", &args))
-            .expect("call")
-            .text;
-        assert!(ack.starts_with("started background task"), "{ack}");
-    }
-    let seconds = t.elapsed().as_secs_f64();
+    let seconds = common::background_sleeps(&rt, &host, 1000);
     rt.block_on(host.shutdown());
     seconds
 }

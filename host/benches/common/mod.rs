@@ -162,3 +162,37 @@ pub fn state_sizes(state: &std::path::Path) -> (u64, u64) {
         .sum();
     (db, json as u64)
 }
+
+/// Seconds to spawn `n` `bash -c "sleep 60"` with `std::process::Command` (then ended).
+pub fn bare_spawns(n: usize) -> f64 {
+    let t = std::time::Instant::now();
+    let mut children: Vec<_> = (0..n)
+        .map(|_| {
+            std::process::Command::new("bash")
+                .args(["-c", "sleep 60"])
+                .spawn()
+                .expect("spawn")
+        })
+        .collect();
+    let seconds = t.elapsed().as_secs_f64();
+    for c in &mut children {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    seconds
+}
+
+/// Seconds to start `n` background `sleep 60` through `host`'s bash plugin on `rt`, each answered
+/// as started.
+pub fn background_sleeps(rt: &tokio::runtime::Runtime, host: &taskhost::Taskhost, n: usize) -> f64 {
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        let args = serde_json::json!({"command": "sleep 60", "run_in_background": true});
+        let ack = rt
+            .block_on(host.plugins().call_tool("bash", "", &args))
+            .expect("call")
+            .text;
+        assert!(ack.starts_with("started background task"), "{ack}");
+    }
+    t.elapsed().as_secs_f64()
+}
