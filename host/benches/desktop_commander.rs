@@ -15,7 +15,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use common::lines::LineClient;
-use common::stdio::{command, expected, write_config};
+use common::stdio::{command, expected, serve, taskhost_run, write_config};
 use serde_json::json;
 
 const PAIRS: usize = 5;
@@ -33,39 +33,6 @@ fn desktop_commander(dir: &Path) -> LineClient {
     let mut cmd = Command::new("node");
     cmd.arg(entry()).env("HOME", &home).current_dir(&home);
     LineClient::start(cmd)
-}
-
-/// The release host on stdio with `config`, its state under `dir/state-home`.
-fn taskhost(config: &Path, dir: &Path) -> LineClient {
-    let mut cmd = Command::new(common::profile_dir().join("taskhost"));
-    cmd.args(["serve", "--no-watch", "--config"])
-        .arg(config)
-        .env("XDG_STATE_HOME", dir.join("state-home"))
-        .env("RUST_LOG", "error");
-    LineClient::start(cmd)
-}
-
-/// One taskhost run of `tasks` commands: seconds to start all and collect every output, each
-/// checked byte for byte.
-fn taskhost_run(client: &mut LineClient, tasks: usize) -> f64 {
-    let t = Instant::now();
-    let ids: Vec<String> = (0..tasks)
-        .map(|i| {
-            let args = json!({"command": command(i), "run_in_background": true});
-            let (text, started) = client.call("bash", args);
-            started.unwrap_or_else(|| panic!("not started: {text}"))
-        })
-        .collect();
-    for (i, id) in ids.iter().enumerate() {
-        let args = json!({"task_id": id, "wait": true, "timeout_ms": 60000});
-        let (text, _) = client.call("task_output", args);
-        assert_eq!(
-            text,
-            format!("{}[status: completed, exit code: 0]", expected(i)),
-            "taskhost output of task {i}"
-        );
-    }
-    t.elapsed().as_secs_f64()
 }
 
 /// The process id a `start_process` answer names.
@@ -142,11 +109,11 @@ fn main() {
         &format!("max_concurrent_tasks_per_owner = {}", tasks + 10),
     );
     let mut wrong = 0;
-    let mut ours = taskhost(&config, &dir);
+    let mut ours = serve(&config, &dir, &[]);
     let mut theirs = desktop_commander(&dir);
     let pairs: Vec<(f64, f64)> = (0..PAIRS)
         .map(|_| {
-            let a = taskhost_run(&mut ours, tasks);
+            let (_, a) = taskhost_run(&mut ours, tasks);
             let (b, w) = desktop_commander_run(&mut theirs, tasks);
             wrong += w;
             (a, b)

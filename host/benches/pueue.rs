@@ -137,15 +137,11 @@ impl Drop for Pueue {
 fn main() {
     let name = "start 200 background commands and collect all outputs";
     let dir = common::scratch("pueue");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
     let (Some(client), Some(daemon)) = (find("pueue"), find("pueued")) else {
         println!(
             "{{\"name\":\"{name} (skipped: pueue not installed; cargo install pueue)\",\"skipped\":true}}"
         );
-        queue_row(&rt, &dir, None);
+        queue_row(&dir, None);
         return;
     };
     let config = dir.join("taskhost.toml");
@@ -157,39 +153,30 @@ fn main() {
     // The store on (the default: records in `state-home`, written before each start is answered)
     // and off (`--no-state`, records in memory only).
     for (store, extra) in [("store on", &[][..]), ("store off", &["--no-state"][..])] {
-        let pairs = compare(&rt, &config, &dir, extra, &pueue);
+        let pairs = compare(&config, &dir, extra, &pueue);
         report(&format!("{name}, {store}"), &pairs);
     }
-    queue_row(&rt, &dir, Some(&pueue));
+    queue_row(&dir, Some(&pueue));
 }
 
 /// Seconds per run of taskhost and of pueue, run in turns: (ours to start, ours in all, theirs to
 /// start, theirs in all).
 type Pair = (f64, f64, f64, f64);
 
-fn compare(
-    rt: &tokio::runtime::Runtime,
-    config: &Path,
-    dir: &Path,
-    extra: &[&str],
-    pueue: &Pueue,
-) -> Vec<Pair> {
-    rt.block_on(async {
-        let host = serve(config, dir, extra).await;
-        let mut pairs = Vec::new();
-        for _ in 0..PAIRS {
-            let (a_start, a) = taskhost_run(&host, TASKS).await;
+fn compare(config: &Path, dir: &Path, extra: &[&str], pueue: &Pueue) -> Vec<Pair> {
+    let mut host = serve(config, dir, extra);
+    (0..PAIRS)
+        .map(|_| {
+            let (a_start, a) = taskhost_run(&mut host, TASKS);
             let (b_start, b) = pueue.run_once(TASKS);
-            pairs.push((a_start, a, b_start, b));
-        }
-        let _ = host.cancel().await;
-        pairs
-    })
+            (a_start, a, b_start, b)
+        })
+        .collect()
 }
 
 /// The queue's row: `QUEUED` commands through `SLOTS` slots, against pueue's `parallel 8` when
 /// there is one (then the pairs alternate), else taskhost's time alone.
-fn queue_row(rt: &tokio::runtime::Runtime, dir: &Path, pueue: Option<&Pueue>) {
+fn queue_row(dir: &Path, pueue: Option<&Pueue>) {
     let name = format!("{QUEUED} tasks through a queue of {SLOTS} slots");
     let config = dir.join("queue.toml");
     write_config(
@@ -202,17 +189,14 @@ fn queue_row(rt: &tokio::runtime::Runtime, dir: &Path, pueue: Option<&Pueue>) {
     if let Some(p) = pueue {
         p.run(&["parallel", &SLOTS.to_string()]);
     }
-    let pairs: Vec<Pair> = rt.block_on(async {
-        let host = serve(&config, dir, &[]).await;
-        let mut pairs = Vec::new();
-        for _ in 0..QUEUE_PAIRS {
-            let (a_start, a) = taskhost_run(&host, QUEUED).await;
+    let mut host = serve(&config, dir, &[]);
+    let pairs: Vec<Pair> = (0..QUEUE_PAIRS)
+        .map(|_| {
+            let (a_start, a) = taskhost_run(&mut host, QUEUED);
             let (b_start, b) = pueue.map_or((f64::NAN, f64::NAN), |p| p.run_once(QUEUED));
-            pairs.push((a_start, a, b_start, b));
-        }
-        let _ = host.cancel().await;
-        pairs
-    });
+            (a_start, a, b_start, b)
+        })
+        .collect();
     if pueue.is_some() {
         let baseline =
             format!("pueue {QUEUED} x add with parallel {SLOTS}, wait, log --json --full");
