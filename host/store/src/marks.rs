@@ -5,8 +5,8 @@
 //! database lifts each counter to at least its mark first. So an id is never issued twice in a
 //! directory: a lost database costs its records, never the uniqueness of the ids that come after.
 //!
-//! The file is written whole and renamed into place, without a sync: it holds what the database's
-//! default (`synchronous=NORMAL`) holds, a crash of the host, not a power loss.
+//! The file is written over in place, without a sync: it holds what the database's default
+//! (`synchronous=NORMAL`) holds, a crash of the host, not a power loss.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -86,17 +86,56 @@ impl Marks {
         }
     }
 
+    /// Writes the marks over the file in place: no rename, which on ext4 makes the kernel write the
+    /// new file's blocks out at once (`auto_da_alloc`), about a millisecond a start under load.
+    /// The text only grows (marks only rise and none is dropped), and one `pwrite` of it is whole
+    /// or not done when the host is killed, which is the promise here.
     fn write(&self) -> std::io::Result<()> {
+        use std::os::unix::fs::{FileExt, OpenOptionsExt};
         let text: String = self
             .marks
             .iter()
             .map(|(key, n)| format!("{key} {n}\n"))
             .collect();
-        let (new, file) = (
-            self.dir.through().join(format!("{FILE}.new")),
-            self.dir.through().join(FILE),
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .open(self.dir.through().join(FILE))?;
+        file.write_all_at(text.as_bytes(), 0)?;
+        if file.metadata()?.len() > text.len() as u64 {
+            file.set_len(text.len() as u64)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::MetadataExt;
+
+    use super::*;
+
+    #[test]
+    fn marks_only_rise_and_are_written_over_the_same_file() {
+        let dir = std::env::temp_dir().join(format!("taskhost-marks-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let held = Arc::new(HeldDir::ensure(&dir).unwrap());
+        std::fs::write(
+            dir.join(FILE),
+            "bash 1\nstale line that is longer than the marks\n",
+        )
+        .unwrap();
+        let inode = std::fs::metadata(dir.join(FILE)).unwrap().ino();
+        let mut marks = Marks::read(held.clone());
+        marks.note([("bash", 5)]);
+        marks.note([("bash", 3), (HOSTS, 2)]);
+        assert_eq!(
+            std::fs::read_to_string(dir.join(FILE)).unwrap(),
+            "@host 2\nbash 5\n"
         );
-        std::fs::write(&new, text)?;
-        std::fs::rename(new, file)
+        assert_eq!(std::fs::metadata(dir.join(FILE)).unwrap().ino(), inode);
+        assert_eq!(Marks::read(held).marks.get("bash"), Some(&5));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
