@@ -11,6 +11,7 @@ use crate::process::bounds::{self, Bounds, Mechanism};
 const PARTS: &[&str] = &[
     "write",
     "hide",
+    "private_tmp",
     "signals",
     "network",
     "memory_max",
@@ -30,10 +31,10 @@ pub fn policy_check(config: Option<&Path>) -> Result<ExitCode, (u8, String)> {
     };
     let probed = bounds::probe();
     if config.policy.is_empty() {
-        println!("no [policy.NAME] in the config: every task runs unbounded");
-        println!("what this machine offers:");
+        crate::outln!("no [policy.NAME] in the config: every task runs unbounded");
+        crate::outln!("what this machine offers:");
         for m in &probed {
-            println!("  {:<12}  {}", m.part, how(m));
+            crate::outln!("  {:<12}  {}", m.part, how(m));
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -42,15 +43,15 @@ pub fn policy_check(config: Option<&Path>) -> Result<ExitCode, (u8, String)> {
     let mut refused = 0;
     for (name, bounds) in &resolved {
         let verdict = bounds::check(bounds);
-        println!("policy {name}:");
+        crate::outln!("policy {name}:");
         for line in part_lines(bounds, &probed) {
-            println!("  {line}");
+            crate::outln!("  {line}");
         }
         match verdict {
-            Ok(()) => println!("  => enforced here"),
+            Ok(()) => crate::outln!("  => enforced here"),
             Err(e) => {
                 refused += 1;
-                println!("  => NOT ENFORCEABLE here: {e}");
+                crate::outln!("  => NOT ENFORCEABLE here: {e}");
             }
         }
     }
@@ -114,6 +115,7 @@ fn asked(b: &Bounds, part: &str) -> Option<String> {
             "[{}] and the host's runtime directory",
             paths(&b.hide)
         )),
+        "private_tmp" if b.private_tmp => Some("each task's own, empty".to_owned()),
         "signals" => Some("no signal outside the task".to_owned()),
         "network" if !b.network => Some("none".to_owned()),
         "memory_max" => b.memory_max.map(size),

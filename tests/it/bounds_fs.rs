@@ -13,7 +13,7 @@ use crate::fixtures::{output_within, scratch};
 use crate::mcp::binary;
 
 /// Bounds writable beneath `write`, hiding `hide`, with the network off.
-fn bounds(write: &[&Path], hide: &[&Path]) -> Bounds {
+pub(crate) fn bounds(write: &[&Path], hide: &[&Path]) -> Bounds {
     Bounds {
         policy: "attacked".into(),
         write: write.iter().map(|p| p.to_path_buf()).collect(),
@@ -33,7 +33,7 @@ fn run_with(bounds: Option<&Bounds>, script: &str, env: &[(&str, &str)]) -> Outp
 }
 
 /// As [`run_with`], started in `cwd` when given (as the keeper starts a task in its `workdir`).
-fn run_in(
+pub(crate) fn run_in(
     bounds: Option<&Bounds>,
     script: &str,
     env: &[(&str, &str)],
@@ -60,16 +60,16 @@ fn run_in(
     output_within(&mut cmd, Duration::from_secs(30))
 }
 
-fn stderr(out: &Output) -> String {
+pub(crate) fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-fn stdout(out: &Output) -> String {
+pub(crate) fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// A directory made for the test under `dir`.
-fn dir(dir: &Path, name: &str) -> PathBuf {
+pub(crate) fn dir(dir: &Path, name: &str) -> PathBuf {
     let p = dir.join(name);
     std::fs::create_dir_all(&p).unwrap();
     p

@@ -8,6 +8,7 @@ mod authoring;
 mod bash;
 mod bounds_fs;
 mod bounds_limits;
+mod bounds_tmp;
 mod clients;
 mod crash_reads;
 mod descriptors;

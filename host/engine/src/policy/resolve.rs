@@ -155,6 +155,7 @@ fn bounds_of(name: &str, table: &PolicyTable, host: &HostPaths) -> Result<Bounds
         write,
         hide,
         git_writable: table.git_writable,
+        private_tmp: table.private_tmp,
         network: table.network == Network::All,
         memory_max: table.memory_max.map(|m| m.0),
         pids_max: table.pids_max,

@@ -12,6 +12,7 @@
 //! run_as = "agent"             # a user name (a host run by root only)
 //! max_running = 4              # process tasks of one principal running at once; past it, queued
 //! git_writable = false         # `.git` inside writable roots stays read-only
+//! private_tmp = false          # true: each task's `/tmp` is an empty tmpfs of its own, writable
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -43,6 +44,9 @@ pub struct PolicyTable {
     /// `.git` inside writable roots stays writable.
     #[serde(default)]
     pub git_writable: bool,
+    /// `/tmp` is an empty tmpfs of each task's own.
+    #[serde(default)]
+    pub private_tmp: bool,
 }
 
 /// `network`: `"all"` or `"none"`.

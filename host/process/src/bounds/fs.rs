@@ -15,7 +15,7 @@
 //! reading and writing, and `pts/` is a `devpts` of the task's own (see the mounts): another
 //! principal's terminal, which a task of uid 0 could otherwise write into, is not there. The `write` roots are writable, and nothing else: not `/tmp` (a shared
 //! `/tmp` is where principals would tamper with each other's files; a policy that wants it lists
-//! it). Without `write` (`Bounds::filesystem` false) every path but the devices is writable.
+//! it, or better sets `private_tmp`: a `/tmp` of the task's own, writable). Without `write` (`Bounds::filesystem` false) every path but the devices is writable.
 
 use std::path::Path;
 
@@ -56,6 +56,10 @@ pub(super) fn probe() -> Vec<Mechanism> {
         Mechanism {
             part: "git_read_only",
             how: mounts::here().map(|m| format!("{m}: a read-only bind mount of each .git")),
+        },
+        Mechanism {
+            part: "private_tmp",
+            how: mounts::here().map(|m| format!("{m}: an empty tmpfs over /tmp")),
         },
         Mechanism {
             part: "signals",
@@ -100,7 +104,7 @@ pub(super) fn check(bounds: &Bounds) -> Result<(), BoundsError> {
         .map_err(|why| unsupported(bounds, part, why))
 }
 
-/// The mounts (made while privileged): hidden paths, read-only `.git`.
+/// The mounts (made while privileged): hidden paths, read-only `.git`, a private `/tmp`.
 pub(super) fn mount(bounds: &Bounds) -> Result<(), BoundsError> {
     check(bounds)?;
     mounts::make(bounds)
@@ -162,6 +166,9 @@ fn rules(bounds: &Bounds) -> Result<RulesetCreated, RulesetError> {
     if bounds.filesystem {
         for root in &bounds.write {
             rules = add(rules, root, all)?;
+        }
+        if bounds.private_tmp {
+            rules = add(rules, Path::new(super::tmp::TMP), all)?;
         }
     }
     Ok(rules)

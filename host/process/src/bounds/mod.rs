@@ -13,6 +13,7 @@ pub(crate) mod model;
 mod mounts;
 mod net;
 mod privileges;
+mod tmp;
 mod user;
 
 use std::ffi::{OsStr, OsString};

@@ -16,6 +16,10 @@ pub struct Bounds {
     pub hide: Vec<PathBuf>,
     /// `.git` directories inside writable roots stay writable (default: read-only).
     pub git_writable: bool,
+    /// `/tmp` is an empty tmpfs of the task's own, writable (default: the host's `/tmp`, readable
+    /// and, without `write` listing it, read-only).
+    #[serde(default)]
+    pub private_tmp: bool,
     /// Whether the processes may open network sockets (`network = "all"`); `false`: only Unix
     /// sockets.
     pub network: bool,

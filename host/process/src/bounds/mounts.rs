@@ -1,5 +1,6 @@
 //! The private mount namespace of a bounded process: each `.git` of a writable root bound
-//! read-only over itself, each hidden path covered by an empty read-only mount.
+//! read-only over itself, each hidden path covered by an empty read-only mount, and with
+//! `private_tmp` a `/tmp` of its own ([`super::tmp`]).
 //!
 //! A host run by root makes the namespace directly; any other host makes a user namespace first,
 //! mapping its own user and group to themselves (so the task's `id` is unchanged), which gives the
@@ -53,10 +54,15 @@ pub(super) fn make(bounds: &Bounds) -> Result<(), BoundsError> {
     for path in &bounds.hide {
         hide(path).map_err(|e| failed(bounds, "hide", e))?;
     }
+    let cwd = std::env::current_dir().map_err(|e| failed(bounds, "working directory", e))?;
+    if bounds.private_tmp {
+        let mut keep: Vec<&Path> = bounds.write.iter().map(PathBuf::as_path).collect();
+        keep.push(&cwd);
+        super::tmp::make(&keep).map_err(|e| failed(bounds, "private_tmp", e))?;
+    }
     // The working directory was entered before the mounts: a directory inside a hidden path or a
     // `.git` would still be the one beneath them. Entered again by its path, it is what the mounts
-    // show (an empty directory, a read-only `.git`).
-    let cwd = std::env::current_dir().map_err(|e| failed(bounds, "working directory", e))?;
+    // show (an empty directory, a read-only `.git`, a private `/tmp`).
     nix::unistd::chdir(&cwd).map_err(|e| failed(bounds, "working directory", e))
 }
 

@@ -1,0 +1,51 @@
+//! A private `/tmp` (`private_tmp = true`), attacked from inside a bounded process through the
+//! wrapper: what others left in `/tmp` is read without it and out of sight with it, the task's own
+//! `/tmp` is writable and leaves nothing in the host's, and a writable root and the working
+//! directory below `/tmp` stay where they were.
+
+use taskhost::process::bounds::Bounds;
+
+use crate::bounds_fs::{bounds, dir, run_in, stderr, stdout};
+use crate::fixtures::scratch;
+
+#[test]
+fn a_private_tmp_hides_what_others_left_in_tmp_and_keeps_the_roots_below_it() {
+    let s = scratch("bounds-private-tmp");
+    let work = dir(&s, "work");
+    let other = dir(&s, "other-principal");
+    std::fs::write(other.join("secret"), "another principal's file").unwrap();
+    let mine = format!("/tmp/taskhost-private-tmp-{}", std::process::id());
+    let attack = format!(
+        "cat {secret}; echo mine > {mine} && cat {mine}; echo kept > kept; pwd",
+        secret = other.join("secret").display(),
+    );
+
+    let shared = bounds(&[&work], &[]);
+    let out = run_in(Some(&shared), &attack, &[], Some(&work));
+    assert!(
+        stdout(&out).contains("another principal's file"),
+        "{}",
+        stderr(&out)
+    );
+
+    let private = Bounds {
+        private_tmp: true,
+        ..bounds(&[&work], &[])
+    };
+    let _ = std::fs::remove_file(work.join("kept"));
+    let _ = std::fs::remove_file(&mine);
+    let out = run_in(Some(&private), &attack, &[], Some(&work));
+    let (said, err) = (stdout(&out), stderr(&out));
+    assert!(!said.contains("another principal's file"), "{said}");
+    assert!(err.contains("No such file or directory"), "{err}");
+    assert!(said.contains("mine\n"), "{said}{err}");
+    assert!(said.contains(&format!("{}\n", work.display())), "{said}");
+    assert!(
+        !std::path::Path::new(&mine).exists(),
+        "the task's /tmp reached the host's"
+    );
+    assert_eq!(
+        std::fs::read_to_string(work.join("kept")).unwrap(),
+        "kept\n"
+    );
+}
