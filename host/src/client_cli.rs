@@ -49,7 +49,7 @@ pub async fn plugins(target: &Target) -> Outcome {
             ]);
         }
     }
-    print!("{}", align(&rows));
+    crate::out::bytes(align(&rows).as_bytes());
     let _ = client.cancel().await;
     Ok(ExitCode::SUCCESS)
 }
@@ -94,7 +94,7 @@ pub async fn call(target: &Target, tool: &str, arguments: &str) -> Outcome {
         .map_err(|e| (1, format!("calling {tool}: {e}")))?;
     for block in &result.content {
         if let Some(t) = block.as_text() {
-            println!("{}", t.text);
+            crate::outln!("{}", t.text);
         }
     }
     let _ = client.cancel().await;

@@ -16,7 +16,7 @@ pub fn run(config: Option<&std::path::Path>) -> Result<ExitCode, (u8, String)> {
     let policy = config.env.policy();
     let (env, withheld) = policy.apply_reporting(std::env::vars_os());
     for (name, why) in &withheld {
-        println!("withheld {name}: {why}");
+        crate::outln!("withheld {name}: {why}");
     }
     let passed: std::collections::HashSet<_> = env.iter().map(|(k, _)| k.clone()).collect();
     let mut others: Vec<String> = std::env::vars_os()
@@ -27,9 +27,9 @@ pub fn run(config: Option<&std::path::Path>) -> Result<ExitCode, (u8, String)> {
         .collect();
     others.sort();
     for name in others {
-        println!("withheld {name}: by the [env] settings (inherit, exclude or include_only)");
+        crate::outln!("withheld {name}: by the [env] settings (inherit, exclude or include_only)");
     }
-    println!(
+    crate::outln!(
         "{} variable(s) reach every task; `set` and the fixed ones included",
         env.len()
     );

@@ -22,6 +22,7 @@ pub mod listen;
 pub mod logs;
 pub mod mcp;
 pub mod new_plugin;
+pub mod out;
 pub mod policy_check;
 pub mod serve;
 pub mod tasks_cli;

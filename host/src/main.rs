@@ -176,7 +176,7 @@ fn new_plugin(name: &str, dir: Option<PathBuf>, path_deps: bool) -> Outcome {
     };
     let root =
         taskhost::new_plugin::new_plugin(name, &dir, deps).map_err(|e| (2, e.to_string()))?;
-    println!(
+    taskhost::outln!(
         "wrote {}: cd there, then `cargo build` and `cargo test` (see its README)",
         root.display()
     );
@@ -228,7 +228,7 @@ fn check(
     };
     let report = taskhost::check::run(runtime, &args).map_err(|e| (1, e))?;
     for line in &report.lines {
-        println!("{line}");
+        taskhost::outln!("{line}");
     }
     Ok(if report.clean {
         ExitCode::SUCCESS
@@ -385,7 +385,7 @@ fn bridge(
 
 /// Prints a command's text; success.
 fn printed(text: String) -> ExitCode {
-    println!("{text}");
+    taskhost::outln!("{text}");
     ExitCode::SUCCESS
 }
 

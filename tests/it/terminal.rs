@@ -313,3 +313,33 @@ fn run_and_follow_reach_an_http_host_as_the_tokens_principal() {
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("TASKHOST_TOKEN"));
 }
+
+/// A reader that went away (`taskhost follow ID | head -1`): `follow` of a task that prints on
+/// and on ends at once, quietly and with success, as `policy-check` does, where `println!` panicked.
+#[test]
+fn a_command_whose_reader_went_away_ends_quietly() {
+    let dir = scratch("terminal-closed-reader");
+    let _host = default_socket_host(&dir);
+    let id = run(&dir, "while :; do echo line; sleep 0.05; done");
+    for args in [vec!["follow", id.as_str()], vec!["policy-check"]] {
+        let (reader, writer) = nix::unistd::pipe().unwrap();
+        drop(reader);
+        let mut child = taskhost(&dir, &args)
+            .stdout(Stdio::from(writer))
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let ended = eventually(Duration::from_secs(60), || {
+            child.try_wait().is_ok_and(|s| s.is_some())
+        });
+        if !ended {
+            let _ = child.kill();
+        }
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(ended, "{args:?} went on writing to no reader: {err}");
+        assert!(out.status.success(), "{args:?}: {:?} {err}", out.status);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    let _ = finished(&dir, &["kill", &id]);
+}

@@ -6,7 +6,6 @@
 //! because the host went away dials again, as the same person, until `--reconnect-for-ms` passes;
 //! the next host serves the task on (its reads going on where they stood) or says how it ended.
 
-use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -28,7 +27,6 @@ const ROUND_MS: u64 = 30_000;
 /// be reached, or stayed gone past `reconnect_for`.
 pub(super) async fn follow(target: &Target, id: &str, reconnect_for: Duration) -> Outcome {
     let mut client = link::open(target).await.map_err(|e| (1, e))?;
-    let mut stdout = std::io::stdout();
     let arguments = json!({"task_id": id, "wait_for": "[\\s\\S]", "timeout_ms": ROUND_MS});
     loop {
         let result = match call_tool(&client, "task_output", arguments.clone()).await {
@@ -43,10 +41,9 @@ pub(super) async fn follow(target: &Target, id: &str, reconnect_for: Duration) -
             return Err((2, text));
         }
         let (body, status) = split_read(&text);
-        let _ = stdout.write_all(body.as_bytes());
-        let _ = stdout.flush();
+        crate::out::bytes(body.as_bytes());
         if let Some(ended) = ended(status) {
-            println!("{status}");
+            crate::outln!("{status}");
             let _ = client.cancel().await;
             return Ok(if ended {
                 ExitCode::SUCCESS

@@ -59,7 +59,7 @@ pub(super) async fn start(target: &Target, command: &[String]) -> Outcome {
         return Err((1, format!("the host started no task: {text}")));
     };
     eprintln!("{text}");
-    println!("{id}");
+    crate::outln!("{id}");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -75,7 +75,7 @@ pub(super) async fn kill(target: &Target, id: &str) -> Outcome {
     if result.is_error == Some(true) {
         return Err((2, text));
     }
-    println!("{text}");
+    crate::outln!("{text}");
     Ok(ExitCode::SUCCESS)
 }
 
