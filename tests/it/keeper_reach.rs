@@ -133,10 +133,8 @@ async fn under_any_policy_a_task_cannot_signal_its_keeper_or_its_host() {
     let dir = scratch("keeper-fenced");
     let config = dir.join("taskhost.toml");
     std::fs::write(&config, "[policy.default]\n").unwrap();
-    let host = crate::mcp::SocketHost::start(
-        &dir,
-        &["--no-watch", "--config", config.to_str().unwrap()],
-    );
+    let host =
+        crate::mcp::SocketHost::start(&dir, &["--no-watch", "--config", config.to_str().unwrap()]);
     let host_pid = host.child.id();
     let (alice, _) = bridged(&host.socket, Watcher::default(), &[]).await;
     assert!(
