@@ -176,6 +176,11 @@ impl HttpServing {
                 .unwrap_or(DEFAULT_MAX_CONNECTIONS_PER_PRINCIPAL),
             self.owners.revoked(),
         );
+        let layer = crate::mcp::Layer::new(self.host.clone(), self.peers.tasks().clone());
+        let layered = super::layer::LayeredSessions {
+            sessions: sessions.clone(),
+            layer: layer.clone(),
+        };
         let service = StreamableHttpService::new(
             move || {
                 Ok(McpSession::for_http(
@@ -184,7 +189,7 @@ impl HttpServing {
                     owners.clone(),
                 ))
             },
-            sessions.clone(),
+            Arc::new(layered),
             config,
         );
         let resource = listener.url();
@@ -204,20 +209,20 @@ impl HttpServing {
             let document = document.clone();
             async move { axum::Json(document) }
         };
-        let legacy = super::legacy_tasks::LegacyHttp::new(
-            crate::mcp::LegacyTasks::new(self.host.clone(), self.peers.tasks().clone()),
+        let front = super::layer::LayerHttp::new(
+            layer,
             self.owners.clone(),
             sessions,
             self.section
                 .max_body_bytes
                 .unwrap_or(DEFAULT_MAX_BODY_BYTES),
         );
-        // Layers run outside in: the gate first, then the legacy task methods, then rmcp.
+        // Layers run outside in: the gate first, then the MCP layer's in side, then rmcp.
         Router::new()
             .route_service("/mcp", service)
             .route_layer(axum::middleware::from_fn_with_state(
-                legacy,
-                super::legacy_tasks::legacy_tasks,
+                front,
+                super::layer::layer,
             ))
             .route_layer(axum::middleware::from_fn_with_state(gate, require_bearer))
             .route(

@@ -1,9 +1,7 @@
 //! MCP Tasks of the 2025-11-25 era (SEP-1686, in the core protocol): `tools/call` with
 //! `params.task`, `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel`, and
-//! `capabilities.tasks`. rmcp models only the 2026-07-28 extension, so the host answers this era's
-//! task methods itself, ahead of rmcp, for a session that negotiated 2025-11-25 (on stdio and
-//! sockets in `crate::wire`, over HTTP in `crate::http::legacy_tasks`), and adds what this era's
-//! clients look for to rmcp's answers to `initialize` and `tools/list`.
+//! `capabilities.tasks`: what the [layer](super) answers for a session that negotiated 2025-11-25,
+//! and what it adds to rmcp's answers to `initialize` and `tools/list`.
 //!
 //! The tasks are the same registry tasks as the other era's and the `task_*` tools' (created by
 //! [`McpTasks::start`] or a producer's background start, recorded before they are answered), so
@@ -16,7 +14,7 @@ use std::sync::Arc;
 use rmcp::ErrorData as McpError;
 use serde_json::{Value, json};
 
-use super::tasks::{McpTasks, base};
+use crate::mcp::tasks::{McpTasks, base};
 use crate::Taskhost;
 
 /// The protocol version whose sessions speak this era's tasks.
@@ -244,27 +242,6 @@ impl LegacyTasks {
         let (mut task, _) = self.get(owner, id)?;
         task["status"] = json!("cancelled");
         Ok(task)
-    }
-}
-
-/// One session's legacy tasks (its owner's), answered ahead of rmcp on its lines.
-pub(crate) struct LegacyAhead {
-    pub(crate) tasks: LegacyTasks,
-    pub(crate) owner: String,
-}
-
-impl crate::wire::Ahead for LegacyAhead {
-    fn takes(&self, message: &Value) -> bool {
-        LegacyTasks::answers(message)
-    }
-
-    fn answer(&self, message: Value) -> futures::future::BoxFuture<'static, Value> {
-        let (tasks, owner) = (self.tasks.clone(), self.owner.clone());
-        Box::pin(async move { tasks.answer(&owner, &message).await })
-    }
-
-    fn amend(&self, method: &str, result: &mut Value) -> bool {
-        self.tasks.amend(method, result)
     }
 }
 
