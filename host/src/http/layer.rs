@@ -92,7 +92,8 @@ pub(super) async fn layer(
     {
         http.sessions.pin(s);
     }
-    next.run(Request::from_parts(parts, Body::from(bytes))).await
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
 }
 
 /// The listener's sessions as rmcp runs them: [`Sessions`], each session's transport wrapped in
@@ -230,9 +231,13 @@ mod tests {
     #[test]
     fn a_body_the_typed_peek_refuses_is_read_as_rmcp_reads_it() {
         // A repeated key: the last one counts, as in a whole read.
-        let repeated = br#"{"method":"tools/list","method":"logging/setLevel","params":{"level":"debug"}}"#;
+        let repeated =
+            br#"{"method":"tools/list","method":"logging/setLevel","params":{"level":"debug"}}"#;
         assert_eq!(Peek::of(repeated), "logging/setLevel");
-        assert_eq!(Peek::of(br#"{"method":"tools/list","params":[1]}"#), "tools/list");
+        assert_eq!(
+            Peek::of(br#"{"method":"tools/list","params":[1]}"#),
+            "tools/list"
+        );
         assert_eq!(Peek::of(b"not json"), "");
         assert_eq!(Peek::of(br#"[{"method":"initialize"}]"#), "");
     }

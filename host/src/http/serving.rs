@@ -159,11 +159,32 @@ impl HttpServing {
         )
     }
 
+    /// rmcp's service at `/mcp`: a handler per session (or per 2026-07-28 request), `sessions`
+    /// run in the MCP `layer`.
+    fn mcp_service(
+        &self,
+        sessions: Arc<Sessions>,
+        layer: crate::mcp::Layer,
+        config: StreamableHttpServerConfig,
+    ) -> StreamableHttpService<McpSession, super::layer::LayeredSessions> {
+        let (host, peers, owners) = (self.host.clone(), self.peers.clone(), self.owners.clone());
+        StreamableHttpService::new(
+            move || {
+                Ok(McpSession::for_http(
+                    host.clone(),
+                    peers.clone(),
+                    owners.clone(),
+                ))
+            },
+            Arc::new(super::layer::LayeredSessions { sessions, layer }),
+            config,
+        )
+    }
+
     /// The routes of one listener: `/mcp` behind the gate, and the metadata at the resource's
     /// well-known path (and at the bare one, for clients that look there).
     fn router(&self, listener: &HttpListener) -> Router {
         let origin = listener.origin();
-        let (host, peers, owners) = (self.host.clone(), self.peers.clone(), self.owners.clone());
         let sessions = self.sessions();
         let mut config = self.mcp_config(listener, &origin);
         // Where a parked session's `initialize` is kept, for rmcp to restore it.
@@ -177,21 +198,7 @@ impl HttpServing {
             self.owners.revoked(),
         );
         let layer = crate::mcp::Layer::new(self.host.clone(), self.peers.tasks().clone());
-        let layered = super::layer::LayeredSessions {
-            sessions: sessions.clone(),
-            layer: layer.clone(),
-        };
-        let service = StreamableHttpService::new(
-            move || {
-                Ok(McpSession::for_http(
-                    host.clone(),
-                    peers.clone(),
-                    owners.clone(),
-                ))
-            },
-            Arc::new(layered),
-            config,
-        );
+        let service = self.mcp_service(sessions.clone(), layer.clone(), config);
         let resource = listener.url();
         let well_known = format!("{origin}/.well-known/oauth-protected-resource/mcp");
         let document = metadata(&resource, &self.section.authorization_servers);

@@ -165,7 +165,10 @@ impl Sessions {
     /// Whether session `id` negotiated 2025-11-25.
     #[cfg(test)]
     pub(super) fn is_tasks_era(&self, id: &str) -> bool {
-        self.known.lock().get(id).is_some_and(|k| k.negotiated.tasks_era())
+        self.known
+            .lock()
+            .get(id)
+            .is_some_and(|k| k.negotiated.tasks_era())
     }
 
     /// Ends every session of `owner`.

@@ -5,7 +5,7 @@
 //! - a line longer than [`MAX_LINE`]: `-32600` (invalid request), `id: null`, the line discarded;
 //! - `tools/call` whose `arguments` is not an object: `-32602` (invalid params), with the call's id.
 //!
-//! Everything else passes to rmcp unchanged, a line at a time, unless the session's [`Ahead`] (the
+//! Everything else passes to rmcp unchanged, a line at a time, unless the session's `Ahead` (the
 //! MCP layer's in side) answers it; the replies of all go out whole lines at a time, so they never
 //! interleave. One line is not JSON and is not passed on: the bridge's
 //! farewell ([`GOODBYE`]), which says the client left on purpose and ends the session's input.

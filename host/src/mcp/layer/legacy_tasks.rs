@@ -14,8 +14,8 @@ use std::sync::Arc;
 use rmcp::ErrorData as McpError;
 use serde_json::{Value, json};
 
-use crate::mcp::tasks::{McpTasks, base};
 use crate::Taskhost;
+use crate::mcp::tasks::{McpTasks, base};
 
 /// The protocol version whose sessions speak this era's tasks.
 pub const LEGACY_TASKS_VERSION: &str = "2025-11-25";
@@ -66,35 +66,18 @@ impl LegacyTasks {
         }
     }
 
-    /// Adds what this era's clients look for to rmcp's `result` for `method`: the `tasks`
-    /// capability to `initialize`'s (when it negotiated 2025-11-25; true then), each tool's
-    /// `execution` to `tools/list`'s.
-    pub fn amend(&self, method: &str, result: &mut Value) -> bool {
-        match method {
-            "initialize" if result["protocolVersion"] == LEGACY_TASKS_VERSION => {
-                if let Some(capabilities) = result["capabilities"].as_object_mut() {
-                    capabilities.insert(
-                        "tasks".to_owned(),
-                        json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}),
-                    );
-                }
-                true
+    /// Adds each tool's `execution` (its task support) to `result`, a `tools/list` answer.
+    pub fn with_executions(&self, result: &mut Value) {
+        for tool in result["tools"].as_array_mut().into_iter().flatten() {
+            let served = tool["name"]
+                .as_str()
+                .and_then(|n| self.host.plugins().tool(n));
+            if let Some(execution) = served.map(|t| t.mcp["execution"].clone())
+                && execution.is_object()
+                && let Some(tool) = tool.as_object_mut()
+            {
+                tool.insert("execution".to_owned(), execution);
             }
-            "tools/list" => {
-                for tool in result["tools"].as_array_mut().into_iter().flatten() {
-                    let served = tool["name"]
-                        .as_str()
-                        .and_then(|n| self.host.plugins().tool(n));
-                    if let Some(execution) = served.map(|t| t.mcp["execution"].clone())
-                        && execution.is_object()
-                        && let Some(tool) = tool.as_object_mut()
-                    {
-                        tool.insert("execution".to_owned(), execution);
-                    }
-                }
-                false
-            }
-            _ => false,
         }
     }
 
@@ -243,6 +226,21 @@ impl LegacyTasks {
         task["status"] = json!("cancelled");
         Ok(task)
     }
+}
+
+/// Adds the `tasks` capability to `result`, an `initialize` answer, when it negotiated
+/// 2025-11-25; true then.
+pub fn with_tasks_capability(result: &mut Value) -> bool {
+    if result["protocolVersion"] != LEGACY_TASKS_VERSION {
+        return false;
+    }
+    if let Some(capabilities) = result["capabilities"].as_object_mut() {
+        capabilities.insert(
+            "tasks".to_owned(),
+            json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}),
+        );
+    }
+    true
 }
 
 /// True for a task whose status is terminal.

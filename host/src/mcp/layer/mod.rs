@@ -9,7 +9,7 @@
 //!   it. A 2025-11-25 session's `tasks/*` requests and task-augmented `tools/call`s are answered
 //!   here and never reach rmcp, whose typed parse would drop `params.task` and does not know
 //!   `tasks/result` or `tasks/list`. The transports hand each message over as they frame it: the
-//!   line guard of stdio and sockets (`crate::wire`, through [`SessionAhead`]), and the HTTP
+//!   line guard of stdio and sockets (`crate::wire`, through `SessionAhead`), and the HTTP
 //!   middleware that reads each request's body (`crate::http`).
 //! - **Out** ([`Layer::outbound`], through [`Layered`]): each of rmcp's messages to the client, as
 //!   rmcp's typed value, before it is serialized. An answer to `initialize` that negotiated
@@ -33,8 +33,10 @@
 //! 2025-11-25 clients are gone it is removed whole.
 
 mod legacy_tasks;
-mod transport;
+#[cfg(test)]
+mod tests;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -43,10 +45,11 @@ use rmcp::model::{
     CustomResult, InitializeResult, JsonRpcMessage, ListToolsResult, ServerJsonRpcMessage,
     ServerResult,
 };
+use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
 use serde_json::Value;
 
 pub use legacy_tasks::{LEGACY_TASKS_VERSION, LegacyTasks};
-pub use transport::Layered;
 
 use super::tasks::McpTasks;
 use crate::Taskhost;
@@ -109,7 +112,7 @@ impl Layer {
             return message;
         };
         let amended = match &response.result {
-            ServerResult::InitializeResult(r) => self.initialized(negotiated, r),
+            ServerResult::InitializeResult(r) => initialized(negotiated, r),
             ServerResult::ListToolsResult(r) if negotiated.tasks_era() => self.tools(r),
             _ => None,
         };
@@ -119,20 +122,10 @@ impl Layer {
         JsonRpcMessage::Response(response)
     }
 
-    /// An `initialize` answer that negotiated 2025-11-25, with `capabilities.tasks` (and
-    /// `negotiated` turned on); `None` for any other.
-    fn initialized(&self, negotiated: &Negotiated, result: &InitializeResult) -> Option<Value> {
-        let mut result = serde_json::to_value(result).ok()?;
-        self.legacy.amend("initialize", &mut result).then(|| {
-            negotiated.set_tasks_era();
-            result
-        })
-    }
-
     /// A `tools/list` answer with each tool's `execution`.
     fn tools(&self, result: &ListToolsResult) -> Option<Value> {
         let mut result = serde_json::to_value(result).ok()?;
-        self.legacy.amend("tools/list", &mut result);
+        self.legacy.with_executions(&mut result);
         Some(result)
     }
 
@@ -141,6 +134,16 @@ impl Layer {
     pub fn wrap<T>(&self, transport: T, negotiated: Arc<Negotiated>) -> Layered<T> {
         Layered::new(transport, self.clone(), negotiated)
     }
+}
+
+/// An `initialize` answer that negotiated 2025-11-25, with `capabilities.tasks` (and
+/// `negotiated` turned on); `None` for any other.
+fn initialized(negotiated: &Negotiated, result: &InitializeResult) -> Option<Value> {
+    let mut result = serde_json::to_value(result).ok()?;
+    legacy_tasks::with_tasks_capability(&mut result).then(|| {
+        negotiated.set_tasks_era();
+        result
+    })
 }
 
 /// The in side of the layer for one stdio or socket session (its owner's): the line guard hands
@@ -160,5 +163,48 @@ impl crate::wire::Ahead for SessionAhead {
         Some(Box::pin(
             async move { layer.answer(&owner, &message).await },
         ))
+    }
+}
+
+/// rmcp's transport `T` for one session: what rmcp sends passes [`Layer::outbound`] first;
+/// what it receives comes as `T` gives it.
+pub struct Layered<T> {
+    inner: T,
+    layer: Layer,
+    negotiated: Arc<Negotiated>,
+}
+
+impl<T> Layered<T> {
+    /// `inner`, for a session that `negotiated`.
+    fn new(inner: T, layer: Layer, negotiated: Arc<Negotiated>) -> Self {
+        Self {
+            inner,
+            layer,
+            negotiated,
+        }
+    }
+}
+
+impl<T: Transport<RoleServer>> Transport<RoleServer> for Layered<T> {
+    type Error = T::Error;
+
+    fn name() -> Cow<'static, str> {
+        T::name()
+    }
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let item = self.layer.outbound(&self.negotiated, item);
+        self.inner.send(item)
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleServer>>> + Send {
+        self.inner.receive()
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
     }
 }
