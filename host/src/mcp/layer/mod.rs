@@ -18,7 +18,9 @@
 //!   rmcp transport of a stdio or socket session and of every HTTP session. A 2026-07-28 HTTP
 //!   request (served on its own, on a transport rmcp makes inside its service) has nothing amended.
 //!
-//! Nothing else reads or rewrites what rmcp serialized.
+//! Nothing else rewrites what rmcp serialized or reads its answers' contents. (The upgrade pause
+//! of a bridge's session, `crate::drain`, reads the id of each answer line the line guard queues,
+//! to know when every request it took is answered: its own framing, not the protocol's.)
 //!
 //! # Why not in rmcp
 //!
@@ -27,10 +29,11 @@
 //! `ServerCapabilities::tasks`, `CallToolRequestParams::task`), its requests are parsed into those
 //! types before a handler sees them, and 2025-11-25's `tasks/get` and `tasks/cancel` share their
 //! method names with the 2026-07-28 extension rmcp does model, with other shapes. A patch would be
-//! a fork of rmcp's model and service to carry through every release; an upstream change means
-//! modelling a superseded era beside its successor, which is for rmcp's maintainers to want. The
-//! layer needs none of that: it uses rmcp's public `Transport` trait and `CustomResult`, and when
-//! 2025-11-25 clients are gone it is removed whole.
+//! a fork of rmcp's model and service to carry through every release. Upstream, rmcp once had this
+//! era's `execution.taskSupport` (modelcontextprotocol/rust-sdk#635) and its 3.x model follows the
+//! 2026-07-28 extension instead: bringing the old era back beside it is rmcp's maintainers' call,
+//! and this host's to serve in the meantime. The layer needs none of that: it uses rmcp's public
+//! `Transport` trait and `CustomResult`, and when 2025-11-25 clients are gone it is removed whole.
 
 mod legacy_tasks;
 #[cfg(test)]
