@@ -146,29 +146,12 @@ impl Sessions {
         self.known.lock().get(id).map(|k| k.negotiated.clone())
     }
 
-    /// Notes that session `id` negotiated 2025-11-25.
-    #[cfg(test)]
-    pub(super) fn note_tasks_era(&self, id: &str) {
-        if let Some(session) = self.known.lock().get(id) {
-            session.negotiated.set_tasks_era();
-        }
-    }
-
     /// Keeps session `id` from ever being parked: its handler holds what a restore would not bring
     /// back (a resource subscription, a log level its client set).
     pub(super) fn pin(&self, id: &str) {
         if let Some(session) = self.known.lock().get_mut(id) {
             session.pinned = true;
         }
-    }
-
-    /// Whether session `id` negotiated 2025-11-25.
-    #[cfg(test)]
-    pub(super) fn is_tasks_era(&self, id: &str) -> bool {
-        self.known
-            .lock()
-            .get(id)
-            .is_some_and(|k| k.negotiated.tasks_era())
     }
 
     /// Ends every session of `owner`.
