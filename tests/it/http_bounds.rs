@@ -282,7 +282,7 @@ fn resuming_a_finished_stream_ends_at_once_and_logs_no_warning() {
 }
 
 /// A host on HTTP in `dir` parking legacy sessions idle 100 ms, saying so at debug level.
-fn parking_host(dir: &std::path::Path) -> HttpHost {
+pub(crate) fn parking_host(dir: &std::path::Path) -> HttpHost {
     let config = dir.join("config.toml");
     std::fs::write(&config, "[http]\nsession_park_ms = 100\n").expect("write the config");
     HttpHost::start_with_env(

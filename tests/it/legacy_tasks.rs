@@ -208,6 +208,46 @@ fn in_the_2025_11_25_era_a_task_resolves_on_the_next_host_as_its_records_say() {
     );
 }
 
+/// Proves: a 2025-11-25 session parked while idle comes back in its era: answered by the handler
+/// its next request restores, its `tools/list` still shows each tool's `execution`, and a
+/// `tools/call` with `params.task` is still created as a task.
+#[test]
+fn in_the_2025_11_25_era_a_parked_session_comes_back_in_its_era() {
+    let dir = scratch("legacy-tasks-parked");
+    let host = crate::http_bounds::parking_host(&dir);
+    let said = |what: &str| {
+        let log = host.log.lock().unwrap_or_else(|e| e.into_inner());
+        log.iter().filter(|l| l.contains(what)).count()
+    };
+    let session = LegacySession::open(Client::new(&host, &host.token("alice")));
+    assert!(
+        eventually(Duration::from_secs(20), || said(
+            "an idle legacy session is parked"
+        ) >= 1),
+        "parked"
+    );
+    let tools = ask(&session, "tools/list", json!({}));
+    assert_eq!(said("a parked legacy session is restored"), 1, "{tools}");
+    let bash = tools["result"]["tools"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "bash"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        bash["execution"]["taskSupport"],
+        json!("optional"),
+        "{tools}"
+    );
+    let id = task(&session, "echo back");
+    let result = ask(&session, "tasks/result", json!({"taskId": id}));
+    assert!(
+        result["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("back\n")),
+        "{result}"
+    );
+}
+
 /// Proves, with the Python SDK's tasks client of this era (see `tests/python/legacy_tasks.py`), over
 /// stdio and over HTTP: create, poll, result, list, cancel, an unknown id, a plain call.
 #[test]

@@ -13,7 +13,7 @@ mod authority;
 mod bounds;
 mod connection;
 mod guarded;
-mod legacy_tasks;
+mod layer;
 mod proof;
 mod routes;
 mod section;

@@ -159,11 +159,32 @@ impl HttpServing {
         )
     }
 
+    /// rmcp's service at `/mcp`: a handler per session (or per 2026-07-28 request), `sessions`
+    /// run in the MCP `layer`.
+    fn mcp_service(
+        &self,
+        sessions: Arc<Sessions>,
+        layer: crate::mcp::Layer,
+        config: StreamableHttpServerConfig,
+    ) -> StreamableHttpService<McpSession, super::layer::LayeredSessions> {
+        let (host, peers, owners) = (self.host.clone(), self.peers.clone(), self.owners.clone());
+        StreamableHttpService::new(
+            move || {
+                Ok(McpSession::for_http(
+                    host.clone(),
+                    peers.clone(),
+                    owners.clone(),
+                ))
+            },
+            Arc::new(super::layer::LayeredSessions { sessions, layer }),
+            config,
+        )
+    }
+
     /// The routes of one listener: `/mcp` behind the gate, and the metadata at the resource's
     /// well-known path (and at the bare one, for clients that look there).
     fn router(&self, listener: &HttpListener) -> Router {
         let origin = listener.origin();
-        let (host, peers, owners) = (self.host.clone(), self.peers.clone(), self.owners.clone());
         let sessions = self.sessions();
         let mut config = self.mcp_config(listener, &origin);
         // Where a parked session's `initialize` is kept, for rmcp to restore it.
@@ -176,17 +197,8 @@ impl HttpServing {
                 .unwrap_or(DEFAULT_MAX_CONNECTIONS_PER_PRINCIPAL),
             self.owners.revoked(),
         );
-        let service = StreamableHttpService::new(
-            move || {
-                Ok(McpSession::for_http(
-                    host.clone(),
-                    peers.clone(),
-                    owners.clone(),
-                ))
-            },
-            sessions.clone(),
-            config,
-        );
+        let layer = crate::mcp::Layer::new(self.host.clone(), self.peers.tasks().clone());
+        let service = self.mcp_service(sessions.clone(), layer.clone(), config);
         let resource = listener.url();
         let well_known = format!("{origin}/.well-known/oauth-protected-resource/mcp");
         let document = metadata(&resource, &self.section.authorization_servers);
@@ -204,20 +216,20 @@ impl HttpServing {
             let document = document.clone();
             async move { axum::Json(document) }
         };
-        let legacy = super::legacy_tasks::LegacyHttp::new(
-            crate::mcp::LegacyTasks::new(self.host.clone(), self.peers.tasks().clone()),
+        let front = super::layer::LayerHttp::new(
+            layer,
             self.owners.clone(),
             sessions,
             self.section
                 .max_body_bytes
                 .unwrap_or(DEFAULT_MAX_BODY_BYTES),
         );
-        // Layers run outside in: the gate first, then the legacy task methods, then rmcp.
+        // Layers run outside in: the gate first, then the MCP layer's in side, then rmcp.
         Router::new()
             .route_service("/mcp", service)
             .route_layer(axum::middleware::from_fn_with_state(
-                legacy,
-                super::legacy_tasks::legacy_tasks,
+                front,
+                super::layer::layer,
             ))
             .route_layer(axum::middleware::from_fn_with_state(gate, require_bearer))
             .route(

@@ -27,6 +27,8 @@ use rmcp::transport::streamable_http_server::session::{
 };
 use rmcp::transport::streamable_http_server::{SessionId, SessionManager};
 
+use crate::mcp::layer::Negotiated;
+
 /// How many legacy sessions a principal holds when `[http] max_sessions_per_principal` is not set.
 pub const DEFAULT_MAX_SESSIONS: usize = 64;
 
@@ -45,8 +47,8 @@ struct Known {
     last_used: Instant,
     /// Its requests and streams open now.
     open: usize,
-    /// It negotiated 2025-11-25 (the legacy task methods answer it).
-    tasks_era: bool,
+    /// What it negotiated that the MCP layer serves (2025-11-25's task methods).
+    negotiated: Arc<Negotiated>,
     /// What its client sent to initialize it, once it did: a parked session comes back with it.
     init: Option<SessionState>,
     /// Its rmcp worker was let go; its next request restores it.
@@ -139,11 +141,9 @@ impl Sessions {
         }))
     }
 
-    /// Notes that session `id` negotiated 2025-11-25.
-    pub(super) fn note_tasks_era(&self, id: &str) {
-        if let Some(session) = self.known.lock().get_mut(id) {
-            session.tasks_era = true;
-        }
+    /// What session `id` negotiated that the MCP layer serves; `None` for a session not known.
+    pub(super) fn negotiated(&self, id: &str) -> Option<Arc<Negotiated>> {
+        self.known.lock().get(id).map(|k| k.negotiated.clone())
     }
 
     /// Keeps session `id` from ever being parked: its handler holds what a restore would not bring
@@ -152,11 +152,6 @@ impl Sessions {
         if let Some(session) = self.known.lock().get_mut(id) {
             session.pinned = true;
         }
-    }
-
-    /// Whether session `id` negotiated 2025-11-25.
-    pub(super) fn is_tasks_era(&self, id: &str) -> bool {
-        self.known.lock().get(id).is_some_and(|k| k.tasks_era)
     }
 
     /// Ends every session of `owner`.
@@ -253,7 +248,7 @@ impl SessionManager for Sessions {
             owner: None,
             last_used: Instant::now(),
             open: 0,
-            tasks_era: false,
+            negotiated: Arc::default(),
             init: None,
             parked: false,
             letting_go: 0,

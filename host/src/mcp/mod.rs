@@ -8,11 +8,14 @@
 //! notices as logging messages once a request opted in with `io.modelcontextprotocol/logLevel`. In
 //! both, a notice also rides on the session's next tool result, the one path every client shows its
 //! model. rmcp marks logging deprecated (SEP-2577) for 2026-07-28; it is still what clients show.
+//!
+//! Every session's messages pass one [`layer`] in front of rmcp, which serves what rmcp does not
+//! model (the 2025-11-25 era's tasks).
 
 mod call;
 mod client;
 mod hub;
-mod legacy_tasks;
+pub mod layer;
 mod peers;
 pub mod person;
 mod principals;
@@ -21,7 +24,7 @@ mod session;
 mod surface;
 mod tasks;
 
-pub use legacy_tasks::{LEGACY_TASKS_VERSION, LegacyTasks};
+pub use layer::{LEGACY_TASKS_VERSION, Layer, LegacyTasks};
 pub use peers::Peers;
 pub use principals::{Principal, PrincipalOwners, REVOCATION_CHECK};
 pub use serving::{serve_stdio, serve_unix};

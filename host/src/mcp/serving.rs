@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use rmcp::ServiceExt;
+use rmcp::transport::async_rw::AsyncRwTransport;
 
+use super::layer::{Negotiated, SessionAhead};
 use super::peers::Peers;
 use super::person::Persons;
 use super::session::McpSession;
@@ -43,12 +45,19 @@ async fn run_session<T>(
 where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
 {
-    let ahead = super::legacy_tasks::LegacyAhead {
-        tasks: super::LegacyTasks::new(host.clone(), peers.tasks().clone()),
+    let layer = super::Layer::new(host.clone(), peers.tasks().clone());
+    let negotiated = Arc::new(Negotiated::default());
+    let ahead = SessionAhead {
+        layer: layer.clone(),
+        negotiated: negotiated.clone(),
         owner: id.to_owned(),
     };
-    let ahead = crate::wire::AheadOf::new(Arc::new(ahead));
-    let guarded = crate::wire::guard(transport, served.prefix, served.pausing, Some(ahead));
+    let guarded = crate::wire::guard(
+        transport,
+        served.prefix,
+        served.pausing,
+        Some(Arc::new(ahead)),
+    );
     let session = McpSession::new(
         host.clone(),
         id.to_owned(),
@@ -63,7 +72,9 @@ where
             host.sessions().cancel_calls(&id);
         });
     }
-    let outcome = match session.serve(guarded.stream).await {
+    let (read, write) = tokio::io::split(guarded.stream);
+    let transport = layer.wrap(AsyncRwTransport::new_server(read, write), negotiated);
+    let outcome = match session.serve(transport).await {
         Ok(running) => running
             .waiting()
             .await

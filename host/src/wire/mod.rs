@@ -5,8 +5,9 @@
 //! - a line longer than [`MAX_LINE`]: `-32600` (invalid request), `id: null`, the line discarded;
 //! - `tools/call` whose `arguments` is not an object: `-32602` (invalid params), with the call's id.
 //!
-//! Everything else passes to rmcp unchanged, a line at a time; the replies of both go out whole lines
-//! at a time, so they never interleave. One line is not JSON and is not passed on: the bridge's
+//! Everything else passes to rmcp unchanged, a line at a time, unless the session's `Ahead` (the
+//! MCP layer's in side) answers it; the replies of all go out whole lines at a time, so they never
+//! interleave. One line is not JSON and is not passed on: the bridge's
 //! farewell ([`GOODBYE`]), which says the client left on purpose and ends the session's input.
 
 use std::sync::Arc;
@@ -19,7 +20,7 @@ use tokio::io::{
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use ahead::{Ahead, AheadOf};
+pub(crate) use ahead::Ahead;
 
 mod ahead;
 pub(crate) mod stdio;
@@ -46,12 +47,12 @@ pub struct Guarded {
 /// Puts the guard between `transport` (whose first bytes, already read, are `prefix`) and the
 /// stream rmcp serves. Runs until both directions are closed. With `pausing` (a bridge's session),
 /// an upgrade's pause stops the session taking requests and tells the bridge once all it took are
-/// answered ([`crate::drain`]). With `ahead`, the methods it takes are answered ahead of rmcp.
+/// answered ([`crate::drain`]). With `ahead`, the messages it takes are answered ahead of rmcp.
 pub(crate) fn guard<T>(
     transport: T,
     prefix: Vec<u8>,
     pausing: Option<crate::drain::Pausing>,
-    ahead: Option<Arc<AheadOf>>,
+    ahead: Option<Arc<dyn Ahead>>,
 ) -> Guarded
 where
     T: AsyncRead + AsyncWrite + Send + 'static,
@@ -66,12 +67,7 @@ where
     let restarting_written = Arc::new(tokio::sync::Notify::new());
     tokio::spawn(write_out(outgoing, to_client, restarting_written.clone()));
     let in_flight = pausing.as_ref().map(|p| p.in_flight.clone());
-    tokio::spawn(forward_tracked(
-        from_rmcp,
-        lines.clone(),
-        in_flight,
-        ahead.clone(),
-    ));
+    tokio::spawn(forward_tracked(from_rmcp, lines.clone(), in_flight));
     let (gone, said) = (client_gone.clone(), goodbye.clone());
     tokio::spawn(async move {
         let both = Both {
@@ -115,15 +111,14 @@ async fn write_out(
 /// Hands what `from` says to `lines` a whole line at a time (each with its newline), until it ends
 /// or nobody takes the lines.
 pub(crate) async fn forward_lines(from: impl AsyncRead + Unpin, lines: mpsc::Sender<Vec<u8>>) {
-    forward_tracked(from, lines, None, None).await;
+    forward_tracked(from, lines, None).await;
 }
 
-/// As [`forward_lines`], noting each answer in `in_flight` and amending what `ahead` amends.
+/// As [`forward_lines`], noting each answer in `in_flight`.
 async fn forward_tracked(
     from: impl AsyncRead + Unpin,
     lines: mpsc::Sender<Vec<u8>>,
     in_flight: Option<std::sync::Arc<crate::drain::InFlight>>,
-    ahead: Option<Arc<AheadOf>>,
 ) {
     let mut reader = BufReader::new(from);
     loop {
@@ -134,10 +129,6 @@ async fn forward_tracked(
                 let answered = in_flight
                     .as_ref()
                     .and_then(|_| crate::drain::answer_to(&line));
-                let line = match &ahead {
-                    Some(ahead) => ahead.amend_out(line),
-                    None => line,
-                };
                 if lines.send(line).await.is_err() {
                     break;
                 }
@@ -210,9 +201,8 @@ async fn read_in(
         }
         match check(&line) {
             Verdict::Pass(message) => {
-                if let Some(ahead) = &ahead
-                    && ahead.take_in(&message, &lines)
-                {
+                if let Some(answer) = ahead.as_ref().and_then(|a| a.take(&message)) {
+                    answer_ahead(answer, &lines);
                     continue;
                 }
                 if let Some(p) = &pausing {
@@ -232,6 +222,16 @@ async fn read_in(
     }
     let _ = to_rmcp.shutdown().await;
     goodbye
+}
+
+/// Sends `answer` to the client as one line once it is ready, while the session goes on.
+fn answer_ahead(answer: futures::future::BoxFuture<'static, Value>, lines: &mpsc::Sender<Vec<u8>>) {
+    let lines = lines.clone();
+    tokio::spawn(async move {
+        let mut line = answer.await.to_string().into_bytes();
+        line.push(b'\n');
+        let _ = lines.send(line).await;
+    });
 }
 
 /// Writes one whole line to rmcp.
@@ -305,7 +305,7 @@ struct Both {
     lines: mpsc::Sender<Vec<u8>>,
     /// Told once an upgrade's notice is written.
     restarting_written: Arc<tokio::sync::Notify>,
-    ahead: Option<Arc<AheadOf>>,
+    ahead: Option<Arc<dyn Ahead>>,
 }
 
 enum Verdict {

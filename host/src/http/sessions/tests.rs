@@ -7,11 +7,14 @@ async fn a_session_rmcp_closes_is_forgotten() {
     let sessions = Sessions::new(2, DEFAULT_PARK_AFTER);
     let (id, _transport) = sessions.create_session().await.expect("a session");
     assert!(sessions.admit(&id, "principal-1").await);
-    sessions.note_tasks_era(&id);
-    assert!(sessions.is_tasks_era(&id));
+    sessions
+        .negotiated(&id)
+        .expect("a known session")
+        .set_tasks_era();
+    assert!(sessions.negotiated(&id).is_some_and(|n| n.tasks_era()));
     sessions.close_session(&id).await.expect("closed");
     assert!(sessions.known.lock().is_empty());
-    assert!(!sessions.is_tasks_era(&id));
+    assert!(sessions.negotiated(&id).is_none());
 }
 
 #[tokio::test]
@@ -46,7 +49,10 @@ async fn initialized(sessions: &Sessions, owner: &str) -> SessionId {
 async fn an_idle_session_is_parked_and_restored_with_its_principal_and_era() {
     let sessions = Sessions::new(2, DEFAULT_PARK_AFTER);
     let id = initialized(&sessions, "principal-1").await;
-    sessions.note_tasks_era(&id);
+    sessions
+        .negotiated(&id)
+        .expect("a known session")
+        .set_tasks_era();
     assert!(
         sessions.load(&id).await.expect("load").is_none(),
         "not parked"
@@ -66,7 +72,7 @@ async fn an_idle_session_is_parked_and_restored_with_its_principal_and_era() {
         .expect("restored");
     assert!(matches!(restored, RestoreOutcome::Restored(_)));
     assert!(sessions.has_session(&id).await.expect("asked"));
-    assert!(sessions.is_tasks_era(&id));
+    assert!(sessions.negotiated(&id).is_some_and(|n| n.tasks_era()));
     assert!(
         sessions
             .enter(&id, "principal-1")

@@ -1,9 +1,7 @@
 //! MCP Tasks of the 2025-11-25 era (SEP-1686, in the core protocol): `tools/call` with
 //! `params.task`, `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel`, and
-//! `capabilities.tasks`. rmcp models only the 2026-07-28 extension, so the host answers this era's
-//! task methods itself, ahead of rmcp, for a session that negotiated 2025-11-25 (on stdio and
-//! sockets in `crate::wire`, over HTTP in `crate::http::legacy_tasks`), and adds what this era's
-//! clients look for to rmcp's answers to `initialize` and `tools/list`.
+//! `capabilities.tasks`: what the [layer](super) answers for a session that negotiated 2025-11-25,
+//! and what it adds to rmcp's answers to `initialize` and `tools/list`.
 //!
 //! The tasks are the same registry tasks as the other era's and the `task_*` tools' (created by
 //! [`McpTasks::start`] or a producer's background start, recorded before they are answered), so
@@ -16,8 +14,8 @@ use std::sync::Arc;
 use rmcp::ErrorData as McpError;
 use serde_json::{Value, json};
 
-use super::tasks::{McpTasks, base};
 use crate::Taskhost;
+use crate::mcp::tasks::{McpTasks, base};
 
 /// The protocol version whose sessions speak this era's tasks.
 pub const LEGACY_TASKS_VERSION: &str = "2025-11-25";
@@ -68,35 +66,18 @@ impl LegacyTasks {
         }
     }
 
-    /// Adds what this era's clients look for to rmcp's `result` for `method`: the `tasks`
-    /// capability to `initialize`'s (when it negotiated 2025-11-25; true then), each tool's
-    /// `execution` to `tools/list`'s.
-    pub fn amend(&self, method: &str, result: &mut Value) -> bool {
-        match method {
-            "initialize" if result["protocolVersion"] == LEGACY_TASKS_VERSION => {
-                if let Some(capabilities) = result["capabilities"].as_object_mut() {
-                    capabilities.insert(
-                        "tasks".to_owned(),
-                        json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}),
-                    );
-                }
-                true
+    /// Adds each tool's `execution` (its task support) to `result`, a `tools/list` answer.
+    pub fn with_executions(&self, result: &mut Value) {
+        for tool in result["tools"].as_array_mut().into_iter().flatten() {
+            let served = tool["name"]
+                .as_str()
+                .and_then(|n| self.host.plugins().tool(n));
+            if let Some(execution) = served.map(|t| t.mcp["execution"].clone())
+                && execution.is_object()
+                && let Some(tool) = tool.as_object_mut()
+            {
+                tool.insert("execution".to_owned(), execution);
             }
-            "tools/list" => {
-                for tool in result["tools"].as_array_mut().into_iter().flatten() {
-                    let served = tool["name"]
-                        .as_str()
-                        .and_then(|n| self.host.plugins().tool(n));
-                    if let Some(execution) = served.map(|t| t.mcp["execution"].clone())
-                        && execution.is_object()
-                        && let Some(tool) = tool.as_object_mut()
-                    {
-                        tool.insert("execution".to_owned(), execution);
-                    }
-                }
-                false
-            }
-            _ => false,
         }
     }
 
@@ -247,25 +228,19 @@ impl LegacyTasks {
     }
 }
 
-/// One session's legacy tasks (its owner's), answered ahead of rmcp on its lines.
-pub(crate) struct LegacyAhead {
-    pub(crate) tasks: LegacyTasks,
-    pub(crate) owner: String,
-}
-
-impl crate::wire::Ahead for LegacyAhead {
-    fn takes(&self, message: &Value) -> bool {
-        LegacyTasks::answers(message)
+/// Adds the `tasks` capability to `result`, an `initialize` answer, when it negotiated
+/// 2025-11-25; true then.
+pub fn with_tasks_capability(result: &mut Value) -> bool {
+    if result["protocolVersion"] != LEGACY_TASKS_VERSION {
+        return false;
     }
-
-    fn answer(&self, message: Value) -> futures::future::BoxFuture<'static, Value> {
-        let (tasks, owner) = (self.tasks.clone(), self.owner.clone());
-        Box::pin(async move { tasks.answer(&owner, &message).await })
+    if let Some(capabilities) = result["capabilities"].as_object_mut() {
+        capabilities.insert(
+            "tasks".to_owned(),
+            json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}),
+        );
     }
-
-    fn amend(&self, method: &str, result: &mut Value) -> bool {
-        self.tasks.amend(method, result)
-    }
+    true
 }
 
 /// True for a task whose status is terminal.
