@@ -49,3 +49,31 @@ fn a_private_tmp_hides_what_others_left_in_tmp_and_keeps_the_roots_below_it() {
         "kept\n"
     );
 }
+
+/// The attack a helper found: a working directory below `/tmp` outside every write root, bound back
+/// into the private `/tmp`, took the new `/tmp`'s write rights (Landlock grants them to what is
+/// mounted beneath). Now the task starts in an empty directory of that path, and the host's files
+/// there are neither read nor changed.
+#[test]
+fn a_working_directory_below_tmp_outside_the_roots_is_the_tasks_own_and_empty() {
+    let s = scratch("bounds-private-tmp-cwd");
+    let work = dir(&s, "work");
+    let shared = dir(&s, "shared");
+    std::fs::write(shared.join("hostfile"), "the host's\n").unwrap();
+    let attack = "cat hostfile; echo tampered > hostfile; ls; pwd";
+    let private = Bounds {
+        private_tmp: true,
+        ..bounds(&[&work], &[])
+    };
+    let out = run_in(Some(&private), attack, &[], Some(&shared));
+    let (said, err) = (stdout(&out), stderr(&out));
+    assert!(!said.contains("the host's"), "{said}");
+    assert!(
+        said.contains(&format!("{}\n", shared.display())),
+        "{said}{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(shared.join("hostfile")).unwrap(),
+        "the host's\n"
+    );
+}

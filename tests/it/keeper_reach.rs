@@ -126,8 +126,10 @@ fn upgrade_in_place(host_pid: u32, exe: &std::path::Path) {
 
 /// How a deployment keeps tasks from the keeper and the host: any policy, even `[policy.default]`
 /// with no key, gives each task a Landlock domain whose signal scope refuses a signal to any
-/// process outside it. The attack of the test above, `kill -9 $PPID`, and a signal to the host are
-/// refused, and the keeper is the same process after (with no policy the same command kills it).
+/// process outside it, and a seccomp filter refuses `prlimit` on another process (a CPU limit of
+/// zero kills). The attack of the test above, `kill -9 $PPID`, a signal to the host and a change of
+/// the keeper's limits are refused, and the keeper is the same process after (with no policy the
+/// same command kills it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn under_any_policy_a_task_cannot_signal_its_keeper_or_its_host() {
     let dir = scratch("keeper-fenced");
@@ -143,11 +145,13 @@ async fn under_any_policy_a_task_cannot_signal_its_keeper_or_its_host() {
     );
     let keeper = keeper_of(host_pid).expect("the host's keeper");
     let attack = format!(
-        "kill -9 $PPID || echo refused-keeper; kill -0 {host_pid} || echo refused-host; echo done"
+        "kill -9 $PPID || echo refused-keeper; kill -0 {host_pid} || echo refused-host; \
+         prlimit --pid $PPID --core=0 || echo refused-limits; echo done"
     );
     let answer = call(&alice, "bash", json!({"command": attack})).await;
     assert!(answer.contains("refused-keeper"), "{answer}");
     assert!(answer.contains("refused-host"), "{answer}");
+    assert!(answer.contains("refused-limits"), "{answer}");
     assert_eq!(keeper_of(host_pid), Some(keeper), "{answer}");
     drop(host);
     alice.cancel().await.ok();

@@ -11,8 +11,8 @@ mod fs;
 pub mod limits;
 pub(crate) mod model;
 mod mounts;
-mod net;
 mod privileges;
+mod syscalls;
 mod tmp;
 mod user;
 
@@ -76,7 +76,7 @@ pub const REFUSED_EXIT: u8 = 125;
 /// How each part would be enforced on this machine, measured by probing (nothing is changed).
 pub fn probe() -> Vec<Mechanism> {
     let mut all = fs::probe();
-    all.extend(net::probe());
+    all.extend(syscalls::probe());
     all.extend(privileges::probe());
     all.extend(limits::probe());
     all.extend(user::probe());
@@ -89,7 +89,7 @@ pub fn probe() -> Vec<Mechanism> {
 /// [`BoundsError::Unsupported`] for the first part that cannot.
 pub fn check(bounds: &Bounds) -> Result<(), BoundsError> {
     fs::check(bounds)?;
-    net::check(bounds)?;
+    syscalls::check(bounds)?;
     limits::check(bounds)?;
     user::check(bounds)
 }
@@ -157,7 +157,7 @@ pub fn enter(bounds: &str, program: &OsStr, args: &[OsString]) -> BoundsError {
         .and_then(|()| user::switch(&bounds))
         .and_then(|()| privileges::give_up(&bounds))
         .and_then(|()| no_new_privs(&bounds))
-        .and_then(|()| net::restrict(&bounds))
+        .and_then(|()| syscalls::restrict(&bounds))
         .and_then(|()| fs::restrict(&bounds));
     if let Err(e) = applied {
         return e;

@@ -56,9 +56,8 @@ pub(super) fn make(bounds: &Bounds) -> Result<(), BoundsError> {
     }
     let cwd = std::env::current_dir().map_err(|e| failed(bounds, "working directory", e))?;
     if bounds.private_tmp {
-        let mut keep: Vec<&Path> = bounds.write.iter().map(PathBuf::as_path).collect();
-        keep.push(&cwd);
-        super::tmp::make(&keep).map_err(|e| failed(bounds, "private_tmp", e))?;
+        let keep: Vec<&Path> = bounds.write.iter().map(PathBuf::as_path).collect();
+        super::tmp::make(&keep, &cwd).map_err(|e| failed(bounds, "private_tmp", e))?;
     }
     // The working directory was entered before the mounts: a directory inside a hidden path or a
     // `.git` would still be the one beneath them. Entered again by its path, it is what the mounts

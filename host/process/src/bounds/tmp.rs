@@ -2,10 +2,12 @@
 //! `/tmp`, writable by the task, seen by no other process, and gone with the task's mount
 //! namespace. Nothing another principal, the host or an earlier host left in `/tmp` is in sight.
 //!
-//! A writable root or the working directory below `/tmp` stays where it was: each is bound back at
-//! its own path inside the new `/tmp`, with the mounts made beneath it before (hidden paths and
-//! read-only `.git` stay so). Anything else below `/tmp`, such as a program or an X11 socket
-//! there, is out of the task's sight.
+//! A writable root below `/tmp` stays where it was: it is bound back at its own path inside the new
+//! `/tmp`, with the mounts made beneath it before (hidden paths and read-only `.git` stay so). A
+//! working directory below `/tmp` outside every writable root is not: the task starts in an empty
+//! directory of that path in its own `/tmp`. (Bound back, it would be writable: Landlock grants the
+//! new `/tmp`'s rights to everything mounted beneath it.) Anything else below `/tmp`, such as a
+//! program or an X11 socket there, is out of the task's sight.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -17,9 +19,9 @@ use nix::sys::stat::Mode;
 /// The directory a private `/tmp` covers.
 pub(super) const TMP: &str = "/tmp";
 
-/// Covers `/tmp` with an empty tmpfs and binds each path of `keep` below it (the writable roots
-/// and the working directory; others are ignored) back at its own path.
-pub(super) fn make(keep: &[&Path]) -> std::io::Result<()> {
+/// Covers `/tmp` with an empty tmpfs, binds each writable root of `keep` below it back at its own
+/// path, and makes `cwd` exist (see the module's documentation).
+pub(super) fn make(keep: &[&Path], cwd: &Path) -> std::io::Result<()> {
     let kept = below_tmp(keep)
         .into_iter()
         .map(|path| {
@@ -49,6 +51,9 @@ pub(super) fn make(keep: &[&Path]) -> std::io::Result<()> {
             MsFlags::MS_BIND | MsFlags::MS_REC,
             none,
         )?;
+    }
+    if cwd.starts_with(TMP) {
+        std::fs::create_dir_all(cwd)?;
     }
     Ok(())
 }
