@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 const CLIENT_NAME_MAX: usize = 48;
 
 /// The name people know session `id` (`session-N`) by when its client called itself `client`:
-/// `CLIENT #N`, the client's name without control characters and cut at [`CLIENT_NAME_MAX`];
+/// `CLIENT #N`, the client's name without control characters and cut at 48 characters;
 /// `None` for an id that is not a session's or a client name with nothing to show.
 pub fn session_name(id: &str, client: &str) -> Option<String> {
     let number = id.strip_prefix("session-")?;
