@@ -1,7 +1,8 @@
 //! What the `web` view tells of each task besides its output, in a real headless Chromium: its
 //! owner by name (a principal by its token's name, a session by its client's), the plugins' live
-//! tasks (a producer's tasks the host runs included), and the selected task's details (where its
-//! process runs, its bounds, its place in the queue, its output's size, who killed it).
+//! tasks (a producer's tasks the host runs included), the selected task's details (where its
+//! process runs, its bounds, its place in the queue, its output's size, who killed it), and the
+//! system's dark scheme followed.
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -235,5 +236,35 @@ fn in_a_browser_the_selected_tasks_details_show_where_it_runs_its_bounds_output_
     assert_eq!(
         by.as_deref(),
         Some("alice: killed from the web view by alice")
+    );
+}
+
+#[test]
+fn in_a_browser_the_view_and_its_sign_in_follow_a_dark_system_scheme() {
+    let dir = scratch("view-dark");
+    let (host, _, _) = web_host(&dir, &["--no-watch"]);
+    let alice = host.token("alice");
+    let id = start(&Client::new(&host, &alice), "sleep 300");
+    let Some(browser) = Browser::start() else {
+        return;
+    };
+    browser.prefer_scheme("dark");
+    browser.open(&format!("{}/", origin(&host)));
+    let colours = "const f = document.getElementById('sign-in'); return f.hidden ? null : [getComputedStyle(document.body).backgroundColor, getComputedStyle(f).backgroundColor];";
+    assert_eq!(
+        browser.wait_for(SHOWN_WITHIN, colours, &[]),
+        Some(json!(["rgb(15, 19, 25)", "rgb(22, 27, 34)"])),
+        "the sign-in form is a dark panel on a dark page"
+    );
+    browser.open(&format!("{}/#token={alice}", origin(&host)));
+    assert!(shows(&browser, &id, "running"));
+    let swatch =
+        "return getComputedStyle(document.querySelector('.swatch.running')).backgroundColor;";
+    assert_eq!(browser.run(swatch, &[]), json!("rgb(110, 168, 255)"));
+    browser.prefer_scheme("light");
+    let light = "const c = getComputedStyle(document.body).backgroundColor; return c === 'rgb(246, 247, 249)' ? c : null;";
+    assert!(
+        browser.wait_for(SHOWN_WITHIN, light, &[]).is_some(),
+        "and back to light"
     );
 }

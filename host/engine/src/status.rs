@@ -102,3 +102,29 @@ fn health(services: &Services) -> Value {
         "uptime_ms": uptime_ms,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plugins_live_tasks_count_those_the_host_runs_for_it() {
+        let mut plugins = json!({"plugins": [
+            {"name": "bash", "generations": [{"generation": 1, "live_tasks": 0}]},
+            {"name": "probe", "generations": [{"live_tasks": 2}, {"live_tasks": 1}]},
+            {"name": "web", "generations": [{"live_tasks": 0}]},
+        ]});
+        let by_kind = std::collections::BTreeMap::from([
+            ("bash".to_owned(), 3),
+            ("probe-kind".to_owned(), 3),
+        ]);
+        count_live(&mut plugins, &by_kind);
+        let live: Vec<&Value> = plugins["plugins"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| &p["live_tasks"])
+            .collect();
+        assert_eq!(live, [&json!(3), &json!(3), &json!(0)]);
+    }
+}
