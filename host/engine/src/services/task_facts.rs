@@ -12,13 +12,17 @@ use crate::process::Process;
 /// How many kills are remembered; past it the oldest is forgotten.
 const KILLS_KEPT: usize = 4096;
 
+/// How many processes are noted before those gone are first swept.
+const SWEEP_FROM: usize = 64;
+
 /// Where a task's process runs and who asked to kill it. Cheap to clone; clones share one table.
 #[derive(Clone, Default)]
 pub struct TaskFacts(Arc<Inner>);
 
 #[derive(Default)]
 struct Inner {
-    running: Mutex<HashMap<String, Running>>,
+    /// The processes noted, and how many were left at the last sweep of those gone.
+    running: Mutex<(HashMap<String, Running>, usize)>,
     kills: Mutex<(HashMap<String, Kill>, VecDeque<String>)>,
 }
 
@@ -42,8 +46,14 @@ impl TaskFacts {
     /// process is gone.
     pub(crate) fn started(&self, id: &str, process: &Arc<Process>, cwd: Option<PathBuf>) {
         let cwd = cwd.or_else(|| std::env::current_dir().ok());
-        let mut running = self.0.running.lock();
-        running.retain(|_, r| r.process.strong_count() > 0);
+        let mut guard = self.0.running.lock();
+        let (running, swept) = &mut *guard;
+        // Those gone are swept once the table doubled since the last sweep: a start costs O(1)
+        // on average however many tasks run.
+        if running.len() >= 2 * (*swept).max(SWEEP_FROM) {
+            running.retain(|_, r| r.process.strong_count() > 0);
+            *swept = running.len();
+        }
         let process = Arc::downgrade(process);
         running.insert(id.to_owned(), Running { process, cwd });
     }
@@ -51,7 +61,7 @@ impl TaskFacts {
     /// Task `id`'s process group leader's pid and its working directory, while its process runs.
     pub fn running(&self, id: &str) -> Option<(Option<i32>, Option<PathBuf>)> {
         let running = self.0.running.lock();
-        let r = running.get(id)?;
+        let r = running.0.get(id)?;
         let process = r.process.upgrade()?;
         Some((process.pgid(), r.cwd.clone()))
     }
