@@ -179,8 +179,9 @@ pub trait HostApi: Send + Sync {
     ) -> RResult<RString, HostError>;
     /// The host as people watch it, as a JSON object's text: `plugins` (each with `name`,
     /// `generations` (each with `generation`, `state`, `live_tasks`, `loaded_at_ms`), `path` and
-    /// `live_tasks`: its unsettled tasks, those the host runs for it included) and `health` (`tasks_live`, `threads`,
-    /// `descriptors`, `rss_bytes`, `keeper_pid`, `store_bytes`, `uptime_ms`).
+    /// `live_tasks`: its unsettled tasks, those the host runs for it included) and `health`
+    /// (`tasks_live`, `threads`, `descriptors`, `rss_bytes`, `keeper_pid`, `store_bytes`,
+    /// `uptime_ms`).
     fn host_status_json(&self) -> RString;
     /// The newest `limit` records of `caller`'s tasks (every owner's for
     /// [`crate::sdk::http::EVERY_OWNER`]) in the state directory, this host's and
@@ -212,10 +213,9 @@ pub trait HostApi: Send + Sync {
     /// `cpu_max_millis`; null when unbounded), `ahead` (how many tasks run before it, while it
     /// is queued; else null), `output_bytes` (its kept output's size; null when none is kept),
     /// `pid` and `cwd` (its process group's leader and its working directory, while its process
-    /// runs; else null), `killed_by` (`{"by", "reason"}`: the owner id that asked to kill it through
-    /// a plugin, [`crate::sdk::http::EVERY_OWNER`] for an overseer's view, and the reason given;
-    /// null when none did).
-    /// `{}` for a task `caller` may not see.
+    /// runs; else null), `killed_by` (`{"by", "reason"}`: the owner id that asked to kill it
+    /// through a plugin, [`crate::sdk::http::EVERY_OWNER`] for an overseer's view, and the reason
+    /// given; null when none did). `{}` for a task `caller` may not see.
     fn task_details_json(&self, caller: RStr<'_>, id: RStr<'_>) -> RString;
 }
 

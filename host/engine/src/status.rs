@@ -1,5 +1,5 @@
-//! The host as people watch it: its plugins with their generations and live tasks, and its health (live tasks,
-//! threads, descriptors, memory, keeper, store), as plugins read it through
+//! The host as people watch it: its plugins with their generations and live tasks, and its health
+//! (live tasks, threads, descriptors, memory, keeper, store), as plugins read it through
 //! [`taskhost_abi::HostApi::host_status_json`].
 
 use std::sync::Weak;

@@ -3,9 +3,9 @@
 //! task's status, command, owner (by name) and times, the output tail and details of the one
 //! selected, a kill button per row, the tasks lost by an earlier host, a timeline, and for an
 //! overseer (a token made with `--all-owners`) the plugins with their generations and the host's
-//! health. Everything it serves
-//! is embedded here; the page loads nothing from elsewhere. The page signs in by itself from the
-//! link's fragment (`/#token=TOKEN`) or its form, and keeps the token in `localStorage`.
+//! health. Everything it serves is embedded here; the page loads nothing from elsewhere. The page
+//! signs in by itself from the link's fragment (`/#token=TOKEN`) or its form, and keeps the token
+//! in `localStorage`.
 //!
 //! Rooms: `api` answers requests, `colours` parses output's colours into runs, `rows` turns
 //! snapshots into rows (owners named by the host), `stream` is the event stream's step; `assets/`

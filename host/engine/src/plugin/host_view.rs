@@ -1,11 +1,11 @@
 //! The part of a generation's host handle that serves people's views and says who asks: the
 //! caller's agent (an overseer for a view that shows every owner), a task's kept output tail, the
-//! records, the owners' names, a task's details, and the host's status (plugins and health). The [`HostApi`](taskhost_abi::HostApi) methods call
-//! these.
-
-use taskhost_abi::abi_stable::std_types::{RErr, ROk, RResult, RStr, RString};
+//! records, the owners' names, a task's details, and the host's status (plugins and health). The
+//! [`HostApi`](taskhost_abi::HostApi) methods call these.
 
 use std::collections::BTreeMap;
+
+use taskhost_abi::abi_stable::std_types::{RErr, ROk, RResult, RStr, RString};
 
 use taskhost_abi::HostError;
 use taskhost_abi::sdk::http::EVERY_OWNER;

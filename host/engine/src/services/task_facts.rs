@@ -42,8 +42,8 @@ pub struct Kill {
 }
 
 impl TaskFacts {
-    /// Notes that task `id`'s process runs in `cwd` (the host's own when `None`); forgotten once the
-    /// process is gone.
+    /// Notes that task `id`'s process runs in `cwd` (the host's own when `None`); forgotten once
+    /// the process is gone.
     pub(crate) fn started(&self, id: &str, process: &Arc<Process>, cwd: Option<PathBuf>) {
         let cwd = cwd.or_else(|| std::env::current_dir().ok());
         let mut guard = self.0.running.lock();
