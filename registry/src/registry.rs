@@ -216,6 +216,16 @@ impl Registry {
             changed_listeners: self.inner.changed_listeners.len(),
         }
     }
+
+    /// How many unsettled tasks there are of each kind (kinds with none left out).
+    pub fn live_by_kind(&self) -> std::collections::BTreeMap<String, usize> {
+        let st = self.inner.state.lock();
+        let mut counts = std::collections::BTreeMap::new();
+        for rec in st.records.values().filter(|r| !r.status.is_terminal()) {
+            *counts.entry(rec.kind.clone()).or_insert(0) += 1;
+        }
+        counts
+    }
 }
 
 impl Inner {

@@ -49,6 +49,7 @@ mod upgrade_modern;
 mod watch;
 mod web;
 mod web_browser;
+mod web_details;
 mod web_sign_in;
 mod web_sign_in_links;
 mod web_view;

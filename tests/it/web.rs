@@ -62,7 +62,7 @@ pub(crate) fn start(client: &Client, command: &str) -> String {
 }
 
 /// Starts a background `bash` call with `arguments` as `client`'s principal; the task id.
-fn start_with(client: &Client, arguments: serde_json::Value) -> String {
+pub(crate) fn start_with(client: &Client, arguments: serde_json::Value) -> String {
     let text = client.call("bash", arguments);
     text.split_whitespace()
         .find(|w| w.starts_with("bash-"))

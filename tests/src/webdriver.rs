@@ -225,6 +225,17 @@ impl Browser {
         );
     }
 
+    /// Makes the page see the system's colour scheme as `scheme` (`light` or `dark`), as
+    /// `prefers-color-scheme` reports it (Chromium's DevTools emulation, through chromedriver).
+    pub fn prefer_scheme(&self, scheme: &str) {
+        let features = json!([{"name": "prefers-color-scheme", "value": scheme}]);
+        self.command(
+            "POST",
+            "/goog/cdp/execute",
+            Some(json!({"cmd": "Emulation.setEmulatedMedia", "params": {"features": features}})),
+        );
+    }
+
     /// A PNG of the window.
     pub fn screenshot(&self) -> Vec<u8> {
         let encoded = self.command("GET", "/screenshot", None);

@@ -178,8 +178,10 @@ pub trait HostApi: Send + Sync {
         max_bytes: u64,
     ) -> RResult<RString, HostError>;
     /// The host as people watch it, as a JSON object's text: `plugins` (each with `name`,
-    /// `generation`, `loaded_at_ms`, `path`) and `health` (`tasks_live`, `threads`,
-    /// `descriptors`, `rss_bytes`, `keeper_pid`, `store_bytes`, `uptime_ms`).
+    /// `generations` (each with `generation`, `state`, `live_tasks`, `loaded_at_ms`), `path` and
+    /// `live_tasks`: its unsettled tasks, those the host runs for it included) and `health`
+    /// (`tasks_live`, `threads`, `descriptors`, `rss_bytes`, `keeper_pid`, `store_bytes`,
+    /// `uptime_ms`).
     fn host_status_json(&self) -> RString;
     /// The newest `limit` records of `caller`'s tasks (every owner's for
     /// [`crate::sdk::http::EVERY_OWNER`]) in the state directory, this host's and
@@ -198,6 +200,23 @@ pub trait HostApi: Send + Sync {
         id: RStr<'_>,
         max_bytes: u64,
     ) -> RResult<RString, HostError>;
+    /// The names people know owners by, for `caller`'s view: `owners_json` is a JSON array of
+    /// owner ids (`principal-6`, `session-17`); the answer a JSON object's text,
+    /// `{"names": {ID: NAME}}`: a principal by its token's name (`taskhost token create NAME`), a
+    /// session by its client's name (`clientInfo.name` of its `initialize`) and its number
+    /// (`claude-code #17`). Only owners `caller` may see are named (its own; every one for
+    /// [`crate::sdk::http::EVERY_OWNER`]); an owner with no better name is left out.
+    fn owner_names_json(&self, caller: RStr<'_>, owners_json: RStr<'_>) -> RString;
+    /// What the host records of task `id`, for `caller` as [`HostApi::task_tail`] authorizes, as
+    /// a JSON object's text: `id`, `owner` (its id), `bounds` (its owner's policy as resolved:
+    /// `policy`, `write`, `filesystem`, `git_writable`, `network`, `memory_max`, `pids_max`,
+    /// `cpu_max_millis`; null when unbounded), `ahead` (how many tasks run before it, while it
+    /// is queued; else null), `output_bytes` (its kept output's size; null when none is kept),
+    /// `pid` and `cwd` (its process group's leader and its working directory, while its process
+    /// runs; else null), `killed_by` (`{"by", "reason"}`: the owner id that asked to kill it
+    /// through a plugin, [`crate::sdk::http::EVERY_OWNER`] for an overseer's view, and the reason
+    /// given; null when none did). `{}` for a task `caller` may not see.
+    fn task_details_json(&self, caller: RStr<'_>, id: RStr<'_>) -> RString;
 }
 
 /// The host handle as the plugin holds it.

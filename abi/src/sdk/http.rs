@@ -278,6 +278,30 @@ impl Host {
             .unwrap_or_default()
     }
 
+    /// The names people know `owners` by, for `caller`'s view (see
+    /// [`crate::ffi::HostApi::owner_names_json`]): owner id to name, for those that have one.
+    pub fn owner_names(
+        &self,
+        caller: &str,
+        owners: &[&str],
+    ) -> std::collections::BTreeMap<String, String> {
+        let asked = serde_json::to_string(owners).unwrap_or_default();
+        let text = self
+            .0
+            .owner_names_json(caller.into(), asked.as_str().into());
+        serde_json::from_str::<Value>(text.as_str())
+            .ok()
+            .and_then(|v| serde_json::from_value(v.get("names")?.clone()).ok())
+            .unwrap_or_default()
+    }
+
+    /// What the host records of task `id`, for `caller` (see
+    /// [`crate::ffi::HostApi::task_details_json`]); an empty object for a task it may not see.
+    pub fn task_details(&self, caller: &str, id: &str) -> Value {
+        let text = self.0.task_details_json(caller.into(), id.into());
+        serde_json::from_str(text.as_str()).unwrap_or_else(|_| Value::Object(Default::default()))
+    }
+
     /// The host as people watch it: its plugins and its health (see
     /// [`crate::ffi::HostApi::host_status_json`]).
     pub fn host_status(&self) -> Value {

@@ -88,6 +88,7 @@ impl Taskhost {
             continued: Default::default(),
             policies: services.policies,
             queue,
+            facts: Default::default(),
         };
         services.tell_unheld();
         let plugins = Arc::new(Plugins::new(services.clone(), options));

@@ -6,6 +6,7 @@
 //! Rooms: [`host`] (one host, tying the rest together), [`services`] (what tasks run on, no FFI),
 //! [`plugin`] (loading, generations and the host handle: the only place that loads libraries),
 //! [`sessions`] and [`owners`] (who owns a connection's tasks, and how an owner comes back),
+//! [`owner_names`] (owners as people know them),
 //! [`policy`] (the bounds an owner's processes run under), [`drain`], [`rundir`], [`status`] and
 //! [`memory`].
 //!
@@ -21,6 +22,7 @@ pub mod host;
     reason = "malloc_trim, the one allocator call the host makes"
 )]
 pub mod memory;
+pub mod owner_names;
 pub mod owners;
 pub mod plugin;
 pub mod policy;

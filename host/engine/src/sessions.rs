@@ -41,6 +41,9 @@ pub struct Sessions {
     max_foreground: usize,
     /// Where a notice handed to a session's sink is recorded as told.
     state: Option<Arc<taskhost_store::Store>>,
+    /// The name each session's client gave in its `initialize` (`clientInfo.name`), kept after the
+    /// session closes (its settled tasks are still listed) for this host's life.
+    clients: Mutex<HashMap<String, String>>,
 }
 
 /// Why a foreground command was refused.
@@ -78,6 +81,7 @@ impl Sessions {
             inner: Mutex::new(HashMap::new()),
             max_foreground: max_foreground.max(1),
             state,
+            clients: Mutex::default(),
         }
     }
 
@@ -170,6 +174,16 @@ impl Sessions {
             e.calls.cancel();
             self.registry.dispose_agent(&e.agent).await;
         }
+    }
+
+    /// Records the name session `id`'s client gave (`clientInfo.name`), for people's views.
+    pub fn name_client(&self, id: &str, name: &str) {
+        self.clients.lock().insert(id.to_owned(), name.to_owned());
+    }
+
+    /// The name session `id`'s client gave, if it gave one on this host.
+    pub fn client_name(&self, id: &str) -> Option<String> {
+        self.clients.lock().get(id).cloned()
     }
 
     /// The session's agent, if the session is open.

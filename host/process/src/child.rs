@@ -75,6 +75,12 @@ pub fn signal_name(signal: i32) -> String {
 }
 
 impl Process {
+    /// The pid of the process group's leader (the task's own process), `None` for a process that
+    /// failed to spawn.
+    pub fn pgid(&self) -> Option<i32> {
+        self.pgid
+    }
+
     pub(crate) fn new(
         pgid: Option<i32>,
         streams: Streams,

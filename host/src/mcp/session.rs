@@ -190,6 +190,14 @@ impl ServerHandler for McpSession {
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let _ = self.listener.peer.set(context.peer.clone());
+        if let OwnerOf::Connection(hub) = &self.owner
+            && let Some(info) = context.peer.peer_info()
+        {
+            // People's views name the owner by its client ("claude-code #3").
+            self.host
+                .sessions()
+                .name_client(&hub.id, &info.client_info.name);
+        }
         // A legacy session gets logging messages unless it asks otherwise (`logging/setLevel`).
         self.listener.level.lock().get_or_insert(LoggingLevel::Info);
         if let OwnerOf::Principal { .. } = self.owner

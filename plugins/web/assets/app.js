@@ -19,7 +19,6 @@ const REVOKED = 'The token names no principal (unknown or revoked).';
 const PAGE_ROWS = 100;
 const TIMELINE_HOURS = 6;
 const COLOURS = { running: '#1f5fbf', stopping: '#1f5fbf', queued: '#7c5cbf', completed: '#23803a', failed: '#b3261e', killed: '#b86200', lost: '#9ca3af' };
-const TERMINAL = new Set(['completed', 'failed', 'killed', 'lost']);
 
 const tasks = new Map();
 let watch = '';
@@ -163,6 +162,9 @@ const handlers = {
     tailRuns = d.runs && d.runs.length ? d.runs : [['', expired]];
     showTail();
   },
+  details(d) {
+    if (d.id === watch) showDetails(d);
+  },
   host: (d) => showHost(d),
 };
 
@@ -261,7 +263,7 @@ function filtered() {
   const rows = [];
   for (const t of tasks.values()) {
     if (status && shownStatus(t) !== status) continue;
-    if (owner && t.owner !== owner) continue;
+    if (owner && ownerId(t) !== owner) continue;
     if (kind && t.kind !== kind) continue;
     if (search && !(t.command.toLowerCase().includes(search) || t.id.toLowerCase().includes(search))) continue;
     rows.push(t);
@@ -270,16 +272,27 @@ function filtered() {
   return rows;
 }
 
+// Adds to `select` an option for each of `values` it lacks: a value, or [value, label] (a
+// label that changed is updated).
 function options(select, values) {
   const keep = select.value;
-  const have = new Set([...select.options].map((o) => o.value));
-  for (const v of [...values].sort()) {
-    if (have.has(v) || v === '') continue;
+  const have = new Map([...select.options].map((o) => [o.value, o]));
+  const pairs = [...values].map((v) => (Array.isArray(v) ? v : [v, v]));
+  for (const [v, label] of pairs.sort((a, b) => (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0))) {
+    if (v === '') continue;
+    const had = have.get(v);
+    if (had) { if (had.textContent !== label) had.textContent = label; continue; }
     const o = document.createElement('option');
-    o.value = v; o.textContent = v;
+    o.value = v; o.textContent = label;
+    if (label !== v) o.title = v;
     select.appendChild(o);
   }
   select.value = keep;
+}
+
+// The id of a task's owner (a row of an older host's view may lack `owner_id`).
+function ownerId(t) {
+  return t.owner_id === undefined ? t.owner : t.owner_id;
 }
 
 function cell(tr, text, cls) {
@@ -308,7 +321,8 @@ function duration(t) {
 }
 
 function render() {
-  options($('f-owner'), new Set([...tasks.values()].map((t) => t.owner)));
+  const owners = new Map([...tasks.values()].map((t) => [ownerId(t), t.owner]));
+  options($('f-owner'), [...owners.entries()]);
   options($('f-kind'), new Set([...tasks.values()].map((t) => t.kind)));
   const rows = filtered();
   const pages = Math.max(1, Math.ceil(rows.length / PAGE_ROWS));
@@ -324,7 +338,8 @@ function render() {
     if (t.id === watch) tr.className = 'selected';
     cell(tr, t.id, 'id');
     cell(tr, t.kind, 'kind');
-    cell(tr, t.owner, 'owner');
+    const owner = cell(tr, t.owner, 'owner');
+    if (ownerId(t) && ownerId(t) !== t.owner) { owner.title = ownerId(t); owner.dataset.ownerId = ownerId(t); }
     cell(tr, shownStatus(t), 'status status-' + shownStatus(t));
     cell(tr, t.command, 'command');
     cell(tr, clock(t.started_at_ms), 'started');
@@ -364,6 +379,7 @@ function select(id, byPerson = true) {
   $('detail-id').textContent = id;
   tailRuns = [];
   $('tail').textContent = '';
+  showDetails({});
   $('follow').checked = true;
   connect();
   redraw();
@@ -395,10 +411,9 @@ function showHost(s) {
     cell(tr, gens.map((g) => g.generation + ' ' + g.state).join(', '), 'generations');
     const last = gens.reduce((m, g) => Math.max(m, g.loaded_at_ms || 0), 0);
     cell(tr, clock(last));
-    // A producer whose tasks the host runs (bash's processes) holds none itself: its live tasks
-    // are those of its kind the page lists.
-    const listed = [...tasks.values()].filter((t) => t.kind === p.name && !TERMINAL.has(t.status)).length;
-    cell(tr, String(Math.max(listed, gens.reduce((n, g) => n + g.live_tasks, 0))), 'live');
+    // The plugin's live tasks, those the host runs for it (bash's processes) included; a
+    // generation holds only those whose hooks are its own.
+    cell(tr, String(p.live_tasks ?? gens.reduce((n, g) => n + g.live_tasks, 0)), 'live');
     body.appendChild(tr);
   }
   $('plugins').replaceChild(body, $('plugins').tBodies[0]);

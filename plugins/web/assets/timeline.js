@@ -17,10 +17,12 @@ function timeline(rows) {
   ctx.clearRect(0, 0, canvas.width, canvas.height);
   const height = canvas.height - AXIS_PX;
   const h = Math.max(1, Math.min(12, Math.floor(height / Math.max(1, shown.length))));
+  const style = getComputedStyle(document.documentElement);
+  const colour = (s) => style.getPropertyValue('--' + s).trim() || COLOURS[s] || '#444';
   bars = shown.map((t, i) => {
     const x0 = ((Math.max(t.started_at_ms, from) - from) / span) * canvas.width;
     const x1 = Math.max(x0 + 2, (((t.finished_at_ms || now) - from) / span) * canvas.width);
-    ctx.fillStyle = COLOURS[shownStatus(t)] || '#444';
+    ctx.fillStyle = colour(shownStatus(t));
     ctx.fillRect(x0, i * h, x1 - x0, Math.max(1, h - 1));
     return [x0, x1, i * h, i * h + h, t];
   });
@@ -50,7 +52,7 @@ function hover(e) {
   const y = ((e.clientY - r.top) / r.height) * canvas.height;
   const bar = bars.find(([x0, x1, y0, y1]) => x >= x0 - 2 && x <= x1 + 2 && y >= y0 && y < y1);
   const t = bar && bar[4];
-  const text = t ? t.id + ' ' + shownStatus(t) + ' (' + duration(t) + '): ' + t.command : '';
+  const text = t ? t.id + ' ' + shownStatus(t) + ' (' + duration(t) + ')' + (t.owner ? ' by ' + t.owner : '') + ': ' + t.command : '';
   $('timeline-hover').textContent = text;
   canvas.title = text;
   return t;

@@ -1,11 +1,11 @@
-//! The page's requests: who signs in, the task list, one task's output tail or its whole kept
-//! output (a download), a kill, and the host's
+//! The page's requests: who signs in, the task list, one task's output tail, its details or its
+//! whole kept output (a download), a kill, and the host's
 //! status (its plugins' paths, the keeper's pid, its health: an overseer's alone).
 
 use taskhost_abi::prelude::*;
 use taskhost_abi::sdk::http::{HttpRequest, HttpResponse};
 
-use crate::rows::{row, with_records};
+use crate::rows::{named, row, with_records};
 
 /// How much of each output stream a tail shows.
 pub(crate) const TAIL_BYTES: u64 = 16 * 1024;
@@ -31,6 +31,9 @@ pub(crate) fn answer(host: &Host, request: &HttpRequest) -> HttpResponse {
             Ok(text) => HttpResponse::json(&json!({ "id": id, "text": text })),
             Err(e) => HttpResponse::status(404, e),
         },
+        ("GET", ["api", "tasks", id, "details"]) => {
+            HttpResponse::json(&host.task_details(owner, id))
+        }
         ("GET", ["api", "tasks", id, "output"]) => {
             match host.task_tail(owner, id, DOWNLOAD_BYTES) {
                 Ok(text) => HttpResponse::ok("text/plain; charset=utf-8", text),
@@ -38,11 +41,14 @@ pub(crate) fn answer(host: &Host, request: &HttpRequest) -> HttpResponse {
             }
         }
         ("POST", ["api", "tasks", id, "kill"]) => {
-            match host.kill_task(owner, id, Some("killed from the web view")) {
-                Ok(kill) => HttpResponse::json(&json!({
-                    "requested": kill.requested,
-                    "task": row(&kill.snapshot, &request.viewer),
-                })),
+            let reason = format!("killed from the web view by {}", request.viewer.name);
+            match host.kill_task(owner, id, Some(&reason)) {
+                Ok(kill) => {
+                    let mut task = [row(&kill.snapshot, &request.viewer)];
+                    named(host, &request.viewer, &mut task);
+                    let [task] = task;
+                    HttpResponse::json(&json!({ "requested": kill.requested, "task": task }))
+                }
                 Err(e) => HttpResponse::status(404, e),
             }
         }

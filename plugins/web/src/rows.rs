@@ -6,12 +6,41 @@ use std::hash::{Hash, Hasher};
 use taskhost_abi::prelude::*;
 use taskhost_abi::sdk::http::Viewer;
 
-/// The owner a row shows: by name when it is the viewer's own, by id otherwise, empty for none.
+/// The owner a row shows: by name when it is the viewer's own, by id otherwise (until [`named`]
+/// names it), empty for none.
 fn shown_owner(owner: Option<&str>, viewer: &Viewer) -> String {
     match owner {
         Some(o) if o == viewer.owner => viewer.name.clone(),
         Some(o) => o.to_owned(),
         None => String::new(),
+    }
+}
+
+/// Names the owners of `rows` the host knows a name of (a principal's, a session's client's) in
+/// place of their ids; each row keeps its owner's id in `owner_id`. An overseer's rows alone
+/// have owners other than the viewer, so only they are asked about.
+pub(crate) fn named(host: &Host, viewer: &Viewer, rows: &mut [Value]) {
+    if !viewer.all_owners || rows.is_empty() {
+        return;
+    }
+    let ids: std::collections::BTreeSet<&str> = rows
+        .iter()
+        .filter_map(|r| r["owner_id"].as_str())
+        .filter(|id| !id.is_empty() && *id != viewer.owner)
+        .collect();
+    if ids.is_empty() {
+        return;
+    }
+    let ids: Vec<&str> = ids.into_iter().collect();
+    let names = host.owner_names(viewer.caller(), &ids);
+    for row in rows.iter_mut() {
+        let name = row["owner_id"]
+            .as_str()
+            .and_then(|id| names.get(id))
+            .cloned();
+        if let Some(name) = name {
+            row["owner"] = Value::String(name);
+        }
     }
 }
 
@@ -23,6 +52,7 @@ pub(crate) fn row(task: &FfiSnapshot, viewer: &Viewer) -> Value {
         "kind": task.kind.as_str(),
         "command": task.label.as_str(),
         "owner": owner,
+        "owner_id": task.owner().unwrap_or_default(),
         "status": task.status.as_str(),
         "detail": task.detail(),
         "started_at_ms": task.started_at_ms,
@@ -39,6 +69,7 @@ pub(crate) fn record_row(record: &Value, viewer: &Viewer) -> Value {
         "kind": record["kind"],
         "command": record["label"],
         "owner": owner,
+        "owner_id": record["owner"].as_str().unwrap_or_default(),
         "status": record["status"],
         "detail": record["detail"],
         "started_at_ms": record["started_at_ms"],
@@ -51,6 +82,7 @@ pub(crate) fn record_row(record: &Value, viewer: &Viewer) -> Value {
 pub(crate) fn with_records(host: &Host, live: &[FfiSnapshot], viewer: &Viewer) -> Vec<Value> {
     let mut rows: Vec<Value> = live.iter().map(|t| row(t, viewer)).collect();
     rows.extend(record_rows(host, live, viewer));
+    named(host, viewer, &mut rows);
     rows
 }
 

@@ -4,6 +4,8 @@
 //!   tasks no live task has), and the ids no longer listed;
 //! - `tail`: `{"id", "runs"}`, the watched task's output tail with its colours, as
 //!   [`crate::colours::runs`], when it changed;
+//! - `details`: the watched task's details, as [`taskhost_abi::sdk::http::Host::task_details`],
+//!   when they changed;
 //! - `host`: the host's status (plugins, health), every [`STATUS_EVERY_MS`], to an overseer alone
 //!   (a viewer with `all_owners`).
 //!
@@ -18,7 +20,7 @@ use taskhost_abi::prelude::*;
 use taskhost_abi::sdk::http::{Events, EventsRequest};
 
 use crate::api::TAIL_BYTES;
-use crate::rows::{fingerprint, record_rows, row};
+use crate::rows::{fingerprint, named, record_rows, row};
 
 /// How often the host's status is sent, and the list looked at when no task registered or settled.
 pub(crate) const STATUS_EVERY_MS: u64 = 1000;
@@ -32,6 +34,7 @@ pub(crate) const FOLLOW_MS: u64 = 50;
 struct Sent {
     rows: BTreeMap<String, u64>,
     tail: Option<(String, u64)>,
+    details: Option<(String, u64)>,
     status_at_ms: u64,
     listed_at_ms: u64,
 }
@@ -69,6 +72,7 @@ impl Sent {
             // The records of earlier hosts' tasks are settled: sent once, never followed.
             rows.extend(record_rows(host, &tasks, &request.viewer));
         }
+        named(host, &request.viewer, &mut rows);
         let removed: Vec<&String> = self
             .rows
             .keys()
@@ -105,6 +109,19 @@ impl Sent {
         );
         (Some(event), live)
     }
+
+    /// The `details` event of the watched task `id`, if they changed.
+    fn details(&mut self, host: &Host, request: &EventsRequest, id: &str) -> Option<Event> {
+        let details = host.task_details(request.viewer.caller(), id);
+        let mut h = DefaultHasher::new();
+        details.to_string().hash(&mut h);
+        let print = (id.to_owned(), h.finish());
+        if self.details.as_ref() == Some(&print) {
+            return None;
+        }
+        self.details = Some(print);
+        Some(("details".to_owned(), details.to_string()))
+    }
 }
 
 /// One step: what changed since the previous one, and when to look again.
@@ -121,8 +138,14 @@ pub(crate) fn step(host: &Host, request: &EventsRequest) -> Events {
         events.extend(sent.list(host, request, first, now));
     }
     if let Some(id) = watch {
+        let listed = !events.is_empty();
         let (tail, live) = sent.tail(host, request, id);
+        // What the details hold changes with the output (its size) or the row (queued, ended).
+        let looked = listed || tail.is_some() || sent.details.as_ref().is_none_or(|d| d.0 != *id);
         events.extend(tail);
+        if looked {
+            events.extend(sent.details(host, request, id));
+        }
         watched_live = live;
     }
     if request.viewer.all_owners && now.saturating_sub(sent.status_at_ms) >= STATUS_EVERY_MS {
@@ -134,6 +157,7 @@ pub(crate) fn step(host: &Host, request: &EventsRequest) -> Events {
         state: json!({
             "rows": sent.rows,
             "tail": sent.tail,
+            "details": sent.details,
             "status_at_ms": sent.status_at_ms,
             "listed_at_ms": sent.listed_at_ms,
         }),

@@ -17,15 +17,15 @@ use taskhost_abi::{
     SubagentRequest,
 };
 use taskhost_abi::{HostError, HostErrorKind};
-use taskhost_registry::{KillOutcome, ProducerError, SurfaceScope, TaskOutcome};
+use taskhost_registry::{ProducerError, SurfaceScope, TaskOutcome};
 
 use super::call_scope::CallScope;
 use super::generation::{GenBox, Generation, ToolEntry};
-use super::host_error::{declare_error, host_error};
+use super::host_error::{host_error, started};
 use super::table::Shared;
 use super::task_bridge::{HostCompletion, registry_hooks};
 use super::{convert, requests};
-use crate::services::{DeclareError, Services};
+use crate::services::Services;
 
 /// The host side of one generation's handle. Holds its generation weakly (the plugin keeps the handle,
 /// and the generation keeps the plugin).
@@ -36,14 +36,6 @@ pub(crate) struct GenHost {
 
 pub(super) fn err(e: impl ToString) -> RString {
     RString::from(e.to_string())
-}
-
-/// A start's answer as it crosses to the plugin.
-fn started<T, S: Into<T>>(result: Result<S, DeclareError>) -> RResult<T, HostError> {
-    match result {
-        Ok(v) => ROk(v.into()),
-        Err(e) => RErr(declare_error(&e)),
-    }
 }
 
 impl GenHost {
@@ -273,23 +265,11 @@ impl HostApi for GenHost {
         id: RStr<'_>,
         reason: ROption<RStr<'_>>,
     ) -> RResult<FfiKill, HostError> {
-        let caller = self.caller(caller);
-        let reason = reason.into_option().map(|r| r.as_str().to_owned());
-        match self
-            .services()
-            .registry
-            .kill(id.as_str(), caller.as_ref(), reason.as_deref())
-        {
-            Ok(KillOutcome::Requested(s)) => ROk(FfiKill {
-                requested: true,
-                snapshot: convert::snapshot(&s),
-            }),
-            Ok(KillOutcome::AlreadyFinished(s)) => ROk(FfiKill {
-                requested: false,
-                snapshot: convert::snapshot(&s),
-            }),
-            Err(e) => RErr(host_error(&e)),
-        }
+        self.kill(
+            caller,
+            id.as_str(),
+            reason.into_option().map(|r| r.as_str()),
+        )
     }
 
     fn wait_task(
@@ -441,6 +421,14 @@ impl HostApi for GenHost {
 
     fn task_records_json(&self, caller: RStr<'_>, limit: u64) -> RString {
         self.records_json(caller, limit)
+    }
+
+    fn owner_names_json(&self, caller: RStr<'_>, owners_json: RStr<'_>) -> RString {
+        self.names_json(caller, owners_json)
+    }
+
+    fn task_details_json(&self, caller: RStr<'_>, id: RStr<'_>) -> RString {
+        self.details_json(caller, id)
     }
 
     fn call_ask_all(&self, requests_json: RStr<'_>) -> RResult<RString, HostError> {

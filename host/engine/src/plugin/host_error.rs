@@ -1,6 +1,7 @@
 //! The registry's refusals as a plugin gets them: each kind a [`HostErrorKind`], the message the
 //! registry's own.
 
+use taskhost_abi::abi_stable::std_types::{RErr, ROk, RResult};
 use taskhost_abi::{HostError, HostErrorKind};
 use taskhost_registry::RegistryError;
 
@@ -47,5 +48,13 @@ pub(super) fn declare_error(e: &DeclareError) -> HostError {
         DeclareError::UnknownSession(_) => HostError::new(HostErrorKind::NotFound, e.to_string()),
         DeclareError::NoWork(_) => internal(e),
         DeclareError::Refused(_) => HostError::new(HostErrorKind::Invalid, e.to_string()),
+    }
+}
+
+/// A start's answer as it crosses to the plugin.
+pub(super) fn started<T, S: Into<T>>(result: Result<S, DeclareError>) -> RResult<T, HostError> {
+    match result {
+        Ok(v) => ROk(v.into()),
+        Err(e) => RErr(declare_error(&e)),
     }
 }

@@ -19,6 +19,7 @@ mod executor;
 mod generation;
 mod host_api;
 mod host_error;
+mod host_kill;
 mod host_log;
 mod host_mcp;
 mod host_view;

@@ -32,4 +32,6 @@ pub struct Services {
     pub policies: Option<Arc<crate::policy::Policies>>,
     /// The queue of process tasks: the slots the limits allow, and the tasks waiting for one.
     pub queue: super::queue::Queue,
+    /// Where each running process task runs, and who asked to kill a task.
+    pub facts: super::task_facts::TaskFacts,
 }

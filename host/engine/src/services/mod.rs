@@ -8,7 +8,8 @@
 //! - [`subagent`] and [`acp`]: ACP agents as tasks or foreground runs;
 //! - [`queue`]: limits on running process tasks, and tasks that wait, queued, for a slot or for
 //!   others;
-//! - [`call`]: what a running call carries (its cancellation, its progress reports).
+//! - [`call`]: what a running call carries (its cancellation, its progress reports);
+//! - [`task_facts`]: where a task's process runs and who asked to kill it, for people's views.
 //!
 //! Nothing here knows `abi_stable`: `crate::plugin` converts the plugin's requests into these types.
 
@@ -25,6 +26,7 @@ pub mod process_tasks;
 pub mod queue;
 pub mod subagent;
 mod take_back;
+pub mod task_facts;
 mod unheld;
 
 pub use call::{CallContext, ClientLink, Progress};

@@ -78,6 +78,7 @@ impl Services {
     ) -> Result<String, super::DeclareError> {
         let session = decl.session_key();
         let processes = self.processes.clone();
+        let cwd = spec.workdir.clone();
         // With a durable state, a task's output is kept there, and its record names the files.
         spec.keep_output = self.state.is_some();
         let started = Arc::new(parking_lot::Mutex::new(None));
@@ -92,6 +93,7 @@ impl Services {
             Ok(holding(process, Some(slot)))
         })?;
         if let Some(process) = started.lock().take() {
+            self.facts.started(&id, &process, cwd);
             self.keep_for_successor(&process, &id);
         }
         Ok(id)

@@ -174,6 +174,7 @@ async fn run(p: &Pending, id: &TaskId, slot: Slot) -> TaskOutcome {
     spec.keep_output = p.services.state.is_some();
     spec.held_as = p.services.state.as_ref().map(|_| id.as_str().to_owned());
     let (processes, session) = (p.services.processes.clone(), p.session.clone());
+    let cwd = spec.workdir.clone();
     let spawned = tokio::task::spawn_blocking(move || processes.spawn(&spec, &session)).await;
     let process = match spawned {
         Ok(Ok(process)) => process,
@@ -187,6 +188,7 @@ async fn run(p: &Pending, id: &TaskId, slot: Slot) -> TaskOutcome {
         }
         *stage = Stage::Running(process.clone());
     }
+    p.services.facts.started(id.as_str(), &process, cwd);
     p.services.keep_for_successor(&process, id.as_str());
     if let Some(state) = &p.services.state {
         state.unqueue(id.as_str());

@@ -113,6 +113,13 @@ impl Queue {
         }
     }
 
+    /// How many tasks would run before queued task `id` if nothing else arrived; `None` for a
+    /// task not in line.
+    pub fn ahead_of(&self, id: &str) -> Option<usize> {
+        let ranks = self.0.turns.lock().ranks();
+        ranks.into_iter().find(|(r, _)| r == id).map(|(_, n)| n)
+    }
+
     /// Tasks running and waiting for a slot, for diagnostics and benchmarks.
     pub fn counts(&self) -> (u64, usize) {
         let turns = self.0.turns.lock();
