@@ -60,34 +60,27 @@
 //! (`wire.rs`) and their descriptors (`fds.rs`); for a handover `Keepers::enable_handover`,
 //! `handover::wait` and `Keepers::take_waiting`.
 
-mod adopt;
 mod backoff;
-mod carried;
 mod client;
-mod client_handover;
 mod ending;
 mod fds;
 mod handover;
-mod handover_state;
-mod held;
-mod kept_file;
 mod os_bytes;
 mod server;
 mod shared;
 mod slot;
-mod unheld;
-mod watchdog;
 mod wire;
 
-pub use adopt::{Handed, HandedTask, HandoverError};
 pub use client::{Keeper, KeeperSpawnError, KeptProcess, KeptStreams};
-pub use held::HoldSetup;
+pub use handover::adopt::{Handed, HandedTask, HandoverError};
+pub use handover::held::HoldSetup;
+pub use handover::hold::{HeldAs, HeldFromStart, HeldStream, Hold};
+pub(crate) use handover::takeover::HoldPlan;
+pub use handover::unheld::ReadEnds;
+pub use handover::watchdog::watch as watchdog;
 pub use server::serve;
 pub use slot::{AdoptedKeeper, Keepers};
-pub use unheld::ReadEnds;
-pub use watchdog::watch as watchdog;
 pub use wire::Launch;
-pub use wire::{HeldFromStart, HeldStream, Hold};
 
 #[cfg(test)]
 mod tests;
