@@ -12,4 +12,6 @@ pub type ContinuedCall = (Value, String);
 
 /// The [`ContinuedCall`]s of each session.
 #[derive(Clone, Default)]
-pub struct ContinuedCalls(pub(super) Arc<parking_lot::Mutex<HashMap<String, Vec<ContinuedCall>>>>);
+pub struct ContinuedCalls(
+    pub(in crate::services) Arc<parking_lot::Mutex<HashMap<String, Vec<ContinuedCall>>>>,
+);

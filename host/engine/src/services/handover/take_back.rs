@@ -2,11 +2,10 @@
 //! tasks.
 
 use taskhost_registry::TaskId;
-use taskhost_store::FOREGROUND_PREFIX;
 
-use super::handles::Services;
-use super::process_tasks::holding;
-use crate::process::keeper::Handed;
+use crate::process::keeper::{Handed, HeldAs};
+use crate::services::handles::Services;
+use crate::services::process_tasks::holding;
 
 impl Services {
     /// Takes back the tasks `handed` holds that opening the state made this host's
@@ -26,13 +25,16 @@ impl Services {
             .map(|r| (r.id.as_str(), r))
             .collect();
         for task in handed.tasks {
-            if task.hold.task.starts_with(FOREGROUND_PREFIX) {
-                taken.extend(self.take_back_foreground(task));
-                continue;
-            }
-            let record = records.get(task.hold.task.as_str()).map(|r| (*r).clone());
-            let (Some(record), Some((_, number))) =
-                (record, TaskId::new(task.hold.task.as_str()).parts())
+            let id = match &task.hold.held_as {
+                HeldAs::Foreground(id) => {
+                    let id = *id;
+                    taken.extend(self.take_back_foreground(task, id));
+                    continue;
+                }
+                HeldAs::Task(id) => id.clone(),
+            };
+            let record = records.get(id.as_str()).map(|r| (*r).clone());
+            let (Some(record), Some((_, number))) = (record, TaskId::new(id.as_str()).parts())
             else {
                 crate::process::end_group(task.pgid);
                 continue;
