@@ -93,7 +93,7 @@ impl Store {
         dir: &Path,
         sync: Sync,
         use_: Use,
-        takeover: Option<crate::Takeover>,
+        takeover: Option<crate::handover::taken::Takeover>,
     ) -> Result<Self, StoreError> {
         let absent = || StoreError::NoDatabase {
             dir: dir.to_owned(),
@@ -134,7 +134,7 @@ impl Store {
         let (taken_over, taken_foregrounds) = match (takeover, host) {
             (Some(t), Some(me)) => {
                 let taken =
-                    crate::handover::takeover::take_over_tasks(&mut conn, me, t.host, &t.tasks)?;
+                    crate::handover::taken::take_over_tasks(&mut conn, me, t.host, &t.tasks)?;
                 let foregrounds =
                     crate::handover::foregrounds::take_over(&mut conn, t.host, &t.foregrounds)?;
                 // Only now may the gone host be seen gone.

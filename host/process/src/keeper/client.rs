@@ -223,9 +223,7 @@ impl Keeper {
             Some((hold, fds)) => Some(HeldFromStart { hold, fds }),
             None => held,
         };
-        let frame = Request::start(id, launch, streams, held, &mut fds)
-            .for_protocol(self.protocol())
-            .encode();
+        let frame = Request::start(id, launch, streams, held, &mut fds, self.protocol()).encode();
         let forget = || {
             let mut p = self.pending.lock();
             p.answers.remove(&id);
@@ -375,10 +373,8 @@ pub(super) fn read_reports(
                     let _ = w.exit.send(exit);
                 }
             }
-            // Only a successor's first frames, read before this thread starts.
-            Report::Adopt { .. } | Report::AdoptNamed { .. } | Report::Handed { .. } => {
-                frames.discard_fds()
-            }
+            // Only a successor's first frames (`Adopt`, `Handed`), read before this thread starts.
+            _ => frames.discard_fds(),
         }
     }
     let (orphans, stopped): (Vec<(i32, oneshot::Sender<Exit>)>, bool) = {

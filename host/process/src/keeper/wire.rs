@@ -225,14 +225,15 @@ fn decode<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, WireError> {
 }
 
 impl Request {
-    /// The request that starts `launch` as `id`: held for a successor from its start with `held`,
-    /// whose descriptors then follow the streams' in `fds`.
+    /// The request that starts `launch` as `id` on a keeper of `protocol`: held for a successor
+    /// from its start with `held`, whose descriptors then follow the streams' in `fds`.
     pub(crate) fn start<'a>(
         id: u64,
         launch: &Launch,
         streams: Streams,
         held: Option<HeldFromStart<'a>>,
         fds: &mut Vec<BorrowedFd<'a>>,
+        protocol: u32,
     ) -> Self {
         let launch = launch.clone();
         match held {
@@ -244,6 +245,7 @@ impl Request {
                     streams,
                     hold: h.hold.clone(),
                 }
+                .for_protocol(protocol)
             }
             None => Self::Spawn {
                 id,

@@ -12,6 +12,4 @@ pub type ContinuedCall = (Value, String);
 
 /// The [`ContinuedCall`]s of each session.
 #[derive(Clone, Default)]
-pub struct ContinuedCalls(
-    pub(in crate::services) Arc<parking_lot::Mutex<HashMap<String, Vec<ContinuedCall>>>>,
-);
+pub struct ContinuedCalls(pub(crate) Arc<parking_lot::Mutex<HashMap<String, Vec<ContinuedCall>>>>);

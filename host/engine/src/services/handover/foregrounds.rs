@@ -79,11 +79,7 @@ impl Services {
     /// predecessor's keeper, as a new background task of its calling session's; returns its id.
     /// `None` (the process ended) when its record did not reach the state before the crash or it
     /// cannot be served.
-    pub(in crate::services) fn take_back_foreground(
-        &self,
-        task: HandedTask,
-        id: u64,
-    ) -> Option<String> {
+    pub(crate) fn take_back_foreground(&self, task: HandedTask, id: u64) -> Option<String> {
         let pgid = task.pgid;
         let record = self.state.as_ref().and_then(|state| {
             state

@@ -12,7 +12,7 @@
 //! - `unheld.rs`: tasks whose keeper died holding them, marked and told to their owners.
 //! - Elsewhere: the pause of the bridges' sessions before an upgrade, `crate::drain`.
 
-pub(in crate::services) mod continued;
+pub(crate) mod continued;
 mod foregrounds;
 mod take_back;
 mod unheld;

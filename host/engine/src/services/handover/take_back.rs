@@ -3,7 +3,7 @@
 
 use taskhost_registry::TaskId;
 
-use crate::process::keeper::{Handed, HeldAs};
+use crate::process::keeper::{Handed, HandedTask, HeldAs};
 use crate::services::handles::Services;
 use crate::services::process_tasks::holding;
 
@@ -34,46 +34,57 @@ impl Services {
                 HeldAs::Task(id) => id.clone(),
             };
             let record = records.get(id.as_str()).map(|r| (*r).clone());
-            let (Some(record), Some((_, number))) = (record, TaskId::new(id.as_str()).parts())
-            else {
-                crate::process::end_group(task.pgid);
-                continue;
-            };
-            let decl = self.declaration_of(&record);
-            let output = state.output_dir();
-            let files = [&record.stdout_path, &record.stderr_path]
-                .map(|name| name.as_ref().map(|name| output.path().join(name)));
-            let pgid = task.pgid;
-            let process = match self.processes.take_over(
-                task,
-                files,
-                record.read,
-                &decl.session_key(),
-            ) {
-                Ok(process) => process,
-                Err(e) => {
-                    tracing::warn!(task = %record.id, error = %e, "a handed task could not be served");
-                    crate::process::end_group(pgid);
-                    continue;
+            match (record, TaskId::new(id.as_str()).parts()) {
+                (Some(record), Some((_, number))) => {
+                    taken.extend(self.take_back_task(&state, task, &record, number));
                 }
-            };
-            if record.stdout_path.is_none() {
-                state.set_output(&record.id, process.output_files());
-            }
-            self.keep_reads(&process, &record.id);
-            let hooks = process.clone();
-            let slot = self.queue.hold(&decl.session_key());
-            match self.take_over(&decl, number, move || Ok(holding(hooks, Some(slot)))) {
-                Ok(id) => {
-                    self.processes.hold_for_handover(&process, &id);
-                    taken.push(id);
-                }
-                Err(e) => {
-                    tracing::warn!(task = %record.id, error = %e, "a handed task could not be registered");
-                    process.kill();
-                }
+                _ => crate::process::end_group(task.pgid),
             }
         }
         taken
+    }
+
+    /// Serves `task`, handed over with its record `record`, again as task `number` of its owner's;
+    /// its id. `None` (the process ended) when it cannot be served or registered.
+    fn take_back_task(
+        &self,
+        state: &taskhost_store::Store,
+        task: HandedTask,
+        record: &taskhost_store::TaskRecord,
+        number: u64,
+    ) -> Option<String> {
+        let decl = self.declaration_of(record);
+        let output = state.output_dir();
+        let files = [&record.stdout_path, &record.stderr_path]
+            .map(|name| name.as_ref().map(|name| output.path().join(name)));
+        let pgid = task.pgid;
+        let process = match self
+            .processes
+            .take_over(task, files, record.read, &decl.session_key())
+        {
+            Ok(process) => process,
+            Err(e) => {
+                tracing::warn!(task = %record.id, error = %e, "a handed task could not be served");
+                crate::process::end_group(pgid);
+                return None;
+            }
+        };
+        if record.stdout_path.is_none() {
+            state.set_output(&record.id, process.output_files());
+        }
+        self.keep_reads(&process, &record.id);
+        let hooks = process.clone();
+        let slot = self.queue.hold(&decl.session_key());
+        match self.take_over(&decl, number, move || Ok(holding(hooks, Some(slot)))) {
+            Ok(id) => {
+                self.processes.hold_for_handover(&process, &id);
+                Some(id)
+            }
+            Err(e) => {
+                tracing::warn!(task = %record.id, error = %e, "a handed task could not be registered");
+                process.kill();
+                None
+            }
+        }
     }
 }

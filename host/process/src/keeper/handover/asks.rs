@@ -12,13 +12,13 @@ impl Keeper {
     /// Whether the keeper speaks `protocol` ([`crate::keeper::wire::PROTOCOL`]) or a later one: a keeper
     /// this host started does; one adopted from a predecessor does when its `Handed` report said
     /// so (a keeper of protocol 1 never does).
-    pub(in crate::keeper) fn speaks(&self, protocol: u32) -> bool {
+    pub(crate) fn speaks(&self, protocol: u32) -> bool {
         self.protocol() >= protocol
     }
 
     /// The keeper's protocol: [`crate::keeper::wire::PROTOCOL`] for one this host started, what
     /// its `Handed` report said for one adopted from a predecessor.
-    pub(in crate::keeper) fn protocol(&self) -> u32 {
+    pub(crate) fn protocol(&self) -> u32 {
         self.pending.lock().protocol
     }
 

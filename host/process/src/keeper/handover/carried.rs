@@ -21,13 +21,7 @@ const EVERY: Duration = Duration::from_millis(20);
 
 /// Holds the task in group `pgid` as request `id` with `fds`, and watches its leader (the watch
 /// thread starts with the first carried task).
-pub(in crate::keeper) fn carry(
-    shared: &Arc<Shared>,
-    id: u64,
-    pgid: i32,
-    hold: Hold,
-    fds: Vec<OwnedFd>,
-) {
+pub(crate) fn carry(shared: &Arc<Shared>, id: u64, pgid: i32, hold: Hold, fds: Vec<OwnedFd>) {
     let mut st = shared.state.lock();
     st.next_id = st.next_id.max(id + 1);
     let dir = st.kept_dir.clone();

@@ -70,7 +70,7 @@ pub struct HoldSetup {
 
 /// What is held of spawn `id`: `hold`, with `fds` in the order [`Hold::descriptors`] says, its
 /// streams kept by name kept in `kept_dir`. `None` when a descriptor is missing.
-pub(in crate::keeper) fn held(
+pub(crate) fn held(
     id: u64,
     hold: Hold,
     fds: Vec<OwnedFd>,

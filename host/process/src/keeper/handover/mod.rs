@@ -17,14 +17,14 @@
 //! - The successor's side: `adopt.rs`, connecting to the keeper left waiting and taking the tasks,
 //!   the lock, the listening sockets and the keeper.
 
-pub(in crate::keeper) mod adopt;
+pub(crate) mod adopt;
 mod asks;
-pub(in crate::keeper) mod carried;
-pub(in crate::keeper) mod held;
-pub(in crate::keeper) mod hold;
-pub(in crate::keeper) mod kept_file;
-pub(in crate::keeper) mod state;
-pub(in crate::keeper) mod takeover;
-pub(in crate::keeper) mod unheld;
-pub(in crate::keeper) mod wait;
-pub(in crate::keeper) mod watchdog;
+pub(crate) mod carried;
+pub(crate) mod held;
+pub(crate) mod hold;
+pub(crate) mod kept_file;
+pub(crate) mod state;
+pub(crate) mod takeover;
+pub(crate) mod unheld;
+pub(crate) mod wait;
+pub(crate) mod watchdog;

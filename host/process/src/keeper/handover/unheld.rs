@@ -13,7 +13,7 @@ use super::hold::Hold;
 use crate::keeper::client::Keeper;
 
 /// Told the names of the tasks a dead keeper held and no other could carry.
-pub(in crate::keeper) type UnheldHook = Arc<dyn Fn(Vec<String>) + Send + Sync>;
+pub(crate) type UnheldHook = Arc<dyn Fn(Vec<String>) + Send + Sync>;
 
 /// Second handles of a running process's read ends (stdout then stderr, or its terminal's
 /// master), made when asked; `None` once one of them is gone.
@@ -28,19 +28,19 @@ struct Entry {
 
 /// The current keeper's held tasks by group, and who is told when one cannot be carried.
 #[derive(Default)]
-pub(in crate::keeper) struct Unheld {
+pub(crate) struct Unheld {
     held: Mutex<HashMap<i32, Entry>>,
     tell: Mutex<Option<UnheldHook>>,
 }
 
 impl Unheld {
     /// The current keeper holds group `pgid` with `hold` (its task's name is the hold's).
-    pub(in crate::keeper) fn held(&self, pgid: i32, hold: &Hold) {
+    pub(crate) fn held(&self, pgid: i32, hold: &Hold) {
         self.held.lock().entry(pgid).or_default().hold = Some(hold.clone());
     }
 
     /// The task held in group `pgid` is now named `task`.
-    pub(in crate::keeper) fn renamed(&self, pgid: i32, task: &str) {
+    pub(crate) fn renamed(&self, pgid: i32, task: &str) {
         if let Some(hold) = self
             .held
             .lock()
@@ -52,23 +52,23 @@ impl Unheld {
     }
 
     /// The read ends of the process in group `pgid`, should a keeper carry it.
-    pub(in crate::keeper) fn read_ends(&self, pgid: i32, ends: ReadEnds) {
+    pub(crate) fn read_ends(&self, pgid: i32, ends: ReadEnds) {
         self.held.lock().entry(pgid).or_default().ends = Some(ends);
     }
 
     /// Group `pgid` ended.
-    pub(in crate::keeper) fn ended(&self, pgid: i32) {
+    pub(crate) fn ended(&self, pgid: i32) {
         self.held.lock().remove(&pgid);
     }
 
     /// Who is told from now on.
-    pub(in crate::keeper) fn set(&self, tell: UnheldHook) {
+    pub(crate) fn set(&self, tell: UnheldHook) {
         *self.tell.lock() = Some(tell);
     }
 
     /// `keeper` replaces a dead one: it carries every task the dead one held. Returns the names of
     /// those it could not carry (forgotten here), with whom to tell them, for [`tell`].
-    pub(in crate::keeper) fn carry(&self, keeper: &Keeper) -> Option<(UnheldHook, Vec<String>)> {
+    pub(crate) fn carry(&self, keeper: &Keeper) -> Option<(UnheldHook, Vec<String>)> {
         let mut lost = Vec::new();
         self.held.lock().retain(|&pgid, entry| {
             let Some(hold) = &entry.hold else {
@@ -109,7 +109,7 @@ fn carried(hold: &Hold) -> Option<Hold> {
 }
 
 /// Tells what [`Unheld::carry`] could not carry, once.
-pub(in crate::keeper) fn tell(dead: Option<(UnheldHook, Vec<String>)>) {
+pub(crate) fn tell(dead: Option<(UnheldHook, Vec<String>)>) {
     if let Some((tell, names)) = dead {
         tell(names);
     }
