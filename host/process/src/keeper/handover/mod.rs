@@ -28,3 +28,6 @@ pub(crate) mod takeover;
 pub(crate) mod unheld;
 pub(crate) mod wait;
 pub(crate) mod watchdog;
+
+#[cfg(test)]
+mod tests;

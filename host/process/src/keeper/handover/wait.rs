@@ -227,7 +227,7 @@ fn drain_one(s: &mut HeldFds, meta: &mut super::hold::HeldStream, in_memory: &mu
 
 /// Tells `conn` every held task, with its descriptors, then the gone host's row and lock; on
 /// success the connection is the keeper's host from now on.
-fn hand_over(shared: &Shared, setup: &Setup, conn: UnixStream) -> Option<UnixStream> {
+pub(crate) fn hand_over(shared: &Shared, setup: &Setup, conn: UnixStream) -> Option<UnixStream> {
     let protocol = successor_protocol(&conn);
     let by_name = protocol >= 3;
     let mut st = shared.state.lock();
