@@ -1,5 +1,5 @@
 //! The calls a crashed predecessor interrupted whose foreground commands became tasks here (see
-//! `foreground_carried.rs`), kept until each calling session's bridge is welcomed back.
+//! `foregrounds.rs`), kept until each calling session's bridge is welcomed back.
 
 use std::collections::HashMap;
 use std::sync::Arc;

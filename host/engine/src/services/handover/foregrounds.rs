@@ -1,9 +1,10 @@
 //! Foreground commands that outlive a crash of their host. A host that hands over records each
 //! foreground command that may become a task, durably and before it starts
 //! ([`taskhost_store::ForegroundRecord`]), and has its keeper hold the process for it
-//! ([`crate::process::keeper::HeldAs::Foreground`], by the record's id) from its start; a successor that takes it over after a crash makes it a background task of the
-//! calling session's, with its output from the first byte, and tells that session's bridge which
-//! task its interrupted call became ([`Services::continued_calls`]).
+//! ([`crate::process::keeper::HeldAs::Foreground`], by the record's id) from its start; a
+//! successor that takes it over after a crash makes it a background task of the calling
+//! session's, with its output from the first byte, and tells that session's bridge which task its
+//! interrupted call became ([`Services::continued_calls`]).
 //! An upgrade does not need this: it promotes every foreground command before it goes.
 
 use std::sync::Arc;

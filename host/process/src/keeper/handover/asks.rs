@@ -9,8 +9,8 @@ use crate::keeper::client::Keeper;
 use crate::keeper::wire::Request;
 
 impl Keeper {
-    /// Whether the keeper speaks `protocol` ([`crate::keeper::wire::PROTOCOL`]) or a later one: a keeper
-    /// this host started does; one adopted from a predecessor does when its `Handed` report said
+    /// Whether the keeper speaks `protocol` (`wire::PROTOCOL`) or a later one: a keeper this host
+    /// started does; one adopted from a predecessor does when its `Handed` report said
     /// so (a keeper of protocol 1 never does).
     pub(crate) fn speaks(&self, protocol: u32) -> bool {
         self.protocol() >= protocol

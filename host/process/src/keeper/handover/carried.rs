@@ -1,5 +1,5 @@
 //! Tasks a keeper carries for a dead predecessor (the keeper's side): held for a successor as
-//! its own are ([`crate::keeper::wire::Request::Carry`]), but not its children. Their leaders are the
+//! its own are (`Request::Carry`), but not its children. Their leaders are the
 //! host's children (its subreaper took them when the dead keeper went), so no wait of the keeper's
 //! sees them end: a thread of their own watches each leader's `/proc` entry, reads the exit a
 //! zombie shows there, and reports it as the reaper reports a child's. A leader reaped before the

@@ -124,7 +124,7 @@ impl Hold {
         self.descriptors() - usize::from(self.terminal && !self.streams.is_empty())
     }
 
-    /// This hold as a keeper told the kept directory ([`crate::keeper::wire::Request::KeptDir`]) takes it: every kept
+    /// This hold as a keeper told the kept directory (`Request::KeptDir`) takes it: every kept
     /// stream that names its file is kept by that name, and its file is left out of `fds` (the
     /// hold's descriptors in its order; a terminal's read end left out when `at_start`).
     pub(crate) fn by_name<'a>(
@@ -154,9 +154,9 @@ impl Hold {
 }
 
 /// What the keeper holds of a process from its start, for a successor of the host (see
-/// [`crate::keeper::Keeper::hold`]): the hold, and its descriptors, less a terminal's read end, which is the
-/// master the keeper opens. Held this way, no crash of the host finds the process started and not
-/// yet held.
+/// [`crate::keeper::Keeper::hold`]): the hold, and its descriptors, less a terminal's read end,
+/// which is the master the keeper opens. Held this way, no crash of the host finds the process
+/// started and not yet held.
 #[derive(Clone, Copy)]
 pub struct HeldFromStart<'a> {
     /// What is held, under which task's name.
