@@ -8,7 +8,7 @@ pub struct Takeover {
     pub host: i64,
     /// The task ids handed over.
     pub tasks: Vec<String>,
-    /// The foreground commands handed over, by their records' ids ([`ForegroundRecord::id`]).
+    /// The foreground commands handed over, by their records' ids ([`crate::ForegroundRecord::id`]).
     pub foregrounds: Vec<u64>,
     /// The gone host's lock, held until the tasks are this host's.
     pub lock: std::os::fd::OwnedFd,
