@@ -9,7 +9,8 @@ use crate::owners::Owners;
 use crate::plugin::watch::{self, Targets, Watch, WatchError};
 use crate::plugin::{LoadOptions, Plugins};
 use crate::process::ProcessService;
-use crate::services::options::HandedTasks;
+use crate::process::keeper::Handed;
+use crate::services::handover::Predecessor;
 use crate::services::{ServiceOptions, Services};
 use crate::sessions::Sessions;
 
@@ -19,10 +20,33 @@ pub struct Taskhost {
     services: Services,
     plugins: Arc<Plugins>,
     owners: Owners,
-    /// What a gone predecessor's keeper handed over, until [`Taskhost::take_back_tasks`].
-    handed: parking_lot::Mutex<Option<crate::process::keeper::Handed>>,
     /// The bridges' sessions' pause for an upgrade.
     drain: crate::drain::Drain,
+}
+
+/// The process service of a host of `services`: with the keeper `predecessor` handed over (and
+/// its tasks, returned), else with a keeper of its own.
+fn processes(
+    runtime: &Handle,
+    spill_dir: std::path::PathBuf,
+    services: &ServiceOptions,
+    predecessor: Option<Predecessor>,
+) -> (ProcessService, Option<Handed>) {
+    let mut processes = ProcessService::new(
+        runtime.clone(),
+        spill_dir,
+        services.spill_budget,
+        &services.env,
+        services.keeper.as_deref().filter(|_| predecessor.is_none()),
+    );
+    let mut handed = None;
+    if let (Some(Predecessor { keeper, handed: h }), Some(program)) =
+        (predecessor, services.keeper.as_deref())
+    {
+        processes = processes.with_adopted_keeper(program, keeper, &h);
+        handed = Some(h);
+    }
+    (processes, handed)
 }
 
 impl Taskhost {
@@ -34,6 +58,30 @@ impl Taskhost {
         options: LoadOptions,
         services: ServiceOptions,
     ) -> Self {
+        Self::build(config, runtime, options, services, None).0
+    }
+
+    /// As [`Taskhost::new`], serving with the keeper a gone predecessor handed its running tasks
+    /// over with instead of starting one. Returns the host and those tasks, for
+    /// [`Taskhost::take_back_tasks`] once the plugins are loaded (`None` when `services` names no
+    /// keeper program: the keeper is let go, and the tasks end with it).
+    pub fn taking_over(
+        config: RegistryConfig,
+        runtime: Handle,
+        options: LoadOptions,
+        services: ServiceOptions,
+        predecessor: Predecessor,
+    ) -> (Self, Option<Handed>) {
+        Self::build(config, runtime, options, services, Some(predecessor))
+    }
+
+    fn build(
+        config: RegistryConfig,
+        runtime: Handle,
+        options: LoadOptions,
+        services: ServiceOptions,
+        predecessor: Option<Predecessor>,
+    ) -> (Self, Option<Handed>) {
         let journal = services.state.as_ref().and_then(|s| s.journal().ok());
         let registry = match journal {
             Some(journal) => Registry::with_journal(config, runtime.clone(), journal),
@@ -45,21 +93,7 @@ impl Taskhost {
                 .parent()
                 .map_or_else(|| generations.join("spill"), |p| p.join("spill"))
         });
-        let handed = services.handed.as_ref().and_then(|t| t.0.lock().take());
-        let mut processes = ProcessService::new(
-            runtime.clone(),
-            spill_dir,
-            services.spill_budget,
-            &services.env,
-            services.keeper.as_deref().filter(|_| handed.is_none()),
-        );
-        let mut handed_tasks = None;
-        if let (Some((adopted, HandedTasks(handed))), Some(program)) =
-            (handed, services.keeper.as_deref())
-        {
-            processes = processes.with_adopted_keeper(program, adopted, &handed);
-            handed_tasks = Some(handed);
-        }
+        let (mut processes, handed) = processes(&runtime, spill_dir, &services, predecessor);
         if let Some(state) = &services.state {
             processes = processes.with_kept_output(state.output_dir());
         }
@@ -93,13 +127,13 @@ impl Taskhost {
         services.tell_unheld();
         let plugins = Arc::new(Plugins::new(services.clone(), options));
         crate::status::install(&plugins, services.clone());
-        Self {
+        let host = Self {
             services,
             plugins,
             owners,
-            handed: parking_lot::Mutex::new(handed_tasks),
             drain: crate::drain::Drain::default(),
-        }
+        };
+        (host, handed)
     }
 
     /// The bridges' sessions' pause before an upgrade ([`crate::drain`]).
@@ -107,13 +141,11 @@ impl Taskhost {
         &self.drain
     }
 
-    /// Takes back the running tasks a gone predecessor's keeper handed to this host (see
-    /// [`Services::take_back`]); call once the plugins are loaded. Returns their ids.
-    pub fn take_back_tasks(&self) -> Vec<String> {
-        match self.handed.lock().take() {
-            Some(handed) => self.services.take_back(handed),
-            None => Vec::new(),
-        }
+    /// Takes back the running tasks `handed`, which a gone predecessor's keeper handed to this host
+    /// (as [`Taskhost::taking_over`] returned them; see [`Services::take_back`]); call once the
+    /// plugins are loaded. Returns their ids.
+    pub fn take_back_tasks(&self, handed: Handed) -> Vec<String> {
+        self.services.take_back(handed)
     }
 
     /// The services plugins reach through their host handles.

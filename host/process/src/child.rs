@@ -44,7 +44,7 @@ pub struct Process {
     /// What a keeper would hold of this process for a handover, until it is asked to.
     pub(crate) hold: Mutex<Option<(crate::keeper::Hold, Vec<std::os::fd::OwnedFd>)>>,
     /// The name the keeper holds it under, once asked (another name later goes as a rename).
-    pub(crate) held_as: Mutex<Option<String>>,
+    pub(crate) held_as: Mutex<Option<crate::keeper::HeldAs>>,
     /// Told where the reads stand each time a read moves them.
     reads: Mutex<Option<ReadsMoved>>,
     /// The bound that ended it (`memory limit 256 MiB`), once it settled.

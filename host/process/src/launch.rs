@@ -1,12 +1,12 @@
 //! How the service starts one process: the launch (program, arguments, environment), its spill
 //! plans, and the spawn through the keeper or, without one, by the host.
 
+use crate::keeper::handover::takeover::HoldPlan;
 use crate::keeper::{self, Launch};
 use crate::service::ProcessService;
 use crate::spawned::{Spawned, command, on_terminal, pipes, spawn_on_terminal};
 use crate::spec::{ProcessSpec, TtySize};
 use crate::stream::SpillPlan;
-use crate::takeover::HoldPlan;
 use crate::{env, escaped, supervise};
 
 impl ProcessService {

@@ -43,7 +43,6 @@ mod started;
 mod stream;
 mod stream_resume;
 mod supervise;
-mod takeover;
 mod terminal;
 pub mod trusted_path;
 

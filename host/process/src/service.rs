@@ -173,10 +173,10 @@ impl ProcessService {
         check_workdir(spec)?;
         let n = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         let (planned, mut streams) = self.planned_streams(n, spec, owner_session);
-        let held = spec.held_as.as_ref().and_then(|task| {
+        let held = spec.held_as.as_ref().and_then(|held_as| {
             let mut plan =
                 self.hold_plan(n, &HoldSpec::of(spec), &mut streams, spec.tty.is_some())?;
-            plan.hold.task.clone_from(task);
+            plan.hold.held_as.clone_from(held_as);
             Some(plan)
         });
         let (launch, bounded) = self.wrapped(spec, owner_session, self.launch(spec, n), n)?;

@@ -36,10 +36,10 @@ pub struct ProcessSpec {
     /// that may be carried across an upgrade.
     pub kept_for_session: bool,
     /// With `keep_output`, on a service whose keeper hands over: the keeper holds the process for
-    /// a successor of the host from its start, under this name (the task's id, or
-    /// `foreground:N` for a foreground command that may become a task), so no crash finds it
-    /// started and not yet held. Named again by [`crate::ProcessService::hold_for_handover`].
-    pub held_as: Option<String>,
+    /// a successor of the host from its start, for this task or foreground command (one that may
+    /// become a task), so no crash finds it started and not yet held. Named again by
+    /// [`crate::ProcessService::hold_for_handover`].
+    pub held_as: Option<crate::keeper::HeldAs>,
     /// The owner's bounds (its policy's): the process is started through the bounds wrapper
     /// ([`crate::bounds`]); a service that has no wrapper refuses it.
     pub bounds: Option<std::sync::Arc<crate::bounds::model::Bounds>>,

@@ -16,11 +16,11 @@ mod handover;
 mod listeners;
 mod signals;
 mod state;
-mod upgrade;
 
 use crate::config::Config;
 use crate::listen::PeerPolicy;
 use crate::mcp::Peers;
+use crate::process::keeper::Handed;
 use crate::rundir::RunDir;
 use crate::{LoadOptions, ServiceOptions, Taskhost};
 use handover::Handover;
@@ -126,13 +126,14 @@ pub fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Result<(), S
         mut handover,
         policies,
     } = prepared;
-    let (built, handover_now) = ((&config, policies), handover.as_mut());
-    let host = start_host(runtime, built, &run_dir, &args, state, handover_now)?;
+    let predecessor = handover.as_mut().and_then(Handover::predecessor);
+    let built = ((&config, policies), predecessor);
+    let (host, handed) = start_host(runtime, built, &run_dir, &args, state)?;
     if let Some(handover) = &mut handover {
         let listens = listeners.duplicates(&args.listen);
         handover.offer(&host, config.handover_grace_ms(), listens);
     }
-    load_plugins(&host, &config, &args)?;
+    load_plugins(&host, &config, &args, handed)?;
     crate::memory::trim_periodically(runtime.handle());
     let peers = Peers::default();
     {
@@ -177,7 +178,7 @@ pub fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Result<(), S
         // The listeners stay open (the keeper holds them too) and their files in place: the next
         // image serves them.
         drop(run_dir);
-        return Err(fail(1)(upgrade::exec_self(binary)));
+        return Err(fail(1)(handover::upgrade::exec_self(binary)));
     }
     // Stopped: nobody is handed anything, so nothing waits on the handover's socket.
     if let Some(handover) = &handover {
@@ -240,7 +241,7 @@ fn prepare(args: &ServeArgs) -> Result<Prepared, ServeError> {
     let mut handover = dir.as_deref().and_then(|d| Handover::of(d, &args.listen));
     let takeover = handover.as_mut().and_then(Handover::take_waiting);
     let inherited = handover
-        .as_ref()
+        .as_mut()
         .map(Handover::take_listens)
         .unwrap_or_default();
     let listeners = Listeners::bind(&args.listen, &tls, inherited).map_err(fail(2))?;
@@ -265,16 +266,15 @@ fn plugin_dirs(config: &Config, args: &ServeArgs) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Creates the host on its state (taking what a predecessor handed over) and its keeper; a bad
-/// config exits 2.
+/// Creates the host on its state and its keeper, or the keeper a predecessor handed over, whose
+/// tasks it returns for [`load_plugins`]; a bad config exits 2.
 fn start_host(
     runtime: &tokio::runtime::Runtime,
-    (config, policies): (&Config, crate::policy::Resolved),
+    ((config, policies), predecessor): Built<'_>,
     run_dir: &RunDir,
     args: &ServeArgs,
     state: Option<(PathBuf, Option<taskhost_store::Takeover>)>,
-    handover: Option<&mut Handover>,
-) -> Result<Arc<Taskhost>, ServeError> {
+) -> Result<(Arc<Taskhost>, Option<Handed>), ServeError> {
     let registry = config.registry().map_err(|e| fail(2)(e.to_string()))?;
     let state = match state {
         Some((dir, takeover)) => Some(state::open_state(config, &dir, takeover).map_err(fail(2))?),
@@ -301,27 +301,39 @@ fn start_host(
         max_foreground_per_owner: config.max_foreground_per_owner(),
         state,
         owner_grace: config.owner_grace(),
-        handed: handover.and_then(Handover::taken_keeper),
         policies: Some(Arc::new(policies)),
         max_running: config.tasks.max_running,
     };
-    let host = Arc::new(Taskhost::new(
-        registry,
-        runtime.handle().clone(),
-        options,
-        services,
-    ));
+    let runtime_handle = runtime.handle().clone();
+    let (host, handed) = match predecessor {
+        Some(p) => Taskhost::taking_over(registry, runtime_handle, options, services, p),
+        None => (
+            Taskhost::new(registry, runtime_handle, options, services),
+            None,
+        ),
+    };
     if let Some(state) = host.services().state.clone() {
         state::retain_hourly(runtime, state, config.state.retention());
     }
-    Ok(host)
+    Ok((Arc::new(host), handed))
 }
 
+/// The config and policies a host is built from, and what a predecessor handed over.
+type Built<'a> = (
+    (&'a Config, crate::policy::Resolved),
+    Option<crate::services::handover::Predecessor>,
+);
+
 /// Loads the plugins: the config's, then `--plugin`s, then the plugin directories' libraries,
-/// else the default set; then takes back what a predecessor handed over. A plugin that cannot be
+/// else the default set; then takes back what a predecessor handed over (`handed`). A plugin that cannot be
 /// read, loaded or initialized (its config refused) is an error naming it and why (exit 2), as is
 /// a plugin directory that cannot be read: a host never starts without what it was asked to load.
-fn load_plugins(host: &Taskhost, config: &Config, args: &ServeArgs) -> Result<(), ServeError> {
+fn load_plugins(
+    host: &Taskhost,
+    config: &Config,
+    args: &ServeArgs,
+    handed: Option<Handed>,
+) -> Result<(), ServeError> {
     let mut entries: Vec<(PathBuf, Option<String>)> = config
         .plugins
         .iter()
@@ -349,7 +361,7 @@ fn load_plugins(host: &Taskhost, config: &Config, args: &ServeArgs) -> Result<()
             .load(path, plugin_config.clone(), false)
             .map_err(|e| fail(2)(e.to_string()))?;
     }
-    let taken = host.take_back_tasks();
+    let taken = handed.map(|h| host.take_back_tasks(h)).unwrap_or_default();
     if !taken.is_empty() {
         tracing::info!(tasks = ?taken, "running tasks of the previous host are served on");
     }
@@ -387,9 +399,9 @@ async fn run_until_stopped(
             r = &mut serving => break r,
             signal = stop.first() => {
                 if signal == libc::SIGHUP && host.services().processes.hands_over() {
-                    match upgrade::binary_on_disk() {
+                    match handover::upgrade::binary_on_disk() {
                         Ok(binary) => {
-                            upgrade::hand_over_in_place(&host).await;
+                            handover::upgrade::hand_over_in_place(&host).await;
                             return Ok(Ended::Upgrade(binary));
                         }
                         Err(why) => {

@@ -44,7 +44,7 @@
 mod database;
 mod error;
 mod external;
-mod foregrounds;
+mod handover;
 mod hosts;
 mod journal;
 mod kept;
@@ -60,15 +60,13 @@ mod retention;
 mod retry;
 mod schema;
 mod store;
-mod takeover;
 mod trusted;
-mod unheld;
 mod writer;
 
 pub use error::StoreError;
 pub use external::{Adopted, ExternalRecord};
-pub use foregrounds::{FOREGROUND_PREFIX, ForegroundRecord};
-pub use hosts::Takeover;
+pub use handover::Takeover;
+pub use handover::foregrounds::ForegroundRecord;
 pub use owners::OwnerSecret;
 pub use principals::{
     Principal, PrincipalGrants, PrincipalLookup, ProofKey, TOKEN_PREFIX, Token, valid_name,

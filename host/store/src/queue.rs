@@ -57,7 +57,7 @@ pub(crate) fn end_host(
     host: i64,
     now_ms: u64,
 ) -> rusqlite::Result<Vec<String>> {
-    crate::foregrounds::forget_host(tx, host)?;
+    crate::handover::foregrounds::forget_host(tx, host)?;
     lose_unqueued(tx, host, now_ms)
 }
 

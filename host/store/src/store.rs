@@ -93,7 +93,7 @@ impl Store {
         dir: &Path,
         sync: Sync,
         use_: Use,
-        takeover: Option<crate::hosts::Takeover>,
+        takeover: Option<crate::handover::taken::Takeover>,
     ) -> Result<Self, StoreError> {
         let absent = || StoreError::NoDatabase {
             dir: dir.to_owned(),
@@ -133,8 +133,10 @@ impl Store {
         };
         let (taken_over, taken_foregrounds) = match (takeover, host) {
             (Some(t), Some(me)) => {
-                let taken = hosts::take_over(&mut conn, me, t.host, &t.tasks)?;
-                let foregrounds = crate::foregrounds::take_over(&mut conn, t.host, &t.tasks)?;
+                let taken =
+                    crate::handover::taken::take_over_tasks(&mut conn, me, t.host, &t.tasks)?;
+                let foregrounds =
+                    crate::handover::foregrounds::take_over(&mut conn, t.host, &t.foregrounds)?;
                 // Only now may the gone host be seen gone.
                 drop(t.lock);
                 (taken, foregrounds)

@@ -371,3 +371,37 @@ fn a_bad_external_record_is_skipped_and_the_good_ones_adopted() {
     assert_eq!(adopted, ["slurm-6"]);
     store.close();
 }
+
+/// A successor takes over the foreground commands the gone host's keeper handed it, by their
+/// records' ids; the gone host's other rows (commands that ended with it) are not taken.
+#[test]
+fn a_takeover_takes_the_handed_foreground_commands_by_their_ids() {
+    let dir = Dir::new("foregrounds");
+    let gone = Store::open(&dir.0, Sync::Normal).expect("open");
+    let record = |label: &str| crate::ForegroundRecord {
+        id: 0,
+        session: Some("s".into()),
+        kind: "bash".into(),
+        label: label.into(),
+        request: None,
+    };
+    let held = gone.foreground_began(record("held")).expect("recorded");
+    let ended = gone.foreground_began(record("ended")).expect("recorded");
+    assert_ne!(held, ended);
+    let lock = gone.lock_fd().expect("a lock").try_clone_to_owned();
+    let takeover = crate::Takeover {
+        host: gone.host_id().expect("a host"),
+        tasks: Vec::new(),
+        foregrounds: vec![held],
+        lock: lock.expect("a second handle"),
+    };
+    let next = Store::open_taking_over(&dir.0, Sync::Normal, takeover).expect("taken over");
+    let taken: Vec<(u64, &str)> = next
+        .taken_foregrounds()
+        .iter()
+        .map(|r| (r.id, r.label.as_str()))
+        .collect();
+    assert_eq!(taken, [(held, "held")]);
+    next.close();
+    gone.close();
+}

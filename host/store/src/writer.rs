@@ -175,7 +175,7 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<Applied> {
         } => crate::owners::insert(tx, "session", secret_sha256.as_deref(), *at_ms)
             .map(Applied::Owner),
         Op::Foreground { host, record, .. } => {
-            crate::foregrounds::insert(tx, *host, record).map(Applied::Number)
+            crate::handover::foregrounds::insert(tx, *host, record).map(Applied::Number)
         }
         other => update(tx, other).map(|()| Applied::Nothing),
     }
@@ -221,7 +221,7 @@ fn update(tx: &rusqlite::Transaction<'_>, op: &Op) -> rusqlite::Result<()> {
                 params![kind, *number as i64],
             )
         }
-        Op::ForegroundEnded { id } => crate::foregrounds::remove(tx, *id),
+        Op::ForegroundEnded { id } => crate::handover::foregrounds::remove(tx, *id),
         Op::Stopping { id } => run(
             "UPDATE tasks SET status = 'stopping' WHERE id = ?1 AND status IN ('starting', 'running', 'queued')",
             params![id],

@@ -27,7 +27,7 @@ pub struct Services {
     /// the call answers at once and the task goes on under the new image.
     pub restarting: taskhost_registry::CancellationToken,
     /// The calls a crashed predecessor's foreground commands came from, made tasks here.
-    pub(crate) continued: super::continued::ContinuedCalls,
+    pub(crate) continued: super::handover::continued::ContinuedCalls,
     /// The configured policies (the process service resolves every start's bounds through them).
     pub policies: Option<Arc<crate::policy::Policies>>,
     /// The queue of process tasks: the slots the limits allow, and the tasks waiting for one.

@@ -15,19 +15,16 @@
 
 pub mod acp;
 pub mod call;
-mod continued;
 pub mod declare;
 pub mod external;
 pub mod foreground;
-mod foreground_carried;
 mod handles;
+pub mod handover;
 pub mod options;
 pub mod process_tasks;
 pub mod queue;
 pub mod subagent;
-mod take_back;
 pub mod task_facts;
-mod unheld;
 
 pub use call::{CallContext, ClientLink, Progress};
 pub use declare::{DeclareError, TaskDeclaration};

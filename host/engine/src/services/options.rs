@@ -23,32 +23,12 @@ pub struct ServiceOptions {
     /// How long an owner whose connection was lost (without its bridge's goodbye) is kept for it to
     /// come back (`[host] owner_grace_ms`).
     pub owner_grace: std::time::Duration,
-    /// The keeper a gone predecessor handed its running tasks over with, and what it handed (see
-    /// [`crate::process::keeper::Keepers::take_waiting`]): used instead of starting a keeper.
-    pub handed: Option<std::sync::Arc<TakenKeeper>>,
     /// Where each process's bounds come from, by its owner (the configured policies,
     /// [`crate::policy::Policies`]); `None`: every process runs unbounded.
     pub policies: Option<std::sync::Arc<crate::policy::Policies>>,
     /// Process tasks the host runs at once (`[tasks] max_running`); past it a start is queued.
     /// `None`: no host limit.
     pub max_running: Option<u64>,
-}
-
-/// A keeper taken from a gone predecessor, and its tasks, until the services take them.
-#[derive(Debug, Default)]
-pub struct TakenKeeper(
-    pub parking_lot::Mutex<Option<(crate::process::keeper::AdoptedKeeper, HandedTasks)>>,
-);
-
-/// What a predecessor's keeper handed over ([`crate::process::keeper::Handed`]).
-pub struct HandedTasks(pub crate::process::keeper::Handed);
-
-impl std::fmt::Debug for HandedTasks {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HandedTasks")
-            .field("tasks", &self.0.tasks.len())
-            .finish()
-    }
 }
 
 impl Default for ServiceOptions {
@@ -63,7 +43,6 @@ impl Default for ServiceOptions {
             max_foreground_per_owner: crate::sessions::DEFAULT_MAX_FOREGROUND,
             state: None,
             owner_grace: crate::owners::DEFAULT_OWNER_GRACE,
-            handed: None,
             policies: None,
             max_running: None,
         }

@@ -8,6 +8,7 @@ use taskhost_registry::{ProducerError, TaskHooks};
 use super::declare::TaskDeclaration;
 use super::handles::Services;
 use super::queue::Slot;
+use crate::process::keeper::HeldAs;
 use crate::process::{Process, ProcessSpec};
 
 /// The registry hooks of a process task. A process on a terminal also takes input.
@@ -85,7 +86,7 @@ impl Services {
         let kept = started.clone();
         let id = self.declare_named(decl, move |id| {
             // Held for a successor from its start under its id, when the id is known by then.
-            spec.held_as = id.map(|id| id.as_str().to_owned());
+            spec.held_as = id.map(|id| HeldAs::Task(id.as_str().to_owned()));
             let process = processes
                 .spawn(&spec, &session)
                 .map_err(|e| ProducerError(e.to_string()))?;

@@ -19,7 +19,8 @@ use nix::unistd::Pid;
 use tokio::sync::oneshot;
 
 use super::fds;
-use super::wire::{self, HeldFromStart, Hold, Launch, Report, Request, Slot, Streams};
+use super::wire::{self, Launch, Report, Request, Slot, Streams};
+use super::{HeldFromStart, Hold};
 use crate::{Exit, TtySize};
 
 /// How long a spawn waits for the keeper's answer before it gives up on it.
@@ -222,7 +223,7 @@ impl Keeper {
             Some((hold, fds)) => Some(HeldFromStart { hold, fds }),
             None => held,
         };
-        let frame = Request::start(id, launch, streams, held, &mut fds).encode();
+        let frame = Request::start(id, launch, streams, held, &mut fds, self.protocol()).encode();
         let forget = || {
             let mut p = self.pending.lock();
             p.answers.remove(&id);
@@ -372,8 +373,8 @@ pub(super) fn read_reports(
                     let _ = w.exit.send(exit);
                 }
             }
-            // Only a successor's first frames, read before this thread starts.
-            Report::Adopt { .. } | Report::Handed { .. } => frames.discard_fds(),
+            // Only a successor's first frames (`Adopt`, `Handed`), read before this thread starts.
+            _ => frames.discard_fds(),
         }
     }
     let (orphans, stopped): (Vec<(i32, oneshot::Sender<Exit>)>, bool) = {

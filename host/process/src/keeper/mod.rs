@@ -35,7 +35,7 @@
 //! **What holds where.** The host alive, or the host dead and a keeper alive: no task process survives
 //! beyond the handover's grace (groups, then the marker sweep, then the cgroup). A keeper killed while the host lives: its tasks
 //! run on (the host reaps them) and the next keeper, told of their groups (`Watch`), takes over; a
-//! task the dead one held for a successor is carried by the next (`Request::Carry`, `carried.rs`:
+//! task the dead one held for a successor is carried by the next (`Request::Carry`, `handover/carried.rs`:
 //! second handles of the host's read ends; its exit read from its zombie's `/proc` entry, since it
 //! is the host's child), so a keeper's death loses no task at the next upgrade or crash. Where
 //! the host may make a cgroup v2, should the keeper and the host both be killed before another keeper
@@ -45,49 +45,42 @@
 //! `PR_SET_PDEATHSIG` on tasks (it would end them with their keeper, the opposite of a restart).
 //!
 //! **Handover.** A `--listen` host asks its keeper to hold its running tasks for a successor
-//! (`Request::Handover`, then a `Request::Hold` per task with its output's read ends; its kept
-//! files by name in the kept directory told once with `Request::KeptDir`, `kept_file.rs`). When
-//! that host is gone, the keeper ends what it does not hold (a subagent's agent, a
-//! foreground call), keeps the held tasks for the grace while draining their output into their kept
-//! files (`handover.rs`), with a watchdog that ends them should the keeper be killed meanwhile
-//! (`watchdog.rs`), and hands them to the first successor of the same user that connects: every
+//! (`Request::Handover`, then a hold per task with its output's read ends, typed by whom it is held
+//! for, [`HeldAs`]; its kept files by name in the kept directory told once with
+//! `Request::KeptDir`). When that host is gone, the keeper ends what it does not hold (a subagent's
+//! agent, a foreground call that cannot become a task), keeps the held tasks for the grace while
+//! draining their output into their kept files, with a watchdog that ends them should the keeper be
+//! killed meanwhile, and hands them to the first successor of the same user that connects: every
 //! task with its descriptors and exit, then the gone host's lock and listening sockets. The
-//! successor takes the keeper as its own (`adopt.rs`). A host that stops withdraws the handover
-//! (`Request::NoHandover`): its tasks end with it.
+//! successor takes the keeper as its own. A host that stops withdraws the handover
+//! (`Request::NoHandover`): its tasks end with it. All of it is in `handover/` (its module doc
+//! says which file holds what); the protocol is told in the host's `serve/handover/`.
 //!
 //! Entry points: `Keepers::start` and `Keepers::spawn` (`slot.rs`, the host's side, which replaces a
 //! dead keeper), `Keeper::spawn` (`client.rs`), `serve` (`server.rs`, the keeper process), the messages
 //! (`wire.rs`) and their descriptors (`fds.rs`); for a handover `Keepers::enable_handover`,
-//! `handover::wait` and `Keepers::take_waiting`.
+//! `handover::wait::wait` and `Keepers::take_waiting`.
 
-mod adopt;
 mod backoff;
-mod carried;
 mod client;
-mod client_handover;
 mod ending;
 mod fds;
-mod handover;
-mod handover_state;
-mod held;
-mod kept_file;
+pub(crate) mod handover;
 mod os_bytes;
 mod server;
 mod shared;
 mod slot;
-mod unheld;
-mod watchdog;
 mod wire;
 
-pub use adopt::{Handed, HandedTask, HandoverError};
 pub use client::{Keeper, KeeperSpawnError, KeptProcess, KeptStreams};
-pub use held::HoldSetup;
+pub use handover::adopt::{Handed, HandedTask, HandoverError};
+pub use handover::held::HoldSetup;
+pub use handover::hold::{HeldAs, HeldFromStart, HeldStream, Hold};
+pub use handover::unheld::ReadEnds;
+pub use handover::watchdog::watch as watchdog;
 pub use server::serve;
 pub use slot::{AdoptedKeeper, Keepers};
-pub use unheld::ReadEnds;
-pub use watchdog::watch as watchdog;
 pub use wire::Launch;
-pub use wire::{HeldFromStart, HeldStream, Hold};
 
 #[cfg(test)]
 mod tests;

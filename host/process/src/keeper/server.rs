@@ -19,11 +19,12 @@ use nix::errno::Errno;
 use nix::sys::wait::waitpid;
 use nix::unistd::Pid;
 
+use super::Hold;
 use super::ending::end_everything;
 use super::fds::Receiver;
-use super::held::{Setup, held};
+use super::handover::held::{Setup, held};
 use super::shared::{Shared, State};
-use super::wire::{Hold, Launch, Report, Request, Slot, Streams};
+use super::wire::{Launch, Report, Request, Slot, Streams};
 
 /// Serves the host on `socket` (the keeper's stdin) until it closes, then ends every group the host
 /// registered or the keeper spawned and every process whose marker starts with `marker_prefix`,
@@ -79,7 +80,7 @@ fn serve_host(socket: BorrowedFd<'_>, marker_prefix: &str, cgroup: Option<&Path>
     }
     let mut groups = HashSet::new();
     serve_one(&shared, socket, &mut groups);
-    while let Some(successor) = super::handover::wait(&shared, &mut groups, cgroup) {
+    while let Some(successor) = super::handover::wait::wait(&shared, &mut groups, cgroup) {
         serve_one(&shared, successor.as_fd(), &mut groups);
     }
     let markers = shared.state.lock().markers.clone();
@@ -90,7 +91,7 @@ fn serve_host(socket: BorrowedFd<'_>, marker_prefix: &str, cgroup: Option<&Path>
 fn serve_one(shared: &Arc<Shared>, socket: BorrowedFd<'_>, groups: &mut HashSet<i32>) {
     let mut frames = Receiver::new();
     while let Ok(Some(body)) = frames.next(socket) {
-        match Request::decode(&body) {
+        match Request::decode(&body).map(Request::typed) {
             Ok(Request::Spawn {
                 id,
                 launch,
@@ -125,7 +126,7 @@ fn serve_one(shared: &Arc<Shared>, socket: BorrowedFd<'_>, groups: &mut HashSet<
             Ok(Request::Carry { id, pgid, hold }) => match frames.take_fds(hold.descriptors()) {
                 Ok(fds) => {
                     groups.insert(pgid);
-                    super::carried::carry(shared, id, pgid, hold, fds);
+                    super::handover::carried::carry(shared, id, pgid, hold, fds);
                 }
                 Err(_) => frames.discard_fds(),
             },
@@ -225,7 +226,7 @@ fn held_request(shared: &Shared, request: Request, frames: &mut Receiver) {
         },
         Request::Rename { pgid, task } => {
             if let Some(held) = shared.state.lock().held.get_mut(&pgid) {
-                held.hold.task = task;
+                held.hold.held_as = super::HeldAs::Task(task);
             }
         }
         Request::NoHandover => {

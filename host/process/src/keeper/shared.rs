@@ -7,8 +7,8 @@ use std::os::unix::net::UnixStream;
 use parking_lot::{Condvar, Mutex};
 
 use super::fds;
-use super::held::{Held, Setup};
-use super::kept_file::KeptDir;
+use super::handover::held::{Held, Setup};
+use super::handover::kept_file::KeptDir;
 use super::wire::Report;
 
 /// What the spawning thread and the reaping thread share.

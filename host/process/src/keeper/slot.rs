@@ -15,13 +15,14 @@ use std::time::{Duration, Instant};
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
-use super::adopt::{Handed, HandoverError};
 use super::backoff::{FIRST_BACKOFF, backoff};
 use super::client::{Keeper, KeeperSpawnError, KeptProcess, KeptStreams};
-use super::handover_state::HandoverState;
-use super::held::HoldSetup;
-use super::unheld::{ReadEnds, Unheld};
-use super::wire::{HeldFromStart, Hold, Launch};
+use super::handover::adopt::{Handed, HandoverError};
+use super::handover::held::HoldSetup;
+use super::handover::state::HandoverState;
+use super::handover::unheld::{ReadEnds, Unheld};
+use super::wire::Launch;
+use super::{HeldFromStart, Hold};
 use crate::escaped::Live;
 
 /// A keeper that lived this long refills the budget of quick restarts.
@@ -424,7 +425,7 @@ fn start_now(inner: &Arc<Inner>) {
             }
         }
     };
-    super::unheld::tell(unheld);
+    super::handover::unheld::tell(unheld);
     if let Some(delay) = retry {
         start_after(inner, delay);
     }

@@ -27,7 +27,7 @@ fn launch() -> Launch {
 fn spawn_held(
     keeper: &super::client::Keeper,
     null: &std::fs::File,
-    hold: &wire::Hold,
+    hold: &super::Hold,
     fds: &[std::os::fd::BorrowedFd<'_>],
 ) -> super::KeptProcess {
     keeper
@@ -39,16 +39,16 @@ fn spawn_held(
         .expect("spawned")
 }
 
-fn held_pipes() -> wire::Hold {
-    let stream = |file: &str| wire::HeldStream {
+fn held_pipes() -> super::Hold {
+    let stream = |file: &str| super::HeldStream {
         cap: 1 << 20,
         kept: true,
         file: file.to_owned(),
         pending: Vec::new(),
         dropped: 0,
     };
-    wire::Hold {
-        task: "foreground:3".to_owned(),
+    super::Hold {
+        held_as: super::HeldAs::Foreground(3),
         n: 4,
         tail_bytes: 64_000,
         grace_ms: 3000,
@@ -63,7 +63,7 @@ fn a_hold_at_a_start_carries_all_its_descriptors_but_a_terminals_master() {
     let pipes = held_pipes();
     assert_eq!(pipes.descriptors(), 4);
     assert_eq!(pipes.descriptors_at_start(), 4);
-    let terminal = wire::Hold {
+    let terminal = super::Hold {
         terminal: true,
         streams: held_pipes().streams.split_off(1),
         ..held_pipes()
@@ -108,7 +108,7 @@ fn every_request_and_report_decodes_to_itself() {
             id: 10,
             launch: launch(),
             streams: Streams::Terminal(crate::TtySize { cols: 80, rows: 24 }),
-            hold: wire::Hold {
+            hold: super::Hold {
                 terminal: true,
                 streams: held_pipes().streams.split_off(1),
                 ..held_pipes()
@@ -347,10 +347,14 @@ fn fake_keeper(
     std::thread::spawn(move || {
         let mut frames = Receiver::new();
         while let Ok(Some(body)) = frames.next(socket.as_fd()) {
-            let Ok(request) = Request::decode(&body) else {
+            // Told as it came (a hold named or typed), counted as a keeper reads it.
+            let (Ok(request), Ok(typed)) = (
+                Request::decode(&body),
+                Request::decode(&body).map(Request::typed),
+            ) else {
                 return;
             };
-            let count = match &request {
+            let count = match &typed {
                 Request::Handover { listens, .. } => 2 + listens.len(),
                 Request::KeptDir => 1,
                 Request::Hold { hold, .. } => hold.descriptors(),
@@ -361,7 +365,7 @@ fn fake_keeper(
                         }
                         Streams::Terminal(_) => 0,
                     };
-                    match &request {
+                    match &typed {
                         Request::SpawnHeld { hold, .. } => streams + hold.descriptors_at_start(),
                         _ => streams,
                     }
@@ -372,7 +376,7 @@ fn fake_keeper(
                 .take_fds(count)
                 .expect("the descriptors came with the request");
             drop(fds);
-            let report = match &request {
+            let report = match &typed {
                 Request::Spawn { id, .. } | Request::SpawnHeld { id, .. } => {
                     Some(Report::Spawned {
                         id: *id,
@@ -430,7 +434,9 @@ fn a_keeper_that_has_not_said_it_speaks_protocol_2_is_sent_only_protocol_1() {
     keeper.pending.lock().protocol = 2;
     assert!(start(&keeper).held);
     match seen.recv_timeout(wait).expect("a request") {
-        (Request::SpawnHeld { hold, .. }, 6) => assert_eq!(hold, held_pipes()),
+        (Request::SpawnHeldNamed { hold, .. }, 6) => {
+            assert_eq!(super::Hold::from(hold), held_pipes())
+        }
         other => panic!("a held start with all its descriptors, not {other:?}"),
     }
     keeper.rename(4242, "bash-1");
@@ -506,7 +512,8 @@ fn held_requests(protocol: u32) -> Vec<(Request, usize)> {
 
 #[test]
 fn a_keeper_of_protocol_3_is_told_the_kept_directory_once_and_sent_no_kept_file() {
-    let by_name = |hold: &wire::Hold| {
+    let by_name = |hold: &super::handover::hold::NamedHold| {
+        let hold = super::Hold::from(hold.clone());
         hold.streams
             .iter()
             .all(|s| !s.kept && s.by_name() && !s.file.is_empty())
@@ -515,11 +522,11 @@ fn a_keeper_of_protocol_3_is_told_the_kept_directory_once_and_sent_no_kept_file(
     assert!(matches!(seen[0], (Request::Handover { .. }, 2)), "{seen:?}");
     assert!(matches!(seen[1], (Request::KeptDir, 1)), "{seen:?}");
     match &seen[2] {
-        (Request::SpawnHeld { hold, .. }, 4) => assert!(by_name(hold), "{hold:?}"),
+        (Request::SpawnHeldNamed { hold, .. }, 4) => assert!(by_name(hold), "{hold:?}"),
         other => panic!("a held start with its streams and read ends only, not {other:?}"),
     }
     match &seen[3] {
-        (Request::Hold { hold, .. }, 2) => assert!(by_name(hold), "{hold:?}"),
+        (Request::HoldNamed { hold, .. }, 2) => assert!(by_name(hold), "{hold:?}"),
         other => panic!("a hold with its read ends only, not {other:?}"),
     }
     assert_eq!(seen.len(), 4);
@@ -530,14 +537,35 @@ fn a_keeper_of_protocol_2_is_not_told_the_kept_directory_and_gets_every_kept_fil
     let seen = held_requests(2);
     assert!(matches!(seen[0], (Request::Handover { .. }, 2)), "{seen:?}");
     match &seen[1] {
-        (Request::SpawnHeld { hold, .. }, 6) => assert_eq!(hold, &held_pipes()),
+        (Request::SpawnHeldNamed { hold, .. }, 6) => {
+            assert_eq!(super::Hold::from(hold.clone()), held_pipes());
+        }
         other => panic!("a held start with all its descriptors, not {other:?}"),
     }
     match &seen[2] {
-        (Request::Hold { hold, .. }, 4) => assert_eq!(hold, &held_pipes()),
+        (Request::HoldNamed { hold, .. }, 4) => {
+            assert_eq!(super::Hold::from(hold.clone()), held_pipes());
+        }
         other => panic!("a hold with all its descriptors, not {other:?}"),
     }
     assert_eq!(seen.len(), 3);
+}
+
+/// A keeper of protocol 5 is sent its holds typed; one of protocol 4 or earlier, named (above).
+#[test]
+fn a_keeper_of_protocol_5_is_sent_its_holds_typed() {
+    let seen = held_requests(5);
+    assert!(matches!(seen[1], (Request::KeptDir, 1)), "{seen:?}");
+    match &seen[2] {
+        (Request::SpawnHeld { hold, .. }, 4) => {
+            assert_eq!(hold.held_as, super::HeldAs::Foreground(3));
+        }
+        other => panic!("a typed held start, not {other:?}"),
+    }
+    match &seen[3] {
+        (Request::Hold { hold, .. }, 2) => assert_eq!(hold.held_as, super::HeldAs::Foreground(3)),
+        other => panic!("a typed hold, not {other:?}"),
+    }
 }
 
 #[test]
@@ -548,7 +576,7 @@ fn a_hold_by_name_leaves_out_only_its_kept_files_in_order() {
         .collect();
     let fds: Vec<_> = files.iter().map(AsFd::as_fd).collect();
     let raw = |fds: &[std::os::fd::BorrowedFd<'_>]| fds.iter().map(|f| f.as_raw_fd()).collect();
-    let piped = wire::Hold {
+    let piped = super::Hold {
         stdin: true,
         ..held_pipes()
     };
@@ -556,7 +584,7 @@ fn a_hold_by_name_leaves_out_only_its_kept_files_in_order() {
     assert_eq!(hold.descriptors(), 3);
     let expected: Vec<i32> = raw(&[fds[0], fds[2], fds[4]]);
     assert_eq!(raw(&left), expected);
-    let terminal = wire::Hold {
+    let terminal = super::Hold {
         terminal: true,
         streams: held_pipes().streams.split_off(1),
         ..held_pipes()
@@ -564,8 +592,8 @@ fn a_hold_by_name_leaves_out_only_its_kept_files_in_order() {
     let (hold, left) = terminal.by_name(&fds[..1], true);
     assert!(left.is_empty());
     assert_eq!(hold.descriptors_at_start(), 0);
-    let unnamed = wire::Hold {
-        streams: vec![wire::HeldStream {
+    let unnamed = super::Hold {
+        streams: vec![super::HeldStream {
             file: String::new(),
             ..held_pipes().streams[0].clone()
         }],
@@ -577,7 +605,7 @@ fn a_hold_by_name_leaves_out_only_its_kept_files_in_order() {
 
 #[test]
 fn a_file_kept_by_name_is_never_reached_through_a_symlink_or_another_file_in_its_place() {
-    use super::kept_file::KeptFile;
+    use super::handover::kept_file::KeptFile;
     use std::os::unix::fs::PermissionsExt;
     let d = std::env::temp_dir().join(format!("taskhost-kept-by-name-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);

@@ -9,6 +9,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::HeldFromStart;
+use super::handover::hold::{Hold, NamedHold};
 use super::os_bytes;
 use crate::TtySize;
 use crate::exit::Exit;
@@ -20,8 +22,14 @@ use crate::exit::Exit;
 /// says so ([`Report::encode_handed`]). 1: the first handover; 2: `Rename`, `SpawnHeld`, the
 /// protocol after `Handed`; 3: `KeptDir`, `Successor`, and held streams kept by name (their kept
 /// files do not travel, so the keeper and a successor hold two descriptors per held task, not
-/// four); 4: `Carry`, a dead keeper's held task carried on by the keeper that replaced it.
-pub(crate) const PROTOCOL: u32 = 4;
+/// four); 4: `Carry`, a dead keeper's held task carried on by the keeper that replaced it; 5: holds
+/// typed ([`super::HeldAs`]) in `Hold`, `SpawnHeld`, `Carry` and `Adopt`, where earlier protocols
+/// named them by a string (their variants, `…Named`, are still read and sent to such a peer:
+/// [`Request::for_protocol`], [`Request::typed`], [`Report::for_protocol`], [`Report::typed`]).
+pub(crate) const PROTOCOL: u32 = 5;
+
+/// The first protocol whose holds are typed.
+const TYPED_HOLDS: u32 = 5;
 
 /// Largest frame either side accepts (a spawn request carries a command and an environment, which
 /// the kernel caps far below this).
@@ -104,10 +112,8 @@ pub(crate) enum Request {
     /// A process group that is gone: never signal that number again (and let go of what was held
     /// for it).
     Forget { pgid: i32 },
-    /// What the keeper holds for the running task in group `pgid` so that a successor of the host
-    /// can take it over: its output's read ends (with their kept files, but for those kept by
-    /// name) and its input, beside the frame in the order [`HeldStream`] says, then the input.
-    Hold { pgid: i32, hold: Hold },
+    /// `Hold` as protocols 1 to 4 send it.
+    HoldNamed { pgid: i32, hold: NamedHold },
     /// When the host is gone, keep its held tasks for `grace_ms` and hand them to the successor
     /// that connects to the listener beside the frame (then the host's lock, held meanwhile, then
     /// the host's listening sockets, one per address in `listens`).
@@ -126,6 +132,31 @@ pub(crate) enum Request {
     /// The task held in group `pgid` is now named `task` (a foreground command that became a
     /// task).
     Rename { pgid: i32, task: String },
+    /// `SpawnHeld` as protocols 2 to 4 send it.
+    SpawnHeldNamed {
+        id: u64,
+        launch: Launch,
+        streams: Streams,
+        hold: NamedHold,
+    },
+    // Protocol 3 from here on.
+    /// The host's kept-output directory travels beside the frame: from now on a held stream that
+    /// names a `file` and is not `kept` is kept by that name in it (see [`super::HeldStream::by_name`]).
+    /// It replaces a directory told before.
+    KeptDir,
+    /// A successor's first frame, before the keeper hands it anything: it speaks `protocol`, so
+    /// from 3 on the keeper hands over the kept files it holds by name, by name (a keeper of an
+    /// earlier protocol reads this as a request it does not know, and ignores it).
+    Successor { protocol: u32 },
+    // Protocol 4 from here on.
+    /// `Carry` as protocol 4 sends it.
+    CarryNamed { id: u64, pgid: i32, hold: NamedHold },
+    // Protocol 5 from here on: holds typed.
+    /// What the keeper holds for the running task in group `pgid` so that a successor of the host
+    /// can take it over: its output's read ends (with their kept files, but for those kept by
+    /// name) and its input, beside the frame in the order [`super::HeldStream`] says, then the
+    /// input.
+    Hold { pgid: i32, hold: Hold },
     /// As `Spawn`, and hold the process for a successor of the host from its start, as a `Hold`
     /// request would: its descriptors travel after the streams' (a terminal's read end is the
     /// keeper's own master, so it does not travel).
@@ -135,124 +166,11 @@ pub(crate) enum Request {
         streams: Streams,
         hold: Hold,
     },
-    // Protocol 3 from here on.
-    /// The host's kept-output directory travels beside the frame: from now on a held stream that
-    /// names a `file` and is not `kept` is kept by that name in it (see [`HeldStream::by_name`]).
-    /// It replaces a directory told before.
-    KeptDir,
-    /// A successor's first frame, before the keeper hands it anything: it speaks `protocol`, so
-    /// from 3 on the keeper hands over the kept files it holds by name, by name (a keeper of an
-    /// earlier protocol reads this as a request it does not know, and ignores it).
-    Successor { protocol: u32 },
-    // Protocol 4 from here on.
     /// Hold the running task in group `pgid`, which this keeper did not spawn (a dead keeper's,
     /// whose children are the host's now), as request `id`, as a `Hold` would: its descriptors
     /// travel beside the frame in the order [`Hold::descriptors`] says. Its leader is not this
     /// keeper's child, so its exit is watched, not reaped.
     Carry { id: u64, pgid: i32, hold: Hold },
-}
-
-/// What the keeper holds of one task for a handover, and what it hands over.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Hold {
-    /// The task's id in the registry.
-    pub task: String,
-    /// The host's number for the process (its marker's).
-    pub n: u64,
-    /// Bytes of each stream kept in memory.
-    pub tail_bytes: u64,
-    /// The kill's grace, ms.
-    pub grace_ms: u64,
-    /// Its output is one terminal's master (which also takes its input).
-    pub terminal: bool,
-    /// Its output streams, stdout first.
-    pub streams: Vec<HeldStream>,
-    /// A write end of its stdin travels last.
-    pub stdin: bool,
-}
-
-impl Hold {
-    /// How many descriptors travel with it: each stream's read end and kept file, then the input.
-    pub(crate) fn descriptors(&self) -> usize {
-        self.streams
-            .iter()
-            .map(|s| 1 + usize::from(s.kept))
-            .sum::<usize>()
-            + usize::from(self.stdin)
-    }
-
-    /// How many descriptors travel with it beside a `Spawn`: as [`Hold::descriptors`], less a
-    /// terminal's read end (the master the keeper opens itself).
-    pub(crate) fn descriptors_at_start(&self) -> usize {
-        self.descriptors() - usize::from(self.terminal && !self.streams.is_empty())
-    }
-
-    /// This hold as a keeper told the kept directory ([`Request::KeptDir`]) takes it: every kept
-    /// stream that names its file is kept by that name, and its file is left out of `fds` (the
-    /// hold's descriptors in its order; a terminal's read end left out when `at_start`).
-    pub(crate) fn by_name<'a>(
-        &self,
-        fds: &[BorrowedFd<'a>],
-        at_start: bool,
-    ) -> (Hold, Vec<BorrowedFd<'a>>) {
-        let mut hold = self.clone();
-        let mut fds = fds.iter().copied();
-        let mut kept_fds = Vec::new();
-        for (i, s) in hold.streams.iter_mut().enumerate() {
-            if !(at_start && self.terminal && i == 0) {
-                kept_fds.extend(fds.next());
-            }
-            if s.kept {
-                let file = fds.next();
-                if s.file.is_empty() {
-                    kept_fds.extend(file);
-                } else {
-                    s.kept = false;
-                }
-            }
-        }
-        kept_fds.extend(fds);
-        (hold, kept_fds)
-    }
-}
-
-/// What the keeper holds of a process from its start, for a successor of the host (see
-/// [`super::Keeper::hold`]): the hold, and its descriptors, less a terminal's read end, which is the
-/// master the keeper opens. Held this way, no crash of the host finds the process started and not
-/// yet held.
-#[derive(Clone, Copy)]
-pub struct HeldFromStart<'a> {
-    /// What is held, under which task's name.
-    pub hold: &'a Hold,
-    /// Its descriptors in the order of the hold's streams, each read end then its kept file (a
-    /// terminal's read end left out).
-    pub fds: &'a [BorrowedFd<'a>],
-}
-
-/// One output stream held for a handover: its read end travels beside the frame, then its kept
-/// file when `kept`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HeldStream {
-    /// The kept file's cap (past it the file holds the head and the latest output).
-    pub cap: u64,
-    /// A kept file travels after the read end. Not set, with a `file` named, to a keeper told the
-    /// kept directory (protocol 3): the file is kept by its name there (`HeldStream::by_name`).
-    pub kept: bool,
-    /// The kept file's name in the host's kept directory (its record may not name it yet).
-    pub file: String,
-    /// Output the keeper drained while no host ran and could not write to the file (the file is
-    /// past its cap), oldest first.
-    pub pending: Vec<u8>,
-    /// Output drained while no host ran that was dropped (beyond what the keeper keeps in memory).
-    pub dropped: u64,
-}
-
-impl HeldStream {
-    /// True when its kept file is kept by its name in the directory the host told
-    /// ([`Request::KeptDir`]), not by a descriptor that travelled with it.
-    pub(crate) fn by_name(&self) -> bool {
-        !self.kept && !self.file.is_empty()
-    }
 }
 
 /// From the keeper to the host.
@@ -265,13 +183,12 @@ pub(crate) enum Report {
     Refused { id: u64, cause: String },
     /// The process of request `id` has exited and been reaped.
     Exited { id: u64, exit: Exit },
-    /// To a successor: a task of the host that is gone, held for it (descriptors beside, as for
-    /// [`Request::Hold`]); `exit` once its process was reaped.
-    Adopt {
+    /// `Adopt` as a keeper sends it to a successor of protocol 4 or earlier.
+    AdoptNamed {
         id: u64,
         pgid: i32,
         exit: Option<Exit>,
-        hold: Hold,
+        hold: NamedHold,
     },
     /// To a successor, after the last [`Report::Adopt`]: the gone host's row, the marker prefixes
     /// the keeper ends, the next request id to use, and beside the frame its lock and its
@@ -281,6 +198,15 @@ pub(crate) enum Report {
         markers: Vec<String>,
         next_id: u64,
         listens: Vec<String>,
+    },
+    // Protocol 5 from here on.
+    /// To a successor: a task of the host that is gone, held for it (descriptors beside, as for
+    /// [`Request::Hold`]); `exit` once its process was reaped.
+    Adopt {
+        id: u64,
+        pgid: i32,
+        exit: Option<Exit>,
+        hold: Hold,
     },
 }
 
@@ -299,14 +225,15 @@ fn decode<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, WireError> {
 }
 
 impl Request {
-    /// The request that starts `launch` as `id`: held for a successor from its start with `held`,
-    /// whose descriptors then follow the streams' in `fds`.
+    /// The request that starts `launch` as `id` on a keeper of `protocol`: held for a successor
+    /// from its start with `held`, whose descriptors then follow the streams' in `fds`.
     pub(crate) fn start<'a>(
         id: u64,
         launch: &Launch,
         streams: Streams,
         held: Option<HeldFromStart<'a>>,
         fds: &mut Vec<BorrowedFd<'a>>,
+        protocol: u32,
     ) -> Self {
         let launch = launch.clone();
         match held {
@@ -318,6 +245,7 @@ impl Request {
                     streams,
                     hold: h.hold.clone(),
                 }
+                .for_protocol(protocol)
             }
             None => Self::Spawn {
                 id,
@@ -332,6 +260,64 @@ impl Request {
         frame(self)
     }
 
+    /// This request as a keeper of `protocol` reads it: before protocol 5, a hold named by a
+    /// string.
+    pub(crate) fn for_protocol(self, protocol: u32) -> Self {
+        if protocol >= TYPED_HOLDS {
+            return self;
+        }
+        match self {
+            Self::Hold { pgid, hold } => Self::HoldNamed {
+                pgid,
+                hold: hold.into(),
+            },
+            Self::SpawnHeld {
+                id,
+                launch,
+                streams,
+                hold,
+            } => Self::SpawnHeldNamed {
+                id,
+                launch,
+                streams,
+                hold: hold.into(),
+            },
+            Self::Carry { id, pgid, hold } => Self::CarryNamed {
+                id,
+                pgid,
+                hold: hold.into(),
+            },
+            other => other,
+        }
+    }
+
+    /// This request with its hold typed, whichever protocol sent it.
+    pub(crate) fn typed(self) -> Self {
+        match self {
+            Self::HoldNamed { pgid, hold } => Self::Hold {
+                pgid,
+                hold: hold.into(),
+            },
+            Self::SpawnHeldNamed {
+                id,
+                launch,
+                streams,
+                hold,
+            } => Self::SpawnHeld {
+                id,
+                launch,
+                streams,
+                hold: hold.into(),
+            },
+            Self::CarryNamed { id, pgid, hold } => Self::Carry {
+                id,
+                pgid,
+                hold: hold.into(),
+            },
+            other => other,
+        }
+    }
+
     /// Decodes a frame's body (without its length).
     pub(crate) fn decode(body: &[u8]) -> Result<Self, WireError> {
         decode(body)
@@ -342,6 +328,43 @@ impl Report {
     /// The frame.
     pub(crate) fn encode(&self) -> Vec<u8> {
         frame(self)
+    }
+
+    /// This report as a successor of `protocol` reads it: before protocol 5, a hold named by a
+    /// string.
+    pub(crate) fn for_protocol(self, protocol: u32) -> Self {
+        match self {
+            Self::Adopt {
+                id,
+                pgid,
+                exit,
+                hold,
+            } if protocol < TYPED_HOLDS => Self::AdoptNamed {
+                id,
+                pgid,
+                exit,
+                hold: hold.into(),
+            },
+            other => other,
+        }
+    }
+
+    /// This report with its hold typed, whichever protocol sent it.
+    pub(crate) fn typed(self) -> Self {
+        match self {
+            Self::AdoptNamed {
+                id,
+                pgid,
+                exit,
+                hold,
+            } => Self::Adopt {
+                id,
+                pgid,
+                exit,
+                hold: hold.into(),
+            },
+            other => other,
+        }
     }
 
     /// The frame of a `Handed` report, the keeper's [`PROTOCOL`] after the message: a host of

@@ -172,7 +172,11 @@ async fn turn(p: &Pending, id: &TaskId, ticket: Option<Ticket>) -> Result<Slot, 
 async fn run(p: &Pending, id: &TaskId, slot: Slot) -> TaskOutcome {
     let mut spec = p.spec.clone();
     spec.keep_output = p.services.state.is_some();
-    spec.held_as = p.services.state.as_ref().map(|_| id.as_str().to_owned());
+    spec.held_as = p
+        .services
+        .state
+        .as_ref()
+        .map(|_| crate::process::keeper::HeldAs::Task(id.as_str().to_owned()));
     let (processes, session) = (p.services.processes.clone(), p.session.clone());
     let cwd = spec.workdir.clone();
     let spawned = tokio::task::spawn_blocking(move || processes.spawn(&spec, &session)).await;

@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::ExternalRecord;
 use crate::ForegroundRecord;
 use crate::StoreError;
-use crate::hosts::Takeover;
+use crate::Takeover;
 use crate::records::TaskRecord;
 use crate::store::{Store, Sync};
 use crate::writer::Op;

@@ -11,7 +11,7 @@ use tokio::sync::watch;
 
 use crate::child::{Process, Streams};
 use crate::keeper::{
-    AdoptedKeeper, Handed, HandedTask, HeldFromStart, HeldStream, Hold, HoldSetup, Keepers,
+    AdoptedKeeper, Handed, HandedTask, HeldAs, HeldFromStart, HeldStream, Hold, HoldSetup, Keepers,
 };
 use crate::master;
 use crate::service::ProcessService;
@@ -98,26 +98,28 @@ impl ProcessService {
     }
 
     /// Asks the keeper to hold `process`, the task `task`, for a handover: its output's read ends
-    /// and kept files (only a process with kept output that is still running). Held already under
-    /// another name, the keeper renames what it holds (a foreground command held as
-    /// `foreground:N` that became a task); under this one (held from its start), nothing is said.
+    /// and kept files (only a process with kept output that is still running). Held already for
+    /// something else, the keeper renames what it holds (a foreground command, held as
+    /// [`HeldAs::Foreground`], that became a task); held for this task from its start, nothing is
+    /// said.
     pub fn hold_for_handover(&self, process: &Arc<Process>, task: &str) {
         let (Some(k), Some(pgid)) = (&self.keeper, process.pgid) else {
             return;
         };
+        let held_as = HeldAs::Task(task.to_owned());
         let Some((mut hold, fds)) = process.hold.lock().take() else {
             let mut held = process.held_as.lock();
-            if held.as_deref().is_some_and(|name| name != task) {
+            if held.as_ref().is_some_and(|h| *h != held_as) {
                 k.rename(pgid, task);
-                *held = Some(task.to_owned());
+                *held = Some(held_as);
             }
             return;
         };
         if process.exit.borrow().is_some() {
             return;
         }
-        hold.task = task.to_owned();
-        *process.held_as.lock() = Some(task.to_owned());
+        hold.held_as = held_as.clone();
+        *process.held_as.lock() = Some(held_as);
         k.hold(pgid, hold, fds);
     }
 
@@ -202,7 +204,8 @@ impl ProcessService {
             held.push(stream(name(&streams.err)));
         }
         let hold = Hold {
-            task: String::new(),
+            // Named once it is known whom it is held for.
+            held_as: HeldAs::Task(String::new()),
             n,
             tail_bytes: spec.tail_bytes,
             grace_ms: spec.grace_ms,

@@ -1,20 +1,62 @@
-//! A `--listen` host's handover: at start, the keeper of a gone predecessor on the same state
-//! directory and addresses is taken with its running tasks; then this host's own keeper is told to
-//! hold its tasks for the next host, on a socket in the state directory named after the addresses.
+//! The handover: a `--listen` host with a state directory hands its running tasks to the next
+//! host on the same state directory and addresses, whether it crashed or was upgraded
+//! (`SIGHUP`, `upgrade.rs`), through its keeper. This folder is where the protocol is told; its
+//! parts live in one folder per crate: the keeper's and the process service's side in
+//! `host/process/src/keeper/handover/` (the messages in `keeper/wire.rs`), the engine's in
+//! `host/engine/src/services/handover/`, the store's in `host/store/src/handover/`.
+//!
+//! **Holding (the host and its keeper, on the socket pair the host started the keeper on).**
+//! Once its state is open, the host sends `Handover { grace_ms, host, listens }` with a listener
+//! (`<state>/hosts/handover-<hash of the addresses>.sock`), its lock and its listening sockets
+//! beside the frame ([`Handover::offer`]), then `KeptDir` with its kept-output directory (protocol
+//! 3), and `Mark { prefix }` for a successor's marker. Each task with kept output is held from its
+//! start (`SpawnHeld`, protocol 2) or after it (`Hold`): its output's read ends (and kept files,
+//! before protocol 3; by name after), for whom it is held (`HeldAs`: a task by id, or a foreground
+//! command by its record's id, typed from protocol 5). A foreground command that becomes a task is
+//! renamed (`Rename { pgid, task }`), a group that is gone forgotten (`Forget`), and a keeper that
+//! replaces a dead one is sent the dead one's holds (`Carry`, protocol 4). A host that stops sends
+//! `NoHandover`: its tasks end with it.
+//!
+//! **Waiting (the keeper, its host gone).** When the socket closes (a crash, a SIGKILL, the `exec`
+//! of an upgrade), the keeper ends what it does not hold, starts a watchdog, drains the held tasks'
+//! output into their kept files and keeps the lock and listening sockets, for the grace.
+//!
+//! **Taking back (the successor, on the listener).** Before it opens the state
+//! ([`Handover::take_waiting`]), the next host connects, checks the keeper is its user's, and says
+//! `Successor { protocol }` (protocol 3). The keeper answers an `Adopt` per task (its descriptors
+//! beside), then `Handed { host, markers, next_id, listens }` followed by its own protocol, with
+//! the lock and the listening sockets beside. The successor records the tasks and foreground
+//! commands as its own ([`taskhost_store::Takeover`]) before it lets the lock go, serves on the
+//! sockets, makes the keeper its own ([`crate::Taskhost::taking_over`]), takes the tasks back
+//! once its plugins are loaded ([`crate::Taskhost::take_back_tasks`]) and offers its own handover.
+//!
+//! **Versions.** Messages are only appended, and each side sends a later protocol's messages only
+//! to a peer that said it speaks it. A host assumes its own protocol of a keeper it started (the
+//! binary on disk: this build or a later one), and of an adopted keeper what its `Handed` said (1
+//! when nothing followed); a keeper assumes of a successor what its `Successor` said (2 when it
+//! said nothing within a second). So an upgrade runs the new host against the old keeper, and a
+//! keeper replaced after a death may run a newer binary than its host. 1: the first handover; 2:
+//! `Rename`, `SpawnHeld`, the protocol after `Handed`; 3: `KeptDir`, `Successor`, kept files by
+//! name; 4: `Carry`; 5: holds typed (`Hold`, `SpawnHeld`, `Carry`, `Adopt`), where protocols 1 to
+//! 4 named them by a string and still get, and send, the named variants.
 
+pub(super) mod upgrade;
+
+use std::collections::HashMap;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::Taskhost;
-use crate::process::keeper::{HoldSetup, Keepers};
-use crate::services::options::{HandedTasks, TakenKeeper};
+use crate::process::keeper::{HeldAs, HoldSetup, Keepers};
+use crate::services::handover::Predecessor;
 
 /// Where a host's keeper waits for its successor, and what was taken from a predecessor's.
 pub(super) struct Handover {
     /// The socket's path: `<state>/hosts/handover-<hash of the addresses>.sock`.
     path: PathBuf,
-    taken: Option<Arc<TakenKeeper>>,
+    /// What a predecessor's keeper handed over, until the host is built with it.
+    taken: Option<Predecessor>,
     /// The socket this host made, once it offered: the held `hosts/`, its name, and its device and
     /// inode (so only this host's socket is removed at its stop).
     offered: Option<(
@@ -65,7 +107,7 @@ impl Handover {
     }
 
     /// Takes the keeper a predecessor left waiting, if one waits: the takeover the state opens
-    /// with. Its keeper is kept for the services ([`Handover::taken_keeper`]).
+    /// with. The keeper and its tasks are kept for the host ([`Handover::predecessor`]).
     pub(super) fn take_waiting(&mut self) -> Option<taskhost_store::Takeover> {
         let taken = self.at_short_path(|path| Ok(Keepers::take_waiting(path)));
         let (keeper, mut handed) = match taken {
@@ -76,38 +118,39 @@ impl Handover {
                 return None;
             }
         };
+        let (mut tasks, mut foregrounds) = (Vec::new(), Vec::new());
+        for task in &handed.tasks {
+            match &task.hold.held_as {
+                HeldAs::Task(id) => tasks.push(id.clone()),
+                HeldAs::Foreground(id) => foregrounds.push(*id),
+            }
+        }
         let takeover = taskhost_store::Takeover {
             host: handed.host,
-            tasks: handed.tasks.iter().map(|t| t.hold.task.clone()).collect(),
+            tasks,
+            foregrounds,
             lock: handed.lock.take()?,
         };
         tracing::info!(
             tasks = takeover.tasks.len(),
             "the previous host's keeper handed its running tasks over"
         );
-        self.taken = Some(Arc::new(TakenKeeper(parking_lot::Mutex::new(Some((
-            keeper,
-            HandedTasks(handed),
-        ))))));
+        self.taken = Some(Predecessor { keeper, handed });
         Some(takeover)
     }
 
     /// The predecessor's listening sockets by normalized address (taken once).
-    pub(super) fn take_listens(&self) -> std::collections::HashMap<String, OwnedFd> {
-        let Some(taken) = &self.taken else {
-            return std::collections::HashMap::new();
-        };
-        let mut guard = taken.0.lock();
-        match guard.as_mut() {
-            Some((_, HandedTasks(handed))) => {
-                std::mem::take(&mut handed.listens).into_iter().collect()
-            }
-            None => std::collections::HashMap::new(),
+    pub(super) fn take_listens(&mut self) -> HashMap<String, OwnedFd> {
+        match &mut self.taken {
+            Some(taken) => std::mem::take(&mut taken.handed.listens)
+                .into_iter()
+                .collect(),
+            None => HashMap::new(),
         }
     }
 
-    /// The keeper taken from a predecessor, for the services.
-    pub(super) fn taken_keeper(&mut self) -> Option<Arc<TakenKeeper>> {
+    /// The keeper taken from a predecessor and its tasks, for the host (taken once).
+    pub(super) fn predecessor(&mut self) -> Option<Predecessor> {
         self.taken.take()
     }
 

@@ -1,22 +1,23 @@
 //! Foreground commands that outlive a crash of their host. A host that hands over records each
 //! foreground command that may become a task, durably and before it starts
-//! ([`taskhost_store::ForegroundRecord`]), and has its keeper hold the process as `foreground:ID`
-//! from its start; a successor that takes it over after a crash makes it a background task of the
-//! calling session's, with its output from the first byte, and tells that session's bridge which
-//! task its interrupted call became ([`Services::continued_calls`]).
+//! ([`taskhost_store::ForegroundRecord`]), and has its keeper hold the process for it
+//! ([`crate::process::keeper::HeldAs::Foreground`], by the record's id) from its start; a
+//! successor that takes it over after a crash makes it a background task of the calling
+//! session's, with its output from the first byte, and tells that session's bridge which task its
+//! interrupted call became ([`Services::continued_calls`]).
 //! An upgrade does not need this: it promotes every foreground command before it goes.
 
 use std::sync::Arc;
 
 use serde_json::Value;
-use taskhost_store::{FOREGROUND_PREFIX, ForegroundRecord};
+use taskhost_store::ForegroundRecord;
 
 use super::continued::ContinuedCall;
-use super::declare::TaskDeclaration;
-use super::handles::Services;
-use super::process_tasks::process_hooks;
 use crate::process::Process;
-use crate::process::keeper::HandedTask;
+use crate::process::keeper::{HandedTask, HeldAs};
+use crate::services::declare::TaskDeclaration;
+use crate::services::handles::Services;
+use crate::services::process_tasks::process_hooks;
 
 impl Services {
     /// Spawns foreground command `spec` of `session`; with `carry` (the task it would become), it
@@ -35,7 +36,7 @@ impl Services {
     ) -> Result<(Arc<Process>, Option<u64>), String> {
         let id = carry.and_then(|d| self.record_foreground(session, d, request_id));
         let spec = crate::process::ProcessSpec {
-            held_as: id.map(|id| format!("{FOREGROUND_PREFIX}{id}")),
+            held_as: id.map(HeldAs::Foreground),
             ..spec.clone()
         };
         match self.processes.spawn(&spec, session) {
@@ -75,18 +76,13 @@ impl Services {
         }
     }
 
-    /// Serves the foreground command `task`, handed over by a crashed predecessor's keeper, as a
-    /// new background task of its calling session's; returns its id. `None` (the process ended)
-    /// when its record did not reach the state before the crash or it cannot be served.
-    pub(super) fn take_back_foreground(&self, task: HandedTask) -> Option<String> {
+    /// Serves the foreground command `task` of record `id`, handed over by a crashed
+    /// predecessor's keeper, as a new background task of its calling session's; returns its id.
+    /// `None` (the process ended) when its record did not reach the state before the crash or it
+    /// cannot be served.
+    pub(crate) fn take_back_foreground(&self, task: HandedTask, id: u64) -> Option<String> {
         let pgid = task.pgid;
         let record = self.state.as_ref().and_then(|state| {
-            let id: u64 = task
-                .hold
-                .task
-                .strip_prefix(FOREGROUND_PREFIX)?
-                .parse()
-                .ok()?;
             state
                 .taken_foregrounds()
                 .iter()

@@ -1,5 +1,5 @@
 //! The tasks a keeper holds for a successor, as the host's side knows them: should the keeper
-//! die, the one that replaces it carries them ([`super::wire::Request::Carry`]) with second
+//! die, the one that replaces it carries them ([`crate::keeper::wire::Request::Carry`]) with second
 //! handles of the read ends the host reads from, so a keeper's death loses no task at the next
 //! upgrade or crash. A task that cannot be carried (its output ended meanwhile, or the new keeper
 //! is of an older protocol) ends with the host, and whoever asked is told its name.
@@ -9,11 +9,11 @@ use std::collections::HashMap;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 
-use super::client::Keeper;
-use super::wire::Hold;
+use super::hold::Hold;
+use crate::keeper::client::Keeper;
 
 /// Told the names of the tasks a dead keeper held and no other could carry.
-pub(super) type UnheldHook = Arc<dyn Fn(Vec<String>) + Send + Sync>;
+pub(crate) type UnheldHook = Arc<dyn Fn(Vec<String>) + Send + Sync>;
 
 /// Second handles of a running process's read ends (stdout then stderr, or its terminal's
 /// master), made when asked; `None` once one of them is gone.
@@ -28,47 +28,47 @@ struct Entry {
 
 /// The current keeper's held tasks by group, and who is told when one cannot be carried.
 #[derive(Default)]
-pub(super) struct Unheld {
+pub(crate) struct Unheld {
     held: Mutex<HashMap<i32, Entry>>,
     tell: Mutex<Option<UnheldHook>>,
 }
 
 impl Unheld {
     /// The current keeper holds group `pgid` with `hold` (its task's name is the hold's).
-    pub(super) fn held(&self, pgid: i32, hold: &Hold) {
+    pub(crate) fn held(&self, pgid: i32, hold: &Hold) {
         self.held.lock().entry(pgid).or_default().hold = Some(hold.clone());
     }
 
     /// The task held in group `pgid` is now named `task`.
-    pub(super) fn renamed(&self, pgid: i32, task: &str) {
+    pub(crate) fn renamed(&self, pgid: i32, task: &str) {
         if let Some(hold) = self
             .held
             .lock()
             .get_mut(&pgid)
             .and_then(|e| e.hold.as_mut())
         {
-            task.clone_into(&mut hold.task);
+            hold.held_as = super::hold::HeldAs::Task(task.to_owned());
         }
     }
 
     /// The read ends of the process in group `pgid`, should a keeper carry it.
-    pub(super) fn read_ends(&self, pgid: i32, ends: ReadEnds) {
+    pub(crate) fn read_ends(&self, pgid: i32, ends: ReadEnds) {
         self.held.lock().entry(pgid).or_default().ends = Some(ends);
     }
 
     /// Group `pgid` ended.
-    pub(super) fn ended(&self, pgid: i32) {
+    pub(crate) fn ended(&self, pgid: i32) {
         self.held.lock().remove(&pgid);
     }
 
     /// Who is told from now on.
-    pub(super) fn set(&self, tell: UnheldHook) {
+    pub(crate) fn set(&self, tell: UnheldHook) {
         *self.tell.lock() = Some(tell);
     }
 
     /// `keeper` replaces a dead one: it carries every task the dead one held. Returns the names of
     /// those it could not carry (forgotten here), with whom to tell them, for [`tell`].
-    pub(super) fn carry(&self, keeper: &Keeper) -> Option<(UnheldHook, Vec<String>)> {
+    pub(crate) fn carry(&self, keeper: &Keeper) -> Option<(UnheldHook, Vec<String>)> {
         let mut lost = Vec::new();
         self.held.lock().retain(|&pgid, entry| {
             let Some(hold) = &entry.hold else {
@@ -82,7 +82,8 @@ impl Unheld {
                 })
             });
             if !carried {
-                lost.push(hold.task.clone());
+                // A foreground command has no task to tell of.
+                lost.extend(hold.held_as.task().map(str::to_owned));
             }
             carried
         });
@@ -108,7 +109,7 @@ fn carried(hold: &Hold) -> Option<Hold> {
 }
 
 /// Tells what [`Unheld::carry`] could not carry, once.
-pub(super) fn tell(dead: Option<(UnheldHook, Vec<String>)>) {
+pub(crate) fn tell(dead: Option<(UnheldHook, Vec<String>)>) {
     if let Some((tell, names)) = dead {
         tell(names);
     }

@@ -1,5 +1,5 @@
 //! The calls a crashed predecessor interrupted whose foreground commands became tasks here (see
-//! `foreground_carried.rs`), kept until each calling session's bridge is welcomed back.
+//! `foregrounds.rs`), kept until each calling session's bridge is welcomed back.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -12,4 +12,4 @@ pub type ContinuedCall = (Value, String);
 
 /// The [`ContinuedCall`]s of each session.
 #[derive(Clone, Default)]
-pub struct ContinuedCalls(pub(super) Arc<parking_lot::Mutex<HashMap<String, Vec<ContinuedCall>>>>);
+pub struct ContinuedCalls(pub(crate) Arc<parking_lot::Mutex<HashMap<String, Vec<ContinuedCall>>>>);

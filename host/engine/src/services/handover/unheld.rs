@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use taskhost_abi::wording;
 use taskhost_registry::Agent;
 
-use super::handles::Services;
+use crate::services::handles::Services;
 
 impl Services {
     /// From now on, each death of a keeper that held running tasks for a successor marks their

@@ -5,23 +5,23 @@
 
 use std::os::fd::{AsFd, OwnedFd};
 
-use super::client::Keeper;
 use super::held::HoldSetup;
+use crate::keeper::client::Keeper;
 
 /// A host's handover as every keeper of it is told.
 #[derive(Default)]
-pub(super) struct HandoverState {
+pub(crate) struct HandoverState {
     /// The grace, this host's row, the successors' listener and this host's lock.
-    pub(super) setup: Option<HoldSetup>,
+    pub(crate) setup: Option<HoldSetup>,
     /// Marker prefixes of processes to end with the host besides the keeper's own.
-    pub(super) marks: Vec<String>,
+    pub(crate) marks: Vec<String>,
     /// The host's kept-output directory, told with the setup (see [`Keeper::handover`]).
-    pub(super) kept_dir: Option<OwnedFd>,
+    pub(crate) kept_dir: Option<OwnedFd>,
 }
 
 impl HandoverState {
     /// Tells `keeper` everything (a new keeper, or the setup changed).
-    pub(super) fn tell(&self, keeper: &Keeper) {
+    pub(crate) fn tell(&self, keeper: &Keeper) {
         if let Some(setup) = &self.setup {
             keeper.handover(setup, self.kept_dir.as_ref().map(AsFd::as_fd));
         }

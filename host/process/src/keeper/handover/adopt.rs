@@ -12,10 +12,11 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
-use super::client::{Awaited, Keeper, Pending, read_reports};
-use super::fds;
-use super::wire::{Hold, Report, Request};
+use super::hold::Hold;
 use crate::Exit;
+use crate::keeper::client::{Awaited, Keeper, Pending, read_reports};
+use crate::keeper::fds;
+use crate::keeper::wire::{Report, Request};
 
 /// How long a successor waits for a keeper that accepted it to tell it the tasks (its host may
 /// still be dying: the keeper answers once its socket closed).
@@ -83,7 +84,7 @@ impl Keeper {
         conn.set_read_timeout(Some(INVENTORY_WAIT))
             .map_err(|e| failed(&e))?;
         let hello = Request::Successor {
-            protocol: super::wire::PROTOCOL,
+            protocol: crate::keeper::wire::PROTOCOL,
         };
         fds::send(conn.as_fd(), &hello.encode(), &[]).map_err(|e| failed(&e))?;
         let pending: Arc<Mutex<Pending>> = Arc::default();
@@ -95,7 +96,7 @@ impl Keeper {
                 .map_err(|e| failed(&e))?
                 .ok_or_else(|| failed(&"the keeper closed the connection"))?;
             let (report, protocol) = Report::decode_handed(&body).map_err(|e| failed(&e))?;
-            match report {
+            match report.typed() {
                 Report::Adopt {
                     id,
                     pgid,
@@ -159,18 +160,18 @@ fn take_task(
     pgid: i32,
     exit: Option<Exit>,
     hold: Hold,
-) -> Result<HandedTask, super::wire::WireError> {
+) -> Result<HandedTask, crate::keeper::wire::WireError> {
     let count = hold.descriptors();
     let mut fds = frames.take_fds(count)?.into_iter();
     let mut streams = Vec::new();
     for s in &hold.streams {
         let read = fds
             .next()
-            .ok_or(super::wire::WireError::MissingDescriptors)?;
+            .ok_or(crate::keeper::wire::WireError::MissingDescriptors)?;
         let file = match s.kept {
             true => Some(File::from(
                 fds.next()
-                    .ok_or(super::wire::WireError::MissingDescriptors)?,
+                    .ok_or(crate::keeper::wire::WireError::MissingDescriptors)?,
             )),
             false => None,
         };

@@ -5,14 +5,11 @@
 
 use rusqlite::{Connection, params};
 
-/// The name a keeper holds a foreground command's process under: this prefix and the row's id.
-pub const FOREGROUND_PREFIX: &str = "foreground:";
-
 /// A foreground command in flight, as its host recorded it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ForegroundRecord {
-    /// The row's id (ignored when recording: the store gives it); its keeper holds the process as
-    /// `foreground:<id>`.
+    /// The row's id (ignored when recording: the store gives it); its keeper holds the process for
+    /// it by this id.
     pub id: u64,
     /// The calling session, which owns the task it becomes.
     pub session: Option<String>,
@@ -44,17 +41,15 @@ pub(crate) fn remove(tx: &rusqlite::Transaction<'_>, id: u64) -> rusqlite::Resul
         .map(|_| ())
 }
 
-/// Takes the foreground commands among `held` (the names a gone host's keeper handed over) out of
-/// host `old`'s rows; every other row of `old` goes too (its command ended with the host).
+/// Takes the foreground commands `held` (their rows' ids, as a gone host's keeper handed them
+/// over) out of host `old`'s rows; every other row of `old` goes too (its command ended with the
+/// host).
 pub(crate) fn take_over(
     conn: &mut Connection,
     old: i64,
-    held: &[String],
+    held: &[u64],
 ) -> rusqlite::Result<Vec<ForegroundRecord>> {
-    let ids: Vec<i64> = held
-        .iter()
-        .filter_map(|h| h.strip_prefix(FOREGROUND_PREFIX)?.parse().ok())
-        .collect();
+    let ids = held.iter().filter_map(|&id| i64::try_from(id).ok());
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     let mut taken = Vec::new();
     {

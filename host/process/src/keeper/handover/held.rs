@@ -3,11 +3,11 @@
 use std::os::fd::OwnedFd;
 use std::time::Duration;
 
+use super::hold::Hold;
 use super::kept_file::{KeptDir, KeptFile};
-use super::wire::Hold;
 use crate::exit::Exit;
 
-/// What a host asked for with [`super::wire::Request::Handover`].
+/// What a host asked for with [`crate::keeper::wire::Request::Handover`].
 pub(crate) struct Setup {
     pub(crate) grace: Duration,
     pub(crate) host: i64,
@@ -70,7 +70,7 @@ pub struct HoldSetup {
 
 /// What is held of spawn `id`: `hold`, with `fds` in the order [`Hold::descriptors`] says, its
 /// streams kept by name kept in `kept_dir`. `None` when a descriptor is missing.
-pub(super) fn held(
+pub(crate) fn held(
     id: u64,
     hold: Hold,
     fds: Vec<OwnedFd>,

@@ -1,5 +1,5 @@
 //! Tasks a keeper carries for a dead predecessor (the keeper's side): held for a successor as
-//! its own are ([`super::wire::Request::Carry`]), but not its children. Their leaders are the
+//! its own are (`Request::Carry`), but not its children. Their leaders are the
 //! host's children (its subreaper took them when the dead keeper went), so no wait of the keeper's
 //! sees them end: a thread of their own watches each leader's `/proc` entry, reads the exit a
 //! zombie shows there, and reports it as the reaper reports a child's. A leader reaped before the
@@ -11,16 +11,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::held::held;
-use super::shared::Shared;
-use super::wire::{Hold, Report};
+use super::hold::Hold;
 use crate::exit::Exit;
+use crate::keeper::shared::Shared;
+use crate::keeper::wire::Report;
 
 /// How often the carried leaders are looked at.
 const EVERY: Duration = Duration::from_millis(20);
 
 /// Holds the task in group `pgid` as request `id` with `fds`, and watches its leader (the watch
 /// thread starts with the first carried task).
-pub(super) fn carry(shared: &Arc<Shared>, id: u64, pgid: i32, hold: Hold, fds: Vec<OwnedFd>) {
+pub(crate) fn carry(shared: &Arc<Shared>, id: u64, pgid: i32, hold: Hold, fds: Vec<OwnedFd>) {
     let mut st = shared.state.lock();
     st.next_id = st.next_id.max(id + 1);
     let dir = st.kept_dir.clone();

@@ -18,11 +18,11 @@ use std::time::{Duration, Instant};
 use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
-use super::fds;
 use super::held::{HeldFds, Setup};
-use super::shared::Shared;
 use super::watchdog::Watchdog;
-use super::wire::Report;
+use crate::keeper::fds;
+use crate::keeper::shared::Shared;
+use crate::keeper::wire::Report;
 use crate::spill_layout;
 
 /// The most output one stream keeps in memory while no host runs and its file cannot take it.
@@ -55,17 +55,17 @@ pub(crate) fn wait(
         drop(listens);
         drop(listener);
         drop(lock);
-        super::ending::end_everything(&uncarried, &[], Duration::from_millis(200));
+        crate::keeper::ending::end_everything(&uncarried, &[], Duration::from_millis(200));
         return None;
     }
     // First the watchdog (the keeper may be killed from now on), then what is not carried.
     let markers = shared.state.lock().markers.clone();
     let watchdog = Watchdog::start(groups, &markers, cgroup);
-    super::ending::end_everything(&uncarried, &[], Duration::from_millis(200));
+    crate::keeper::ending::end_everything(&uncarried, &[], Duration::from_millis(200));
     let handed = wait_with(shared, &setup);
     if handed.is_none() {
         // Ended before the watchdog stands down: no moment without one or the other.
-        super::ending::end_everything(groups, &markers, Duration::from_secs(1));
+        crate::keeper::ending::end_everything(groups, &markers, Duration::from_secs(1));
     }
     if let Some(w) = watchdog {
         w.stand_down();
@@ -124,8 +124,8 @@ fn successor_protocol(conn: &UnixStream) -> u32 {
         return 2;
     }
     let protocol = match fds::Receiver::new().next(conn.as_fd()) {
-        Ok(Some(body)) => match super::wire::Request::decode(&body) {
-            Ok(super::wire::Request::Successor { protocol }) => protocol,
+        Ok(Some(body)) => match crate::keeper::wire::Request::decode(&body) {
+            Ok(crate::keeper::wire::Request::Successor { protocol }) => protocol,
             _ => 2,
         },
         _ => 2,
@@ -190,7 +190,7 @@ fn start_draining(s: &mut HeldFds, cap: u64) {
 }
 
 /// Reads what one stream has ready into its file, or into memory past the file's cap.
-fn drain_one(s: &mut HeldFds, meta: &mut super::wire::HeldStream, in_memory: &mut usize) {
+fn drain_one(s: &mut HeldFds, meta: &mut super::hold::HeldStream, in_memory: &mut usize) {
     let mut buf = vec![0u8; 64 * 1024];
     let n = match nix::unistd::read(&s.read, &mut buf) {
         Ok(0) => {
@@ -227,8 +227,9 @@ fn drain_one(s: &mut HeldFds, meta: &mut super::wire::HeldStream, in_memory: &mu
 
 /// Tells `conn` every held task, with its descriptors, then the gone host's row and lock; on
 /// success the connection is the keeper's host from now on.
-fn hand_over(shared: &Shared, setup: &Setup, conn: UnixStream) -> Option<UnixStream> {
-    let by_name = successor_protocol(&conn) >= 3;
+pub(crate) fn hand_over(shared: &Shared, setup: &Setup, conn: UnixStream) -> Option<UnixStream> {
+    let protocol = successor_protocol(&conn);
+    let by_name = protocol >= 3;
     let mut st = shared.state.lock();
     for (&pgid, held) in &st.held {
         // A file kept by name goes by name to a successor of protocol 3; to an earlier one it is
@@ -263,7 +264,8 @@ fn hand_over(shared: &Shared, setup: &Setup, conn: UnixStream) -> Option<UnixStr
             pgid,
             exit: held.exit.clone(),
             hold,
-        };
+        }
+        .for_protocol(protocol);
         if fds::send(conn.as_fd(), &report.encode(), &fds).is_err() {
             return None;
         }

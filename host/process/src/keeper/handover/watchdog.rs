@@ -102,7 +102,7 @@ pub fn watch(input: impl std::io::Read) {
             cgroup = (!path.is_empty()).then(|| PathBuf::from(path));
         }
     }
-    super::ending::end_everything(&groups, &markers, Duration::from_secs(1));
+    crate::keeper::ending::end_everything(&groups, &markers, Duration::from_secs(1));
     if let Some(c) = cgroup {
         crate::cgroup::kill_and_remove(&c);
     }

@@ -4,15 +4,22 @@
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::Ordering;
 
-use super::client::Keeper;
-use super::wire::{Hold, Request};
+use super::hold::Hold;
+use crate::keeper::client::Keeper;
+use crate::keeper::wire::Request;
 
 impl Keeper {
-    /// Whether the keeper speaks `protocol` ([`super::wire::PROTOCOL`]) or a later one: a keeper
-    /// this host started does; one adopted from a predecessor does when its `Handed` report said
+    /// Whether the keeper speaks `protocol` (`wire::PROTOCOL`) or a later one: a keeper this host
+    /// started does; one adopted from a predecessor does when its `Handed` report said
     /// so (a keeper of protocol 1 never does).
-    pub(super) fn speaks(&self, protocol: u32) -> bool {
-        self.pending.lock().protocol >= protocol
+    pub(crate) fn speaks(&self, protocol: u32) -> bool {
+        self.protocol() >= protocol
+    }
+
+    /// The keeper's protocol: [`crate::keeper::wire::PROTOCOL`] for one this host started, what
+    /// its `Handed` report said for one adopted from a predecessor.
+    pub(crate) fn protocol(&self) -> u32 {
+        self.pending.lock().protocol
     }
 
     /// Asks the keeper to hold the running task in group `pgid` for a handover, with the
@@ -22,7 +29,7 @@ impl Keeper {
             true => hold.by_name(fds, false),
             false => (hold.clone(), fds.to_vec()),
         };
-        let frame = Request::Hold { pgid, hold };
+        let frame = Request::Hold { pgid, hold }.for_protocol(self.protocol());
         self.write(&frame.encode(), &fds);
     }
 
@@ -39,7 +46,8 @@ impl Keeper {
             id,
             pgid,
             hold: hold.clone(),
-        };
+        }
+        .for_protocol(self.protocol());
         self.write(&frame.encode(), fds)
     }
 

@@ -24,7 +24,7 @@ const PAUSE: Duration = Duration::from_secs(10);
 /// Hands the running tasks to the keeper for the next image: the bridges' sessions pause (each
 /// answers what it took and tells its bridge), the records are made durable and the keeper is let
 /// go of. Nothing is cancelled.
-pub(super) async fn hand_over_in_place(host: &Taskhost) {
+pub(crate) async fn hand_over_in_place(host: &Taskhost) {
     tracing::info!("SIGHUP: handing the running tasks to the binary on disk");
     // Foreground commands in flight become their callers' background tasks, so the calls answer
     // now and the tasks go on under the new image.
@@ -46,7 +46,7 @@ pub(super) async fn hand_over_in_place(host: &Taskhost) {
 /// checked is what [`exec_self`] runs. `Err` says why it is refused.
 ///
 /// [`open_trusted_file`]: taskhost_process::trusted_path::open_trusted_file
-pub(super) fn binary_on_disk() -> Result<std::fs::File, String> {
+pub(crate) fn binary_on_disk() -> Result<std::fs::File, String> {
     let path = match std::env::current_exe() {
         Ok(path) => path,
         Err(e) => {
@@ -65,7 +65,7 @@ pub(super) fn binary_on_disk() -> Result<std::fs::File, String> {
 
 /// Re-executes `binary` (see [`binary_on_disk`]) with this process's arguments; returns only when
 /// that failed, saying why.
-pub(super) fn exec_self(binary: &std::fs::File) -> String {
+pub(crate) fn exec_self(binary: &std::fs::File) -> String {
     use std::os::fd::AsRawFd;
     use std::os::unix::process::CommandExt;
     // The descriptor's own file, whatever is at the path by now.

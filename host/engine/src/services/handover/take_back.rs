@@ -1,0 +1,90 @@
+//! Running processes a gone predecessor's keeper handed to this host, served again as the same
+//! tasks.
+
+use taskhost_registry::TaskId;
+
+use crate::process::keeper::{Handed, HandedTask, HeldAs};
+use crate::services::handles::Services;
+use crate::services::process_tasks::holding;
+
+impl Services {
+    /// Takes back the tasks `handed` holds that opening the state made this host's
+    /// ([`taskhost_store::Store::taken_over`]): each keeps its id, owner, process and kept output,
+    /// and its owner's reads go on where they stood. An owner not connected here gets its session
+    /// opened (its notices wait for it). A handed task without such a record (it settled
+    /// meanwhile) is ended. Returns the ids taken back.
+    pub fn take_back(&self, handed: Handed) -> Vec<String> {
+        let Some(state) = self.state.clone() else {
+            return Vec::new();
+        };
+        let mut taken = Vec::new();
+        // By id: a lookup per handed task, not a scan of every record.
+        let records: std::collections::HashMap<&str, &taskhost_store::TaskRecord> = state
+            .taken_over()
+            .iter()
+            .map(|r| (r.id.as_str(), r))
+            .collect();
+        for task in handed.tasks {
+            let id = match &task.hold.held_as {
+                HeldAs::Foreground(id) => {
+                    let id = *id;
+                    taken.extend(self.take_back_foreground(task, id));
+                    continue;
+                }
+                HeldAs::Task(id) => id.clone(),
+            };
+            let record = records.get(id.as_str()).map(|r| (*r).clone());
+            match (record, TaskId::new(id.as_str()).parts()) {
+                (Some(record), Some((_, number))) => {
+                    taken.extend(self.take_back_task(&state, task, &record, number));
+                }
+                _ => crate::process::end_group(task.pgid),
+            }
+        }
+        taken
+    }
+
+    /// Serves `task`, handed over with its record `record`, again as task `number` of its owner's;
+    /// its id. `None` (the process ended) when it cannot be served or registered.
+    fn take_back_task(
+        &self,
+        state: &taskhost_store::Store,
+        task: HandedTask,
+        record: &taskhost_store::TaskRecord,
+        number: u64,
+    ) -> Option<String> {
+        let decl = self.declaration_of(record);
+        let output = state.output_dir();
+        let files = [&record.stdout_path, &record.stderr_path]
+            .map(|name| name.as_ref().map(|name| output.path().join(name)));
+        let pgid = task.pgid;
+        let process = match self
+            .processes
+            .take_over(task, files, record.read, &decl.session_key())
+        {
+            Ok(process) => process,
+            Err(e) => {
+                tracing::warn!(task = %record.id, error = %e, "a handed task could not be served");
+                crate::process::end_group(pgid);
+                return None;
+            }
+        };
+        if record.stdout_path.is_none() {
+            state.set_output(&record.id, process.output_files());
+        }
+        self.keep_reads(&process, &record.id);
+        let hooks = process.clone();
+        let slot = self.queue.hold(&decl.session_key());
+        match self.take_over(&decl, number, move || Ok(holding(hooks, Some(slot)))) {
+            Ok(id) => {
+                self.processes.hold_for_handover(&process, &id);
+                Some(id)
+            }
+            Err(e) => {
+                tracing::warn!(task = %record.id, error = %e, "a handed task could not be registered");
+                process.kill();
+                None
+            }
+        }
+    }
+}
