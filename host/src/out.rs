@@ -23,7 +23,7 @@ pub fn line(text: &str) {
     bytes(format!("{text}\n").as_bytes());
 }
 
-/// `println!` through [`line`].
+/// `println!` through [`line()`].
 #[macro_export]
 macro_rules! outln {
     ($($arg:tt)*) => {
