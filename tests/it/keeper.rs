@@ -17,9 +17,16 @@ fn descriptors(pid: i32) -> Vec<String> {
     fds
 }
 
-/// The keeper: the host's child whose command line names it.
+/// The keeper: the host's child whose command line names it, waited for a while: a keeper started
+/// by a host thread that has since ended is missing from every thread's `children` while the
+/// kernel hands it to another thread.
 pub(crate) fn keeper_of(host: i32) -> i32 {
-    find_keeper(host).expect("the host runs a keeper")
+    let mut found = None;
+    eventually(Duration::from_secs(10), || {
+        found = find_keeper(host);
+        found.is_some()
+    });
+    found.expect("the host runs a keeper")
 }
 
 fn find_keeper(host: i32) -> Option<i32> {

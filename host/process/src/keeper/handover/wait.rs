@@ -98,20 +98,34 @@ fn wait_with(shared: &Shared, setup: &Setup) -> Option<UnixStream> {
 /// bounded task always runs in a mount namespace of its own (its hidden paths), which it cannot
 /// leave: however it reached the socket, it is never handed the tasks, the lock and the listeners.
 fn accept(listener: &UnixListener) -> Option<UnixStream> {
+    use nix::sys::socket::{getsockopt, sockopt};
     let (conn, _) = listener.accept().ok()?;
-    let creds =
-        nix::sys::socket::getsockopt(&conn, nix::sys::socket::sockopt::PeerCredentials).ok()?;
-    if creds.uid() != nix::unistd::getuid().as_raw() || !in_this_mount_namespace(creds.pid()) {
+    let creds = getsockopt(&conn, sockopt::PeerCredentials).ok()?;
+    // A kernel before 6.5 has no `SO_PEERPIDFD`: the pid alone is checked there.
+    let pidfd = getsockopt(&conn, sockopt::PeerPidfd).ok();
+    if creds.uid() != nix::unistd::getuid().as_raw()
+        || !peer_in_this_mount_namespace(creds.pid(), pidfd.as_ref())
+    {
         return None;
     }
     conn.set_nonblocking(false).ok()?;
     Some(conn)
 }
 
-/// Whether process `pid` shares this process's mount namespace (no when either cannot be read).
-fn in_this_mount_namespace(pid: i32) -> bool {
+/// Whether the peer, process `pid` when it connected, shares this process's mount namespace (no
+/// when either cannot be read). Its pid could name another process by the time `/proc` is read (the
+/// peer gone and the pid used again); the peer's `pidfd` pins the process itself, so a peer the
+/// pidfd shows still running after the read is the one that was read.
+fn peer_in_this_mount_namespace(pid: i32, pidfd: Option<&OwnedFd>) -> bool {
     let of = |who: &str| std::fs::read_link(format!("/proc/{who}/ns/mnt")).ok();
-    of(&pid.to_string()).is_some_and(|theirs| of("self") == Some(theirs))
+    let same = of(&pid.to_string()).is_some_and(|theirs| of("self") == Some(theirs));
+    same && pidfd.is_none_or(running)
+}
+
+/// Whether the process of `pidfd` has not ended (a pidfd becomes readable when it does).
+fn running(pidfd: &OwnedFd) -> bool {
+    let mut fds = [PollFd::new(pidfd.as_fd(), PollFlags::POLLIN)];
+    matches!(poll(&mut fds, PollTimeout::ZERO), Ok(0))
 }
 
 /// How long the keeper waits for a successor's first frame; one that says nothing in that time (a
@@ -283,4 +297,32 @@ pub(crate) fn hand_over(shared: &Shared, setup: &Setup, conn: UnixStream) -> Opt
     st.host_gone = false;
     st.held = HashMap::new();
     Some(conn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pidfd_of(child: &std::process::Child) -> OwnedFd {
+        let pid = rustix::process::Pid::from_child(child);
+        rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).unwrap()
+    }
+
+    #[test]
+    fn a_peer_its_pidfd_shows_gone_is_refused_though_its_pid_names_a_process_here() {
+        let me = std::process::id() as i32;
+        assert!(peer_in_this_mount_namespace(me, None));
+        let mut ended = std::process::Command::new("true").spawn().unwrap();
+        let gone = pidfd_of(&ended);
+        ended.wait().unwrap();
+        assert!(!peer_in_this_mount_namespace(me, Some(&gone)));
+        let mut sleeping = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let alive = pidfd_of(&sleeping);
+        assert!(peer_in_this_mount_namespace(me, Some(&alive)));
+        sleeping.kill().unwrap();
+        sleeping.wait().unwrap();
+    }
 }
