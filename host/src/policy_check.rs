@@ -86,10 +86,12 @@ fn part_lines(bounds: &Bounds, probed: &[Mechanism]) -> Vec<String> {
         .iter()
         .map(|part| {
             let asked = asked(bounds, part);
-            let how = probed
-                .iter()
-                .find(|m| m.part == *part)
-                .map_or_else(|| "no mechanism known".to_owned(), how);
+            let hows: Vec<String> = probed.iter().filter(|m| m.part == *part).map(how).collect();
+            let how = if hows.is_empty() {
+                "no mechanism known".to_owned()
+            } else {
+                hows.join("; ")
+            };
             match asked {
                 Some(asked) => format!("{part:<12}  {asked}: {how}"),
                 None => format!("{part:<12}  not bounded"),

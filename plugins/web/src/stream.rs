@@ -5,7 +5,8 @@
 //! - `tail`: `{"id", "runs"}`, the watched task's output tail with its colours, as
 //!   [`crate::colours::runs`], when it changed;
 //! - `details`: the watched task's details, as [`taskhost_abi::sdk::http::Host::task_details`],
-//!   when they changed;
+//!   when they changed, looked at when another task is watched, when the rows changed, and else
+//!   at most every [`STATUS_EVERY_MS`] (their output size grows at every step of a writing task);
 //! - `host`: the host's status (plugins, health), every [`STATUS_EVERY_MS`], to an overseer alone
 //!   (a viewer with `all_owners`).
 //!
@@ -35,6 +36,7 @@ struct Sent {
     rows: BTreeMap<String, u64>,
     tail: Option<(String, u64)>,
     details: Option<(String, u64)>,
+    details_at_ms: u64,
     status_at_ms: u64,
     listed_at_ms: u64,
 }
@@ -140,11 +142,15 @@ pub(crate) fn step(host: &Host, request: &EventsRequest) -> Events {
     if let Some(id) = watch {
         let listed = !events.is_empty();
         let (tail, live) = sent.tail(host, request, id);
-        // What the details hold changes with the output (its size) or the row (queued, ended).
-        let looked = listed || tail.is_some() || sent.details.as_ref().is_none_or(|d| d.0 != *id);
+        // What the details hold changes with the row (queued, ended) and with the output (its
+        // size): the latter is looked at once a second, not at each step a writing task makes.
+        let looked = listed
+            || sent.details.as_ref().is_none_or(|d| d.0 != *id)
+            || (tail.is_some() && now.saturating_sub(sent.details_at_ms) >= STATUS_EVERY_MS);
         events.extend(tail);
         if looked {
             events.extend(sent.details(host, request, id));
+            sent.details_at_ms = now;
         }
         watched_live = live;
     }
@@ -158,6 +164,7 @@ pub(crate) fn step(host: &Host, request: &EventsRequest) -> Events {
             "rows": sent.rows,
             "tail": sent.tail,
             "details": sent.details,
+            "details_at_ms": sent.details_at_ms,
             "status_at_ms": sent.status_at_ms,
             "listed_at_ms": sent.listed_at_ms,
         }),

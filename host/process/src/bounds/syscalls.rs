@@ -22,12 +22,19 @@ use seccompiler::{
 use super::model::{Bounds, BoundsError, Mechanism, denied, failed, unsupported};
 
 pub(super) fn probe() -> Vec<Mechanism> {
-    vec![Mechanism {
-        part: "network",
-        how: seccomp_here().map(|()| {
-            "seccomp: socket and socketpair refused for every family but AF_UNIX".to_owned()
-        }),
-    }]
+    let seccomp = seccomp_here();
+    vec![
+        Mechanism {
+            part: "network",
+            how: seccomp.clone().map(|()| {
+                "seccomp: socket and socketpair refused for every family but AF_UNIX".to_owned()
+            }),
+        },
+        Mechanism {
+            part: "signals",
+            how: seccomp.map(|()| "seccomp: prlimit of another process refused".to_owned()),
+        },
+    ]
 }
 
 /// Whether this kernel filters system calls and the filter compiles for this architecture.
