@@ -55,6 +55,7 @@ mod owners;
 mod principals;
 mod queue;
 mod queued;
+mod readers;
 mod records;
 mod retention;
 mod retry;

@@ -42,8 +42,8 @@ pub struct Store {
     dir: Arc<HeldDir>,
     output: Arc<HeldDir>,
     host_dir: Arc<HeldDir>,
-    /// The database, reached through the held directory (see [`database::through`]).
-    db: PathBuf,
+    /// The database's readers, reaching it through the held directory (see [`database::through`]).
+    readers: crate::readers::Readers,
     pub(crate) host: Option<i64>,
     ops: Mutex<Option<Sender<Op>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -147,7 +147,7 @@ impl Store {
         let lost = watch.lost();
         let (ops, threads) = writer::start(conn, writer::Beside { watch, marks })?;
         Ok(Self {
-            db: database::through(&held),
+            readers: crate::readers::Readers::new(database::through(&held), lost.clone()),
             dir: held,
             output,
             host_dir,
@@ -299,7 +299,7 @@ impl Store {
     /// # Errors
     /// The database could not be read.
     pub fn owner_of(&self, secret: &OwnerSecret) -> Result<Option<String>, StoreError> {
-        Ok(owners::by_secret(&self.reader()?, secret)?)
+        Ok(owners::by_secret(&*self.lent()?, secret)?)
     }
 
     /// Ends owner `name`: its secret names nobody from now on (its records stay). Waits for the
@@ -319,7 +319,7 @@ impl Store {
     /// # Errors
     /// The database could not be read.
     pub fn owner_tasks(&self, name: &str) -> Result<Vec<TaskRecord>, StoreError> {
-        Ok(records::owned_by(&self.reader()?, name)?)
+        Ok(records::owned_by(&*self.lent()?, name)?)
     }
 
     pub(crate) fn send(&self, op: Op) {
@@ -338,7 +338,7 @@ impl Store {
         owner: Option<&str>,
         limit: u64,
     ) -> Result<Vec<TaskRecord>, StoreError> {
-        Ok(records::newest(&self.reader()?, owner, limit)?)
+        Ok(records::newest(&*self.lent()?, owner, limit)?)
     }
 
     /// Every task's record, oldest first.
@@ -391,22 +391,18 @@ impl Store {
     /// # Errors
     /// The database could not be read.
     pub fn task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        Ok(records::one(&self.reader()?, id)?)
+        Ok(records::one(&*self.lent()?, id)?)
     }
 
     /// A connection of its own to the database, never making one (a removed database is not made
     /// again empty).
     pub(crate) fn reader(&self) -> Result<Connection, StoreError> {
-        if let Some(why) = self.lost.get() {
-            return Err(StoreError::Lost(why.clone()));
-        }
-        use rusqlite::OpenFlags;
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_URI
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(&self.db, flags)?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        Ok(conn)
+        self.readers.open()
+    }
+
+    /// A connection lent for one short read (see `readers.rs`).
+    pub(crate) fn lent(&self) -> Result<crate::readers::Lent<'_>, StoreError> {
+        self.readers.lend()
     }
 
     /// Ends this host's use of the store: its row marked ended, every queued write committed,
