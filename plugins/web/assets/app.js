@@ -149,7 +149,10 @@ const handlers = {
     if (d.full) tasks.clear();
     for (const r of d.rows) tasks.set(r.id, r);
     for (const id of d.removed) tasks.delete(id);
-    if (!chosen && !tasks.has(watch)) {
+    if (d.watching && !chosen && !watch) {
+      // The stream chose it and follows it already: shown without opening another.
+      show(d.watching);
+    } else if (!chosen && !tasks.has(watch)) {
       const first = newest();
       if (first) select(first.id, false);
     }
@@ -375,13 +378,18 @@ function statusCounts() {
 function select(id, byPerson = true) {
   chosen = chosen || byPerson;
   if (id === watch) return;
+  show(id);
+  connect();
+}
+
+// Makes task `id` the one shown, its output and details to come from the stream.
+function show(id) {
   watch = id;
   $('detail-id').textContent = id;
   tailRuns = [];
   $('tail').textContent = '';
   showDetails({});
   $('follow').checked = true;
-  connect();
   redraw();
 }
 

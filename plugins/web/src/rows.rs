@@ -105,6 +105,22 @@ pub(crate) fn record_rows(host: &Host, live: &[FfiSnapshot], viewer: &Viewer) ->
         .collect()
 }
 
+/// The task a page shows when its person chose none: the newest running one, else the newest (by
+/// start, then id), as the page's own `newest()` picks among the rows it holds.
+pub(crate) fn newest(rows: &[Value]) -> Option<String> {
+    let key = |r: &Value| {
+        (
+            r["status"] == "running",
+            r["started_at_ms"].as_u64().unwrap_or(0),
+            r["id"].as_str().unwrap_or_default().to_owned(),
+        )
+    };
+    rows.iter()
+        .filter(|r| r["id"].is_string())
+        .max_by_key(|r| key(r))
+        .and_then(|r| r["id"].as_str().map(str::to_owned))
+}
+
 /// How many records a page looks at, newest first.
 pub(crate) const RECORDS_MAX: u64 = 20_000;
 
@@ -115,4 +131,23 @@ pub(crate) fn fingerprint(task: &FfiSnapshot) -> u64 {
     task.detail().hash(&mut h);
     task.finished_at_ms.into_option().hash(&mut h);
     h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::newest;
+    use taskhost_abi::prelude::*;
+
+    #[test]
+    fn the_newest_running_task_is_chosen_else_the_newest() {
+        let row = |id: &str, status: &str, at: u64| json!({"id": id, "status": status, "started_at_ms": at});
+        let rows = [
+            row("bash-1", "running", 10),
+            row("bash-2", "completed", 30),
+            row("bash-3", "running", 20),
+        ];
+        assert_eq!(newest(&rows).as_deref(), Some("bash-3"));
+        assert_eq!(newest(&rows[1..2]).as_deref(), Some("bash-2"));
+        assert_eq!(newest(&[]), None);
+    }
 }

@@ -1,7 +1,10 @@
 //! One step of the page's event stream (`/api/events?watch=ID`). Events:
-//! - `tasks`: `{"rows": [...], "removed": [...], "full": bool}`, the rows that are new or changed
-//!   since the previous step (all of them at the first, `full`, with the records of earlier hosts'
-//!   tasks no live task has), and the ids no longer listed;
+//! - `tasks`: `{"rows": [...], "removed": [...], "full": bool, "watching": id}`, the rows that
+//!   are new or changed since the previous step (all of them at the first, `full`, with the
+//!   records of earlier hosts' tasks no live task has), and the ids no longer listed; on the first
+//!   step of a stream that names no task to watch, `watching` is the one it chose (the newest
+//!   running, else the newest), whose tail and details follow in the same step: the page shows it
+//!   without opening a second stream (which would send every row again);
 //! - `tail`: `{"id", "runs"}`, the watched task's output tail with its colours, as
 //!   [`crate::colours::runs`], when it changed;
 //! - `details`: the watched task's details, as [`taskhost_abi::sdk::http::Host::task_details`],
@@ -37,6 +40,8 @@ struct Sent {
     tail: Option<(String, u64)>,
     details: Option<(String, u64)>,
     details_at_ms: u64,
+    /// The task this stream chose to watch, its page having named none.
+    chosen: Option<String>,
     status_at_ms: u64,
     listed_at_ms: u64,
 }
@@ -75,13 +80,19 @@ impl Sent {
             rows.extend(record_rows(host, &tasks, &request.viewer));
         }
         named(host, &request.viewer, &mut rows);
+        let asked = request.query.get("watch").is_some_and(|w| !w.is_empty());
+        if first && !asked {
+            self.chosen = crate::rows::newest(&rows);
+        }
         let removed: Vec<&String> = self
             .rows
             .keys()
             .filter(|id| !seen.contains_key(*id))
             .collect();
         let event = (first || !rows.is_empty() || !removed.is_empty()).then(|| {
-            let data = json!({"rows": rows, "removed": removed, "full": first});
+            let watching = if first { self.chosen.as_deref() } else { None };
+            let data =
+                json!({"rows": rows, "removed": removed, "full": first, "watching": watching});
             ("tasks".to_owned(), data.to_string())
         });
         self.rows = seen;
@@ -135,10 +146,16 @@ pub(crate) fn step(host: &Host, request: &EventsRequest) -> Events {
     let mut events = Vec::new();
     let first = request.state.is_null();
     let mut watched_live = false;
-    let watch = request.query.get("watch").filter(|w| !w.is_empty());
     if first || request.changed || now.saturating_sub(sent.listed_at_ms) >= STATUS_EVERY_MS {
         events.extend(sent.list(host, request, first, now));
     }
+    let watch = request
+        .query
+        .get("watch")
+        .filter(|w| !w.is_empty())
+        .cloned()
+        .or_else(|| sent.chosen.clone());
+    let watch = watch.as_deref();
     if let Some(id) = watch {
         let listed = !events.is_empty();
         let (tail, live) = sent.tail(host, request, id);
@@ -165,6 +182,7 @@ pub(crate) fn step(host: &Host, request: &EventsRequest) -> Events {
             "tail": sent.tail,
             "details": sent.details,
             "details_at_ms": sent.details_at_ms,
+            "chosen": sent.chosen,
             "status_at_ms": sent.status_at_ms,
             "listed_at_ms": sent.listed_at_ms,
         }),
