@@ -152,14 +152,19 @@ pub(crate) async fn try_answer(client: &Client, tool: &str, args: Value) -> Resu
     Ok(Answer { text, started })
 }
 
-/// Reads a task's output, waiting up to `timeout_ms` for it to settle.
+/// Reads a task's output, waiting up to `timeout_ms` for it to settle: the answer's first block
+/// only, since notices of other tasks (or of this one) may ride along after it.
 pub(crate) async fn read_waiting(client: &Client, id: &str, timeout_ms: u64) -> String {
-    call(
+    let answer = call(
         client,
         "task_output",
         json!({"task_id": id, "wait": true, "timeout_ms": timeout_ms}),
     )
-    .await
+    .await;
+    match answer.split_once("\n---\n") {
+        Some((output, _notices)) => output.to_owned(),
+        None => answer,
+    }
 }
 
 /// Starts `command` in the background and returns its task id (the first block; notices, its own

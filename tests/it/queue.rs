@@ -51,7 +51,9 @@ async fn start(client: &mcp::Client, mut args: serde_json::Value) -> (String, St
     args["run_in_background"] = json!(true);
     let answer = mcp::answer(client, "bash", args).await;
     let id = mcp::started_id(&answer);
-    (answer.text, id)
+    // Notices of tasks that ended meanwhile may ride along after the start's own sentence.
+    let sentence = answer.text.split("\n---\n").next().unwrap_or_default();
+    (sentence.to_owned(), id)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
