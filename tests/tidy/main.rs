@@ -201,6 +201,39 @@ fn the_engine_and_the_testkit_reach_no_edge_crate() {
     );
 }
 
+#[test]
+fn the_testkit_compiles_no_sqlite() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let tree = std::process::Command::new(cargo)
+        .args([
+            "tree",
+            "--offline",
+            "-p",
+            "taskhost-testkit",
+            "-e",
+            "normal",
+        ])
+        .args(["--prefix", "none", "--format", "{p}"])
+        .current_dir(source::root())
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        tree.status.success(),
+        "{}",
+        String::from_utf8_lossy(&tree.stderr)
+    );
+    let tree = String::from_utf8_lossy(&tree.stdout);
+    assert!(tree.contains("taskhost-store"), "{tree}");
+    let sqlite: Vec<_> = tree
+        .lines()
+        .filter(|l| l.starts_with("rusqlite") || l.starts_with("libsqlite3-sys"))
+        .collect();
+    assert!(
+        sqlite.is_empty(),
+        "taskhost-testkit reaches {sqlite:?}: the engine's `store` feature must stay off for it"
+    );
+}
+
 /// The names under `[dependencies]` of the manifest at `path`.
 fn dependencies(path: &std::path::Path) -> Vec<String> {
     let text = std::fs::read_to_string(path).unwrap_or_default();

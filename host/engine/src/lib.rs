@@ -3,6 +3,10 @@
 //! command-line edges are the `taskhost` crate's, and the testkit (a plugin author's tests) depends
 //! on this crate alone.
 //!
+//! Feature `store` (on by default; the `taskhost` crate's): durable state (`serve --state`) in
+//! `taskhost-store`'s SQLite. The testkit builds the engine without it: its hosts keep everything in
+//! memory, and a plugin author's first `cargo test` compiles no SQLite.
+//!
 //! Rooms: [`host`] (one host, tying the rest together), [`services`] (what tasks run on, no FFI),
 //! [`plugin`] (loading, generations and the host handle: the only place that loads libraries),
 //! [`sessions`] and [`owners`] (who owns a connection's tasks, and how an owner comes back),

@@ -72,6 +72,7 @@ pub enum StoreError {
     Closed,
 }
 
+#[cfg(feature = "sqlite")]
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
         Self::Sqlite(e.to_string())

@@ -4,33 +4,8 @@
 
 use rusqlite::{Connection, params};
 
-use crate::records::{self, TaskRecord};
-
-/// How a task's external work is followed, with `{id}` already filled in.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ExternalRecord {
-    /// The work's own id (a Slurm job id).
-    pub work_id: String,
-    /// Prints the work's state (`running`, or `completed|killed|failed <detail>`).
-    pub poll: String,
-    /// Stops the work.
-    pub cancel: String,
-    /// The work's output file.
-    pub output: String,
-    /// How often the state is polled, ms.
-    pub poll_every_ms: u64,
-    /// Bytes of the output file its owner's reads consumed.
-    pub read_offset: u64,
-}
-
-/// A live external task of a host that is gone, now this host's to follow.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Adopted {
-    /// Its record.
-    pub record: TaskRecord,
-    /// How to follow it.
-    pub external: ExternalRecord,
-}
+use crate::data::{Adopted, ExternalRecord};
+use crate::records;
 
 /// Records (or replaces) how task `id`'s work is followed.
 pub(crate) fn set(

@@ -61,10 +61,10 @@ pub struct Recovered {
     pub killed: Vec<String>,
     /// External tasks of hosts that are gone, now this host's to follow (none when the store was
     /// opened only to read).
-    pub adopted: Vec<crate::external::Adopted>,
+    pub adopted: Vec<crate::data::Adopted>,
     /// Queued tasks of hosts that are gone, in queue order, now this host's to queue again (none
     /// when the store was opened only to read).
-    pub requeued: Vec<crate::queue::Requeued>,
+    pub requeued: Vec<crate::data::Requeued>,
 }
 
 /// Settles the tasks of every host recorded as live whose lock is free (it is gone), other than

@@ -40,43 +40,61 @@
 //! and everything in it is reached through the held descriptor. A row is not trusted either: a kept
 //! output is a file name in `output/` (`kept.rs`), and a row that names anything else, or holds a
 //! value of the wrong type, is skipped with a warning naming it.
+//!
+//! **Without SQLite.** The `sqlite` feature (on by default) is the store. Built without it (as the
+//! engine is for `taskhost-testkit`, whose hosts keep no state), the crate keeps only its plain data
+//! and a [`Store`] that cannot be made: code that holds an `Option<Arc<Store>>` compiles and its
+//! store is always `None`.
 
-mod database;
+mod data;
 mod error;
-mod external;
-mod handover;
-mod hosts;
-mod journal;
-mod kept;
-mod lost;
-mod marks;
-mod ops;
-mod owners;
-mod principals;
-mod queue;
-mod queued;
-mod readers;
-mod records;
-mod retention;
-mod retry;
-mod schema;
-mod store;
-mod trusted;
-mod writer;
 
-pub use error::StoreError;
-pub use external::{Adopted, ExternalRecord};
-pub use handover::Takeover;
-pub use handover::foregrounds::ForegroundRecord;
-pub use owners::OwnerSecret;
-pub use principals::{
-    Principal, PrincipalGrants, PrincipalLookup, ProofKey, TOKEN_PREFIX, Token, valid_name,
+pub use data::{
+    Adopted, ExternalRecord, ForegroundRecord, OwnerSecret, Principal, Requeued, TaskRecord,
 };
-pub use queue::Requeued;
-pub use records::TaskRecord;
-pub use retention::Retention;
-pub use store::{Recovered, Store, Sync};
-pub use trusted::{refuse_lost, trusted_dir, trusted_dir_above};
+pub use error::StoreError;
 
-#[cfg(test)]
+#[cfg(not(feature = "sqlite"))]
+mod absent;
+#[cfg(not(feature = "sqlite"))]
+pub use absent::Store;
+
+/// Items of the store itself, built with the `sqlite` feature only.
+macro_rules! with_sqlite {
+    ($($item:item)*) => { $(#[cfg(feature = "sqlite")] $item)* };
+}
+
+with_sqlite! {
+    mod database;
+    mod external;
+    mod handover;
+    mod hosts;
+    mod journal;
+    mod kept;
+    mod lost;
+    mod marks;
+    mod ops;
+    mod owners;
+    mod principals;
+    mod queue;
+    mod queued;
+    mod readers;
+    mod records;
+    mod retention;
+    mod retry;
+    mod schema;
+    mod store;
+    mod trusted;
+    mod writer;
+
+    pub use handover::Takeover;
+    pub use principals::{
+        PrincipalGrants, PrincipalLookup, ProofKey, TOKEN_PREFIX, Token, valid_name,
+    };
+    pub use retention::Retention;
+    pub use store::{Recovered, Store, Sync};
+    pub use trusted::{refuse_lost, trusted_dir, trusted_dir_above};
+}
+
+#[cfg(all(test, feature = "sqlite"))]
 mod tests;

@@ -34,7 +34,7 @@ pub(crate) enum Op {
     /// How a task's external work is followed.
     External {
         id: String,
-        record: crate::external::ExternalRecord,
+        record: crate::data::ExternalRecord,
     },
     /// Where the reads of a task's external work stand.
     ExternalRead {

@@ -3,46 +3,8 @@
 //! random bits, of which the database keeps only the SHA-256.
 
 use rusqlite::{Connection, OptionalExtension, params};
-use sha2::{Digest, Sha256};
 
-/// A secret that names an owner to the host that minted it (and to any later host of its state
-/// directory). Shown in full only by [`OwnerSecret::as_str`]; `Debug` hides it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct OwnerSecret(String);
-
-impl OwnerSecret {
-    /// 256 bits from the OS's random source, as 64 lower-case hex digits.
-    ///
-    /// # Errors
-    /// The OS gave no randomness.
-    pub fn generate() -> Result<Self, String> {
-        let mut bytes = [0u8; 32];
-        getrandom::fill(&mut bytes).map_err(|e| format!("no randomness for a secret: {e}"))?;
-        Ok(Self(bytes.iter().map(|b| format!("{b:02x}")).collect()))
-    }
-
-    /// A secret as a client presents it: 64 hex digits, else `None`.
-    pub fn parse(text: &str) -> Option<Self> {
-        let ok = text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit());
-        ok.then(|| Self(text.to_ascii_lowercase()))
-    }
-
-    /// The secret's text, to hand to its owner.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// What is stored of it.
-    pub fn sha256(&self) -> Vec<u8> {
-        Sha256::digest(self.0.as_bytes()).to_vec()
-    }
-}
-
-impl std::fmt::Debug for OwnerSecret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("OwnerSecret(..)")
-    }
-}
+use crate::data::OwnerSecret;
 
 /// The name of session owner row `n`.
 fn owner_name(n: i64) -> String {

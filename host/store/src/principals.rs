@@ -7,7 +7,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use sha2::{Digest, Sha256};
 
 use crate::error::StoreError;
-use crate::owners::OwnerSecret;
+use crate::data::{OwnerSecret, Principal};
 
 /// The name of principal row `n`'s owner.
 fn owner_name(n: i64) -> String {
@@ -16,25 +16,6 @@ fn owner_name(n: i64) -> String {
 
 /// The prefix of every token, so a token is recognised for what it is in a log or a secret scan.
 pub const TOKEN_PREFIX: &str = "taskhost_";
-
-/// A principal as `taskhost token list` shows it (never its token).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Principal {
-    /// Its name.
-    pub name: String,
-    /// The owner its tasks belong to (`session-N`).
-    pub owner: String,
-    /// When it was made, ms since the Unix epoch.
-    pub created_at_ms: u64,
-    /// When it was revoked, if it was.
-    pub revoked_at_ms: Option<u64>,
-    /// True when its token shows people's views every owner's tasks (`--all-owners`); its MCP
-    /// clients still see only its own.
-    pub sees_all: bool,
-    /// The policy (`[policy.NAME]` of the host's config) its tasks run under; `None`: the config's
-    /// `[policy.default]`, if it has one.
-    pub policy: Option<String>,
-}
 
 /// What a new principal is given besides its name.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -5,19 +5,11 @@
 
 use rusqlite::{Connection, params};
 
-use crate::records::{self, TaskRecord};
+use crate::data::Requeued;
+use crate::records;
 
 /// The detail of a queued task whose host stopped and which has no row to run it from.
 pub(crate) const LOST_QUEUED: &str = "the host stopped while it was queued; it did not run";
-
-/// A queued task of a host that is gone, now this host's to queue again.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Requeued {
-    /// Its record.
-    pub record: TaskRecord,
-    /// What it runs, as its host wrote it (JSON the host reads back).
-    pub spec: String,
-}
 
 /// Records task `id` queued with `spec`: its row, its record's status.
 pub(crate) fn insert(tx: &rusqlite::Transaction<'_>, id: &str, spec: &str) -> rusqlite::Result<()> {

@@ -6,38 +6,7 @@ use rusqlite::{Connection, Row};
 
 use taskhost_process::private_dir::HeldDir;
 
-/// One task's record.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct TaskRecord {
-    /// The task id (`bash-3`).
-    pub id: String,
-    /// Its kind.
-    pub kind: String,
-    /// The session that owned it, if any.
-    pub owner: Option<String>,
-    /// Its command or summary.
-    pub label: String,
-    /// `starting`, `running`, `stopping`, `completed`, `killed`, `failed` or `lost`.
-    pub status: String,
-    /// Its detail: an exit code, a signal, why it failed or was lost.
-    pub detail: Option<String>,
-    /// When it started, ms since the Unix epoch.
-    pub started_at_ms: u64,
-    /// When it settled (or was found lost), ms since the Unix epoch.
-    pub finished_at_ms: Option<u64>,
-    /// The host that ran it (its row in the database).
-    pub host: i64,
-    /// Its kept stdout, if any: the name of a file in the state directory's `output/`.
-    pub stdout_path: Option<String>,
-    /// Its kept stderr, if any: the name of a file in `output/`.
-    pub stderr_path: Option<String>,
-    /// When retention removed its output, ms since the Unix epoch.
-    pub expired_at_ms: Option<u64>,
-    /// True once its owner was told of its end (a notice or a read).
-    pub told: bool,
-    /// Bytes of its stdout and stderr its owner's reads consumed.
-    pub read: [u64; 2],
-}
+pub(crate) use crate::data::TaskRecord;
 
 const COLUMNS: &str = "id, kind, owner, label, status, detail, started_at_ms, finished_at_ms, host, \
                        stdout_path, stderr_path, expired_at_ms, told, read_out, read_err";

@@ -5,21 +5,7 @@
 
 use rusqlite::{Connection, params};
 
-/// A foreground command in flight, as its host recorded it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ForegroundRecord {
-    /// The row's id (ignored when recording: the store gives it); its keeper holds the process for
-    /// it by this id.
-    pub id: u64,
-    /// The calling session, which owns the task it becomes.
-    pub session: Option<String>,
-    /// The kind of the task it would become (`bash`).
-    pub kind: String,
-    /// What the task would show as its label.
-    pub label: String,
-    /// The JSON-RPC id of the call, as JSON text (a bridge's answer names the task by it).
-    pub request: Option<String>,
-}
+use crate::data::ForegroundRecord;
 
 /// Records `r` as running in host `host`; its id.
 pub(crate) fn insert(
