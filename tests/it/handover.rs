@@ -317,14 +317,16 @@ async fn a_second_host_on_a_live_hosts_state_and_address_is_refused() {
 /// A host run from a copy of the binary at `exe`, on `<dir>/taskhost.sock` with its state in
 /// `<dir>/state`, serving the bash and tasks plugins built beside the original.
 fn copied_host(dir: &std::path::Path, exe: &std::path::Path) -> SocketHost {
-    copied_host_logging(dir, exe, None)
+    copied_host_logging(dir, exe, None, &[])
 }
 
-/// A [`copied_host`] whose log goes to the file `log` (inherited when `None`).
+/// A [`copied_host`] whose log goes to the file `log` (inherited when `None`), with `extra`
+/// arguments after its own.
 pub(crate) fn copied_host_logging(
     dir: &std::path::Path,
     exe: &std::path::Path,
     log: Option<&std::path::Path>,
+    extra: &[&str],
 ) -> SocketHost {
     let socket = dir.join("taskhost.sock");
     let mut command = std::process::Command::new(exe);
@@ -337,6 +339,7 @@ pub(crate) fn copied_host_logging(
         .arg(built("taskhost_plugin_tasks"))
         .arg("--plugin")
         .arg(built("taskhost_plugin_bash"))
+        .args(extra)
         .env("RUST_LOG", "warn")
         .env("XDG_RUNTIME_DIR", dir)
         .stdin(std::process::Stdio::null());

@@ -7,6 +7,7 @@ mod activation;
 mod authoring;
 mod bash;
 mod bounds_fs;
+mod bounds_handover;
 mod bounds_limits;
 mod bounds_tmp;
 mod clients;

@@ -19,7 +19,7 @@ async fn sighup_refuses_a_binary_in_a_directory_of_another_user_and_serves_on() 
     let exe = bin.join("taskhost");
     std::fs::copy(mcp::binary(), &exe).unwrap();
     let log = dir.path().join("host.log");
-    let host = copied_host_logging(dir.path(), &exe, Some(&log));
+    let host = copied_host_logging(dir.path(), &exe, Some(&log), &[]);
     let host_pid = host.child.id();
     let (a, _) = bridged(&host.socket, Watcher::default(), &[]).await;
     let id = mcp::start(&a, "echo pid $$; exec sleep 1000").await;

@@ -312,14 +312,25 @@ impl ProcessService {
             budget: self.budget.clone(),
             session: session.to_owned(),
             keeper: self.keeper.clone(),
-            // A handed-over process keeps its cgroups; the hold does not name them (yet), so a
-            // later host's sweep removes them once empty.
-            bounded: None,
+            bounded: adopted_bounds(pgid, hold.n),
         };
         self.runtime
             .spawn(supervised.run(Waiter::Kept(exit), Some(pgid), outputs));
         Ok(process)
     }
+}
+
+/// A handed-over process's cgroups, found from the process (the hold does not name them), and the
+/// memory limit they hold: this host names the limit when it ends the task, ends what is left in
+/// them and removes them, as the host that started it would have. The other parts of the task's
+/// bounds the kernel keeps on the process itself.
+fn adopted_bounds(pgid: i32, n: u64) -> Option<crate::supervise::Bounded> {
+    let cgroups = crate::bounds::limits::TaskCgroups::of_process(pgid, n)?;
+    let bounds = crate::bounds::Bounds {
+        memory_max: cgroups.memory_limit(),
+        ..crate::bounds::Bounds::default()
+    };
+    Some((Arc::new(bounds), Some(cgroups)))
 }
 
 /// What the keeper is to hold of a process, made before the process's read ends exist (see

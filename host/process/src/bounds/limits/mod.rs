@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 
 use super::model::{Bounds, BoundsError, Mechanism, denied};
 
+mod found;
+
 /// The prefix of every task cgroup's name (the host's own cgroup v2 shares it, see `crate::cgroup`,
 /// and its sweep ignores these: their names have one number more).
 const PREFIX: &str = "taskhost-";
@@ -47,6 +49,17 @@ impl Part {
             Part::Memory => "memory",
             Part::Pids => "pids",
             Part::Cpu => "cpu",
+        }
+    }
+
+    /// The file of a cgroup of this part that holds its limit.
+    fn limit_file(self, v2: bool) -> &'static str {
+        match (self, v2) {
+            (Part::Memory, false) => "memory.limit_in_bytes",
+            (Part::Memory, true) => "memory.max",
+            (Part::Pids, _) => "pids.max",
+            (Part::Cpu, false) => "cpu.cfs_quota_us",
+            (Part::Cpu, true) => "cpu.max",
         }
     }
 
@@ -289,15 +302,11 @@ fn limit_files(bounds: &Bounds, dir: &Dir) -> Vec<(&'static str, String)> {
     match (dir.part, dir.v2) {
         (Part::Memory, v2) => {
             let bytes = bounds.memory_max.unwrap_or(u64::MAX).to_string();
-            let (limit, swap, swap_value) = match v2 {
-                false => (
-                    "memory.limit_in_bytes",
-                    "memory.memsw.limit_in_bytes",
-                    &bytes,
-                ),
-                true => ("memory.max", "memory.swap.max", &"0".to_owned()),
+            let (swap, swap_value) = match v2 {
+                false => ("memory.memsw.limit_in_bytes", &bytes),
+                true => ("memory.swap.max", &"0".to_owned()),
             };
-            let mut files = vec![(limit, bytes.clone())];
+            let mut files = vec![(Part::Memory.limit_file(v2), bytes.clone())];
             if exists(swap) {
                 files.push((swap, swap_value.clone()));
             }
@@ -308,7 +317,10 @@ fn limit_files(bounds: &Bounds, dir: &Dir) -> Vec<(&'static str, String)> {
             }
             files
         }
-        (Part::Pids, _) => vec![("pids.max", bounds.pids_max.unwrap_or(0).to_string())],
+        (Part::Pids, v2) => vec![(
+            Part::Pids.limit_file(v2),
+            bounds.pids_max.unwrap_or(0).to_string(),
+        )],
         (Part::Cpu, v2) => {
             // The kernel's least quota is 1 ms per period.
             let quota = (bounds.cpu_max_millis.unwrap_or(0) * CPU_PERIOD_US / 1000).max(1000);

@@ -1,0 +1,104 @@
+//! A bounded task handed over keeps its bounds, and the host that takes it over settles it as the
+//! host that started it would have: a task over its memory limit after an upgrade settles `killed`
+//! naming the limit, and its cgroups are gone once it ended.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::clients::bridged;
+use crate::fixtures::*;
+use crate::handover::{copied_host_logging, first_pid, replace_binary, running_inode};
+use crate::mcp::{self, Watcher};
+
+/// The directory of the memory cgroup process `pid` is in, where it is one of the host's task
+/// cgroups (`taskhost-…`).
+fn task_memory_cgroup(pid: i32) -> Option<PathBuf> {
+    let lines = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    lines.lines().find_map(|line| {
+        let mut fields = line.splitn(3, ':');
+        let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
+        let memory = controllers.split(',').any(|c| c == "memory");
+        let v2 = controllers.is_empty();
+        let name = path.rsplit('/').next()?;
+        if !name.starts_with("taskhost-") || !(memory || v2) {
+            return None;
+        }
+        let point = mounts.lines().find_map(|m| {
+            let (fields, fs) = m.split_once(" - ")?;
+            let mut fs = fs.split_whitespace();
+            let (kind, _, options) = (fs.next()?, fs.next()?, fs.next()?);
+            let fits = match v2 {
+                true => kind == "cgroup2",
+                false => kind == "cgroup" && options.split(',').any(|o| o == "memory"),
+            };
+            fits.then(|| fields.split_whitespace().nth(4).map(PathBuf::from))?
+        })?;
+        Some(point.join(path.trim_start_matches('/')))
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bounded_task_handed_over_is_ended_at_its_memory_limit_and_its_cgroups_removed() {
+    let dir = scratch("bounds-handover");
+    let config = dir.join("taskhost.toml");
+    std::fs::write(&config, "[policy.default]\nmemory_max = \"256M\"\n").unwrap();
+    let bin = dir.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let exe = bin.join("taskhost");
+    std::fs::copy(mcp::binary(), &exe).unwrap();
+    let host = copied_host_logging(&dir, &exe, None, &["--config", config.to_str().unwrap()]);
+    let host_pid = host.child.id();
+    let (client, _) = bridged(&host.socket, Watcher::default(), &[]).await;
+    let go = dir.join("go");
+    let command = format!(
+        "echo pid $$; while [ ! -e {go} ]; do sleep 0.05; done; \
+         head -c 1G /dev/zero | tail > /dev/null",
+        go = go.display()
+    );
+    let id = mcp::start(&client, &command).await;
+    let pid = first_pid(&client, &id).await;
+    let cgroup = task_memory_cgroup(pid).expect("the task is in a memory cgroup of its own");
+
+    let new_inode = replace_binary(&exe);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(host_pid as i32),
+        nix::sys::signal::Signal::SIGHUP,
+    )
+    .unwrap();
+    assert!(
+        eventually(Duration::from_secs(20), || running_inode(host_pid)
+            == Some(new_inode)),
+        "the host was not upgraded"
+    );
+    // The new image has taken the task back once its list shows it running.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let listed = mcp::try_call(&client, "task_list", serde_json::json!({})).await;
+        if listed.is_ok_and(|l| l.contains(&id) && l.contains("running")) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the task was not taken back"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    std::fs::write(&go, "").unwrap();
+    let mut settled = String::new();
+    for _ in 0..60 {
+        settled = mcp::read_waiting(&client, &id, 1_000).await;
+        if !settled.contains("[status: running]") {
+            break;
+        }
+    }
+    assert!(settled.contains("memory limit 256 MiB"), "{settled}");
+    assert!(settled.contains("killed"), "{settled}");
+    assert!(
+        eventually(Duration::from_secs(10), || !cgroup.exists()),
+        "{} stays",
+        cgroup.display()
+    );
+    drop(host);
+    client.cancel().await.ok();
+}
