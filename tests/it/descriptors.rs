@@ -38,6 +38,13 @@ fn children_fds(pid: u32) -> Vec<(String, usize)> {
 /// A socket host on a state directory that lets one session have `tasks` live tasks, started
 /// after the shell commands `setup` (a `ulimit`).
 fn state_host(dir: &Path, tasks: usize, setup: &str) -> SocketHost {
+    let args = state_host_args(dir, tasks);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    SocketHost::start_after(dir, &dir.join("taskhost.sock"), setup, &args)
+}
+
+/// The arguments of a [`state_host`] (its config written).
+fn state_host_args(dir: &Path, tasks: usize) -> Vec<String> {
     let config = dir.join("tasks.toml");
     std::fs::write(
         &config,
@@ -46,8 +53,9 @@ fn state_host(dir: &Path, tasks: usize, setup: &str) -> SocketHost {
     .unwrap();
     let state = dir.join("state").display().to_string();
     let config = config.display().to_string();
-    let args = ["--no-watch", "--state", &state, "--config", &config];
-    SocketHost::start_after(dir, &dir.join("taskhost.sock"), setup, &args)
+    ["--no-watch", "--state", &state, "--config", &config]
+        .map(str::to_owned)
+        .to_vec()
 }
 
 /// Starts `n` tasks that each print `ready N` then sleep; their ids, and the starts refused.
@@ -184,6 +192,56 @@ async fn a_successor_takes_back_more_tasks_than_a_quarter_of_its_descriptor_limi
     host.child.kill().unwrap();
     host.child.wait().unwrap();
     let mut next = state_host(&dir, TASKS, setup);
+    let bad = not_running(&client, &ids).await;
+    assert!(
+        bad.is_empty(),
+        "{} not running: {:?}",
+        bad.len(),
+        &bad[..bad.len().min(3)]
+    );
+    client.cancel().await.ok();
+    next.stop();
+}
+
+/// A successor whose open-file limit cannot hold the descriptors of the tasks its predecessor's
+/// keeper holds (200 tasks, 300 descriptors) refuses to start, exit 2, naming its limit and what to
+/// do, before it asks for any; the keeper holds them whole, and the next successor, under the
+/// predecessor's limit, takes every one back running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_successor_without_room_for_the_tasks_refuses_to_start_and_the_next_takes_them_all() {
+    const TASKS: usize = 200;
+    let dir = scratch("fds-no-room");
+    let mut host = state_host(&dir, TASKS, "ulimit -n 600");
+    let (client, _) = bridged(&host.socket, Watcher::default(), &[]).await;
+    let (ids, refused) = start_ready(&client, TASKS).await;
+    assert!(refused.is_empty(), "{refused:?}");
+    assert!(not_ready(&client, &ids).await.is_empty());
+    host.child.kill().unwrap();
+    host.child.wait().unwrap();
+
+    let args = state_host_args(&dir, TASKS);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut cramped =
+        SocketHost::command_after(&dir, &dir.join("taskhost.sock"), "ulimit -n 300", &args)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+    let mut status = None;
+    eventually(std::time::Duration::from_secs(30), || {
+        status = cramped.try_wait().unwrap();
+        status.is_some()
+    });
+    if status.is_none() {
+        cramped.kill().ok();
+    }
+    let status = cramped.wait().unwrap();
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut cramped.stderr.take().unwrap(), &mut said).unwrap();
+    assert_eq!(status.code(), Some(2), "{said}");
+    assert!(said.contains("open-file limit of 300"), "{said}");
+    assert!(said.contains("LimitNOFILE="), "{said}");
+
+    let mut next = state_host(&dir, TASKS, "ulimit -n 600");
     let bad = not_running(&client, &ids).await;
     assert!(
         bad.is_empty(),

@@ -339,18 +339,7 @@ impl SocketHost {
     /// A host on `socket`, exec'd by `sh` after the shell commands `setup`; its private directory
     /// under `dir`. Returns once the socket accepts connections.
     pub(crate) fn start_after(dir: &Path, socket: &Path, setup: &str, extra: &[&str]) -> Self {
-        let child = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(format!("{setup}; exec \"$0\" \"$@\""))
-            .arg(binary())
-            .args(["serve", "--listen"])
-            .arg(format!("unix:{}", socket.display()))
-            .args(extra)
-            .env("RUST_LOG", "warn")
-            // The generation and spill files, and the default state, go under the test's directory.
-            .env("XDG_RUNTIME_DIR", dir)
-            .env("XDG_STATE_HOME", dir.join("state-home"))
-            .stdin(std::process::Stdio::null())
+        let child = Self::command_after(dir, socket, setup, extra)
             .spawn()
             .expect("spawn taskhost");
         let host = Self {
@@ -365,6 +354,30 @@ impl SocketHost {
             socket.display()
         );
         host
+    }
+
+    /// The command [`SocketHost::start_after`] spawns: `serve --listen unix:SOCKET EXTRA...` after
+    /// the shell commands `setup`, its files under `dir`.
+    pub(crate) fn command_after(
+        dir: &Path,
+        socket: &Path,
+        setup: &str,
+        extra: &[&str],
+    ) -> std::process::Command {
+        let mut command = std::process::Command::new("sh");
+        command
+            .arg("-c")
+            .arg(format!("{setup}; exec \"$0\" \"$@\""))
+            .arg(binary())
+            .args(["serve", "--listen"])
+            .arg(format!("unix:{}", socket.display()))
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            // The generation and spill files, and the default state, go under the test's directory.
+            .env("XDG_RUNTIME_DIR", dir)
+            .env("XDG_STATE_HOME", dir.join("state-home"))
+            .stdin(std::process::Stdio::null());
+        command
     }
 
     /// Ends the host with SIGTERM and waits for it.

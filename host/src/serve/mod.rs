@@ -239,7 +239,10 @@ fn prepare(args: &ServeArgs) -> Result<Prepared, ServeError> {
     let policies =
         state::host_policies(&config, &args.listen, &run_dir, dir.as_deref()).map_err(fail(2))?;
     let mut handover = dir.as_deref().and_then(|d| Handover::of(d, &args.listen));
-    let takeover = handover.as_mut().and_then(Handover::take_waiting);
+    let takeover = match handover.as_mut() {
+        Some(handover) => handover.take_waiting().map_err(fail(2))?,
+        None => None,
+    };
     let inherited = handover
         .as_mut()
         .map(Handover::take_listens)

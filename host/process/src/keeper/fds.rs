@@ -92,6 +92,9 @@ impl Receiver {
                     self.fds.extend(fds);
                 }
             }
+            if got.flags.contains(rustix::net::ReturnFlags::CTRUNC) {
+                return Err(super::handover::room::dropped());
+            }
             if got.bytes == 0 {
                 return Ok(None);
             }

@@ -76,6 +76,7 @@ pub use client::{Keeper, KeeperSpawnError, KeptProcess, KeptStreams};
 pub use handover::adopt::{Handed, HandedTask, HandoverError};
 pub use handover::held::HoldSetup;
 pub use handover::hold::{HeldAs, HeldFromStart, HeldStream, Hold};
+pub use handover::room::NoRoom;
 pub use handover::unheld::ReadEnds;
 pub use handover::watchdog::watch as watchdog;
 pub use server::serve;

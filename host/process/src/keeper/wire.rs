@@ -25,8 +25,13 @@ use crate::exit::Exit;
 /// four); 4: `Carry`, a dead keeper's held task carried on by the keeper that replaced it; 5: holds
 /// typed ([`super::HeldAs`]) in `Hold`, `SpawnHeld`, `Carry` and `Adopt`, where earlier protocols
 /// named them by a string (their variants, `…Named`, are still read and sent to such a peer:
-/// [`Request::for_protocol`], [`Request::typed`], [`Report::for_protocol`], [`Report::typed`]).
-pub(crate) const PROTOCOL: u32 = 5;
+/// [`Request::for_protocol`], [`Request::typed`], [`Report::for_protocol`], [`Report::typed`]); 6:
+/// `NoRoom`, a keeper's refusal of a successor whose open-file limit cannot hold the tasks'
+/// descriptors (an earlier successor is only disconnected).
+pub(crate) const PROTOCOL: u32 = 6;
+
+/// The first protocol that reads [`Report::NoRoom`].
+pub(crate) const NO_ROOM: u32 = 6;
 
 /// The first protocol whose holds are typed.
 const TYPED_HOLDS: u32 = 5;
@@ -208,6 +213,9 @@ pub(crate) enum Report {
         exit: Option<Exit>,
         hold: Hold,
     },
+    /// To a successor of protocol 6 or later, instead of the tasks: its open-file limit of `limit`
+    /// cannot hold the `descriptors` they come with. The keeper holds them for another successor.
+    NoRoom { descriptors: u64, limit: u64 },
 }
 
 /// `message` in a frame: its length, then its body.

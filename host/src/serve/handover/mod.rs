@@ -108,14 +108,22 @@ impl Handover {
 
     /// Takes the keeper a predecessor left waiting, if one waits: the takeover the state opens
     /// with. The keeper and its tasks are kept for the host ([`Handover::predecessor`]).
-    pub(super) fn take_waiting(&mut self) -> Option<taskhost_store::Takeover> {
+    ///
+    /// # Errors
+    /// This host cannot hold the descriptors of the keeper's tasks (its open-file limit): the
+    /// host must not start, and the keeper holds the tasks for one that can, until its grace ends.
+    pub(super) fn take_waiting(&mut self) -> Result<Option<taskhost_store::Takeover>, String> {
+        use crate::process::keeper::HandoverError;
         let taken = self.at_short_path(|path| Ok(Keepers::take_waiting(path)));
         let (keeper, mut handed) = match taken {
             Ok(Ok(taken)) => taken,
-            Ok(Err(crate::process::keeper::HandoverError::NoneWaiting)) | Err(_) => return None,
+            Ok(Err(HandoverError::NoneWaiting)) | Err(_) => return Ok(None),
+            Ok(Err(e @ (HandoverError::NoRoom(_) | HandoverError::Dropped(_)))) => {
+                return Err(e.to_string());
+            }
             Ok(Err(e)) => {
                 tracing::warn!(error = %e, "the previous host's tasks are not taken over");
-                return None;
+                return Ok(None);
             }
         };
         let (mut tasks, mut foregrounds) = (Vec::new(), Vec::new());
@@ -129,14 +137,17 @@ impl Handover {
             host: handed.host,
             tasks,
             foregrounds,
-            lock: handed.lock.take()?,
+            lock: match handed.lock.take() {
+                Some(lock) => lock,
+                None => return Ok(None),
+            },
         };
         tracing::info!(
             tasks = takeover.tasks.len(),
             "the previous host's keeper handed its running tasks over"
         );
         self.taken = Some(Predecessor { keeper, handed });
-        Some(takeover)
+        Ok(Some(takeover))
     }
 
     /// The predecessor's listening sockets by normalized address (taken once).

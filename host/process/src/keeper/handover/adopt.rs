@@ -61,6 +61,13 @@ pub enum HandoverError {
     /// A keeper accepted and then failed to hand over.
     #[error("the keeper waiting for a successor failed to hand over: {0}")]
     Failed(String),
+    /// This host cannot hold the descriptors of the keeper's tasks: none was asked for.
+    #[error("{0}")]
+    NoRoom(super::room::NoRoom),
+    /// The descriptors of the keeper's tasks did not fit in this host (its limit reached while
+    /// they arrived).
+    #[error("the previous host's tasks are not taken over: {0}")]
+    Dropped(String),
 }
 
 impl Keeper {
@@ -93,7 +100,12 @@ impl Keeper {
         let (host, markers, next_id, lock, listens) = loop {
             let body = frames
                 .next(conn.as_fd())
-                .map_err(|e| failed(&e))?
+                .map_err(
+                    |e| match e.get_ref().is_some_and(|e| e.is::<super::room::Dropped>()) {
+                        true => HandoverError::Dropped(e.to_string()),
+                        false => failed(&e),
+                    },
+                )?
                 .ok_or_else(|| failed(&"the keeper closed the connection"))?;
             let (report, protocol) = Report::decode_handed(&body).map_err(|e| failed(&e))?;
             match report.typed() {
@@ -119,6 +131,10 @@ impl Keeper {
                     let listens = listens.into_iter().zip(fds).collect();
                     pending.lock().protocol = protocol;
                     break (host, markers, next_id, lock, listens);
+                }
+                Report::NoRoom { descriptors, limit } => {
+                    let no_room = super::room::NoRoom { descriptors, limit };
+                    return Err(HandoverError::NoRoom(no_room));
                 }
                 _ => return Err(failed(&"an unexpected report before the handover")),
             }

@@ -23,6 +23,7 @@ pub(crate) mod carried;
 pub(crate) mod held;
 pub(crate) mod hold;
 pub(crate) mod kept_file;
+pub(crate) mod room;
 pub(crate) mod state;
 pub(crate) mod takeover;
 pub(crate) mod unheld;

@@ -337,7 +337,9 @@ fn keeper_of_protocol_4(listener: UnixListener) -> std::thread::JoinHandle<Reque
         let hello = frames.next(conn.as_fd()).expect("read").expect("hello");
         assert_eq!(
             postcard::from_bytes::<Request4>(&hello),
-            Ok(Request4::Successor { protocol: 5 })
+            Ok(Request4::Successor {
+                protocol: crate::keeper::wire::PROTOCOL
+            })
         );
         let adopt = Report4::Adopt {
             id: 3,

@@ -148,6 +148,23 @@ fn successor_protocol(conn: &UnixStream) -> u32 {
     protocol
 }
 
+/// Whether the successor on `conn` can hold the descriptors the `held` tasks surely come with (their
+/// output's read ends and their input; kept files that travel too are not counted).
+fn room_for(
+    conn: &UnixStream,
+    held: &HashMap<i32, super::held::Held>,
+) -> Result<(), super::room::NoRoom> {
+    use nix::sys::socket::{getsockopt, sockopt};
+    let Ok(peer) = getsockopt(conn, sockopt::PeerCredentials) else {
+        return Ok(());
+    };
+    let descriptors = held
+        .values()
+        .map(|h| h.streams.len() as u64 + u64::from(h.stdin.is_some()))
+        .sum();
+    super::room::check(peer.pid(), descriptors)
+}
+
 /// Waits up to `wait` for output (or a successor on `listener`), and drains what is ready. The
 /// state stays locked meanwhile (the reaper waits at most one wait to record an exit).
 fn drain_ready(shared: &Shared, listener: BorrowedFd<'_>, wait: Duration, in_memory: &mut usize) {
@@ -245,6 +262,17 @@ pub(crate) fn hand_over(shared: &Shared, setup: &Setup, conn: UnixStream) -> Opt
     let protocol = successor_protocol(&conn);
     let by_name = protocol >= 3;
     let mut st = shared.state.lock();
+    if let Err(no_room) = room_for(&conn, &st.held) {
+        tracing::warn!(%no_room, "a successor was refused: the tasks are held for another");
+        if protocol >= crate::keeper::wire::NO_ROOM {
+            let report = Report::NoRoom {
+                descriptors: no_room.descriptors,
+                limit: no_room.limit,
+            };
+            let _ = fds::send(conn.as_fd(), &report.encode(), &[]);
+        }
+        return None;
+    }
     for (&pgid, held) in &st.held {
         // A file kept by name goes by name to a successor of protocol 3; to an earlier one it is
         // open from here until it was sent, and travels as any kept file does.
