@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::clients::bridged;
 use crate::fixtures::*;
-use crate::handover::{copied_host_logging, first_pid, replace_binary, running_inode};
+use crate::handover::{copied_host_logging, first_pid, upgrade_in_place};
 use crate::mcp::{self, Watcher};
 
 /// The directory of the memory cgroup process `pid` is in, where it is one of the host's task
@@ -60,17 +60,7 @@ async fn a_bounded_task_handed_over_is_ended_at_its_memory_limit_and_its_cgroups
     let pid = first_pid(&client, &id).await;
     let cgroup = task_memory_cgroup(pid).expect("the task is in a memory cgroup of its own");
 
-    let new_inode = replace_binary(&exe);
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(host_pid as i32),
-        nix::sys::signal::Signal::SIGHUP,
-    )
-    .unwrap();
-    assert!(
-        eventually(Duration::from_secs(20), || running_inode(host_pid)
-            == Some(new_inode)),
-        "the host was not upgraded"
-    );
+    upgrade_in_place(host_pid, &exe);
     // The new image has taken the task back once its list shows it running.
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     loop {

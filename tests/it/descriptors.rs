@@ -164,6 +164,17 @@ async fn with_a_state_a_live_task_holds_two_of_the_keepers_descriptors() {
     host.stop();
 }
 
+/// Fails unless a read finds every task in `ids` running (naming the first three that are not).
+async fn all_running(client: &mcp::Client, ids: &[String]) {
+    let bad = not_running(client, ids).await;
+    assert!(
+        bad.is_empty(),
+        "{} not running: {:?}",
+        bad.len(),
+        &bad[..bad.len().min(3)]
+    );
+}
+
 /// The tasks in `ids` a read does not find running.
 async fn not_running(client: &mcp::Client, ids: &[String]) -> Vec<String> {
     let mut bad = Vec::new();
@@ -176,6 +187,23 @@ async fn not_running(client: &mcp::Client, ids: &[String]) -> Vec<String> {
     bad
 }
 
+/// A [`state_host`] under `setup` with `tasks` tasks each ready and running, then SIGKILLed: a
+/// bridged client (which reaches the next host on the same socket) and the tasks' ids.
+async fn crashed_with_ready_tasks(
+    dir: &Path,
+    tasks: usize,
+    setup: &str,
+) -> (mcp::Client, Vec<String>) {
+    let mut host = state_host(dir, tasks, setup);
+    let (client, _) = bridged(&host.socket, Watcher::default(), &[]).await;
+    let (ids, refused) = start_ready(&client, tasks).await;
+    assert!(refused.is_empty(), "{refused:?}");
+    assert!(not_ready(&client, &ids).await.is_empty());
+    host.child.kill().unwrap();
+    host.child.wait().unwrap();
+    (client, ids)
+}
+
 /// Proves (issue 41, item 6): a successor takes back more live tasks than a quarter of its
 /// open-file limit (200 under 600): the keeper hands the kept files it holds by name over by name,
 /// so the successor holds two descriptors per task, as its predecessor did, not four (800).
@@ -184,21 +212,9 @@ async fn a_successor_takes_back_more_tasks_than_a_quarter_of_its_descriptor_limi
     const TASKS: usize = 200;
     let dir = scratch("fds-handover");
     let setup = "ulimit -n 600";
-    let mut host = state_host(&dir, TASKS, setup);
-    let (client, _) = bridged(&host.socket, Watcher::default(), &[]).await;
-    let (ids, refused) = start_ready(&client, TASKS).await;
-    assert!(refused.is_empty(), "{refused:?}");
-    assert!(not_ready(&client, &ids).await.is_empty());
-    host.child.kill().unwrap();
-    host.child.wait().unwrap();
+    let (client, ids) = crashed_with_ready_tasks(&dir, TASKS, setup).await;
     let mut next = state_host(&dir, TASKS, setup);
-    let bad = not_running(&client, &ids).await;
-    assert!(
-        bad.is_empty(),
-        "{} not running: {:?}",
-        bad.len(),
-        &bad[..bad.len().min(3)]
-    );
+    all_running(&client, &ids).await;
     client.cancel().await.ok();
     next.stop();
 }
@@ -211,13 +227,7 @@ async fn a_successor_takes_back_more_tasks_than_a_quarter_of_its_descriptor_limi
 async fn a_successor_without_room_for_the_tasks_refuses_to_start_and_the_next_takes_them_all() {
     const TASKS: usize = 200;
     let dir = scratch("fds-no-room");
-    let mut host = state_host(&dir, TASKS, "ulimit -n 600");
-    let (client, _) = bridged(&host.socket, Watcher::default(), &[]).await;
-    let (ids, refused) = start_ready(&client, TASKS).await;
-    assert!(refused.is_empty(), "{refused:?}");
-    assert!(not_ready(&client, &ids).await.is_empty());
-    host.child.kill().unwrap();
-    host.child.wait().unwrap();
+    let (client, ids) = crashed_with_ready_tasks(&dir, TASKS, "ulimit -n 600").await;
 
     let args = state_host_args(&dir, TASKS);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -242,13 +252,7 @@ async fn a_successor_without_room_for_the_tasks_refuses_to_start_and_the_next_ta
     assert!(said.contains("LimitNOFILE="), "{said}");
 
     let mut next = state_host(&dir, TASKS, "ulimit -n 600");
-    let bad = not_running(&client, &ids).await;
-    assert!(
-        bad.is_empty(),
-        "{} not running: {:?}",
-        bad.len(),
-        &bad[..bad.len().min(3)]
-    );
+    all_running(&client, &ids).await;
     client.cancel().await.ok();
     next.stop();
 }

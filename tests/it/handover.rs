@@ -386,6 +386,22 @@ pub(crate) fn replace_binary(exe: &std::path::Path) -> u64 {
     std::fs::metadata(exe).unwrap().ino()
 }
 
+/// Replaces the binary `exe` of host `host_pid`, asks the host to upgrade (`SIGHUP`) and waits until
+/// the new image runs.
+pub(crate) fn upgrade_in_place(host_pid: u32, exe: &std::path::Path) {
+    let new_inode = replace_binary(exe);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(host_pid as i32),
+        nix::sys::signal::Signal::SIGHUP,
+    )
+    .unwrap();
+    assert!(
+        eventually(Duration::from_secs(20), || running_inode(host_pid)
+            == Some(new_inode)),
+        "the host was not upgraded"
+    );
+}
+
 /// The inode of the file `pid` runs.
 pub(crate) fn running_inode(pid: u32) -> Option<u64> {
     use std::os::unix::fs::MetadataExt;

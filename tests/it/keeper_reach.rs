@@ -8,7 +8,7 @@ use serde_json::json;
 use crate::clients::bridged;
 use crate::crash_reads::read_until;
 use crate::fixtures::*;
-use crate::handover::{first_pid, keeper_of, replace_binary, running_inode, upgradable_host};
+use crate::handover::{first_pid, keeper_of, upgradable_host, upgrade_in_place};
 use crate::mcp::{self, Watcher, call};
 
 /// The children of `parent` that are zombies (`/proc/*/stat`: state Z, that parent).
@@ -106,22 +106,6 @@ async fn a_task_that_kills_its_parent_costs_another_sessions_task_nothing_at_the
     drop(host);
     bob.cancel().await.ok();
     alice.cancel().await.ok();
-}
-
-/// Replaces the binary `exe` of host `host_pid`, asks the host to upgrade (`SIGHUP`) and waits until
-/// the new image runs.
-fn upgrade_in_place(host_pid: u32, exe: &std::path::Path) {
-    let new_inode = replace_binary(exe);
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(host_pid as i32),
-        nix::sys::signal::Signal::SIGHUP,
-    )
-    .unwrap();
-    assert!(
-        eventually(Duration::from_secs(20), || running_inode(host_pid)
-            == Some(new_inode)),
-        "the host was not upgraded"
-    );
 }
 
 /// How a deployment keeps tasks from the keeper and the host: any policy, even `[policy.default]`
