@@ -150,11 +150,15 @@ fn fitting(asked: usize) -> usize {
 
 /// The figures of one count of live tasks.
 fn handover(asked: usize) {
-    // As root the hard limit can be raised too (refused without CAP_SYS_RESOURCE).
+    // As root the hard limit can be raised too (refused without CAP_SYS_RESOURCE); it is never
+    // lowered, since a lower hard limit could not be raised again for the next count.
+    let wanted = 2 * asked as u64 + 1000;
+    let (soft, hard) = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+        .unwrap_or((0, 0));
     let _ = nix::sys::resource::setrlimit(
         nix::sys::resource::Resource::RLIMIT_NOFILE,
-        2 * asked as u64 + 1000,
-        2 * asked as u64 + 1000,
+        soft.max(wanted),
+        hard.max(wanted),
     );
     let n = fitting(asked);
     let count = match n == asked {

@@ -101,11 +101,17 @@ fn own_lines(read: &str, client: usize, next: &mut u64) -> Read {
     let written = read
         .lines()
         .filter(|l| !l.starts_with('[') && *l != "(no new output)");
-    for line in written {
+    for (i, line) in written.enumerate() {
         let n = line.strip_prefix(&tag).and_then(|n| n.parse::<u64>().ok());
         match n {
             Some(n) if n == *next => {}
             Some(n) if n > *next && said_lossy => seen = Read::Lossy,
+            // What is kept in memory is a number of bytes: after a loss, the first line may be
+            // the end of one whose start was dropped.
+            None if i == 0 && said_lossy => {
+                seen = Read::Lossy;
+                continue;
+            }
             _ => return Read::Wrong,
         }
         *next = n.map_or(*next, |n| n + 1);

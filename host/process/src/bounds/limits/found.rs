@@ -12,6 +12,19 @@ impl TaskCgroups {
     #[must_use]
     pub fn of_process(pid: i32, n: u64) -> Option<Self> {
         let lines = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+        // (controllers, path) of each task cgroup: most handed-over tasks have none, and then the
+        // mounts are not read.
+        let named: Vec<(&str, &str)> = lines
+            .lines()
+            .filter_map(|line| {
+                let mut fields = line.splitn(3, ':');
+                let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
+                named_for(path, n).then_some((controllers, path))
+            })
+            .collect();
+        if named.is_empty() {
+            return None;
+        }
         let all = mounts();
         let mount_of = |v2: bool, controller: &str| -> Option<PathBuf> {
             all.iter()
@@ -22,16 +35,7 @@ impl TaskCgroups {
                 .map(|(_, _, point)| point.clone())
         };
         let mut dirs = Vec::new();
-        for line in lines.lines() {
-            let mut fields = line.splitn(3, ':');
-            let (Some(_), Some(controllers), Some(path)) =
-                (fields.next(), fields.next(), fields.next())
-            else {
-                continue;
-            };
-            if !named_for(path, n) {
-                continue;
-            }
+        for (controllers, path) in named {
             let relative = path.trim_start_matches('/');
             let v2 = controllers.is_empty();
             for part in PARTS {
