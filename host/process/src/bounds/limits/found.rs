@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use super::{Dir, PARTS, PREFIX, Part, TaskCgroups, mounts};
+use super::dirs::{Dir, PARTS, PREFIX, Part, TaskCgroups, mounts};
 
 impl TaskCgroups {
     /// The task cgroups that process `pid`, the leader of the `n`th process its host started, is

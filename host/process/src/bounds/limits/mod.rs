@@ -16,94 +16,19 @@ use std::time::{Duration, Instant};
 
 use super::model::{Bounds, BoundsError, Mechanism, denied};
 
+mod dirs;
 mod found;
 
-/// The prefix of every task cgroup's name (the host's own cgroup v2 shares it, see `crate::cgroup`,
-/// and its sweep ignores these: their names have one number more).
-const PREFIX: &str = "taskhost-";
+pub use dirs::TaskCgroups;
+use dirs::{Dir, PARTS, PREFIX, Part, mounts, own_path};
 
 /// CFS period, in microseconds, for `cpu_max` (the kernel's default).
 const CPU_PERIOD_US: u64 = 100_000;
-
-/// One limit and the controller that enforces it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-enum Part {
-    Memory,
-    Pids,
-    Cpu,
-}
-
-const PARTS: [Part; 3] = [Part::Memory, Part::Pids, Part::Cpu];
-
-impl Part {
-    fn name(self) -> &'static str {
-        match self {
-            Part::Memory => "memory_max",
-            Part::Pids => "pids_max",
-            Part::Cpu => "cpu_max",
-        }
-    }
-
-    fn controller(self) -> &'static str {
-        match self {
-            Part::Memory => "memory",
-            Part::Pids => "pids",
-            Part::Cpu => "cpu",
-        }
-    }
-
-    /// The file of a cgroup of this part that holds its limit.
-    fn limit_file(self, v2: bool) -> &'static str {
-        match (self, v2) {
-            (Part::Memory, false) => "memory.limit_in_bytes",
-            (Part::Memory, true) => "memory.max",
-            (Part::Pids, _) => "pids.max",
-            (Part::Cpu, false) => "cpu.cfs_quota_us",
-            (Part::Cpu, true) => "cpu.max",
-        }
-    }
-
-    fn wanted(self, bounds: &Bounds) -> bool {
-        match self {
-            Part::Memory => bounds.memory_max.is_some(),
-            Part::Pids => bounds.pids_max.is_some(),
-            Part::Cpu => bounds.cpu_max_millis.is_some(),
-        }
-    }
-}
 
 /// Where the task cgroups of one part are made.
 struct Place {
     v2: bool,
     parent: PathBuf,
-}
-
-/// The cgroup mounts of this process's view: (file system type, super options, mount point).
-fn mounts() -> Vec<(String, String, PathBuf)> {
-    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
-        return Vec::new();
-    };
-    info.lines()
-        .filter_map(|line| {
-            let (fields, fs) = line.split_once(" - ")?;
-            let point = fields.split_whitespace().nth(4)?;
-            let mut fs = fs.split_whitespace();
-            let (kind, _source, options) = (fs.next()?, fs.next()?, fs.next()?);
-            kind.starts_with("cgroup")
-                .then(|| (kind.to_owned(), options.to_owned(), PathBuf::from(point)))
-        })
-        .collect()
-}
-
-/// This process's cgroup in the hierarchy whose `/proc/self/cgroup` controller list satisfies
-/// `wanted` (`""` is the v2 hierarchy).
-fn own_path(wanted: impl Fn(&str) -> bool) -> Option<String> {
-    let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    cgroups.lines().find_map(|line| {
-        let mut fields = line.splitn(3, ':');
-        let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
-        wanted(controllers).then(|| path.trim_start_matches('/').to_owned())
-    })
 }
 
 /// Where `part`'s task cgroups go on this machine, or why nowhere.
@@ -183,22 +108,6 @@ pub(super) fn check(bounds: &Bounds) -> Result<(), BoundsError> {
         })?;
     }
     Ok(())
-}
-
-/// One task cgroup: the part it limits, its hierarchy's version, its directory.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-struct Dir {
-    part: Part,
-    v2: bool,
-    path: PathBuf,
-}
-
-/// The cgroups of one bounded process, named by the host that starts it: the wrapper makes and
-/// joins them ([`super::wrap`] passes them on); the host reads what ended the process in them
-/// ([`super::ended_by`]) and removes them ([`TaskCgroups::remove`]).
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct TaskCgroups {
-    dirs: Vec<Dir>,
 }
 
 impl TaskCgroups {

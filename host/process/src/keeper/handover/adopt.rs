@@ -96,49 +96,8 @@ impl Keeper {
         fds::send(conn.as_fd(), &hello.encode(), &[]).map_err(|e| failed(&e))?;
         let pending: Arc<Mutex<Pending>> = Arc::default();
         let mut frames = fds::Receiver::new();
-        let mut tasks = Vec::new();
-        let (host, markers, next_id, lock, listens) = loop {
-            let body = frames
-                .next(conn.as_fd())
-                .map_err(
-                    |e| match e.get_ref().is_some_and(|e| e.is::<super::room::Dropped>()) {
-                        true => HandoverError::Dropped(e.to_string()),
-                        false => failed(&e),
-                    },
-                )?
-                .ok_or_else(|| failed(&"the keeper closed the connection"))?;
-            let (report, protocol) = Report::decode_handed(&body).map_err(|e| failed(&e))?;
-            match report.typed() {
-                Report::Adopt {
-                    id,
-                    pgid,
-                    exit,
-                    hold,
-                } => {
-                    let task = take_task(&mut frames, &pending, id, pgid, exit, hold)
-                        .map_err(|e| failed(&e))?;
-                    tasks.push(task);
-                }
-                Report::Handed {
-                    host,
-                    markers,
-                    next_id,
-                    listens,
-                } => {
-                    let fds = frames.take_fds(1 + listens.len()).map_err(|e| failed(&e))?;
-                    let mut fds = fds.into_iter();
-                    let lock = fds.next().ok_or_else(|| failed(&"no lock"))?;
-                    let listens = listens.into_iter().zip(fds).collect();
-                    pending.lock().protocol = protocol;
-                    break (host, markers, next_id, lock, listens);
-                }
-                Report::NoRoom { descriptors, limit } => {
-                    let no_room = super::room::NoRoom { descriptors, limit };
-                    return Err(HandoverError::NoRoom(no_room));
-                }
-                _ => return Err(failed(&"an unexpected report before the handover")),
-            }
-        };
+        let (tasks, (host, markers, next_id, lock, listens)) =
+            inventory(&conn, &mut frames, &pending)?;
         conn.set_read_timeout(None).map_err(|e| failed(&e))?;
         let reports = conn.try_clone().map_err(|e| failed(&e))?;
         let reader = pending.clone();
@@ -165,6 +124,63 @@ impl Keeper {
                 listens,
             },
         ))
+    }
+}
+
+/// What the keeper closing the handover says after the tasks: the gone host's row, the marker
+/// prefixes, the next request id, its lock and its listening sockets by address.
+type Closing = (i64, Vec<String>, u64, OwnedFd, Vec<(String, OwnedFd)>);
+
+/// Reads the keeper's inventory on `conn`: each held task, then the handover's close (or its
+/// refusal of this successor).
+fn inventory(
+    conn: &UnixStream,
+    frames: &mut fds::Receiver,
+    pending: &Mutex<Pending>,
+) -> Result<(Vec<HandedTask>, Closing), HandoverError> {
+    let failed = |e: &dyn std::fmt::Display| HandoverError::Failed(e.to_string());
+    let mut tasks = Vec::new();
+    loop {
+        let body = frames
+            .next(conn.as_fd())
+            .map_err(
+                |e| match e.get_ref().is_some_and(|e| e.is::<super::room::Dropped>()) {
+                    true => HandoverError::Dropped(e.to_string()),
+                    false => failed(&e),
+                },
+            )?
+            .ok_or_else(|| failed(&"the keeper closed the connection"))?;
+        let (report, protocol) = Report::decode_handed(&body).map_err(|e| failed(&e))?;
+        match report.typed() {
+            Report::Adopt {
+                id,
+                pgid,
+                exit,
+                hold,
+            } => {
+                let task =
+                    take_task(frames, pending, id, pgid, exit, hold).map_err(|e| failed(&e))?;
+                tasks.push(task);
+            }
+            Report::Handed {
+                host,
+                markers,
+                next_id,
+                listens,
+            } => {
+                let fds = frames.take_fds(1 + listens.len()).map_err(|e| failed(&e))?;
+                let mut fds = fds.into_iter();
+                let lock = fds.next().ok_or_else(|| failed(&"no lock"))?;
+                let listens = listens.into_iter().zip(fds).collect();
+                pending.lock().protocol = protocol;
+                return Ok((tasks, (host, markers, next_id, lock, listens)));
+            }
+            Report::NoRoom { descriptors, limit } => {
+                let no_room = super::room::NoRoom { descriptors, limit };
+                return Err(HandoverError::NoRoom(no_room));
+            }
+            _ => return Err(failed(&"an unexpected report before the handover")),
+        }
     }
 }
 

@@ -1,0 +1,101 @@
+//! What a task cgroup is: the limits (parts) and their controllers, where the cgroup mounts are,
+//! and the cgroups of one task as the host names them.
+
+use std::path::PathBuf;
+
+use super::super::model::Bounds;
+
+/// The prefix of every task cgroup's name (the host's own cgroup v2 shares it, see `crate::cgroup`,
+/// and its sweep ignores these: their names have one number more).
+pub(super) const PREFIX: &str = "taskhost-";
+
+/// One limit and the controller that enforces it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(super) enum Part {
+    Memory,
+    Pids,
+    Cpu,
+}
+
+pub(super) const PARTS: [Part; 3] = [Part::Memory, Part::Pids, Part::Cpu];
+
+impl Part {
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Part::Memory => "memory_max",
+            Part::Pids => "pids_max",
+            Part::Cpu => "cpu_max",
+        }
+    }
+
+    pub(super) fn controller(self) -> &'static str {
+        match self {
+            Part::Memory => "memory",
+            Part::Pids => "pids",
+            Part::Cpu => "cpu",
+        }
+    }
+
+    /// The file of a cgroup of this part that holds its limit.
+    pub(super) fn limit_file(self, v2: bool) -> &'static str {
+        match (self, v2) {
+            (Part::Memory, false) => "memory.limit_in_bytes",
+            (Part::Memory, true) => "memory.max",
+            (Part::Pids, _) => "pids.max",
+            (Part::Cpu, false) => "cpu.cfs_quota_us",
+            (Part::Cpu, true) => "cpu.max",
+        }
+    }
+
+    pub(super) fn wanted(self, bounds: &Bounds) -> bool {
+        match self {
+            Part::Memory => bounds.memory_max.is_some(),
+            Part::Pids => bounds.pids_max.is_some(),
+            Part::Cpu => bounds.cpu_max_millis.is_some(),
+        }
+    }
+}
+
+/// The cgroup mounts of this process's view: (file system type, super options, mount point).
+pub(super) fn mounts() -> Vec<(String, String, PathBuf)> {
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return Vec::new();
+    };
+    info.lines()
+        .filter_map(|line| {
+            let (fields, fs) = line.split_once(" - ")?;
+            let point = fields.split_whitespace().nth(4)?;
+            let mut fs = fs.split_whitespace();
+            let (kind, _source, options) = (fs.next()?, fs.next()?, fs.next()?);
+            kind.starts_with("cgroup")
+                .then(|| (kind.to_owned(), options.to_owned(), PathBuf::from(point)))
+        })
+        .collect()
+}
+
+/// This process's cgroup in the hierarchy whose `/proc/self/cgroup` controller list satisfies
+/// `wanted` (`""` is the v2 hierarchy).
+pub(super) fn own_path(wanted: impl Fn(&str) -> bool) -> Option<String> {
+    let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    cgroups.lines().find_map(|line| {
+        let mut fields = line.splitn(3, ':');
+        let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
+        wanted(controllers).then(|| path.trim_start_matches('/').to_owned())
+    })
+}
+
+/// One task cgroup: the part it limits, its hierarchy's version, its directory.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(super) struct Dir {
+    pub(super) part: Part,
+    pub(super) v2: bool,
+    pub(super) path: PathBuf,
+}
+
+/// The cgroups of one bounded process, named by the host that starts it: the wrapper makes and
+/// joins them ([`super::super::wrap`] passes them on); the host reads what ended the process in them
+/// ([`super::super::ended_by`]) and removes them ([`TaskCgroups::remove`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TaskCgroups {
+    pub(super) dirs: Vec<Dir>,
+}
