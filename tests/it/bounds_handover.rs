@@ -92,3 +92,53 @@ async fn a_bounded_task_handed_over_is_ended_at_its_memory_limit_and_its_cgroups
     drop(host);
     client.cancel().await.ok();
 }
+
+/// Found by an attacker: a bounded task whose leader ended while no host ran (its keeper reaped
+/// it) had its cgroups looked up through the leader's `/proc` entry, which was gone, so the
+/// successor found none: a process the task had detached (`setsid`) ran on with no task, its
+/// cgroups never removed. The successor now finds them by their names and ends what is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bounded_tasks_detached_process_ends_with_it_when_it_ended_while_no_host_ran() {
+    let dir = scratch("bounds-handover-gone");
+    let config = dir.join("taskhost.toml");
+    std::fs::write(&config, "[policy.default]\nmemory_max = \"256M\"\n").unwrap();
+    let args = ["--config", config.to_str().unwrap()];
+    let mut host = copied_host_logging(&dir, &mcp::binary(), None, &args);
+    let (client, _) = bridged(&host.socket, Watcher::default(), &[]).await;
+    let go = dir.join("go");
+    let command = format!(
+        "setsid sleep 600 & echo pid $!; while [ ! -e {go} ]; do sleep 0.05; done; exit 0",
+        go = go.display()
+    );
+    let id = mcp::start(&client, &command).await;
+    let detached = first_pid(&client, &id).await;
+    let cgroup = task_memory_cgroup(detached).expect("the task's memory cgroup");
+    host.child.kill().unwrap();
+    host.child.wait().unwrap();
+    std::fs::write(&go, "").unwrap();
+    // The leader ends while no host runs: only the detached process is left in the cgroup.
+    let only_detached = || {
+        std::fs::read_to_string(cgroup.join("cgroup.procs"))
+            .is_ok_and(|procs| procs.split_whitespace().eq([detached.to_string().as_str()]))
+    };
+    assert!(eventually(Duration::from_secs(20), only_detached));
+    let _next = copied_host_logging(&dir, &mcp::binary(), None, &args);
+    let mut settled = String::new();
+    for _ in 0..60 {
+        settled = mcp::read_waiting(&client, &id, 1_000).await;
+        if !settled.contains("[status: running]") {
+            break;
+        }
+    }
+    assert!(settled.contains("exit code: 0"), "{settled}");
+    assert!(
+        eventually(Duration::from_secs(10), || !mcp::alive(detached)),
+        "the detached process {detached} outlived its task"
+    );
+    assert!(
+        eventually(Duration::from_secs(10), || !cgroup.exists()),
+        "{} stays",
+        cgroup.display()
+    );
+    client.cancel().await.ok();
+}

@@ -277,6 +277,11 @@ impl Keepers {
         }
     }
 
+    /// The pids of the hosts whose tasks the adopted keeper handed over (none without one).
+    pub fn predecessors(&self) -> Vec<u32> {
+        self.0.handover.lock().hosts()
+    }
+
     /// The current keeper's pid.
     pub fn pid(&self) -> Option<u32> {
         self.current().and_then(|k| k.pid())

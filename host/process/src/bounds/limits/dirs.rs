@@ -3,7 +3,9 @@
 
 use std::path::PathBuf;
 
-use super::super::model::Bounds;
+use std::path::Path;
+
+use super::super::model::{Bounds, denied};
 
 /// The prefix of every task cgroup's name (the host's own cgroup v2 shares it, see `crate::cgroup`,
 /// and its sweep ignores these: their names have one number more).
@@ -98,4 +100,61 @@ pub(super) struct Dir {
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TaskCgroups {
     pub(super) dirs: Vec<Dir>,
+}
+
+/// Where the task cgroups of one part are made.
+pub(super) struct Place {
+    pub(super) v2: bool,
+    pub(super) parent: PathBuf,
+}
+
+/// Where `part`'s task cgroups go on this machine, or why nowhere.
+pub(super) fn place(part: Part) -> Result<Place, String> {
+    let controller = part.controller();
+    if denied(controller) {
+        return Err(format!(
+            "cgroup {controller}: denied by TASKHOST_BOUNDS_DENY"
+        ));
+    }
+    let all = mounts();
+    if let Some((_, _, root)) = all.iter().find(|(kind, _, _)| kind == "cgroup2")
+        && let Some(own) = own_path(str::is_empty)
+    {
+        let own = root.join(own);
+        let parent = match own == *root {
+            true => own,
+            false => own.parent().map_or_else(|| root.clone(), Path::to_path_buf),
+        };
+        let enabled = std::fs::read_to_string(parent.join("cgroup.subtree_control"))
+            .is_ok_and(|c| c.split_whitespace().any(|c| c == controller));
+        if enabled {
+            return writable(controller, 2, parent);
+        }
+    }
+    let has = |list: &str| list.split(',').any(|c| c == controller);
+    let Some((_, _, root)) = all
+        .iter()
+        .find(|(kind, options, _)| kind == "cgroup" && has(options))
+    else {
+        return Err(format!(
+            "no cgroup {controller} controller: neither enabled for the host's cgroup v2 nor \
+             mounted as a v1 hierarchy"
+        ));
+    };
+    let own = own_path(has).unwrap_or_default();
+    writable(controller, 1, root.join(own))
+}
+
+/// `parent` as a place, when this process may make cgroups in it.
+fn writable(controller: &str, version: u8, parent: PathBuf) -> Result<Place, String> {
+    match nix::unistd::access(&parent, nix::unistd::AccessFlags::W_OK) {
+        Ok(()) => Ok(Place {
+            v2: version == 2,
+            parent,
+        }),
+        Err(e) => Err(format!(
+            "cgroup v{version} {controller}: {} is not writable by this user ({e})",
+            parent.display()
+        )),
+    }
 }

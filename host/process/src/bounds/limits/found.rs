@@ -1,25 +1,33 @@
 //! The cgroups of a process this host did not start (a predecessor's task it took over, whose hold
-//! does not name them), found from the process itself: its host named them after its own number
-//! for the process (`taskhost-<host pid>-<host start time>-<n>`), which the hold carries.
+//! does not name them). Its host named them `taskhost-<host pid>-<host start time>-<n>`, after
+//! itself and its own number for the process, which the hold carries; the host is one of those
+//! whose tasks the keeper held. The task's leader, while it runs, says where they are; a leader
+//! that ended while no host ran (the keeper reaped it) leaves the names alone, looked up where this
+//! host makes task cgroups. A pid reused since names a process whose cgroups carry no such name.
 
 use std::path::PathBuf;
 
-use super::dirs::{Dir, PARTS, PREFIX, Part, TaskCgroups, mounts};
+use super::dirs::{Dir, PARTS, PREFIX, Part, TaskCgroups, mounts, place};
 
 impl TaskCgroups {
-    /// The task cgroups that process `pid`, the leader of the `n`th process its host started, is
-    /// in; `None` when it is in none (an unbounded task, one with no limit, one already gone).
+    /// The task cgroups of the handed-over process numbered `n` by one of the hosts `hosts`,
+    /// whose leader was `pgid`; `None` when it has none (an unbounded task, one with no limit).
     #[must_use]
-    pub fn of_process(pid: i32, n: u64) -> Option<Self> {
+    pub fn of_handed(pgid: i32, n: u64, hosts: &[u32]) -> Option<Self> {
+        Self::of_process(pgid, n, hosts).or_else(|| Self::by_name(n, hosts))
+    }
+
+    /// The task cgroups named for `n` and one of `hosts` that process `pid` is in.
+    fn of_process(pid: i32, n: u64, hosts: &[u32]) -> Option<Self> {
         let lines = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
-        // (controllers, path) of each task cgroup: most handed-over tasks have none, and then the
-        // mounts are not read.
+        // (controllers, path) of each: most handed-over tasks have none, and then the mounts are
+        // not read.
         let named: Vec<(&str, &str)> = lines
             .lines()
             .filter_map(|line| {
                 let mut fields = line.splitn(3, ':');
                 let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
-                named_for(path, n).then_some((controllers, path))
+                named_for(path, n, hosts).then_some((controllers, path))
             })
             .collect();
         if named.is_empty() {
@@ -36,13 +44,12 @@ impl TaskCgroups {
         };
         let mut dirs = Vec::new();
         for (controllers, path) in named {
-            let relative = path.trim_start_matches('/');
             let v2 = controllers.is_empty();
             for part in PARTS {
                 let Some(root) = mount_of(v2, part.controller()) else {
                     continue;
                 };
-                let path = root.join(relative);
+                let path = root.join(path.trim_start_matches('/'));
                 let here = match v2 {
                     // One directory for every part; a part its parent did not enable has no file.
                     true => path.join(part.limit_file(true)).exists(),
@@ -56,34 +63,73 @@ impl TaskCgroups {
         (!dirs.is_empty()).then_some(Self { dirs })
     }
 
+    /// The task cgroups named for `n` and one of `hosts` where this host makes its own: one name
+    /// a part, else none of that part (two would be a guess).
+    fn by_name(n: u64, hosts: &[u32]) -> Option<Self> {
+        let mut dirs = Vec::new();
+        for part in PARTS {
+            let Ok(place) = place(part) else {
+                continue;
+            };
+            let Ok(entries) = std::fs::read_dir(&place.parent) else {
+                continue;
+            };
+            let found: Vec<PathBuf> = entries
+                .flatten()
+                .filter(|e| {
+                    e.file_name()
+                        .to_str()
+                        .is_some_and(|f| named_for(f, n, hosts))
+                })
+                .map(|e| e.path())
+                .filter(|p| p.join(part.limit_file(place.v2)).exists())
+                .collect();
+            if let [path] = found.as_slice() {
+                dirs.push(Dir {
+                    part,
+                    v2: place.v2,
+                    path: path.clone(),
+                });
+            }
+        }
+        (!dirs.is_empty()).then_some(Self { dirs })
+    }
+
     /// The memory limit its memory cgroup holds, in bytes; `None` without one.
     #[must_use]
     pub fn memory_limit(&self) -> Option<u64> {
         let dir = self.dirs.iter().find(|d| d.part == Part::Memory)?;
-        let text = std::fs::read_to_string(dir.path.join(Part::Memory.limit_file(dir.v2))).ok()?;
+        let file = Part::Memory.limit_file(dir.v2);
+        let text = std::fs::read_to_string(dir.path.join(file)).ok()?;
         // v1 says "no limit" with a huge number (the largest page-aligned `i64`).
         text.trim().parse().ok().filter(|n| *n < 1 << 62)
     }
 }
 
-/// Whether the cgroup at `path` is a task cgroup named for its host's `n`th process.
-fn named_for(path: &str, n: u64) -> bool {
+/// Whether the cgroup at `path` (or named `path`) is a task cgroup one of `hosts` named for its
+/// `n`th process.
+fn named_for(path: &str, n: u64, hosts: &[u32]) -> bool {
     let name = path.rsplit('/').next().unwrap_or_default();
     let Some(fields) = name.strip_prefix(PREFIX) else {
         return false;
     };
     let numbers: Vec<u64> = fields.split('-').filter_map(|f| f.parse().ok()).collect();
-    matches!(numbers.as_slice(), &[_, _, m] if m == n) && fields.split('-').count() == 3
+    let ours = |host: u64| hosts.iter().any(|h| u64::from(*h) == host);
+    fields.split('-').count() == 3
+        && matches!(numbers.as_slice(), &[host, _, m] if m == n && ours(host))
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
-    fn a_task_cgroup_is_known_by_the_number_its_host_gave_the_process() {
-        assert!(super::named_for("/user.slice/taskhost-41-9000-7", 7));
-        assert!(!super::named_for("/user.slice/taskhost-41-9000-7", 70));
-        assert!(!super::named_for("/user.slice/taskhost-41-9000", 9000));
-        assert!(!super::named_for("/user.slice/taskhost-41-x-9000-7", 7));
-        assert!(!super::named_for("/taskhost-41-9000-7/other", 7));
+    fn a_task_cgroup_is_known_by_its_host_and_the_number_its_host_gave_the_process() {
+        let named_for = super::named_for;
+        assert!(named_for("/user.slice/taskhost-41-9000-7", 7, &[41]));
+        assert!(named_for("taskhost-41-9000-7", 7, &[12, 41]));
+        assert!(!named_for("/user.slice/taskhost-41-9000-7", 70, &[41]));
+        assert!(!named_for("/user.slice/taskhost-41-9000-7", 7, &[42]));
+        assert!(!named_for("/user.slice/taskhost-41-9000", 9000, &[41]));
+        assert!(!named_for("/user.slice/taskhost-41-x-9000-7", 7, &[41]));
+        assert!(!named_for("/taskhost-41-9000-7/other", 7, &[41]));
     }
 }

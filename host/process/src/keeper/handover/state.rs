@@ -20,6 +20,15 @@ pub(crate) struct HandoverState {
 }
 
 impl HandoverState {
+    /// The pids of the hosts whose processes the marks name (`<host pid>:<service>:`): a
+    /// handed-over task was started by one of them.
+    pub(crate) fn hosts(&self) -> Vec<u32> {
+        self.marks
+            .iter()
+            .filter_map(|m| m.split(':').next()?.parse().ok())
+            .collect()
+    }
+
     /// Tells `keeper` everything (a new keeper, or the setup changed).
     pub(crate) fn tell(&self, keeper: &Keeper) {
         if let Some(setup) = &self.setup {

@@ -312,7 +312,7 @@ impl ProcessService {
             budget: self.budget.clone(),
             session: session.to_owned(),
             keeper: self.keeper.clone(),
-            bounded: adopted_bounds(pgid, hold.n),
+            bounded: adopted_bounds(pgid, hold.n, self.keeper.as_ref()),
         };
         self.runtime
             .spawn(supervised.run(Waiter::Kept(exit), Some(pgid), outputs));
@@ -320,12 +320,17 @@ impl ProcessService {
     }
 }
 
-/// A handed-over process's cgroups, found from the process (the hold does not name them), and the
+/// A handed-over process's cgroups, found by their names (the hold does not name them), and the
 /// memory limit they hold: this host names the limit when it ends the task, ends what is left in
 /// them and removes them, as the host that started it would have. The other parts of the task's
 /// bounds the kernel keeps on the process itself.
-fn adopted_bounds(pgid: i32, n: u64) -> Option<crate::supervise::Bounded> {
-    let cgroups = crate::bounds::limits::TaskCgroups::of_process(pgid, n)?;
+fn adopted_bounds(
+    pgid: i32,
+    n: u64,
+    keeper: Option<&crate::keeper::Keepers>,
+) -> Option<crate::supervise::Bounded> {
+    let hosts = keeper?.predecessors();
+    let cgroups = crate::bounds::limits::TaskCgroups::of_handed(pgid, n, &hosts)?;
     let bounds = crate::bounds::Bounds {
         memory_max: cgroups.memory_limit(),
         ..crate::bounds::Bounds::default()
