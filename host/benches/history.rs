@@ -18,7 +18,6 @@ mod common;
 #[path = "history/reads.rs"]
 mod reads;
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -218,45 +217,6 @@ fn field(line: &str, name: &str) -> f64 {
         .unwrap_or(f64::NAN)
 }
 
-/// The view's first page as `token`: from `GET /api/events` to its whole first `tasks` event;
-/// the seconds and the rows the event holds.
-fn first_page(port: u16, token: &str) -> (f64, usize) {
-    let t = Instant::now();
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    let head = format!(
-        "GET /api/events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\nAuthorization: Bearer {token}\r\n\r\n"
-    );
-    stream.write_all(head.as_bytes()).expect("send");
-    let mut reader = BufReader::new(stream);
-    let mut line = String::new();
-    while reader.read_line(&mut line).expect("head") > 2 {
-        line.clear();
-    }
-    let mut text = String::new();
-    loop {
-        let mut size = String::new();
-        reader.read_line(&mut size).expect("a chunk's size");
-        let n = usize::from_str_radix(size.trim(), 16).expect("a chunk size");
-        let mut chunk = vec![0; n + 2];
-        reader.read_exact(&mut chunk).expect("a chunk");
-        text.push_str(&String::from_utf8_lossy(&chunk[..n]));
-        if let Some(rows) = tasks_event(&text) {
-            return (t.elapsed().as_secs_f64(), rows);
-        }
-        assert!(n > 0, "the stream ended without a tasks event: {text}");
-    }
-}
-
-/// The rows of the first whole `tasks` event in `text`, if it holds one.
-fn tasks_event(text: &str) -> Option<usize> {
-    let at = text.find("event: tasks\n")?;
-    let data = &text[at..];
-    let data = &data[data.find("data: ")? + 6..];
-    let end = data.find("\n\n")?;
-    let event: serde_json::Value = serde_json::from_str(&data[..end]).expect("the event's data");
-    event["rows"].as_array().map(Vec::len)
-}
-
 /// What one state's run measured.
 struct Run {
     records: usize,
@@ -284,7 +244,9 @@ fn run(dir: &Path, n: usize) -> Run {
     // The start's retention, with nothing to expire (each record ended 3 days ago).
     let (_, line) = wait_log(dir, "retention: nothing expired", 1);
     let idle_retention_ms = field(&line, "ms");
-    let mut pages: Vec<(f64, usize)> = (0..3).map(|_| first_page(host.port, &token)).collect();
+    let mut pages: Vec<(f64, usize)> = (0..3)
+        .map(|_| common::http::first_page(host.port, &token))
+        .collect();
     pages.sort_by(|a, b| a.0.total_cmp(&b.0));
     let retention = reads::retention_under_reads(dir, &host, &token);
     drop(host);

@@ -99,6 +99,15 @@ impl Registry {
         out
     }
 
+    /// Of `ids`, those the registry holds no task of (live or settled, any owner's), in their
+    /// order: one look under the lock for all of them.
+    pub fn not_held<'a>(&self, ids: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+        let st = self.inner.state.lock();
+        ids.into_iter()
+            .filter(|id| !st.records.contains_key(*id))
+            .collect()
+    }
+
     /// Reads a task. Stream kinds return the output since the previous read (consuming); final-output
     /// kinds return "" while live and the final output, idempotently, once settled. A read of a
     /// settled task marks it reported.

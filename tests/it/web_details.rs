@@ -240,6 +240,40 @@ fn in_a_browser_the_selected_tasks_details_show_where_it_runs_its_bounds_output_
 }
 
 #[test]
+fn in_a_browser_a_bounded_tasks_bounds_show_and_a_memory_limit_reads_as_its_end() {
+    let dir = scratch("view-bounded");
+    let config = dir.join("bounded.toml");
+    std::fs::write(
+        &config,
+        "[policy.default]\nnetwork = \"none\"\nmemory_max = \"64M\"\npids_max = 64\n",
+    )
+    .unwrap();
+    let config = config.display().to_string();
+    let (host, _, _) = web_host(&dir, &["--no-watch", "--config", &config]);
+    let alice = host.token("alice");
+    let client = Client::new(&host, &alice);
+    let over = start(&client, "head -c 1G /dev/zero | tail > /dev/null");
+    let running = start(&client, "sleep 300");
+    let Some(browser) = Browser::start() else {
+        return;
+    };
+    browser.open(&format!("{}/#token={alice}", origin(&host)));
+    assert!(shows(&browser, &running, "running"));
+    assert_eq!(browser.text("#detail-id"), Some(running.clone()));
+    let bounds = detail_once(&browser, "bounds", "t !== 'none (unbounded)'");
+    assert_eq!(
+        bounds.as_deref(),
+        Some("policy default · filesystem unbounded · no network · memory 64 MiB · 64 processes")
+    );
+    assert!(
+        shows(&browser, &over, "killed"),
+        "ended at its memory limit"
+    );
+    let exit = browser.text(&format!("tr[data-id=\"{over}\"] td.exit"));
+    assert_eq!(exit.as_deref(), Some("memory limit 64 MiB"));
+}
+
+#[test]
 fn in_a_browser_the_view_and_its_sign_in_follow_a_dark_system_scheme() {
     let dir = scratch("view-dark");
     let (host, _, _) = web_host(&dir, &["--no-watch"]);

@@ -183,9 +183,10 @@ pub trait HostApi: Send + Sync {
     /// (`tasks_live`, `threads`, `descriptors`, `rss_bytes`, `keeper_pid`, `store_bytes`,
     /// `uptime_ms`).
     fn host_status_json(&self) -> RString;
-    /// The newest `limit` records of `caller`'s tasks (every owner's for
-    /// [`crate::sdk::http::EVERY_OWNER`]) in the state directory, this host's and
-    /// earlier hosts' (settled, lost, expired), newest first, as a JSON object's text:
+    /// Of the newest `limit` records of `caller`'s tasks (every owner's for
+    /// [`crate::sdk::http::EVERY_OWNER`]) in the state directory, those of tasks this host does
+    /// not hold (earlier hosts' settled, lost and expired ones, and this host's it let go; a task
+    /// it holds is in [`HostApi::list_tasks`]'s answer), newest first, as a JSON object's text:
     /// `{"records": [{"id", "kind", "label", "owner", "status", "detail", "started_at_ms",
     /// "finished_at_ms", "expired_at_ms"}]}`; none for an empty caller or a host without a state
     /// directory.

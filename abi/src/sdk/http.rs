@@ -268,8 +268,8 @@ impl Host {
         .map(String::from)
     }
 
-    /// The newest `limit` records of `caller`'s tasks, this host's and earlier hosts', newest first
-    /// (see [`crate::ffi::HostApi::task_records_json`]); each a JSON object.
+    /// Of the newest `limit` records of `caller`'s tasks, those of tasks this host does not hold,
+    /// newest first (see [`crate::ffi::HostApi::task_records_json`]); each a JSON object.
     pub fn task_records(&self, caller: &str, limit: u64) -> Vec<Value> {
         let text = self.0.task_records_json(caller.into(), limit);
         serde_json::from_str::<Value>(text.as_str())

@@ -276,3 +276,48 @@ fn clock_ticks() -> f64 {
         .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
         .unwrap_or(100.0)
 }
+
+/// The view's first page as `token`: from `GET /api/events` to its whole first `tasks` event;
+/// the seconds and the rows the event holds.
+pub fn first_page(port: u16, token: &str) -> (f64, usize) {
+    let t = std::time::Instant::now();
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    let head = format!(
+        "GET /api/events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\nAuthorization: Bearer {token}\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).expect("send");
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    while reader.read_line(&mut line).expect("head") > 2 {
+        line.clear();
+    }
+    let mut text = Vec::new();
+    loop {
+        let mut size = String::new();
+        reader.read_line(&mut size).expect("a chunk's size");
+        let n = usize::from_str_radix(size.trim(), 16).expect("a chunk size");
+        let mut chunk = vec![0; n + 2];
+        reader.read_exact(&mut chunk).expect("a chunk");
+        // An event ends with a blank line: only a chunk that has one can end the first `tasks`.
+        let ends = chunk[..n].windows(2).any(|w| w == b"\n\n") || text.last() == Some(&b'\n');
+        text.extend_from_slice(&chunk[..n]);
+        if ends && let Some(rows) = tasks_event(&String::from_utf8_lossy(&text)) {
+            return (t.elapsed().as_secs_f64(), rows);
+        }
+        assert!(
+            n > 0,
+            "the stream ended without a tasks event: {}",
+            String::from_utf8_lossy(&text)
+        );
+    }
+}
+
+/// The rows of the first whole `tasks` event in `text`, if it holds one.
+fn tasks_event(text: &str) -> Option<usize> {
+    let at = text.find("event: tasks\n")?;
+    let data = &text[at..];
+    let data = &data[data.find("data: ")? + 6..];
+    let end = data.find("\n\n")?;
+    let event: serde_json::Value = serde_json::from_str(&data[..end]).expect("the event's data");
+    event["rows"].as_array().map(Vec::len)
+}

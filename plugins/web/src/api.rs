@@ -5,7 +5,7 @@
 use taskhost_abi::prelude::*;
 use taskhost_abi::sdk::http::{HttpRequest, HttpResponse};
 
-use crate::rows::{named, row, with_records};
+use crate::rows::{named, records, row, with_records};
 
 /// How much of each output stream a tail shows.
 pub(crate) const TAIL_BYTES: u64 = 16 * 1024;
@@ -24,7 +24,9 @@ pub(crate) fn answer(host: &Host, request: &HttpRequest) -> HttpResponse {
             "all_owners": request.viewer.all_owners,
         })),
         ("GET", ["api", "tasks"]) => {
-            let rows = with_records(host, &host.list_tasks(owner), &request.viewer);
+            let live = host.list_tasks(owner);
+            let records = records(host, &request.viewer);
+            let rows = with_records(host, &live, &records, &request.viewer);
             HttpResponse::json(&json!({ "tasks": rows }))
         }
         ("GET", ["api", "tasks", id, "tail"]) => match host.task_tail(owner, id, TAIL_BYTES) {

@@ -24,7 +24,7 @@ use taskhost_abi::prelude::*;
 use taskhost_abi::sdk::http::{Events, EventsRequest};
 
 use crate::api::TAIL_BYTES;
-use crate::rows::{fingerprint, named, record_rows, row};
+use crate::rows::{Row, fingerprint, named, record_rows, records, row};
 
 /// How often the host's status is sent, and the list looked at when no task registered or settled.
 pub(crate) const STATUS_EVERY_MS: u64 = 1000;
@@ -55,6 +55,16 @@ fn now_ms() -> u64 {
 /// One event: its name and its data.
 type Event = (String, String);
 
+/// The `tasks` event's data, written straight to its text.
+#[derive(taskhost_abi::serde::Serialize)]
+#[serde(crate = "taskhost_abi::serde")]
+struct TasksEvent<'a> {
+    rows: &'a [Row<'a>],
+    removed: &'a [&'a String],
+    full: bool,
+    watching: Option<&'a str>,
+}
+
 impl Sent {
     /// The `tasks` event: the rows that changed since the last list and the ids gone (all rows and
     /// earlier hosts' records on the `first` step), if any; remembers what it sent.
@@ -66,6 +76,12 @@ impl Sent {
         now: u64,
     ) -> Option<Event> {
         let tasks = host.list_tasks(request.viewer.caller());
+        // The records of earlier hosts' tasks are settled: sent once, never followed.
+        let records = if first {
+            records(host, &request.viewer)
+        } else {
+            Vec::new()
+        };
         let mut rows = Vec::new();
         let mut seen = BTreeMap::new();
         for task in &tasks {
@@ -75,10 +91,7 @@ impl Sent {
             }
             seen.insert(task.id.to_string(), print);
         }
-        if first {
-            // The records of earlier hosts' tasks are settled: sent once, never followed.
-            rows.extend(record_rows(host, &tasks, &request.viewer));
-        }
+        rows.extend(record_rows(&records, &tasks, &request.viewer));
         named(host, &request.viewer, &mut rows);
         let asked = request.query.get("watch").is_some_and(|w| !w.is_empty());
         if first && !asked {
@@ -90,10 +103,14 @@ impl Sent {
             .filter(|id| !seen.contains_key(*id))
             .collect();
         let event = (first || !rows.is_empty() || !removed.is_empty()).then(|| {
-            let watching = if first { self.chosen.as_deref() } else { None };
-            let data =
-                json!({"rows": rows, "removed": removed, "full": first, "watching": watching});
-            ("tasks".to_owned(), data.to_string())
+            let data = TasksEvent {
+                rows: &rows,
+                removed: &removed,
+                full: first,
+                watching: if first { self.chosen.as_deref() } else { None },
+            };
+            let text = taskhost_abi::serde_json::to_string(&data).unwrap_or_default();
+            ("tasks".to_owned(), text)
         });
         self.rows = seen;
         self.listed_at_ms = now;

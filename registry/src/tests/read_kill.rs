@@ -410,3 +410,17 @@ async fn a_cancel_may_kill_another_task() {
     reg.kill(id.as_str(), None, None).unwrap();
     assert_eq!(cb.answers(), ["kill: stopping"]);
 }
+
+#[tokio::test]
+async fn not_held_names_the_ids_of_no_task_live_or_settled_in_their_order() {
+    let (reg, _s) = registry();
+    let p = Probe::new();
+    let live = reg.start(p.stream_task("bash", "x")).unwrap();
+    let q = Probe::new();
+    let settled = reg.start(q.stream_task("bash", "y")).unwrap();
+    q.settle(TaskOutcome::completed());
+    settle_pass().await;
+    let asked = ["bash-900", live.as_str(), "bash-901", settled.as_str()];
+    assert_eq!(reg.not_held(asked), vec!["bash-900", "bash-901"]);
+    assert!(reg.not_held([]).is_empty());
+}

@@ -163,8 +163,15 @@ impl GenHost {
             tracing::warn!(error = %e, "cannot read the task records");
             Vec::new()
         });
+        // A task this host holds is listed live; its record would only be sent to be dropped.
+        let registry = &self.services().registry;
+        let wanted: std::collections::HashSet<&str> = registry
+            .not_held(records.iter().map(|r| r.id.as_str()))
+            .into_iter()
+            .collect();
         let rows: Vec<serde_json::Value> = records
             .iter()
+            .filter(|r| wanted.contains(r.id.as_str()))
             .map(|r| {
                 serde_json::json!({
                     "id": r.id, "kind": r.kind, "label": r.label, "owner": r.owner,
