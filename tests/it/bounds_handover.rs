@@ -75,13 +75,7 @@ async fn a_bounded_task_handed_over_is_ended_at_its_memory_limit_and_its_cgroups
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     std::fs::write(&go, "").unwrap();
-    let mut settled = String::new();
-    for _ in 0..60 {
-        settled = mcp::read_waiting(&client, &id, 1_000).await;
-        if !settled.contains("[status: running]") {
-            break;
-        }
-    }
+    let settled = settled(&client, &id).await;
     assert!(settled.contains("memory limit 256 MiB"), "{settled}");
     assert!(settled.contains("killed"), "{settled}");
     assert!(
@@ -123,13 +117,7 @@ async fn a_bounded_tasks_detached_process_ends_with_it_when_it_ended_while_no_ho
     };
     assert!(eventually(Duration::from_secs(20), only_detached));
     let _next = copied_host_logging(&dir, &mcp::binary(), None, &args);
-    let mut settled = String::new();
-    for _ in 0..60 {
-        settled = mcp::read_waiting(&client, &id, 1_000).await;
-        if !settled.contains("[status: running]") {
-            break;
-        }
-    }
+    let settled = settled(&client, &id).await;
     assert!(settled.contains("exit code: 0"), "{settled}");
     assert!(
         eventually(Duration::from_secs(10), || !mcp::alive(detached)),
@@ -141,4 +129,17 @@ async fn a_bounded_tasks_detached_process_ends_with_it_when_it_ended_while_no_ho
         cgroup.display()
     );
     client.cancel().await.ok();
+}
+
+/// Task `id`'s read once it no longer runs, waited for a second at a time (a wait the handover
+/// cuts short is asked again), at most a minute; the last read else.
+async fn settled(client: &mcp::Client, id: &str) -> String {
+    let mut read = String::new();
+    for _ in 0..60 {
+        read = mcp::read_waiting(client, id, 1_000).await;
+        if !read.contains("[status: running]") {
+            break;
+        }
+    }
+    read
 }

@@ -75,15 +75,45 @@ pub(super) fn mounts() -> Vec<(String, String, PathBuf)> {
         .collect()
 }
 
-/// This process's cgroup in the hierarchy whose `/proc/self/cgroup` controller list satisfies
-/// `wanted` (`""` is the v2 hierarchy).
+/// The mount point of the v2 hierarchy (`v2`), else of the v1 hierarchy that has `controller`,
+/// among `mounts` (as [`mounts`] reads them).
+pub(super) fn mount_of<'a>(
+    mounts: &'a [(String, String, PathBuf)],
+    v2: bool,
+    controller: &str,
+) -> Option<&'a PathBuf> {
+    mounts
+        .iter()
+        .find(|(kind, options, _)| match v2 {
+            true => kind == "cgroup2",
+            false => kind == "cgroup" && options.split(',').any(|c| c == controller),
+        })
+        .map(|(_, _, point)| point)
+}
+
+/// The (controllers, path) of each hierarchy process `process` (a pid, or `self`) is in, as its
+/// `/proc/PROCESS/cgroup` says (`""` controllers: the v2 hierarchy); none when it cannot be read.
+pub(super) fn memberships(process: &str) -> Vec<(String, String)> {
+    let Ok(lines) = std::fs::read_to_string(format!("/proc/{process}/cgroup")) else {
+        return Vec::new();
+    };
+    lines
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.splitn(3, ':');
+            let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
+            Some((controllers.to_owned(), path.to_owned()))
+        })
+        .collect()
+}
+
+/// This process's cgroup in the hierarchy whose controller list satisfies `wanted` (`""` is the
+/// v2 hierarchy).
 pub(super) fn own_path(wanted: impl Fn(&str) -> bool) -> Option<String> {
-    let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    cgroups.lines().find_map(|line| {
-        let mut fields = line.splitn(3, ':');
-        let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
-        wanted(controllers).then(|| path.trim_start_matches('/').to_owned())
-    })
+    memberships("self")
+        .into_iter()
+        .find(|(controllers, _)| wanted(controllers))
+        .map(|(_, path)| path.trim_start_matches('/').to_owned())
 }
 
 /// One task cgroup: the part it limits, its hierarchy's version, its directory.
@@ -102,6 +132,13 @@ pub struct TaskCgroups {
     pub(super) dirs: Vec<Dir>,
 }
 
+impl TaskCgroups {
+    /// The cgroup of `part`, if the task has one.
+    pub(super) fn dir(&self, part: Part) -> Option<&Dir> {
+        self.dirs.iter().find(|d| d.part == part)
+    }
+}
+
 /// Where the task cgroups of one part are made.
 pub(super) struct Place {
     pub(super) v2: bool,
@@ -117,7 +154,7 @@ pub(super) fn place(part: Part) -> Result<Place, String> {
         ));
     }
     let all = mounts();
-    if let Some((_, _, root)) = all.iter().find(|(kind, _, _)| kind == "cgroup2")
+    if let Some(root) = mount_of(&all, true, controller)
         && let Some(own) = own_path(str::is_empty)
     {
         let own = root.join(own);
@@ -132,10 +169,7 @@ pub(super) fn place(part: Part) -> Result<Place, String> {
         }
     }
     let has = |list: &str| list.split(',').any(|c| c == controller);
-    let Some((_, _, root)) = all
-        .iter()
-        .find(|(kind, options, _)| kind == "cgroup" && has(options))
-    else {
+    let Some(root) = mount_of(&all, false, controller) else {
         return Err(format!(
             "no cgroup {controller} controller: neither enabled for the host's cgroup v2 nor \
              mounted as a v1 hierarchy"

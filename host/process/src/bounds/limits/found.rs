@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use super::dirs::{Dir, PARTS, PREFIX, Part, TaskCgroups, mounts, place};
+use super::dirs::{Dir, PARTS, PREFIX, Part, TaskCgroups, memberships, mount_of, mounts, place};
 
 impl TaskCgroups {
     /// The task cgroups of the handed-over process numbered `n` by one of the hosts `hosts`,
@@ -19,34 +19,20 @@ impl TaskCgroups {
 
     /// The task cgroups named for `n` and one of `hosts` that process `pid` is in.
     fn of_process(pid: i32, n: u64, hosts: &[u32]) -> Option<Self> {
-        let lines = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
-        // (controllers, path) of each: most handed-over tasks have none, and then the mounts are
-        // not read.
-        let named: Vec<(&str, &str)> = lines
-            .lines()
-            .filter_map(|line| {
-                let mut fields = line.splitn(3, ':');
-                let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
-                named_for(path, n, hosts).then_some((controllers, path))
-            })
+        // Most handed-over tasks are in none, and then the mounts are not read.
+        let named: Vec<(String, String)> = memberships(&pid.to_string())
+            .into_iter()
+            .filter(|(_, path)| named_for(path, n, hosts))
             .collect();
         if named.is_empty() {
             return None;
         }
         let all = mounts();
-        let mount_of = |v2: bool, controller: &str| -> Option<PathBuf> {
-            all.iter()
-                .find(|(kind, options, _)| match v2 {
-                    true => kind == "cgroup2",
-                    false => kind == "cgroup" && options.split(',').any(|c| c == controller),
-                })
-                .map(|(_, _, point)| point.clone())
-        };
         let mut dirs = Vec::new();
         for (controllers, path) in named {
             let v2 = controllers.is_empty();
             for part in PARTS {
-                let Some(root) = mount_of(v2, part.controller()) else {
+                let Some(root) = mount_of(&all, v2, part.controller()) else {
                     continue;
                 };
                 let path = root.join(path.trim_start_matches('/'));
@@ -98,7 +84,7 @@ impl TaskCgroups {
     /// The memory limit its memory cgroup holds, in bytes; `None` without one.
     #[must_use]
     pub fn memory_limit(&self) -> Option<u64> {
-        let dir = self.dirs.iter().find(|d| d.part == Part::Memory)?;
+        let dir = self.dir(Part::Memory)?;
         let file = Part::Memory.limit_file(dir.v2);
         let text = std::fs::read_to_string(dir.path.join(file)).ok()?;
         // v1 says "no limit" with a huge number (the largest page-aligned `i64`).
@@ -113,10 +99,9 @@ fn named_for(path: &str, n: u64, hosts: &[u32]) -> bool {
     let Some(fields) = name.strip_prefix(PREFIX) else {
         return false;
     };
-    let numbers: Vec<u64> = fields.split('-').filter_map(|f| f.parse().ok()).collect();
+    let numbers: Option<Vec<u64>> = fields.split('-').map(|f| f.parse().ok()).collect();
     let ours = |host: u64| hosts.iter().any(|h| u64::from(*h) == host);
-    fields.split('-').count() == 3
-        && matches!(numbers.as_slice(), &[host, _, m] if m == n && ours(host))
+    matches!(numbers.as_deref(), Some(&[host, _, m]) if m == n && ours(host))
 }
 
 #[cfg(test)]

@@ -92,7 +92,7 @@ impl TaskCgroups {
 
     /// How many processes of the task the kernel's OOM killer ended for its memory limit.
     fn oom_kills(&self) -> u64 {
-        let Some(dir) = self.dirs.iter().find(|d| d.part == Part::Memory) else {
+        let Some(dir) = self.dir(Part::Memory) else {
             return 0;
         };
         let file = if dir.v2 {
@@ -116,7 +116,7 @@ impl TaskCgroups {
 /// [`super::DENY_ENV`]), is refused.
 pub(super) fn join(bounds: &Bounds, cgroups: Option<&TaskCgroups>) -> Result<(), BoundsError> {
     for part in PARTS.into_iter().filter(|p| p.wanted(bounds)) {
-        let dir = cgroups.and_then(|c| c.dirs.iter().find(|d| d.part == part));
+        let dir = cgroups.and_then(|c| c.dir(part));
         let Some(dir) = dir.filter(|_| !denied(part.controller())) else {
             check(bounds)?;
             return Err(BoundsError::Unsupported {
