@@ -8,6 +8,9 @@
 //! cgroup still holds: the cgroup is named after its host's pid and start time, so a dead host's is
 //! told from a live one's without a guess. A dead host's cgroup whose keeper still runs is left to
 //! it: the keeper holds the tasks for a successor (or serves one) and ends the cgroup itself.
+//!
+//! The readers of where cgroups are mounted and which a process is in serve the bounds' task
+//! cgroups too.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -17,16 +20,68 @@ use std::time::{Duration, Instant};
 const PREFIX: &str = "taskhost-";
 
 /// The cgroup v2 directory this process belongs to: the unified hierarchy's mount point joined with
-/// the `0::` line of `/proc/self/cgroup`.
+/// its path there.
 fn own_cgroup() -> Option<PathBuf> {
-    let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let mount = mounts.lines().find_map(|line| {
-        let (fields, fs) = line.split_once(" - ")?;
-        (fs.split_whitespace().next()? == "cgroup2").then(|| fields.split_whitespace().nth(4))?
-    })?;
-    let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let own = cgroups.lines().find_map(|l| l.strip_prefix("0::"))?;
-    Some(Path::new(mount).join(own.trim_start_matches('/')))
+    let root = mount_of(&mounts(), true, "")?.clone();
+    Some(root.join(own_path(str::is_empty)?))
+}
+
+/// The cgroup mounts of this process's view: (file system type, super options, mount point).
+pub(crate) fn mounts() -> Vec<(String, String, PathBuf)> {
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return Vec::new();
+    };
+    info.lines()
+        .filter_map(|line| {
+            let (fields, fs) = line.split_once(" - ")?;
+            let point = fields.split_whitespace().nth(4)?;
+            let mut fs = fs.split_whitespace();
+            let (kind, _source, options) = (fs.next()?, fs.next()?, fs.next()?);
+            kind.starts_with("cgroup")
+                .then(|| (kind.to_owned(), options.to_owned(), PathBuf::from(point)))
+        })
+        .collect()
+}
+
+/// The mount point of the v2 hierarchy (`v2`), else of the v1 hierarchy that has `controller`,
+/// among `mounts` (as [`mounts`] reads them).
+pub(crate) fn mount_of<'a>(
+    mounts: &'a [(String, String, PathBuf)],
+    v2: bool,
+    controller: &str,
+) -> Option<&'a PathBuf> {
+    mounts
+        .iter()
+        .find(|(kind, options, _)| match v2 {
+            true => kind == "cgroup2",
+            false => kind == "cgroup" && options.split(',').any(|c| c == controller),
+        })
+        .map(|(_, _, point)| point)
+}
+
+/// The (controllers, path) of each hierarchy process `process` (a pid, or `self`) is in, as its
+/// `/proc/PROCESS/cgroup` says (`""` controllers: the v2 hierarchy); `None` when it cannot be read
+/// (no such process).
+pub(crate) fn memberships(process: &str) -> Option<Vec<(String, String)>> {
+    let lines = std::fs::read_to_string(format!("/proc/{process}/cgroup")).ok()?;
+    let memberships = lines
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.splitn(3, ':');
+            let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
+            Some((controllers.to_owned(), path.to_owned()))
+        })
+        .collect();
+    Some(memberships)
+}
+
+/// This process's cgroup in the hierarchy whose controller list satisfies `wanted` (`""` is the
+/// v2 hierarchy).
+pub(crate) fn own_path(wanted: impl Fn(&str) -> bool) -> Option<String> {
+    memberships("self")?
+        .into_iter()
+        .find(|(controllers, _)| wanted(controllers))
+        .map(|(_, path)| path.trim_start_matches('/').to_owned())
 }
 
 /// A process's start time (clock ticks since boot), which tells it from a later one with its pid.

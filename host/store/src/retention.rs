@@ -4,13 +4,16 @@
 //!
 //! What expires is decided on a reader's connection; the rows are then marked in batches of
 //! `BATCH`, each a write of its own for the writer thread, which takes the others queued
-//! meanwhile between two.
+//! meanwhile between two: a live write waits behind one small batch at most.
+
+use std::sync::mpsc::{Sender, sync_channel};
 
 use rusqlite::{Connection, Transaction, params};
 
 use taskhost_process::private_dir::HeldDir;
 
 use crate::kept;
+use crate::writer::Op;
 
 /// How long and how much a state directory keeps (`[state] keep_days`, `[state] keep_bytes`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,7 +37,7 @@ impl Default for Retention {
 /// How many records one of retention's transactions marks expired: the writer takes the other
 /// writes queued meanwhile (a start, a read's position) between two, so a long history's
 /// retention never holds it for long.
-pub(crate) const BATCH: usize = 64;
+pub(crate) const BATCH: usize = 16;
 
 /// A task retention expires: its id and its kept files' names.
 pub(crate) type Due = (String, [Option<String>; 2]);
@@ -68,10 +71,52 @@ pub(crate) fn due(
     Ok(due)
 }
 
+/// Expires `due` in batches through the writer `ops`, at `now_ms`: a batch's kept files are removed
+/// from `output` before the batch is marked, while the writer marks the batch before. Calls
+/// `between` with each batch's ids once it is durable; returns the ids expired. A batch the writer
+/// refuses stops it (logged).
+pub(crate) fn expire(
+    ops: &Sender<Op>,
+    output: &HeldDir,
+    due: &[Due],
+    now_ms: u64,
+    mut between: impl FnMut(&[String]),
+) -> Vec<String> {
+    let mut expired = Vec::new();
+    let mut batches = due.chunks(BATCH).peekable();
+    if let Some(first) = batches.peek() {
+        remove(output, first);
+    }
+    while let Some(batch) = batches.next() {
+        let ids: Vec<String> = batch.iter().map(|(id, _)| id.clone()).collect();
+        let (reply, done) = sync_channel(1);
+        let op = Op::Expire {
+            ids: ids.clone(),
+            now_ms,
+            reply,
+        };
+        let sent = ops.send(op).is_ok();
+        if let (true, Some(next)) = (sent, batches.peek()) {
+            remove(output, next);
+        }
+        match done.recv().ok() {
+            Some(Ok(())) => {}
+            Some(Err(why)) => {
+                tracing::warn!("retention stopped: a batch was not written: {why}");
+                break;
+            }
+            None => break,
+        }
+        between(&ids);
+        expired.extend(ids);
+    }
+    expired
+}
+
 /// Removes the kept files of `batch` from `output`. Done before the batch is marked: a host that
 /// stops in between leaves rows naming files that are gone (read as empty), which the next
 /// retention marks, never files no row names.
-pub(crate) fn remove(output: &HeldDir, batch: &[Due]) {
+fn remove(output: &HeldDir, batch: &[Due]) {
     for name in batch.iter().flat_map(|(_, files)| files.iter().flatten()) {
         kept::remove(output, name);
     }

@@ -225,7 +225,8 @@ impl Store {
 
     /// Expires what is past `keep` now (settled tasks' output, oldest first); returns the ids
     /// expired, newest first. What is due is read without holding the writer; it is then expired
-    /// in batches, each its own write, so the writes of live tasks go on between them. Waits for
+    /// in batches, each its own write, so the writes of live tasks go on between them; a batch's
+    /// files are removed before it is marked, while the writer marks the one before. Waits for
     /// the last batch.
     pub fn retain(&self, keep: Retention) -> Vec<String> {
         self.retain_between(keep, |_| {})
@@ -235,7 +236,7 @@ impl Store {
     pub(crate) fn retain_between(
         &self,
         keep: Retention,
-        mut between: impl FnMut(&[String]),
+        between: impl FnMut(&[String]),
     ) -> Vec<String> {
         let Some(ops) = self.ops.lock().clone() else {
             return Vec::new();
@@ -251,28 +252,7 @@ impl Store {
             tracing::warn!("retention cannot read the task records: {why}");
             Vec::new()
         });
-        let mut expired = Vec::new();
-        for batch in due.chunks(crate::retention::BATCH) {
-            crate::retention::remove(&output, batch);
-            let ids: Vec<String> = batch.iter().map(|(id, _)| id.clone()).collect();
-            let (reply, done) = sync_channel(1);
-            let op = Op::Expire {
-                ids: ids.clone(),
-                now_ms,
-                reply,
-            };
-            match ops.send(op).ok().and_then(|()| done.recv().ok()) {
-                Some(Ok(())) => {}
-                Some(Err(why)) => {
-                    tracing::warn!("retention stopped: a batch was not written: {why}");
-                    break;
-                }
-                None => break,
-            }
-            between(&ids);
-            expired.extend(ids);
-        }
-        expired
+        crate::retention::expire(&ops, &output, &due, now_ms, between)
     }
 
     /// A new owner, with the SHA-256 of its secret when it may come back: its name (`session-N`).

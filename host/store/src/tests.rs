@@ -167,7 +167,8 @@ fn settled(n: u64) -> TaskSnapshot {
 }
 
 /// Retention expires a long history in batches, each durable on its own: a start made between
-/// two is written before the next (the writer is never held for the whole history).
+/// two is written before the next (the writer is never held for the whole history), and no record
+/// is marked expired while its kept file is still there.
 #[test]
 fn retention_expires_in_batches_and_a_start_between_two_is_written_before_the_next() {
     use crate::Retention;
@@ -193,8 +194,18 @@ fn retention_expires_in_batches_and_a_start_between_two_is_written_before_the_ne
     let expired = store.retain_between(keep, |batch| {
         let number = journal.begin(&start("bash", "live")).expect("a start");
         let records = store.tasks().expect("read");
-        let marked = records.iter().filter(|r| r.expired_at_ms.is_some()).count();
-        seen.push((batch.len(), number, marked));
+        let marked: Vec<&str> = records
+            .iter()
+            .filter(|r| r.expired_at_ms.is_some())
+            .map(|r| r.id.as_str())
+            .collect();
+        let kept = |id: &str| output.path().join(id.replace("bash-", "out-")).exists();
+        assert_eq!(
+            marked.iter().find(|id| kept(id)),
+            None,
+            "marked, its file kept"
+        );
+        seen.push((batch.len(), number, marked.len()));
     });
     assert_eq!(expired.len() as u64, total);
     let batches: Vec<(usize, u64, usize)> = (1..=3)

@@ -1,11 +1,10 @@
-//! What a task cgroup is: the limits (parts) and their controllers, where the cgroup mounts are,
+//! What a task cgroup is: the limits (parts) and their controllers, where this host makes them,
 //! and the cgroups of one task as the host names them.
 
-use std::path::PathBuf;
-
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::super::model::{Bounds, denied};
+use crate::cgroup::{mount_of, mounts, own_path};
 
 /// The prefix of every task cgroup's name (the host's own cgroup v2 shares it, see `crate::cgroup`,
 /// and its sweep ignores these: their names have one number more).
@@ -56,64 +55,6 @@ impl Part {
             Part::Cpu => bounds.cpu_max_millis.is_some(),
         }
     }
-}
-
-/// The cgroup mounts of this process's view: (file system type, super options, mount point).
-pub(super) fn mounts() -> Vec<(String, String, PathBuf)> {
-    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
-        return Vec::new();
-    };
-    info.lines()
-        .filter_map(|line| {
-            let (fields, fs) = line.split_once(" - ")?;
-            let point = fields.split_whitespace().nth(4)?;
-            let mut fs = fs.split_whitespace();
-            let (kind, _source, options) = (fs.next()?, fs.next()?, fs.next()?);
-            kind.starts_with("cgroup")
-                .then(|| (kind.to_owned(), options.to_owned(), PathBuf::from(point)))
-        })
-        .collect()
-}
-
-/// The mount point of the v2 hierarchy (`v2`), else of the v1 hierarchy that has `controller`,
-/// among `mounts` (as [`mounts`] reads them).
-pub(super) fn mount_of<'a>(
-    mounts: &'a [(String, String, PathBuf)],
-    v2: bool,
-    controller: &str,
-) -> Option<&'a PathBuf> {
-    mounts
-        .iter()
-        .find(|(kind, options, _)| match v2 {
-            true => kind == "cgroup2",
-            false => kind == "cgroup" && options.split(',').any(|c| c == controller),
-        })
-        .map(|(_, _, point)| point)
-}
-
-/// The (controllers, path) of each hierarchy process `process` (a pid, or `self`) is in, as its
-/// `/proc/PROCESS/cgroup` says (`""` controllers: the v2 hierarchy); none when it cannot be read.
-pub(super) fn memberships(process: &str) -> Vec<(String, String)> {
-    let Ok(lines) = std::fs::read_to_string(format!("/proc/{process}/cgroup")) else {
-        return Vec::new();
-    };
-    lines
-        .lines()
-        .filter_map(|line| {
-            let mut fields = line.splitn(3, ':');
-            let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
-            Some((controllers.to_owned(), path.to_owned()))
-        })
-        .collect()
-}
-
-/// This process's cgroup in the hierarchy whose controller list satisfies `wanted` (`""` is the
-/// v2 hierarchy).
-pub(super) fn own_path(wanted: impl Fn(&str) -> bool) -> Option<String> {
-    memberships("self")
-        .into_iter()
-        .find(|(controllers, _)| wanted(controllers))
-        .map(|(_, path)| path.trim_start_matches('/').to_owned())
 }
 
 /// One task cgroup: the part it limits, its hierarchy's version, its directory.

@@ -7,20 +7,26 @@
 
 use std::path::PathBuf;
 
-use super::dirs::{Dir, PARTS, PREFIX, Part, TaskCgroups, memberships, mount_of, mounts, place};
+use super::dirs::{Dir, PARTS, PREFIX, Part, TaskCgroups, place};
+use crate::cgroup::{memberships, mount_of, mounts};
 
 impl TaskCgroups {
     /// The task cgroups of the handed-over process numbered `n` by one of the hosts `hosts`,
     /// whose leader was `pgid`; `None` when it has none (an unbounded task, one with no limit).
+    /// A leader that runs is looked up in its own cgroups only; the names are searched only for a
+    /// leader that is gone.
     #[must_use]
     pub fn of_handed(pgid: i32, n: u64, hosts: &[u32]) -> Option<Self> {
-        Self::of_process(pgid, n, hosts).or_else(|| Self::by_name(n, hosts))
+        match memberships(&pgid.to_string()) {
+            Some(memberships) => Self::of_process(memberships, n, hosts),
+            None => Self::by_name(n, hosts),
+        }
     }
 
-    /// The task cgroups named for `n` and one of `hosts` that process `pid` is in.
-    fn of_process(pid: i32, n: u64, hosts: &[u32]) -> Option<Self> {
+    /// The task cgroups named for `n` and one of `hosts` among a process's `memberships`.
+    fn of_process(memberships: Vec<(String, String)>, n: u64, hosts: &[u32]) -> Option<Self> {
         // Most handed-over tasks are in none, and then the mounts are not read.
-        let named: Vec<(String, String)> = memberships(&pid.to_string())
+        let named: Vec<(String, String)> = memberships
             .into_iter()
             .filter(|(_, path)| named_for(path, n, hosts))
             .collect();
@@ -106,6 +112,27 @@ fn named_for(path: &str, n: u64, hosts: &[u32]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::dirs::{PREFIX, Part, place};
+    use super::TaskCgroups;
+
+    #[test]
+    fn a_running_leader_is_looked_up_in_its_own_cgroups_and_only_a_gone_one_by_name() {
+        let Ok(place) = place(Part::Memory) else {
+            eprintln!("skipped: no memory cgroup this user may make");
+            return;
+        };
+        // A host pid no process has, so the cgroup can be nobody's.
+        let host = 4_000_000_000_u32;
+        let dir = place.parent.join(format!("{PREFIX}{host}-1-7"));
+        std::fs::create_dir(&dir).expect("a task cgroup named for process 7");
+        let running = TaskCgroups::of_handed(std::process::id().cast_signed(), 7, &[host]);
+        let gone = TaskCgroups::of_handed(i32::MAX, 7, &[host]);
+        std::fs::remove_dir(&dir).expect("remove it");
+        assert_eq!(running, None, "a running leader not in it");
+        let found = gone.map(|c| c.dirs.into_iter().map(|d| d.path).collect::<Vec<_>>());
+        assert_eq!(found, Some(vec![dir]), "a gone leader's, by name");
+    }
+
     #[test]
     fn a_task_cgroup_is_known_by_its_host_and_the_number_its_host_gave_the_process() {
         let named_for = super::named_for;
