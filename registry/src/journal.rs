@@ -32,6 +32,8 @@ pub trait Journal: Send + Sync + 'static {
     fn begin(&self, start: &JournalStart<'_>) -> Result<u64, String>;
 
     /// The starter of task `id` returned: its work began. Need not be durable before it returns.
+    /// Not called for a task taken over ([`crate::TaskStart::take_over`]): its work began under
+    /// the host that started it.
     fn started(&self, id: &str);
 
     /// The starter of task `id` returned and the task waits, `queued`, for its work to begin

@@ -86,11 +86,12 @@ impl Registry {
             started_at_ms,
             queued,
         };
-        Ok(self.admit(identity, hooks, key, number))
+        Ok(self.admit(identity, hooks, key, number, taken_over.is_some()))
     }
 
     /// Makes a started task's hooks live, registers it (in the slot its preflight reserved, under
-    /// the journal's number if any), tells the journal and the watchers, and awaits its end. Runs
+    /// the journal's number if any), tells the journal (unless the task was `taken_over`: its
+    /// work began under the host that started it) and the watchers, and awaits its end. Runs
     /// after the starter returned: nothing here can fail.
     fn admit(
         &self,
@@ -98,6 +99,7 @@ impl Registry {
         hooks: TaskHooks,
         key: OwnerKey,
         number: Option<u64>,
+        taken_over: bool,
     ) -> TaskId {
         let TaskHooks {
             done,
@@ -121,7 +123,7 @@ impl Registry {
         let owner = identity.owner.clone();
         let queued = identity.queued;
         let id = self.register(identity, key, ops.clone(), number);
-        if let Some(journal) = &self.inner.journal {
+        if let Some(journal) = self.inner.journal.as_ref().filter(|_| !taken_over) {
             if queued {
                 journal.queued(id.as_str());
             } else {

@@ -126,6 +126,19 @@ async fn a_starter_is_told_the_id_the_journal_numbered_before_it_runs() {
 }
 
 #[tokio::test]
+async fn a_task_taken_over_is_not_journaled_as_begun_or_started_again() {
+    let (journal, reg, _surface) = journaled();
+    let p = Probe::new();
+    let id = reg
+        .start(p.final_task("bash", "sleep").take_over(7))
+        .expect("taken over");
+    assert_eq!(id.as_str(), "bash-7");
+    p.settle(TaskOutcome::completed());
+    settle_pass().await;
+    assert_eq!(journal.calls(), ["settled bash-7 completed"]);
+}
+
+#[tokio::test]
 async fn without_a_journal_a_starter_is_told_no_id() {
     let (reg, _registration) = registry();
     let p = Probe::new();
