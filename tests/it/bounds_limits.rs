@@ -18,10 +18,10 @@ use crate::fixtures::{output_within, scratch};
 /// Numbers the test's task cgroups (apart from any a host in this process would name).
 static NEXT: AtomicU64 = AtomicU64::new(1_000_000);
 
-const LIMIT: Duration = Duration::from_secs(60);
+pub(crate) const LIMIT: Duration = Duration::from_secs(60);
 
 /// Bounds that set only what a test asks for (the network part is left open).
-fn policy() -> Bounds {
+pub(crate) fn policy() -> Bounds {
     Bounds {
         policy: "limits".into(),
         network: true,
@@ -30,12 +30,17 @@ fn policy() -> Bounds {
 }
 
 /// The cgroups a host would name for its next process under `bounds`.
-fn named(bounds: &Bounds) -> Option<TaskCgroups> {
+pub(crate) fn named(bounds: &Bounds) -> Option<TaskCgroups> {
     TaskCgroups::for_spawn(bounds, NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 /// `sh -c script` through the wrapper under `bounds` and in `cgroups`, in `cwd`.
-fn wrapped(bounds: &Bounds, cgroups: Option<&TaskCgroups>, script: &str, cwd: &Path) -> Command {
+pub(crate) fn wrapped(
+    bounds: &Bounds,
+    cgroups: Option<&TaskCgroups>,
+    script: &str,
+    cwd: &Path,
+) -> Command {
     let wrapper = bounds::Wrapper::beside(&crate::mcp::binary());
     through(&wrapper, bounds, cgroups, script, cwd)
 }
@@ -81,7 +86,7 @@ fn exit_of(out: &Output) -> Exit {
     }
 }
 
-fn text(bytes: &[u8]) -> String {
+pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 

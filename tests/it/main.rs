@@ -6,6 +6,7 @@
 mod activation;
 mod authoring;
 mod bash;
+mod bounds_escape;
 mod bounds_fs;
 mod bounds_handover;
 mod bounds_limits;

@@ -16,6 +16,11 @@
 //! principal's terminal, which a task of uid 0 could otherwise write into, is not there. The `write` roots are writable, and nothing else: not `/tmp` (a shared
 //! `/tmp` is where principals would tamper with each other's files; a policy that wants it lists
 //! it, or better sets `private_tmp`: a `/tmp` of the task's own, writable). Without `write` (`Bounds::filesystem` false) every path but the devices is writable.
+//!
+//! Under every policy `/proc` and `/sys` are read-only, their directories included (no cgroup made,
+//! renamed or removed there), and nothing is made, renamed or removed directly in `/`: a right
+//! given on `/` would reach every directory beneath it, since Landlock adds the rights of every
+//! rule on a path.
 
 use std::path::Path;
 
@@ -142,8 +147,9 @@ fn rules(bounds: &Bounds) -> Result<RulesetCreated, RulesetError> {
     } else {
         all
     };
-    // On `/` itself only the rights on directories, so that none reaches the devices beneath it.
-    let mut rules = add(ruleset()?, Path::new("/"), everywhere & !file)?;
+    // On `/` only its listing: any other right there would reach every path beneath it, `/sys`'s
+    // cgroups (made, renamed away from their names) and the devices included.
+    let mut rules = add(ruleset()?, Path::new("/"), AccessFs::ReadDir.into())?;
     for entry in std::fs::read_dir("/").into_iter().flatten().flatten() {
         let name = entry.file_name();
         // The kernel's own files are read-only whatever the policy: a task of a root host (uid 0,

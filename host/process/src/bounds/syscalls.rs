@@ -5,6 +5,9 @@
 //!   from signalling or tracing a process outside its bounds, but the kernel lets a process change
 //!   the limits of any other of its user, and a CPU limit of zero kills: a task could end its keeper
 //!   that way. A process's own limits (`setrlimit`, `prlimit` of pid 0) stay its to change.
+//! - Always: `clone3` is refused with ENOSYS, as if this kernel had none (the C library then uses
+//!   `clone`): its `CLONE_INTO_CGROUP` places the child in any cgroup v2 whose directory the task
+//!   can open, read-only is enough, past its task cgroups and its host's.
 //! - `network = "none"` leaves only Unix sockets: `socket` and `socketpair` for every address family
 //!   but `AF_UNIX`, and `io_uring_setup` (whose operations could open sockets past the filter), are
 //!   refused with EACCES. Chosen over a network namespace because it needs no privilege, costs
@@ -114,10 +117,10 @@ fn refusing(calls: &[(i64, Option<(u8, u64)>)], errno: i32) -> Result<BpfProgram
 
 /// The filters of the module's documentation; with `network` the sockets are let through.
 fn filters(network: bool) -> Result<Vec<BpfProgram>, String> {
-    let mut all = vec![refusing(
-        &[(libc::SYS_prlimit64, Some((0, 0)))],
-        libc::EPERM,
-    )?];
+    let mut all = vec![
+        refusing(&[(libc::SYS_prlimit64, Some((0, 0)))], libc::EPERM)?,
+        refusing(&[(libc::SYS_clone3, None)], libc::ENOSYS)?,
+    ];
     if !network {
         let unix = Some((0, libc::AF_UNIX as u64));
         all.push(refusing(
