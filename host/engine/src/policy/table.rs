@@ -119,6 +119,9 @@ impl PolicyTable {
                 *path = base.join(&*path);
             }
         }
+        for root in self.write.iter().flatten() {
+            kernel_free(root)?;
+        }
         if self.memory_max.is_some_and(|m| m.0 == 0) {
             return Err("memory_max must be more than 0".into());
         }
@@ -147,9 +150,46 @@ impl PolicyTable {
     }
 }
 
+/// Refuses a write root in `/proc` or `/sys` (reached through a symlink too): the kernel's own
+/// files stay read-only under every policy, or a task could move itself out of its cgroups.
+fn kernel_free(root: &Path) -> Result<(), String> {
+    let real = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_owned());
+    match ["/proc", "/sys"].into_iter().find(|k| real.starts_with(k)) {
+        Some(kernel) => Err(format!(
+            "write: {} lies in {kernel}, the kernel's own files, which stay read-only under every \
+             policy (a task could otherwise leave its cgroups)",
+            root.display()
+        )),
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_write_root_in_the_kernels_own_files_is_refused_even_through_a_symlink() {
+        let settle = |root: &Path| {
+            let mut table = PolicyTable {
+                write: Some(vec![root.to_owned()]),
+                ..PolicyTable::default()
+            };
+            table.settle(Path::new("/"))
+        };
+        let dir = std::env::temp_dir().join(format!("taskhost-policy-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a directory of the test's");
+        let link = dir.join("cgroups");
+        let linked = std::os::unix::fs::symlink("/sys/fs/cgroup", &link);
+        let through_link = settle(&link);
+        let plain = settle(&dir);
+        std::fs::remove_dir_all(&dir).expect("removed");
+        linked.expect("a symlink to /sys/fs/cgroup");
+        assert!(settle(Path::new("/sys/fs/cgroup")).is_err_and(|e| e.contains("lies in /sys")));
+        assert!(settle(Path::new("/proc/self")).is_err_and(|e| e.contains("lies in /proc")));
+        assert!(through_link.is_err_and(|e| e.contains("lies in /sys")));
+        assert_eq!(plain, Ok(()));
+    }
 
     #[test]
     fn memory_sizes_read_as_binary_units_or_bytes() {

@@ -1,6 +1,7 @@
 //! Running processes a gone predecessor's keeper handed to this host, served again as the same
 //! tasks.
 
+use parking_lot::Mutex;
 use taskhost_registry::TaskId;
 
 use crate::process::keeper::{Handed, HandedTask, HeldAs};
@@ -17,14 +18,60 @@ impl Services {
         let Some(state) = self.state.clone() else {
             return Vec::new();
         };
-        let mut taken = Vec::new();
         // By id: a lookup per handed task, not a scan of every record.
-        let records: std::collections::HashMap<&str, &taskhost_store::TaskRecord> = state
+        let records: Records<'_> = state
             .taken_over()
             .iter()
             .map(|r| (r.id.as_str(), r))
             .collect();
-        for task in handed.tasks {
+        let parts: Vec<Mutex<Vec<HandedTask>>> =
+            split(handed.tasks).into_iter().map(Mutex::new).collect();
+        let take = |part: &Mutex<Vec<HandedTask>>| {
+            let tasks = std::mem::take(&mut *part.lock());
+            self.take_back_part(&state, &records, tasks)
+        };
+        let Some((first, others)) = parts.split_first() else {
+            return Vec::new();
+        };
+        // Each task's take-back waits on the kernel and the keeper as much as it computes: the
+        // tasks are taken back on as many threads as there are cores.
+        std::thread::scope(|scope| {
+            let threads: Vec<_> = others
+                .iter()
+                .map(|part| {
+                    let thread = std::thread::Builder::new()
+                        .name("taskhost-take-back".into())
+                        .spawn_scoped(scope, || take(part));
+                    (part, thread)
+                })
+                .collect();
+            let mut taken = take(first);
+            for (part, thread) in threads {
+                match thread {
+                    Ok(thread) => taken.extend(
+                        thread
+                            .join()
+                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                    ),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "no thread for part of the take-back");
+                        taken.extend(take(part));
+                    }
+                }
+            }
+            taken
+        })
+    }
+
+    /// Takes back `tasks` (see [`Services::take_back`]); the ids taken back.
+    fn take_back_part(
+        &self,
+        state: &taskhost_store::Store,
+        records: &Records<'_>,
+        tasks: Vec<HandedTask>,
+    ) -> Vec<String> {
+        let mut taken = Vec::new();
+        for task in tasks {
             let id = match &task.hold.held_as {
                 HeldAs::Foreground(id) => {
                     let id = *id;
@@ -36,7 +83,7 @@ impl Services {
             let record = records.get(id.as_str()).map(|r| (*r).clone());
             match (record, TaskId::new(id.as_str()).parts()) {
                 (Some(record), Some((_, number))) => {
-                    taken.extend(self.take_back_task(&state, task, &record, number));
+                    taken.extend(self.take_back_task(state, task, &record, number));
                 }
                 _ => crate::process::end_group(task.pgid),
             }
@@ -87,4 +134,20 @@ impl Services {
             }
         }
     }
+}
+
+/// The taken-over records by id.
+type Records<'a> = std::collections::HashMap<&'a str, &'a taskhost_store::TaskRecord>;
+
+/// `tasks` in as many parts as there are cores (at most four), each of at least 64.
+fn split(mut tasks: Vec<HandedTask>) -> Vec<Vec<HandedTask>> {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let parts = cores.min(4).min(tasks.len().div_ceil(64)).max(1);
+    let size = tasks.len().div_ceil(parts);
+    let mut split = Vec::with_capacity(parts);
+    while tasks.len() > size {
+        split.push(tasks.split_off(tasks.len() - size));
+    }
+    split.push(tasks);
+    split
 }
