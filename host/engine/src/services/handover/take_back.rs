@@ -139,7 +139,8 @@ impl Services {
 /// The taken-over records by id.
 type Records<'a> = std::collections::HashMap<&'a str, &'a taskhost_store::TaskRecord>;
 
-/// `tasks` in as many parts as there are cores (at most four), each of at least 64.
+/// `tasks` in as many parts as there are cores (at most four), and no more parts than blocks of 64
+/// tasks begun: a few tasks are not worth a thread.
 fn split(mut tasks: Vec<HandedTask>) -> Vec<Vec<HandedTask>> {
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let parts = cores.min(4).min(tasks.len().div_ceil(64)).max(1);
