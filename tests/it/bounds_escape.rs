@@ -1,12 +1,12 @@
 //! A bounded task trying to get out of its cgroups, through the real wrapper run as a real
 //! process, each attack aimed at cgroups the test made. Run as root (as in CI).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use taskhost::process::bounds::Bounds;
 
 use crate::bounds_limits::{LIMIT, named, policy, text, wrapped};
-use crate::fixtures::output_within;
+use crate::fixtures::{cgroup_mount, output_within};
 
 /// A task under a policy with no `write` (every path writable but the kernel's own files) cannot
 /// make a cgroup inside its own, nor rename its own away from the name its host looks it up by:
@@ -35,16 +35,6 @@ fn a_task_cannot_make_a_cgroup_in_its_own_or_rename_its_own() {
     assert!(removed, "the task cgroups are removed");
 }
 
-/// The cgroup v2 hierarchy's mount point, if this machine has one.
-fn v2_mount() -> Option<PathBuf> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    info.lines().find_map(|line| {
-        let (fields, fs) = line.split_once(" - ")?;
-        let point = fields.split_whitespace().nth(4)?;
-        (fs.split_whitespace().next()? == "cgroup2").then(|| PathBuf::from(point))
-    })
-}
-
 /// `clone3` with `CLONE_INTO_CGROUP` and a cgroup directory opened read-only: the child prints
 /// its cgroup v2 line, or the parent says why the call was refused.
 const CLONE_INTO: &str = r#"
@@ -69,7 +59,7 @@ else:
 /// child landed in the test's cgroup before). Unbounded, the same program's child lands there.
 #[test]
 fn a_task_cannot_place_a_child_in_another_cgroup_with_clone3() {
-    let Some(root) = v2_mount() else {
+    let Some(root) = cgroup_mount(true, "") else {
         eprintln!("skipped: no cgroup v2 hierarchy here");
         return;
     };

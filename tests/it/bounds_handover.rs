@@ -14,7 +14,6 @@ use crate::mcp::{self, Watcher};
 /// cgroups (`taskhost-…`).
 fn task_memory_cgroup(pid: i32) -> Option<PathBuf> {
     let lines = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
-    let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
     lines.lines().find_map(|line| {
         let mut fields = line.splitn(3, ':');
         let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
@@ -24,16 +23,7 @@ fn task_memory_cgroup(pid: i32) -> Option<PathBuf> {
         if !name.starts_with("taskhost-") || !(memory || v2) {
             return None;
         }
-        let point = mounts.lines().find_map(|m| {
-            let (fields, fs) = m.split_once(" - ")?;
-            let mut fs = fs.split_whitespace();
-            let (kind, _, options) = (fs.next()?, fs.next()?, fs.next()?);
-            let fits = match v2 {
-                true => kind == "cgroup2",
-                false => kind == "cgroup" && options.split(',').any(|o| o == "memory"),
-            };
-            fits.then(|| fields.split_whitespace().nth(4).map(PathBuf::from))?
-        })?;
+        let point = cgroup_mount(v2, "memory")?;
         Some(point.join(path.trim_start_matches('/')))
     })
 }

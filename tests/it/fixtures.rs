@@ -267,3 +267,24 @@ pub fn kill_on_write(path: &Path, pid: i32) {
         }
     });
 }
+
+/// The mount point of the cgroup v2 hierarchy (`v2`), else of the v1 hierarchy that has
+/// `controller`, as this process's `/proc/self/mountinfo` says.
+pub fn cgroup_mount(v2: bool, controller: &str) -> Option<std::path::PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    mounts.lines().find_map(|m| {
+        let (fields, fs) = m.split_once(" - ")?;
+        let mut fs = fs.split_whitespace();
+        let (kind, _, options) = (fs.next()?, fs.next()?, fs.next()?);
+        let fits = match v2 {
+            true => kind == "cgroup2",
+            false => kind == "cgroup" && options.split(',').any(|o| o == controller),
+        };
+        fits.then(|| {
+            fields
+                .split_whitespace()
+                .nth(4)
+                .map(std::path::PathBuf::from)
+        })?
+    })
+}

@@ -22,8 +22,7 @@ const PREFIX: &str = "taskhost-";
 /// The cgroup v2 directory this process belongs to: the unified hierarchy's mount point joined with
 /// its path there.
 fn own_cgroup() -> Option<PathBuf> {
-    let root = mount_of(&mounts(), true, "")?.clone();
-    Some(root.join(own_path(str::is_empty)?))
+    Some(mount_of(&mounts(), true, "")?.join(own_path(str::is_empty)?))
 }
 
 /// The cgroup mounts of this process's view: (file system type, super options, mount point).
