@@ -163,6 +163,17 @@ impl Keepers {
         }
     }
 
+    /// Records that the current keeper goes on holding group `pgid` with `hold` as it handed it
+    /// over (protocol 7: nothing is sent). False when it does not (an older keeper, one that
+    /// replaced it, or no handover here): the task is to be held again with [`Keepers::hold`].
+    pub(crate) fn hold_on(&self, pgid: i32, hold: &Hold) -> bool {
+        let on = self.hands_over() && self.current().is_some_and(|k| k.keeps_handed());
+        if on {
+            self.0.unheld.held(pgid, hold);
+        }
+        on
+    }
+
     /// Renames the task held in group `pgid` (see [`Keeper::rename`]).
     pub fn rename(&self, pgid: i32, task: &str) {
         self.0.unheld.renamed(pgid, task);

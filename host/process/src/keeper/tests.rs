@@ -618,6 +618,7 @@ fn a_file_kept_by_name_is_never_reached_through_a_symlink_or_another_file_in_its
         std::fs::File::open(&d).expect("open dir"),
     ));
     let kept = KeptFile::named(&dir, "out.log");
+    assert!(kept.is_there());
     assert_eq!(
         kept.with(|f| f.metadata().map(|m| m.len()).ok()),
         Some(Some(4))
@@ -627,6 +628,10 @@ fn a_file_kept_by_name_is_never_reached_through_a_symlink_or_another_file_in_its
     std::fs::rename(d.join("out.log"), d.join("aside")).expect("aside");
     std::fs::write(d.join("out.log"), b"another").expect("another");
     assert!(kept.with(|_| ()).is_none(), "another file in its place");
+    assert!(!kept.is_there(), "another file in its place");
+    std::fs::remove_file(d.join("out.log")).expect("removed");
+    std::os::unix::fs::symlink(d.join("aside"), d.join("out.log")).expect("a link to it");
+    assert!(!kept.is_there(), "a link to the file in its place");
     assert!(kept.handed().is_none());
     assert_eq!(
         std::fs::read(d.join("victim")).expect("victim"),

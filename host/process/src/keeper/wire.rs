@@ -27,11 +27,16 @@ use crate::exit::Exit;
 /// named them by a string (their variants, `…Named`, are still read and sent to such a peer:
 /// [`Request::for_protocol`], [`Request::typed`], [`Report::for_protocol`], [`Report::typed`]); 6:
 /// `NoRoom`, a keeper's refusal of a successor whose open-file limit cannot hold the tasks'
-/// descriptors (an earlier successor is only disconnected).
-pub(crate) const PROTOCOL: u32 = 6;
+/// descriptors (an earlier successor is only disconnected); 7: the keeper goes on holding what it
+/// handed to a successor of protocol 7, which does not hold its tasks again (an earlier one does,
+/// and the keeper forgets its holds for it).
+pub(crate) const PROTOCOL: u32 = 7;
 
 /// The first protocol that reads [`Report::NoRoom`].
 pub(crate) const NO_ROOM: u32 = 6;
+
+/// The first protocol whose keeper goes on holding the tasks it handed over.
+pub(crate) const KEEPS_HOLDS: u32 = 7;
 
 /// The first protocol whose holds are typed.
 const TYPED_HOLDS: u32 = 5;

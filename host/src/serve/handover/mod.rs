@@ -29,6 +29,11 @@
 //! commands as its own ([`taskhost_store::Takeover`]) before it lets the lock go, serves on the
 //! sockets, makes the keeper its own ([`crate::Taskhost::taking_over`]), takes the tasks back
 //! once its plugins are loaded ([`crate::Taskhost::take_back_tasks`]) and offers its own handover.
+//! A keeper and a successor of protocol 7 keep the holds where they are: the keeper goes on
+//! holding what it handed over (less what it drained, which the successor took), so the successor
+//! holds nothing again; it has the keeper `Forget` a task it does not take back, and a successor
+//! that offers no handover sends `NoHandover`. With an older peer on either side, the keeper
+//! forgets its holds and the successor holds each task again (`Hold`).
 //!
 //! **Versions.** Messages are only appended, and each side sends a later protocol's messages only
 //! to a peer that said it speaks it. A host assumes its own protocol of a keeper it started (the
@@ -38,7 +43,8 @@
 //! keeper replaced after a death may run a newer binary than its host. 1: the first handover; 2:
 //! `Rename`, `SpawnHeld`, the protocol after `Handed`; 3: `KeptDir`, `Successor`, kept files by
 //! name; 4: `Carry`; 5: holds typed (`Hold`, `SpawnHeld`, `Carry`, `Adopt`), where protocols 1 to
-//! 4 named them by a string and still get, and send, the named variants.
+//! 4 named them by a string and still get, and send, the named variants; 6: `NoRoom`; 7: the
+//! holds kept through a handover.
 
 pub(super) mod upgrade;
 

@@ -91,7 +91,7 @@ impl Services {
         });
         let taken = record.and_then(|record| self.serve_foreground(task, &record));
         if taken.is_none() {
-            crate::process::end_group(pgid);
+            self.processes.end_handed(pgid);
         }
         taken
     }

@@ -18,6 +18,10 @@ impl Services {
         let Some(state) = self.state.clone() else {
             return Vec::new();
         };
+        if !self.processes.hands_over() {
+            // This host hands nothing over (a grace of 0): its keeper need hold nothing on.
+            self.processes.cancel_handover();
+        }
         // By id: a lookup per handed task, not a scan of every record.
         let records: Records<'_> = state
             .taken_over()
@@ -85,7 +89,7 @@ impl Services {
                 (Some(record), Some((_, number))) => {
                     taken.extend(self.take_back_task(state, task, &record, number));
                 }
-                _ => crate::process::end_group(task.pgid),
+                _ => self.processes.end_handed(task.pgid),
             }
         }
         taken
@@ -112,7 +116,7 @@ impl Services {
             Ok(process) => process,
             Err(e) => {
                 tracing::warn!(task = %record.id, error = %e, "a handed task could not be served");
-                crate::process::end_group(pgid);
+                self.processes.end_handed(pgid);
                 return None;
             }
         };

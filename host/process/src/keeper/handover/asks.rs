@@ -16,6 +16,12 @@ impl Keeper {
         self.protocol() >= protocol
     }
 
+    /// Whether this keeper, adopted from a predecessor, goes on holding the tasks it handed over
+    /// (protocol 7, [`crate::keeper::wire::KEEPS_HOLDS`]).
+    pub(crate) fn keeps_handed(&self) -> bool {
+        self.adopted_pid.is_some() && self.speaks(crate::keeper::wire::KEEPS_HOLDS)
+    }
+
     /// The keeper's protocol: [`crate::keeper::wire::PROTOCOL`] for one this host started, what
     /// its `Handed` report said for one adopted from a predecessor.
     pub(crate) fn protocol(&self) -> u32 {

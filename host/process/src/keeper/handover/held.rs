@@ -53,6 +53,22 @@ pub(crate) struct Held {
     pub(crate) exit: Option<Exit>,
 }
 
+impl Held {
+    /// This task as held on after a handover to a successor (which took what was drained and
+    /// reads the output now): nothing pending, and draining starts afresh at the next handover.
+    pub(crate) fn handed_on(&mut self) {
+        for s in &mut self.streams {
+            s.len = None;
+            s.rolled = false;
+            s.ended = false;
+        }
+        for s in &mut self.hold.streams {
+            s.pending = Vec::new();
+            s.dropped = 0;
+        }
+    }
+}
+
 /// What a host's tasks are held with for its successor.
 pub struct HoldSetup {
     /// How long the keeper waits for a successor, ms.

@@ -59,6 +59,32 @@ impl KeptFile {
         }
     }
 
+    /// Whether there is a file: the descriptor held, or the file that had the name when the task
+    /// was held (its identity looked up by the name, not opened).
+    pub(crate) fn is_there(&self) -> bool {
+        match self {
+            Self::None => false,
+            Self::Open(_) => true,
+            Self::Named {
+                dir,
+                name,
+                dev,
+                ino,
+            } => {
+                plain(name).is_ok()
+                    && nix::sys::stat::fstatat(
+                        dir.as_ref(),
+                        name.as_str(),
+                        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+                    )
+                    .is_ok_and(|st| {
+                        (st.st_mode & libc::S_IFMT) == libc::S_IFREG
+                            && (st.st_dev, st.st_ino) == (*dev, *ino)
+                    })
+            }
+        }
+    }
+
     /// The file as a descriptor of its own, for a handover: the one held, or the name opened.
     pub(crate) fn handed(&self) -> Option<OwnedFd> {
         match self {
@@ -87,9 +113,7 @@ impl KeptFile {
 /// Opens `name` in `dir` for reading and writing: a plain name only (no `/`, no `..`), never
 /// through a symlink, never created.
 fn open(dir: &KeptDir, name: &str) -> std::io::Result<File> {
-    if name.is_empty() || name.contains('/') || name == "." || name == ".." {
-        return Err(std::io::ErrorKind::InvalidInput.into());
-    }
+    plain(name)?;
     openat(
         dir.as_ref(),
         name,
@@ -98,4 +122,12 @@ fn open(dir: &KeptDir, name: &str) -> std::io::Result<File> {
     )
     .map(File::from)
     .map_err(Into::into)
+}
+
+/// `name` when it is a plain name: not empty, no `/`, not `.` or `..`.
+fn plain(name: &str) -> std::io::Result<&str> {
+    if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+        return Err(std::io::ErrorKind::InvalidInput.into());
+    }
+    Ok(name)
 }

@@ -216,14 +216,23 @@ impl ProcessService {
         Some(HoldPlan { hold, kept })
     }
 
+    /// Ends the process group of a task the predecessor's keeper handed over that is not taken
+    /// back, and has the keeper forget it (a keeper of protocol 7 would hold it on).
+    pub fn end_handed(&self, pgid: i32) {
+        crate::child::end_group(pgid);
+        if let Some(k) = &self.keeper {
+            k.group_ended(pgid);
+        }
+    }
+
     /// Takes back a task the predecessor's keeper handed over: its output goes on into its kept
     /// files `files` (stdout, stderr) from their ends, with its owner's reads at `read`, after
     /// what the keeper drained and could not write; its exit comes from the keeper. The task's
     /// spill files belong to `session`.
     ///
     /// # Errors
-    /// [`SpawnError`] when its descriptors cannot be served (the task is then left to the keeper,
-    /// which ends it with this host).
+    /// [`SpawnError`] when its descriptors cannot be served (the caller ends it with
+    /// [`ProcessService::end_handed`]).
     pub fn take_over(
         &self,
         task: HandedTask,
@@ -295,11 +304,19 @@ impl ProcessService {
             tail_bytes: hold.tail_bytes,
             grace_ms: hold.grace_ms,
         };
-        let again = self.handover_hold(hold.n, &spec, &outputs, &mut streams);
+        // A keeper of protocol 7 holds it on as it was; an older one is asked again.
+        let held_on = self.keeper.as_ref().is_some_and(|k| k.hold_on(pgid, &hold));
+        let again = match held_on {
+            true => None,
+            false => self.handover_hold(hold.n, &spec, &outputs, &mut streams),
+        };
         let grace = Duration::from_millis(hold.grace_ms);
         let (exit_tx, _) = watch::channel(None);
         let process = Process::new(Some(pgid), streams, exit_tx, grace, &self.runtime, input);
         *process.hold.lock() = again;
+        if held_on {
+            *process.held_as.lock() = Some(hold.held_as.clone());
+        }
         self.next.fetch_max(hold.n, Ordering::Relaxed);
         self.live.lock().insert(hold.n, pgid);
         self.escaped.own_group(pgid);

@@ -1,5 +1,6 @@
 //! Protocol 5's typed holds beside protocol 4's named ones: a peer of either reads what the other
-//! sends it, in both directions (a host and its keeper, a keeper and a successor).
+//! sends it, in both directions (a host and its keeper, a keeper and a successor); protocol 7's
+//! holds kept on after a handover beside the earlier protocols' forgotten ones.
 
 use std::collections::HashMap;
 use std::os::fd::{AsFd, OwnedFd};
@@ -296,6 +297,11 @@ fn keeper_holding() -> Shared {
 
 /// The first report a keeper hands a successor that says it speaks `protocol`, as it came.
 fn first_handed(protocol: u32) -> Vec<u8> {
+    hand_over_from(&keeper_holding(), protocol)
+}
+
+/// The first report `keeper` hands a successor that says it speaks `protocol`, as it came.
+fn hand_over_from(keeper: &Shared, protocol: u32) -> Vec<u8> {
     let (keeper_end, successor) = UnixStream::pair().expect("pair");
     let hello = Request::Successor { protocol }.encode();
     fds::send(successor.as_fd(), &hello, &[]).expect("hello");
@@ -306,7 +312,7 @@ fn first_handed(protocol: u32) -> Vec<u8> {
         lock: null(),
         listens: Vec::new(),
     };
-    let conn = super::wait::hand_over(&keeper_holding(), &setup, keeper_end);
+    let conn = super::wait::hand_over(keeper, &setup, keeper_end);
     assert!(conn.is_some(), "handed over");
     let mut frames = Receiver::new();
     frames
@@ -325,6 +331,32 @@ fn a_keeper_hands_a_successor_of_protocol_4_its_holds_named_and_one_of_5_typed()
     match Report::decode(&first_handed(5)) {
         Ok(Report::Adopt { hold: h, .. }) => assert_eq!(h, hold(HeldAs::Foreground(3))),
         other => panic!("a typed adopt, not {other:?}"),
+    }
+}
+
+#[test]
+fn a_keeper_holds_on_what_it_hands_a_successor_of_protocol_7_and_forgets_it_for_one_of_6() {
+    for (protocol, held_on) in [(6, false), (7, true)] {
+        let keeper = keeper_holding();
+        if let Some(held) = keeper.state.lock().held.get_mut(&4242) {
+            held.hold.streams[0].pending = b"drained while no host ran".to_vec();
+            held.hold.streams[0].dropped = 7;
+        }
+        match Report::decode(&hand_over_from(&keeper, protocol)) {
+            Ok(Report::Adopt { hold, .. }) => {
+                assert_eq!(hold.streams[0].pending, b"drained while no host ran");
+            }
+            other => panic!("an adopt, not {other:?}"),
+        }
+        let st = keeper.state.lock();
+        let held = st.held.get(&4242);
+        assert_eq!(held.is_some(), held_on, "protocol {protocol}");
+        if let Some(held) = held {
+            // What the successor took is not handed over again.
+            assert!(held.hold.streams[0].pending.is_empty());
+            assert_eq!(held.hold.streams[0].dropped, 0);
+            assert_eq!(held.hold.held_as, HeldAs::Foreground(3));
+        }
     }
 }
 

@@ -93,7 +93,8 @@ impl Unheld {
 }
 
 /// `hold` as a keeper carries it: every stream kept by its name in the kept directory, nothing
-/// but the read ends travelling. `None` when a stream's kept file has no name, or it takes input.
+/// but the read ends travelling, nothing pending (the host took what a handover brought). `None`
+/// when a stream's kept file has no name, or it takes input.
 fn carried(hold: &Hold) -> Option<Hold> {
     let mut hold = hold.clone();
     if hold.stdin {
@@ -104,6 +105,8 @@ fn carried(hold: &Hold) -> Option<Hold> {
             return None;
         }
         s.kept = false;
+        s.pending = Vec::new();
+        s.dropped = 0;
     }
     Some(hold)
 }

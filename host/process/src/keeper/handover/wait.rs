@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
-use super::held::{HeldFds, Setup};
+use super::held::{Held, HeldFds, Setup};
 use super::watchdog::Watchdog;
 use crate::keeper::fds;
 use crate::keeper::shared::Shared;
@@ -257,7 +257,8 @@ fn drain_one(s: &mut HeldFds, meta: &mut super::hold::HeldStream, in_memory: &mu
 }
 
 /// Tells `conn` every held task, with its descriptors, then the gone host's row and lock; on
-/// success the connection is the keeper's host from now on.
+/// success the connection is the keeper's host from now on, and the tasks stay held for the next
+/// handover when the successor speaks protocol 7 ([`crate::keeper::wire::KEEPS_HOLDS`]).
 pub(crate) fn hand_over(shared: &Shared, setup: &Setup, conn: UnixStream) -> Option<UnixStream> {
     let protocol = successor_protocol(&conn);
     let by_name = protocol >= 3;
@@ -288,7 +289,7 @@ pub(crate) fn hand_over(shared: &Shared, setup: &Setup, conn: UnixStream) -> Opt
             .collect();
         for (s, meta) in held.streams.iter().zip(&mut hold.streams) {
             // Named, but another file has the name now (or none): the successor keeps no file.
-            if by_name && meta.by_name() && s.file.with(|_| ()).is_none() {
+            if by_name && meta.by_name() && !s.file.is_there() {
                 meta.file.clear();
             }
         }
@@ -323,7 +324,12 @@ pub(crate) fn hand_over(shared: &Shared, setup: &Setup, conn: UnixStream) -> Opt
     fds::send(conn.as_fd(), &handed.encode_handed(), &fds).ok()?;
     st.out = conn.try_clone().ok()?;
     st.host_gone = false;
-    st.held = HashMap::new();
+    if protocol >= crate::keeper::wire::KEEPS_HOLDS {
+        // The successor does not hold its tasks again: they stay held as they were.
+        st.held.values_mut().for_each(Held::handed_on);
+    } else {
+        st.held = HashMap::new();
+    }
     Some(conn)
 }
 
