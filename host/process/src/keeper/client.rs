@@ -122,7 +122,8 @@ pub struct Keeper {
     pub(super) open: Mutex<bool>,
     pub(super) pending: Arc<Mutex<Pending>>,
     pub(super) child: Mutex<Option<Child>>,
-    /// The pid of a keeper taken over from a host that is gone (not started by this one).
+    /// The pid of a keeper taken over from a host that is gone (not started by this one), as its
+    /// `Handed` report said it.
     pub(super) adopted_pid: Option<i32>,
     pub(super) next: AtomicU64,
     /// The keeper was told the kept directory ([`Keeper::handover`]): kept files are held by name.

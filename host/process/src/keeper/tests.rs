@@ -165,10 +165,11 @@ fn every_request_and_report_decodes_to_itself() {
     }
 }
 
-/// A successor learns the keeper's protocol from its `Handed` frame; a host of protocol 1 reads the
-/// same frame as it always did, and a keeper of protocol 1's frame says protocol 1.
+/// A successor learns the keeper's protocol and pid from its `Handed` frame; a host of protocol 1
+/// reads the same frame as it always did, one of 2 to 6 the protocol, and a keeper of protocol 1's
+/// frame says protocol 1.
 #[test]
-fn a_handed_report_carries_the_keepers_protocol_where_protocol_1_ignores_it() {
+fn a_handed_report_carries_the_keepers_protocol_and_pid_where_older_hosts_ignore_them() {
     let handed = || Report::Handed {
         host: 3,
         markers: vec!["77:".to_owned()],
@@ -177,10 +178,20 @@ fn a_handed_report_carries_the_keepers_protocol_where_protocol_1_ignores_it() {
     };
     let frame = handed().encode_handed();
     let body = &frame[4..];
-    assert_eq!(Report::decode_handed(body), Ok((handed(), wire::PROTOCOL)));
+    let keeper = Some(std::process::id());
+    assert_eq!(
+        Report::decode_handed(body),
+        Ok((handed(), wire::PROTOCOL, keeper))
+    );
     assert_eq!(Report::decode(body), Ok(handed()), "as protocol 1 reads it");
+    let (_, rest) = postcard::take_from_bytes::<Report>(body).expect("the report");
+    assert_eq!(
+        postcard::from_bytes::<u32>(rest),
+        Ok(wire::PROTOCOL),
+        "as protocols 2 to 6 read it"
+    );
     let old = handed().encode();
-    assert_eq!(Report::decode_handed(&old[4..]), Ok((handed(), 1)));
+    assert_eq!(Report::decode_handed(&old[4..]), Ok((handed(), 1, None)));
 }
 
 /// A keeper of protocol 1 (the first handover's build) and a host of it read protocol 1's

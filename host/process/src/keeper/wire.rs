@@ -29,7 +29,7 @@ use crate::exit::Exit;
 /// `NoRoom`, a keeper's refusal of a successor whose open-file limit cannot hold the tasks'
 /// descriptors (an earlier successor is only disconnected); 7: the keeper goes on holding what it
 /// handed to a successor of protocol 7, which does not hold its tasks again (an earlier one does,
-/// and the keeper forgets its holds for it).
+/// and the keeper forgets its holds for it), and says its pid after `Handed`'s protocol.
 pub(crate) const PROTOCOL: u32 = 7;
 
 /// The first protocol that reads [`Report::NoRoom`].
@@ -380,22 +380,28 @@ impl Report {
         }
     }
 
-    /// The frame of a `Handed` report, the keeper's [`PROTOCOL`] after the message: a host of
-    /// protocol 1 reads the message and ignores what follows it.
+    /// The frame of a `Handed` report: the keeper's [`PROTOCOL`] after the message, then its pid
+    /// (since protocol 7). A host of protocol 1 reads the message and ignores what follows it, one
+    /// of 2 to 6 the protocol.
     pub(crate) fn encode_handed(&self) -> Vec<u8> {
-        frame(&(self, PROTOCOL))
+        frame(&(self, PROTOCOL, std::process::id()))
     }
 
-    /// Decodes a frame's body, and the protocol that follows a `Handed` report's message (1 when
-    /// nothing follows: a keeper of protocol 1).
-    pub(crate) fn decode_handed(body: &[u8]) -> Result<(Self, u32), WireError> {
+    /// Decodes a frame's body; with the protocol that follows a `Handed` report's message (1 when
+    /// nothing follows: a keeper of protocol 1) and the keeper's pid after it (`None` before
+    /// protocol 7).
+    pub(crate) fn decode_handed(body: &[u8]) -> Result<(Self, u32, Option<u32>), WireError> {
         let malformed = |e: postcard::Error| WireError::Malformed(e.to_string());
         let (report, rest) = postcard::take_from_bytes(body).map_err(malformed)?;
-        let protocol = match rest {
-            [] => 1,
-            rest => postcard::from_bytes(rest).map_err(malformed)?,
+        if rest.is_empty() {
+            return Ok((report, 1, None));
+        }
+        let (protocol, rest) = postcard::take_from_bytes(rest).map_err(malformed)?;
+        let pid = match rest {
+            [] => None,
+            rest => Some(postcard::from_bytes(rest).map_err(malformed)?),
         };
-        Ok((report, protocol))
+        Ok((report, protocol, pid))
     }
 
     /// Decodes a frame's body (without its length).

@@ -44,7 +44,8 @@
 //! `Rename`, `SpawnHeld`, the protocol after `Handed`; 3: `KeptDir`, `Successor`, kept files by
 //! name; 4: `Carry`; 5: holds typed (`Hold`, `SpawnHeld`, `Carry`, `Adopt`), where protocols 1 to
 //! 4 named them by a string and still get, and send, the named variants; 6: `NoRoom`; 7: the
-//! holds kept through a handover.
+//! holds kept through a handover, and the keeper's pid after `Handed`'s protocol (the
+//! connection's credentials are those of whoever made the listener, not the keeper's).
 
 pub(super) mod upgrade;
 

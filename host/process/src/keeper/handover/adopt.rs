@@ -96,7 +96,7 @@ impl Keeper {
         fds::send(conn.as_fd(), &hello.encode(), &[]).map_err(|e| failed(&e))?;
         let pending: Arc<Mutex<Pending>> = Arc::default();
         let mut frames = fds::Receiver::new();
-        let (tasks, (host, markers, next_id, lock, listens)) =
+        let (tasks, (host, markers, next_id, lock, listens, pid)) =
             inventory(&conn, &mut frames, &pending)?;
         conn.set_read_timeout(None).map_err(|e| failed(&e))?;
         let reports = conn.try_clone().map_err(|e| failed(&e))?;
@@ -110,7 +110,9 @@ impl Keeper {
             open: Mutex::new(true),
             pending,
             child: Mutex::new(None),
-            adopted_pid: Some(creds.pid()),
+            // The connection's credentials are those of whoever made the listener (the gone
+            // host): a keeper of protocol 6 or earlier, which does not say its pid, is taken for it.
+            adopted_pid: Some(pid.map_or(creds.pid(), u32::cast_signed)),
             next: AtomicU64::new(next_id),
             kept_by_name: AtomicBool::new(false),
         };
@@ -128,8 +130,16 @@ impl Keeper {
 }
 
 /// What the keeper closing the handover says after the tasks: the gone host's row, the marker
-/// prefixes, the next request id, its lock and its listening sockets by address.
-type Closing = (i64, Vec<String>, u64, OwnedFd, Vec<(String, OwnedFd)>);
+/// prefixes, the next request id, its lock, its listening sockets by address and its own pid
+/// (since protocol 7).
+type Closing = (
+    i64,
+    Vec<String>,
+    u64,
+    OwnedFd,
+    Vec<(String, OwnedFd)>,
+    Option<u32>,
+);
 
 /// Reads the keeper's inventory on `conn`: each held task, then the handover's close (or its
 /// refusal of this successor).
@@ -150,7 +160,7 @@ fn inventory(
                 },
             )?
             .ok_or_else(|| failed(&"the keeper closed the connection"))?;
-        let (report, protocol) = Report::decode_handed(&body).map_err(|e| failed(&e))?;
+        let (report, protocol, pid) = Report::decode_handed(&body).map_err(|e| failed(&e))?;
         match report.typed() {
             Report::Adopt {
                 id,
@@ -173,7 +183,7 @@ fn inventory(
                 let lock = fds.next().ok_or_else(|| failed(&"no lock"))?;
                 let listens = listens.into_iter().zip(fds).collect();
                 pending.lock().protocol = protocol;
-                return Ok((tasks, (host, markers, next_id, lock, listens)));
+                return Ok((tasks, (host, markers, next_id, lock, listens, pid)));
             }
             Report::NoRoom { descriptors, limit } => {
                 let no_room = super::room::NoRoom { descriptors, limit };

@@ -421,3 +421,44 @@ fn a_successor_adopts_a_keeper_of_protocol_4_and_sends_it_holds_named() {
     );
     keeper.stop();
 }
+
+/// A successor knows the keeper it adopted by the pid the keeper says (protocol 7), not by the
+/// connection's credentials: those are whoever made the listener's (the gone host, or after an
+/// upgrade the successor itself, whose stop then waited for itself to be gone).
+#[test]
+fn an_adopted_keeper_is_known_by_the_pid_it_says_not_by_the_listeners_maker() {
+    let dir = std::env::temp_dir().join(format!("taskhost-handover-pid-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("handover.sock");
+    let listener = UnixListener::bind(&path).expect("listen");
+    let mut stand_in = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .expect("a process to stand for the keeper");
+    let pid = stand_in.id();
+    let keeper = std::thread::spawn(move || {
+        let (conn, _) = listener.accept().expect("a successor");
+        Receiver::new()
+            .next(conn.as_fd())
+            .expect("read")
+            .expect("hello");
+        let handed = Report::Handed {
+            host: 1,
+            markers: Vec::new(),
+            next_id: 4,
+            listens: Vec::new(),
+        };
+        let frame = frame4(&(handed, crate::keeper::wire::PROTOCOL, pid));
+        fds::send(conn.as_fd(), &frame, &[null().as_fd()]).expect("handed");
+        conn
+    });
+    let (adopted, _) = crate::keeper::Keeper::adopt(&path, || {}).expect("adopted");
+    let _conn = keeper.join().expect("the keeper");
+    std::fs::remove_dir_all(&dir).expect("cleaned");
+    assert_ne!(pid, std::process::id());
+    assert_eq!(adopted.pid(), Some(pid));
+    stand_in.kill().expect("kill");
+    stand_in.wait().expect("reaped");
+    adopted.stop();
+}
