@@ -162,6 +162,14 @@ fn frame4(message: &impl Serialize) -> Vec<u8> {
     frame
 }
 
+/// An empty directory `name`-PID in the temporary directory.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    dir
+}
+
 fn null() -> OwnedFd {
     OwnedFd::from(std::fs::File::open("/dev/null").expect("null"))
 }
@@ -397,9 +405,7 @@ fn keeper_of_protocol_4(listener: UnixListener) -> std::thread::JoinHandle<Reque
 /// named holds as typed, and sends it holds named as it reads them.
 #[test]
 fn a_successor_adopts_a_keeper_of_protocol_4_and_sends_it_holds_named() {
-    let dir = std::env::temp_dir().join(format!("taskhost-handover-4-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
+    let dir = scratch("taskhost-handover-4");
     let path = dir.join("handover.sock");
     let old = keeper_of_protocol_4(UnixListener::bind(&path).expect("listen"));
     let (keeper, handed) = crate::keeper::Keeper::adopt(&path, || {}).expect("adopted");
@@ -427,9 +433,7 @@ fn a_successor_adopts_a_keeper_of_protocol_4_and_sends_it_holds_named() {
 /// upgrade the successor itself, whose stop then waited for itself to be gone).
 #[test]
 fn an_adopted_keeper_is_known_by_the_pid_it_says_not_by_the_listeners_maker() {
-    let dir = std::env::temp_dir().join(format!("taskhost-handover-pid-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
+    let dir = scratch("taskhost-handover-pid");
     let path = dir.join("handover.sock");
     let listener = UnixListener::bind(&path).expect("listen");
     let mut stand_in = std::process::Command::new("sleep")
