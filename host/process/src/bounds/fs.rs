@@ -22,6 +22,7 @@
 //! given on `/` would reach every directory beneath it, since Landlock adds the rights of every
 //! rule on a path.
 
+use std::os::fd::AsFd;
 use std::path::Path;
 
 use landlock::{
@@ -109,24 +110,32 @@ pub(super) fn check(bounds: &Bounds) -> Result<(), BoundsError> {
         .map_err(|why| unsupported(bounds, part, why))
 }
 
-/// The mounts (made while privileged): hidden paths, read-only `.git`, a private `/tmp`.
+/// The mounts (made while privileged): hidden paths, read-only `.git`, a private `/tmp`. The
+/// kernel is asked what it lacks ([`check`]) only when they fail (or a test denies a mechanism),
+/// so that the refusal names the cause.
 pub(super) fn mount(bounds: &Bounds) -> Result<(), BoundsError> {
-    check(bounds)?;
-    mounts::make(bounds)
+    if denied("landlock") || denied("mount") {
+        check(bounds)?;
+    }
+    mounts::make(bounds).or_else(|e| {
+        check(bounds)?;
+        Err(e)
+    })
 }
 
-/// Landlock, last before the exec (`no_new_privs` is already set).
+/// Landlock, last before the exec (`no_new_privs` is already set); the kernel is asked what it
+/// lacks ([`check`]) only when the rules are refused.
 pub(super) fn restrict(bounds: &Bounds) -> Result<(), BoundsError> {
     let part = if bounds.filesystem {
         "write"
     } else {
         "signals"
     };
-    let rules = rules(bounds).map_err(|e| failed(bounds, part, std::io::Error::other(e)))?;
-    rules
-        .restrict_self()
-        .map(|_| ())
-        .map_err(|e| failed(bounds, part, std::io::Error::other(e)))
+    let restricted = rules(bounds).and_then(RulesetCreated::restrict_self);
+    restricted.map(|_| ()).or_else(|e| {
+        check(bounds)?;
+        Err(failed(bounds, part, std::io::Error::other(e)))
+    })
 }
 
 /// A ruleset handling every filesystem right and scope of [`NEEDED`], as a hard requirement.
@@ -190,7 +199,10 @@ fn add(
     let Ok(fd) = PathFd::new(path) else {
         return Ok(rules);
     };
-    let access = if path.is_dir() {
+    // What was opened, not what the path names by now.
+    let dir = nix::sys::stat::fstat(fd.as_fd())
+        .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
+    let access = if dir {
         access
     } else {
         access & AccessFs::from_file(NEEDED)

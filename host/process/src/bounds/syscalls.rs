@@ -67,12 +67,18 @@ pub(super) fn check(bounds: &Bounds) -> Result<(), BoundsError> {
     seccomp_here().map_err(|why| unsupported(bounds, part(bounds), why))
 }
 
-/// Installs the filters (`no_new_privs` is already set).
+/// Installs the filters (`no_new_privs` is already set), compiled once. The kernel is asked what
+/// it lacks ([`check`]) only when one is refused, so that the refusal names the cause; a filter
+/// not installed always refuses the bounds.
 pub(super) fn restrict(bounds: &Bounds) -> Result<(), BoundsError> {
-    check(bounds)?;
+    if denied("seccomp") {
+        return check(bounds);
+    }
     for program in filters(bounds.network).map_err(|why| unsupported(bounds, part(bounds), why))? {
-        seccompiler::apply_filter(&program)
-            .map_err(|e| failed(bounds, part(bounds), std::io::Error::other(e)))?;
+        if let Err(e) = seccompiler::apply_filter(&program) {
+            check(bounds)?;
+            return Err(failed(bounds, part(bounds), std::io::Error::other(e)));
+        }
     }
     Ok(())
 }
