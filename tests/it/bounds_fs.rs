@@ -504,3 +504,43 @@ fn a_git_symlink_in_a_write_root_refuses_the_start() {
     assert!(stderr(&out).contains("symbolic link"), "{out:?}");
     assert!(!stdout(&out).contains("ran"));
 }
+
+/// One task cannot turn a write root nested in another into a way in for the next: with `write =
+/// [outer, outer/inner]`, a task replaces `inner` (inside its own root `outer`) with a symlink to a
+/// directory outside both. The next task's start is refused, its root being reached through a link
+/// (watched: it wrote into that directory before, its Landlock rule following the link).
+#[test]
+fn a_nested_write_root_swapped_for_a_symlink_opens_nothing_outside_to_the_next_task() {
+    let s = scratch("bounds-nested-root");
+    let outer = dir(&s, "outer");
+    let inner = dir(&outer, "inner");
+    let victim = dir(&s, "victim");
+    let b = bounds(&[&outer, &inner], &[]);
+    let swap = format!(
+        "rmdir {0} && ln -s {1} {0}",
+        inner.display(),
+        victim.display()
+    );
+    let swapped = run(Some(&b), &swap);
+    assert!(swapped.status.success(), "{}", stderr(&swapped));
+    let marker = outer.join("ran");
+    let attack = format!(
+        "echo x > {} ; echo x > {}/planted",
+        marker.display(),
+        inner.display()
+    );
+    let out = run(Some(&b), &attack);
+    assert!(
+        !victim.join("planted").exists(),
+        "the next task wrote outside its roots: {}",
+        stderr(&out)
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(i32::from(REFUSED_EXIT)),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!marker.exists(), "the program ran");
+    assert!(stderr(&out).contains("symbolic link"), "{}", stderr(&out));
+}

@@ -119,7 +119,12 @@ impl PolicyTable {
                 *path = base.join(&*path);
             }
         }
-        for root in self.write.iter().flatten() {
+        for root in self.write.iter_mut().flatten() {
+            // A task's rules open its roots through no symlink (one nested in another could be
+            // swapped for a link by a task): a root named through one is taken by its real path.
+            if let Ok(real) = std::fs::canonicalize(&*root) {
+                *root = real;
+            }
             kernel_free(root)?;
         }
         if self.memory_max.is_some_and(|m| m.0 == 0) {
@@ -167,6 +172,24 @@ fn kernel_free(root: &Path) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_write_root_named_through_a_symlink_is_taken_by_its_real_path() {
+        let dir = std::env::temp_dir().join(format!("taskhost-policy-real-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("real")).expect("a directory of the test's");
+        let linked = std::os::unix::fs::symlink(dir.join("real"), dir.join("link"));
+        let mut table = PolicyTable {
+            write: Some(vec![dir.join("link"), dir.join("absent")]),
+            ..PolicyTable::default()
+        };
+        let settled = table.settle(Path::new("/"));
+        let real = std::fs::canonicalize(dir.join("real"));
+        std::fs::remove_dir_all(&dir).expect("removed");
+        linked.expect("a symlink");
+        assert_eq!(settled, Ok(()));
+        let real = real.expect("the real path");
+        assert_eq!(table.write, Some(vec![real, dir.join("absent")]));
+    }
 
     #[test]
     fn a_write_root_in_the_kernels_own_files_is_refused_even_through_a_symlink() {

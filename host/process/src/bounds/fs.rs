@@ -131,10 +131,10 @@ pub(super) fn restrict(bounds: &Bounds) -> Result<(), BoundsError> {
     } else {
         "signals"
     };
-    let restricted = rules(bounds).and_then(RulesetCreated::restrict_self);
+    let restricted = rules(bounds).and_then(|r| r.restrict_self().map_err(std::io::Error::other));
     restricted.map(|_| ()).or_else(|e| {
         check(bounds)?;
-        Err(failed(bounds, part, std::io::Error::other(e)))
+        Err(failed(bounds, part, e))
     })
 }
 
@@ -148,7 +148,8 @@ fn ruleset() -> Result<RulesetCreated, RulesetError> {
 }
 
 /// The rules of `bounds`: see the module's documentation.
-fn rules(bounds: &Bounds) -> Result<RulesetCreated, RulesetError> {
+fn rules(bounds: &Bounds) -> std::io::Result<RulesetCreated> {
+    let landlock = std::io::Error::other;
     let all = AccessFs::from_all(NEEDED);
     let file = AccessFs::from_file(NEEDED);
     let everywhere = if bounds.filesystem {
@@ -158,7 +159,12 @@ fn rules(bounds: &Bounds) -> Result<RulesetCreated, RulesetError> {
     };
     // On `/` only its listing: any other right there would reach every path beneath it, `/sys`'s
     // cgroups (made, renamed away from their names) and the devices included.
-    let mut rules = add(ruleset()?, Path::new("/"), AccessFs::ReadDir.into())?;
+    let mut rules = add(
+        ruleset().map_err(landlock)?,
+        Path::new("/"),
+        AccessFs::ReadDir.into(),
+    )
+    .map_err(landlock)?;
     for entry in std::fs::read_dir("/").into_iter().flatten().flatten() {
         let name = entry.file_name();
         // The kernel's own files are read-only whatever the policy: a task of a root host (uid 0,
@@ -170,23 +176,47 @@ fn rules(bounds: &Bounds) -> Result<RulesetCreated, RulesetError> {
             everywhere
         };
         if name != "dev" {
-            rules = add(rules, &entry.path(), access)?;
+            rules = add(rules, &entry.path(), access).map_err(landlock)?;
         }
     }
     for device in DEVICES {
-        rules = add(rules, Path::new(device), file)?;
+        rules = add(rules, Path::new(device), file).map_err(landlock)?;
     }
-    rules = add(rules, Path::new("/dev/pts"), all)?;
-    rules = add(rules, Path::new("/dev/shm"), everywhere)?;
+    rules = add(rules, Path::new("/dev/pts"), all).map_err(landlock)?;
+    rules = add(rules, Path::new("/dev/shm"), everywhere).map_err(landlock)?;
     if bounds.filesystem {
         for root in &bounds.write {
-            rules = add(rules, root, all)?;
+            if let Some(fd) = write_root(root)? {
+                rules = add_opened(rules, fd, all).map_err(landlock)?;
+            }
         }
         if bounds.private_tmp {
-            rules = add(rules, Path::new(super::tmp::TMP), all)?;
+            rules = add(rules, Path::new(super::tmp::TMP), all).map_err(landlock)?;
         }
     }
     Ok(rules)
+}
+
+/// Write root `root`, opened through no symlink: a root nested in another can be replaced by a task
+/// with a link to anywhere, which a later task's rule would follow. `None` for a root that is not
+/// there (it gets no rule, which only leaves it less reachable).
+///
+/// # Errors
+/// A root reached through a symlink (`ELOOP`): the start is refused.
+fn write_root(root: &Path) -> std::io::Result<Option<std::os::fd::OwnedFd>> {
+    use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat2};
+    let how = OpenHow::new()
+        .flags(OFlag::O_PATH | OFlag::O_CLOEXEC)
+        .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS);
+    match openat2(nix::fcntl::AT_FDCWD, root, how) {
+        Ok(fd) => Ok(Some(fd)),
+        Err(nix::errno::Errno::ELOOP) => Err(std::io::Error::other(format!(
+            "write root {} is reached through a symbolic link (a root must be a real path; one \
+             nested in another may have been replaced by a task)",
+            root.display()
+        ))),
+        Err(_) => Ok(None),
+    }
 }
 
 /// Adds `access` beneath `path` (only its file rights when it is not a directory); a path that
@@ -196,9 +226,18 @@ fn add(
     path: &Path,
     access: BitFlags<AccessFs>,
 ) -> Result<RulesetCreated, RulesetError> {
-    let Ok(fd) = PathFd::new(path) else {
-        return Ok(rules);
-    };
+    match PathFd::new(path) {
+        Ok(fd) => add_opened(rules, fd, access),
+        Err(_) => Ok(rules),
+    }
+}
+
+/// Adds `access` beneath what `fd` opened (only its file rights when it is not a directory).
+fn add_opened(
+    rules: RulesetCreated,
+    fd: impl AsFd,
+    access: BitFlags<AccessFs>,
+) -> Result<RulesetCreated, RulesetError> {
     // What was opened, not what the path names by now.
     let dir = nix::sys::stat::fstat(fd.as_fd())
         .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
