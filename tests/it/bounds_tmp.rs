@@ -77,3 +77,28 @@ fn a_working_directory_below_tmp_outside_the_roots_is_the_tasks_own_and_empty() 
         "the host's\n"
     );
 }
+
+/// A write root below `/tmp` reached through a symlink (one another process of the user put there,
+/// or a root absent when the config was read) is refused with a private `/tmp` as without one: it was
+/// bound back into the task's `/tmp` through the link, past the check on roots (watched: the task
+/// wrote into the link's target, found by an attacker helper).
+#[test]
+fn a_write_root_below_tmp_reached_through_a_symlink_is_refused_with_a_private_tmp() {
+    let s = scratch("bounds-private-tmp-link");
+    let victim = dir(&s, "victim");
+    let work = s.join("work");
+    std::os::unix::fs::symlink(&victim, &work).unwrap();
+    let private = Bounds {
+        private_tmp: true,
+        ..bounds(&[&work], &[])
+    };
+    let attack = format!("echo x > {}/planted", work.display());
+    let out = run_in(Some(&private), &attack, &[], None);
+    assert!(!victim.join("planted").exists(), "{}", stderr(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(i32::from(taskhost::process::bounds::REFUSED_EXIT)),
+        "{}",
+        stderr(&out)
+    );
+}

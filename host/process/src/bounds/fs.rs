@@ -204,11 +204,7 @@ fn rules(bounds: &Bounds) -> std::io::Result<RulesetCreated> {
 /// # Errors
 /// A root reached through a symlink (`ELOOP`): the start is refused.
 fn write_root(root: &Path) -> std::io::Result<Option<std::os::fd::OwnedFd>> {
-    use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat2};
-    let how = OpenHow::new()
-        .flags(OFlag::O_PATH | OFlag::O_CLOEXEC)
-        .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS);
-    match openat2(nix::fcntl::AT_FDCWD, root, how) {
+    match super::model::open_unlinked(root, nix::fcntl::OFlag::empty()) {
         Ok(fd) => Ok(Some(fd)),
         Err(nix::errno::Errno::ELOOP) => Err(std::io::Error::other(format!(
             "write root {} is reached through a symbolic link (a root must be a real path; one \

@@ -122,3 +122,17 @@ pub(super) fn failed(
         source: source.into(),
     }
 }
+
+/// `path` opened `O_PATH` (with `flags`) through no symlink at any of its components: `ELOOP` when
+/// one is met. A write root is opened so wherever it is used (its Landlock rule, its place in a
+/// private `/tmp`).
+pub(super) fn open_unlinked(
+    path: &std::path::Path,
+    flags: nix::fcntl::OFlag,
+) -> nix::Result<std::os::fd::OwnedFd> {
+    use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat2};
+    let how = OpenHow::new()
+        .flags(OFlag::O_PATH | OFlag::O_CLOEXEC | flags)
+        .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS);
+    openat2(nix::fcntl::AT_FDCWD, path, how)
+}

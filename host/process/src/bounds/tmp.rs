@@ -12,9 +12,8 @@
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use nix::fcntl::{OFlag, open};
+use nix::fcntl::OFlag;
 use nix::mount::{MsFlags, mount};
-use nix::sys::stat::Mode;
 
 /// The directory a private `/tmp` covers.
 pub(super) const TMP: &str = "/tmp";
@@ -25,11 +24,9 @@ pub(super) fn make(keep: &[&Path], cwd: &Path) -> std::io::Result<()> {
     let kept = below_tmp(keep)
         .into_iter()
         .map(|path| {
-            let fd = open(
-                path.as_path(),
-                OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-                Mode::empty(),
-            )?;
+            // Through no symlink, as its Landlock rule opens it: bound through one, a root would
+            // bring the link's target into the task's `/tmp`, writable.
+            let fd = super::model::open_unlinked(&path, OFlag::O_DIRECTORY)?;
             Ok((path, fd))
         })
         .collect::<std::io::Result<Vec<(PathBuf, OwnedFd)>>>()?;
