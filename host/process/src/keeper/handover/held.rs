@@ -3,7 +3,7 @@
 use std::os::fd::OwnedFd;
 use std::time::Duration;
 
-use super::hold::Hold;
+use super::hold::{HeldStream, Hold};
 use super::kept_file::{KeptDir, KeptFile};
 use crate::exit::Exit;
 
@@ -62,10 +62,10 @@ impl Held {
             s.rolled = false;
             s.ended = false;
         }
-        for s in &mut self.hold.streams {
-            s.pending = Vec::new();
-            s.dropped = 0;
-        }
+        self.hold
+            .streams
+            .iter_mut()
+            .for_each(HeldStream::drained_taken);
     }
 }
 

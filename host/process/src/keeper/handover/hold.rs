@@ -185,6 +185,12 @@ pub struct HeldStream {
 }
 
 impl HeldStream {
+    /// Forgets what the keeper drained while no host ran: a successor took it.
+    pub(crate) fn drained_taken(&mut self) {
+        self.pending = Vec::new();
+        self.dropped = 0;
+    }
+
     /// True when its kept file is kept by its name in the directory the host told
     /// (`Request::KeptDir`), not by a descriptor that travelled with it.
     pub(crate) fn by_name(&self) -> bool {

@@ -105,8 +105,7 @@ fn carried(hold: &Hold) -> Option<Hold> {
             return None;
         }
         s.kept = false;
-        s.pending = Vec::new();
-        s.dropped = 0;
+        s.drained_taken();
     }
     Some(hold)
 }
