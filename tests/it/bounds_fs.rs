@@ -339,36 +339,6 @@ fn an_abstract_unix_socket_made_outside_the_bounds_cannot_be_reached() {
 }
 
 #[test]
-fn a_worktrees_git_file_its_gitdir_and_the_common_dir_are_read_only() {
-    let s = scratch("bounds-worktree");
-    let main = dir(&s, "main");
-    let gitdir = dir(&main, ".git/worktrees/wt");
-    std::fs::write(main.join(".git/config"), "[core]\n").unwrap();
-    std::fs::write(gitdir.join("commondir"), "../..\n").unwrap();
-    let wt = dir(&s, "wt");
-    std::fs::write(wt.join(".git"), format!("gitdir: {}\n", gitdir.display())).unwrap();
-    let attack = format!(
-        "echo x >> {0}/.git/config; echo x > {1}/HEAD; echo x >> {2}/.git; echo x > {2}/file",
-        main.display(),
-        gitdir.display(),
-        wt.display()
-    );
-
-    let out = run(Some(&bounds(&[&wt, &s], &[])), &attack);
-    assert_eq!(
-        stderr(&out).matches("Read-only file system").count(),
-        3,
-        "{}",
-        stderr(&out)
-    );
-    assert!(wt.join("file").exists(), "{}", stderr(&out));
-    assert_eq!(
-        std::fs::read_to_string(main.join(".git/config")).unwrap(),
-        "[core]\n"
-    );
-}
-
-#[test]
 fn a_host_not_run_by_root_hides_paths_through_a_user_namespace() {
     use std::os::unix::process::CommandExt;
     let s = scratch("bounds-userns");

@@ -8,6 +8,7 @@ mod authoring;
 mod bash;
 mod bounds_escape;
 mod bounds_fs;
+mod bounds_git;
 mod bounds_handover;
 mod bounds_limits;
 mod bounds_tmp;

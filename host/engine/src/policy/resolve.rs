@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::process::bounds::{Bounds, BoundsError, RunAs};
+use crate::process::bounds::{Bounds, BoundsError, RunAs, movable_in};
 
 use super::table::{Network, PolicyTable};
 
@@ -139,10 +139,7 @@ fn bounds_of(name: &str, table: &PolicyTable, host: &HostPaths) -> Result<Bounds
     }
     let write: Vec<PathBuf> = table.write.iter().flatten().map(real).collect();
     for hidden in &hide {
-        if let Some(root) = write
-            .iter()
-            .find(|root| hidden.starts_with(root) && hidden.parent() != Some(root.as_path()))
-        {
+        if let Some(root) = movable_in(hidden, &write) {
             return Err(PolicyError::HiddenBelowWrite {
                 policy: name.to_owned(),
                 hidden: hidden.display().to_string(),

@@ -8,6 +8,7 @@
 //! on the task's stderr before the program runs: a bound is never skipped (fail closed).
 
 mod fs;
+mod git;
 pub mod limits;
 pub(crate) mod model;
 mod mounts;
@@ -20,7 +21,7 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
 use crate::keeper::Launch;
-pub use model::{Bounds, BoundsError, DENY_ENV, Mechanism, RunAs};
+pub use model::{Bounds, BoundsError, DENY_ENV, Mechanism, RunAs, movable_in};
 
 /// The subcommand of the `taskhost` binary that applies bounds and executes a program.
 pub const WRAPPER_COMMAND: &str = "bounded";

@@ -1,7 +1,7 @@
 //! What bounds are, as the host resolves them and the wrapper reads them, and why they fail: shared
 //! by every mechanism of the room.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// What one owner's task processes may do: the resolved form of a `[policy.NAME]` table, with the
 /// host's own paths already added to `hide` (see the host's policy room).
@@ -135,4 +135,14 @@ pub(super) fn open_unlinked(
         .flags(OFlag::O_PATH | OFlag::O_CLOEXEC | flags)
         .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS);
     openat2(nix::fcntl::AT_FDCWD, path, how)
+}
+
+/// The write root of `roots` in which `path` lies deeper than directly (or which `path` is): a task
+/// that may write there could rename a directory above `path` and put another in its place, so a
+/// mount made on `path` guards nothing. `None` for a path outside every root or directly in one.
+pub fn movable_in<'a>(path: &Path, roots: &'a [PathBuf]) -> Option<&'a Path> {
+    roots
+        .iter()
+        .map(PathBuf::as_path)
+        .find(|root| path.starts_with(root) && path.parent() != Some(*root))
 }

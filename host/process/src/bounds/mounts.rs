@@ -9,12 +9,14 @@
 //! any change of them (mount, umount, pivot_root), and the capabilities are given up before the
 //! program runs.
 
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use nix::mount::{MsFlags, mount};
 use nix::sched::{CloneFlags, unshare};
 use nix::sys::statvfs::{FsFlags, statvfs};
 
+use super::git::GitDir;
 use super::model::{Bounds, BoundsError, denied, failed};
 
 /// How this process could make the namespace, or why it cannot.
@@ -45,10 +47,13 @@ pub(super) fn make(bounds: &Bounds) -> Result<(), BoundsError> {
     enter().map_err(|e| failed(bounds, "mount namespace", e))?;
     own_terminals().map_err(|e| failed(bounds, "terminals", e))?;
     if bounds.filesystem && !bounds.git_writable {
-        for root in &bounds.write {
-            for git in git_dirs(root).map_err(|e| failed(bounds, "git_read_only", e))? {
-                read_only(&git).map_err(|e| failed(bounds, "git_read_only", e))?;
-            }
+        let dirs =
+            super::git::of_roots(&bounds.write).map_err(|e| failed(bounds, "git_read_only", e))?;
+        for git in &dirs {
+            read_only(git).map_err(|e| {
+                let why = format!("{}: {e}", git.path.display());
+                failed(bounds, "git_read_only", std::io::Error::new(e.kind(), why))
+            })?;
         }
     }
     for path in &bounds.hide {
@@ -107,48 +112,30 @@ fn own_terminals() -> std::io::Result<()> {
     Ok(())
 }
 
-/// The git directories of the writable root `root`: its `.git` directory, or its `.git` file
-/// (a worktree's `gitdir:` line), the directory it names and that one's common directory. A `.git`
-/// that is a symbolic link is refused: the mount would be on its target while a task replaces the
-/// link (the start fails; `git_writable = true` lets it be).
-fn git_dirs(root: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let dot_git = root.join(".git");
-    if dot_git.symlink_metadata().is_ok_and(|m| m.is_symlink()) {
-        return Err(std::io::Error::other(format!(
-            "{} is a symbolic link, which a task could replace by a writable repository",
-            dot_git.display()
-        )));
-    }
-    if dot_git.is_dir() {
-        return Ok(vec![dot_git]);
-    }
-    let Ok(text) = std::fs::read_to_string(&dot_git) else {
-        return Ok(Vec::new());
-    };
-    let mut dirs = vec![dot_git];
-    let Some(gitdir) = text.lines().find_map(|l| l.strip_prefix("gitdir:")) else {
-        return Ok(dirs);
-    };
-    let gitdir = root.join(gitdir.trim());
-    if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
-        dirs.push(gitdir.join(common.trim()));
-    }
-    dirs.push(gitdir);
-    dirs.retain(|d| d.exists());
-    Ok(dirs)
-}
-
-/// Binds `path` read-only over itself.
-fn read_only(path: &Path) -> std::io::Result<()> {
-    let none = None::<&str>;
-    mount(
-        Some(path),
-        path,
-        none,
-        MsFlags::MS_BIND | MsFlags::MS_REC,
-        none,
+/// Binds what `git` opened read-only over itself: from its descriptor (`open_tree`, `move_mount`),
+/// so the source, the place and the remount are one directory, whatever a path names meanwhile.
+fn read_only(git: &GitDir) -> std::io::Result<()> {
+    use rustix::mount::{MoveMountFlags, OpenTreeFlags, move_mount, open_tree};
+    let tree = open_tree(
+        &git.fd,
+        "",
+        OpenTreeFlags::OPEN_TREE_CLONE
+            | OpenTreeFlags::OPEN_TREE_CLOEXEC
+            | OpenTreeFlags::AT_EMPTY_PATH
+            | OpenTreeFlags::AT_RECURSIVE,
     )?;
-    remount(path, MsFlags::MS_RDONLY)
+    move_mount(
+        &tree,
+        "",
+        &git.fd,
+        "",
+        MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH | MoveMountFlags::MOVE_MOUNT_T_EMPTY_PATH,
+    )?;
+    // The new mount, by its descriptor's link: the remount finds the mount's own root there.
+    remount(
+        Path::new(&format!("/proc/self/fd/{}", tree.as_raw_fd())),
+        MsFlags::MS_RDONLY,
+    )
 }
 
 /// Covers `path`: an empty read-only tmpfs over a directory, `/dev/null` on a mount that opens no
