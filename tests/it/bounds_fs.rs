@@ -459,6 +459,43 @@ fn another_processs_shared_memory_segment_cannot_be_reached() {
     assert!(!stdout(&out).contains("reached"), "{out:?}");
 }
 
+/// POSIX shared memory is a file in `/dev/shm`: a bounded task read another principal's object there
+/// (Landlock let it read every path), while it could not make its own (`multiprocessing.Lock`
+/// failed with `EACCES`). Each bounded task has a `/dev/shm` of its own, writable, seen by no one
+/// else and gone with it.
+#[test]
+fn another_processs_posix_shared_memory_is_out_of_sight_and_a_task_has_its_own() {
+    let name = format!("taskhost-it-shm-{}", std::process::id());
+    let theirs = Path::new("/dev/shm").join(&name);
+    std::fs::write(&theirs, "ANOTHER PRINCIPAL'S SEGMENT").unwrap();
+    let attack = format!(
+        "cat {0}; echo mine > /dev/shm/{1}.own && cat /dev/shm/{1}.own; \
+         python3 -c 'import multiprocessing as m; m.Lock(); print(\"locked\")'",
+        theirs.display(),
+        name
+    );
+    let free = run(None, &format!("cat {}", theirs.display()));
+    let root = scratch("bounds-shm");
+    let out = run(Some(&bounds(&[&root], &[])), &attack);
+    let open = run(
+        Some(&Bounds {
+            filesystem: false,
+            ..bounds(&[], &[])
+        }),
+        &attack,
+    );
+    let _ = std::fs::remove_file(&theirs);
+    let own = Path::new("/dev/shm").join(format!("{name}.own"));
+    let left = own.exists();
+    let _ = std::fs::remove_file(&own);
+    assert!(stdout(&free).contains("SEGMENT"), "unbounded: {free:?}");
+    for out in [&out, &open] {
+        assert!(!stdout(out).contains("SEGMENT"), "{out:?}");
+        assert!(stdout(out).contains("mine\nlocked\n"), "{out:?}");
+    }
+    assert!(!left, "the task's own object is in the host's /dev/shm");
+}
+
 /// Found by an attacker: a root's `.git` that is a symbolic link had its target bound read-only while
 /// the link itself, in the writable root, could be replaced by a writable repository whose hooks
 /// the person's next `git` runs. Such a start is refused (the program never runs).

@@ -13,7 +13,8 @@
 //! the device nodes of `/dev` (a root task would otherwise read raw disks past `hide`); of `/dev`,
 //! only `null`, `zero`, `full`, `random`, `urandom`, `tty`, `ptmx` and `pts/` may be opened, for
 //! reading and writing, and `pts/` is a `devpts` of the task's own (see the mounts): another
-//! principal's terminal, which a task of uid 0 could otherwise write into, is not there. The `write` roots are writable, and nothing else: not `/tmp` (a shared
+//! principal's terminal, which a task of uid 0 could otherwise write into, is not there. `shm/`
+//! is writable: a tmpfs of the task's own (see the mounts), another principal's objects out of sight. The `write` roots are writable, and nothing else: not `/tmp` (a shared
 //! `/tmp` is where principals would tamper with each other's files; a policy that wants it lists
 //! it, or better sets `private_tmp`: a `/tmp` of the task's own, writable). Without `write` (`Bounds::filesystem` false) every path but the devices is writable.
 //!
@@ -183,7 +184,7 @@ fn rules(bounds: &Bounds) -> std::io::Result<RulesetCreated> {
         rules = add(rules, Path::new(device), file).map_err(landlock)?;
     }
     rules = add(rules, Path::new("/dev/pts"), all).map_err(landlock)?;
-    rules = add(rules, Path::new("/dev/shm"), everywhere).map_err(landlock)?;
+    rules = add(rules, Path::new(mounts::SHM), all).map_err(landlock)?;
     if bounds.filesystem {
         for root in &bounds.write {
             if let Some(fd) = write_root(root)? {

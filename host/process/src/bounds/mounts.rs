@@ -1,6 +1,6 @@
-//! The private mount namespace of a bounded process: each `.git` of a writable root bound
-//! read-only over itself, each hidden path covered by an empty read-only mount, and with
-//! `private_tmp` a `/tmp` of its own ([`super::tmp`]).
+//! The private mount namespace of a bounded process: terminals and a `/dev/shm` of its own, each
+//! `.git` of a writable root bound read-only over itself, each hidden path covered by an empty
+//! read-only mount, and with `private_tmp` a `/tmp` of its own ([`super::tmp`]).
 //!
 //! A host run by root makes the namespace directly; any other host makes a user namespace first,
 //! mapping its own user and group to themselves (so the task's `id` is unchanged), which gives the
@@ -46,6 +46,7 @@ pub(super) fn here() -> Result<String, String> {
 pub(super) fn make(bounds: &Bounds) -> Result<(), BoundsError> {
     enter().map_err(|e| failed(bounds, "mount namespace", e))?;
     own_terminals().map_err(|e| failed(bounds, "terminals", e))?;
+    own_shared_memory().map_err(|e| failed(bounds, "shared memory", e))?;
     if bounds.filesystem && !bounds.git_writable {
         let dirs =
             super::git::of_roots(&bounds.write).map_err(|e| failed(bounds, "git_read_only", e))?;
@@ -108,6 +109,27 @@ fn own_terminals() -> std::io::Result<()> {
         none,
         MsFlags::MS_BIND,
         none,
+    )?;
+    Ok(())
+}
+
+/// Where POSIX shared memory lives (`shm_open`, named semaphores).
+pub(super) const SHM: &str = "/dev/shm";
+
+/// A tmpfs of the task's own over [`SHM`], writable by it (its Landlock rule): another principal's
+/// objects there are out of its sight (a task could read them, every path being readable), its own
+/// are seen by no one else, charged to its memory limit, and gone with its namespace. A machine
+/// without the directory gets none.
+fn own_shared_memory() -> std::io::Result<()> {
+    if !Path::new(SHM).is_dir() {
+        return Ok(());
+    }
+    mount(
+        Some("tmpfs"),
+        SHM,
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some("mode=1777"),
     )?;
     Ok(())
 }
