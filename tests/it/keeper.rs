@@ -447,12 +447,6 @@ async fn a_descendant_that_hid_from_group_and_marker_ends_with_the_host_in_its_c
     let config = crate::handover::grace_config(&dir, 0);
     let mut host = SocketHost::start(&dir, &["--no-watch", "--config", &config]);
     let host_pid = host.child.id() as i32;
-    if host_cgroup(host_pid).is_none() {
-        eprintln!(
-            "a_descendant_that_hid_from_group_and_marker_ends_with_the_host_in_its_cgroup: skipped: no cgroup v2 this user may write"
-        );
-        return;
-    }
     let client = mcp::socket_client(&host.socket, Watcher::default()).await;
     let id = mcp::start(
         &client,
@@ -460,6 +454,13 @@ async fn a_descendant_that_hid_from_group_and_marker_ends_with_the_host_in_its_c
     )
     .await;
     let hidden = printed_pids(&client, &id, 1).await[0];
+    // Looked up once the keeper runs (it starts with the first task).
+    if host_cgroup(host_pid).is_none() {
+        eprintln!(
+            "a_descendant_that_hid_from_group_and_marker_ends_with_the_host_in_its_cgroup: skipped: no cgroup v2 this user may write"
+        );
+        return;
+    }
     assert!(alive(hidden));
     host.child.kill().expect("SIGKILL the host");
     host.child.wait().expect("reap the host");
@@ -473,17 +474,40 @@ async fn a_descendant_that_hid_from_group_and_marker_ends_with_the_host_in_its_c
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_next_host_ends_what_a_dead_host_and_its_keeper_left() {
     let dir = scratch("keeper-both-killed");
-    let mut host = SocketHost::start(&dir, &["--no-watch"]);
+    next_host_ends_what_both_left(&dir, &[], "echo $$; exec sleep 1000").await;
+}
+
+/// Found by an attacker: a task whose process has `keeper` for its first argument (`sh keeper`)
+/// passed for a dead host's keeper that still holds its tasks, and the next host left the dead
+/// host's cgroup to it: the task ran on. A bounded task (`no_new_privs`, which a keeper never sets)
+/// is no keeper, whatever its arguments.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bounded_task_named_like_a_keeper_is_ended_by_the_next_host() {
+    let dir = scratch("keeper-spoofed");
+    let config = dir.join("config.toml");
+    std::fs::write(&config, "[policy.default]\n").unwrap();
+    let spoof = format!(
+        "cd {} && printf 'echo $$; sleep 1000\\n' > keeper && exec sh keeper",
+        dir.display()
+    );
+    let config = config.to_string_lossy().into_owned();
+    next_host_ends_what_both_left(&dir, &["--config", &config], &spoof).await;
+}
+
+/// Starts a host in `dir` with `args` and a task running `command` (which prints its pid), stops
+/// and kills the keeper and the host, and checks that the next host ends the task and removes the
+/// dead host's cgroup. Skipped where there is no cgroup v2 this user may write.
+async fn next_host_ends_what_both_left(dir: &std::path::Path, args: &[&str], command: &str) {
+    let mut host = SocketHost::start(dir, &[&["--no-watch"], args].concat());
     let host_pid = host.child.id() as i32;
+    let client = mcp::socket_client(&host.socket, Watcher::default()).await;
+    let id = mcp::start(&client, command).await;
+    let task = printed_pids(&client, &id, 1).await[0];
+    // Looked up once the keeper runs (it starts with the first task).
     let Some(cgroup) = host_cgroup(host_pid) else {
-        eprintln!(
-            "the_next_host_ends_what_a_dead_host_and_its_keeper_left: skipped: no cgroup v2 this user may write"
-        );
+        eprintln!("skipped: no cgroup v2 this user may write");
         return;
     };
-    let client = mcp::socket_client(&host.socket, Watcher::default()).await;
-    let id = mcp::start(&client, "echo $$; exec sleep 1000").await;
-    let task = printed_pids(&client, &id, 1).await[0];
     // Both stopped first, then killed: no keeper can be restarted in between.
     let keeper = keeper_of(host_pid);
     for pid in [host_pid, keeper] {
@@ -506,7 +530,7 @@ async fn the_next_host_ends_what_a_dead_host_and_its_keeper_left() {
         alive(task),
         "the task outlived both, as nothing was left to end it"
     );
-    let next = SocketHost::start_with(&dir, &dir.join("next.sock"), "077", &["--no-watch"]);
+    let next = SocketHost::start_with(dir, &dir.join("next.sock"), "077", &["--no-watch"]);
     assert_all_end(&[task]);
     let name = cgroup.file_name().unwrap().to_owned();
     assert!(

@@ -131,14 +131,24 @@ fn sweep_dead(parent: &Path) {
     }
 }
 
-/// True when a keeper process (`taskhost keeper ...`) is a member of `cgroup`.
+/// True when a keeper process (`taskhost keeper ...`) is a member of `cgroup`. A process under
+/// `no_new_privs` is none, whatever its arguments, when this host is not under it: every bounded
+/// task has it and a keeper has what its host had, so a bounded task cannot pass for a keeper and
+/// keep a dead host's cgroup from being ended. (A host started under `no_new_privs` cannot tell
+/// them apart by it, and goes by the arguments alone.)
 fn holds_a_keeper(cgroup: &Path) -> bool {
     let Ok(procs) = std::fs::read_to_string(cgroup.join("cgroup.procs")) else {
         return false;
     };
+    let bounded = |process: &str| {
+        std::fs::read_to_string(format!("/proc/{process}/status"))
+            .is_ok_and(|status| status.lines().any(|l| l == "NoNewPrivs:\t1"))
+    };
+    let telling = !bounded("self");
     procs.split_whitespace().any(|pid| {
-        std::fs::read(format!("/proc/{pid}/cmdline"))
-            .is_ok_and(|cmdline| cmdline.split(|b| *b == 0).nth(1) == Some(b"keeper"))
+        let named = std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|cmdline| cmdline.split(|b| *b == 0).nth(1) == Some(b"keeper"));
+        named && !(telling && bounded(pid))
     })
 }
 
