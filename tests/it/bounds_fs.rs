@@ -496,6 +496,27 @@ fn another_processs_posix_shared_memory_is_out_of_sight_and_a_task_has_its_own()
     assert!(!left, "the task's own object is in the host's /dev/shm");
 }
 
+/// Found by an attacker: a hidden path deeper than directly in a write root is uncovered by a task
+/// that renames the directory above it; the next task reads it at its new place. The host refuses
+/// such a policy when it reads its config; the wrapper refuses it too, not relying on that.
+#[test]
+fn a_hidden_path_deeper_in_a_write_root_refuses_the_start_in_the_wrapper() {
+    let s = scratch("bounds-hide-deep");
+    let root = dir(&s, "root");
+    let conf = dir(&root, "conf");
+    std::fs::write(conf.join("secret"), "TOPSECRET").unwrap();
+    let b = bounds(&[&root], &[&conf.join("secret")]);
+    let first = run_in(Some(&b), "mv conf conf2 && echo ran", &[], Some(&root));
+    let second = run_in(Some(&b), "cat conf2/secret", &[], Some(&root));
+    assert!(!stdout(&second).contains("TOPSECRET"), "{second:?}");
+    assert_eq!(
+        first.status.code(),
+        Some(i32::from(REFUSED_EXIT)),
+        "{first:?}"
+    );
+    assert!(stderr(&first).contains("deeper than directly"), "{first:?}");
+}
+
 /// Found by an attacker: a root's `.git` that is a symbolic link had its target bound read-only while
 /// the link itself, in the writable root, could be replaced by a writable repository whose hooks
 /// the person's next `git` runs. Such a start is refused (the program never runs).

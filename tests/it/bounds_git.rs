@@ -186,3 +186,33 @@ fn a_worktree_of_a_repository_root_keeps_its_git_files_read_only() {
         "[core]\n"
     );
 }
+
+/// A `.git` file names a gitdir that is not there, in a write root (a worktree's stale line, a
+/// separate gitdir not made yet): one task makes it, with an `fsmonitor` the person's next `git
+/// status` runs, and the next task's start guards the task's repository. The start is refused.
+#[test]
+fn a_gitdir_not_there_inside_a_write_root_refuses_the_start() {
+    let s = scratch("bounds-git-gitdir-missing");
+    let root = dir(&s, "root");
+    let store = dir(&s, "store");
+    let named = store.join("root.git");
+    std::fs::write(root.join(".git"), format!("gitdir: {}\n", named.display())).unwrap();
+    let attack = format!(
+        "mkdir {0} && echo '[core] fsmonitor = /x' > {0}/config && echo ran",
+        named.display()
+    );
+    let out = run_in(Some(&bounds(&[&root, &store], &[])), &attack, &[], None);
+    assert!(!named.exists(), "the task made the gitdir: {out:?}");
+    refused(&out, "is not there and lies in the write root");
+}
+
+/// A `.git` file of bytes that are no text names no gitdir: the start runs (it was refused, and a
+/// task that wrote such a file refused every later start).
+#[test]
+fn a_git_file_that_is_no_text_does_not_refuse_the_start() {
+    let s = scratch("bounds-git-bytes");
+    let root = dir(&s, "root");
+    std::fs::write(root.join(".git"), b"\xff\xfegitdir: x\n").unwrap();
+    let out = run_in(Some(&bounds(&[&root], &[])), "echo ran", &[], None);
+    assert_eq!(stdout(&out), "ran\n", "{}", stderr(&out));
+}

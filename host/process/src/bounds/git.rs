@@ -103,6 +103,14 @@ fn named_dir(
         prefix.push(part);
     }
     let Some(fd) = open(&path, OFlag::O_DIRECTORY)? else {
+        if let Some(root) = creatable_in(&path, roots)? {
+            return Err(refusal(format!(
+                "{} is not there and lies in the write root {}: a task could make it, with hooks \
+                 the next `git` runs (make it, or remove the line that names it)",
+                path.display(),
+                root.display()
+            )));
+        }
         return Ok(None);
     };
     let real = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
@@ -122,6 +130,25 @@ fn named_dir(
         fd,
     });
     Ok(Some(real))
+}
+
+/// The write root in which the missing `path` would be made (outside that root's own `.git`):
+/// its nearest existing ancestor is opened through no symbolic link and taken by its real path.
+fn creatable_in<'a>(path: &Path, roots: &'a [PathBuf]) -> std::io::Result<Option<&'a Path>> {
+    let mut existing = path;
+    while let Some(parent) = existing.parent() {
+        existing = parent;
+        let Some(fd) = open(existing, OFlag::O_DIRECTORY)? else {
+            continue;
+        };
+        let real = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
+        let full = real.join(path.strip_prefix(existing).unwrap_or(path));
+        return Ok(roots
+            .iter()
+            .map(PathBuf::as_path)
+            .find(|root| full.starts_with(root) && !in_roots_git(&full, root)));
+    }
+    Ok(None)
 }
 
 /// Whether `path` lies in the `.git` directly in `root` (which is guarded too, and cannot be moved
@@ -149,9 +176,10 @@ fn open(path: &Path, flags: OFlag) -> std::io::Result<Option<OwnedFd>> {
 fn read_small(fd: &OwnedFd) -> std::io::Result<String> {
     // Reopened through its descriptor: the same file, whatever its name holds by now.
     let file = std::fs::File::open(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
-    let mut text = String::new();
-    file.take(4096).read_to_string(&mut text)?;
-    Ok(text)
+    let mut bytes = Vec::new();
+    file.take(4096).read_to_end(&mut bytes)?;
+    // Bytes that are no text name no directory; they refuse nothing.
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 fn refusal(why: String) -> std::io::Error {

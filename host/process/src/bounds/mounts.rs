@@ -58,6 +58,16 @@ pub(super) fn make(bounds: &Bounds) -> Result<(), BoundsError> {
         }
     }
     for path in &bounds.hide {
+        // The host refuses such a policy when it reads it; the wrapper does not rely on that.
+        if let Some(root) = super::model::movable_in(path, &bounds.write) {
+            let why = format!(
+                "{} lies deeper than directly in the write root {}: a task could move the \
+                 directory above it and uncover it",
+                path.display(),
+                root.display()
+            );
+            return Err(failed(bounds, "hide", std::io::Error::other(why)));
+        }
         hide(path).map_err(|e| failed(bounds, "hide", e))?;
     }
     let cwd = std::env::current_dir().map_err(|e| failed(bounds, "working directory", e))?;
