@@ -197,18 +197,31 @@ fn write(file: &Path, value: &str) -> std::io::Result<()> {
 
 /// Kills every process in `cgroup` until it is empty (v1 has no `cgroup.kill`; a fork racing the
 /// kills is caught by the next round), then removes it; gives up after a second.
+///
+/// A pid read from `cgroup.procs` may be a process that ended and whose pid another, outside the
+/// cgroup, has taken since: each is pinned with a pidfd and killed only when the cgroup still
+/// lists it once pinned, so the signal reaches a member or no one.
 fn kill_and_remove(cgroup: &Path) -> bool {
     let deadline = Instant::now() + Duration::from_secs(1);
-    loop {
-        let procs = std::fs::read_to_string(cgroup.join("cgroup.procs")).unwrap_or_default();
-        for pid in procs
+    let members = || -> Vec<i32> {
+        std::fs::read_to_string(cgroup.join("cgroup.procs"))
+            .unwrap_or_default()
             .split_whitespace()
-            .filter_map(|p| p.parse::<i32>().ok())
-        {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
+            .filter_map(|p| p.parse().ok())
+            .collect()
+    };
+    loop {
+        let pinned: Vec<(i32, std::os::fd::OwnedFd)> = members()
+            .into_iter()
+            .filter_map(|pid| {
+                let process = rustix::process::Pid::from_raw(pid)?;
+                let fd = rustix::process::pidfd_open(process, rustix::process::PidfdFlags::empty());
+                Some((pid, fd.ok()?))
+            })
+            .collect();
+        let still = members();
+        for (_, fd) in pinned.iter().filter(|(pid, _)| still.contains(pid)) {
+            let _ = rustix::process::pidfd_send_signal(fd, rustix::process::Signal::KILL);
         }
         match std::fs::remove_dir(cgroup) {
             Ok(()) => return true,
