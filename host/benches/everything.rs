@@ -4,7 +4,8 @@
 //! 1,000 bare `std::process::Command` spawns of the same command measured right before it. Each
 //! layer is measured the same way on its own: the store alone (no keeper), the keeper alone, the
 //! bounds (with the keeper, whose wrapper they need), and the store with the keeper holding for a
-//! handover. `TASKHOST_EVERYTHING_STARTS=N` changes the 1,000.
+//! handover. `TASKHOST_EVERYTHING_STARTS=N` changes the 1,000; `TASKHOST_EVERYTHING_ROWS=TEXT`
+//! runs only the rows whose name holds `TEXT`.
 
 mod common;
 
@@ -172,7 +173,12 @@ fn main() {
         .unwrap_or(1000);
     let dir = common::scratch("everything");
     let count = common::thousands(n);
+    // `TASKHOST_EVERYTHING_ROWS=store` runs only the rows whose name holds it (for a profile).
+    let only = std::env::var("TASKHOST_EVERYTHING_ROWS").unwrap_or_default();
     for (i, (name, layers)) in ROWS.iter().enumerate() {
+        if !name.contains(only.as_str()) {
+            continue;
+        }
         let bare = common::bare_spawns(n);
         let ours = starts(&dir.join(i.to_string()), *layers, n);
         let target = if layers.bounds && layers.handover && layers.store {
