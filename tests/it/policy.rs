@@ -416,6 +416,33 @@ fn a_hidden_path_below_a_write_root_refuses_the_policy() {
     assert!(err.contains("lies below the write root"), "{err}");
 }
 
+/// A write root with a `.git` inside another write root: every start would be refused (a task
+/// could move the inner root aside, `bounds_git`), so the config is refused when it is read, for
+/// `policy-check` and `serve` alike; with `git_writable = true` it stands.
+#[test]
+fn a_repository_root_inside_another_write_root_refuses_the_policy() {
+    let dir = scratch("policy-git-below");
+    let outer = dir.join("work");
+    let repo = outer.join("repo");
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    let roots = format!(
+        "write = [{:?}, {:?}]\n",
+        outer.display().to_string(),
+        repo.display().to_string()
+    );
+    let path = config(&dir, &format!("[policy.agents]\n{roots}"));
+    let (code, out, err) = run(&["policy-check", "--config", path.to_str().unwrap()], &[]);
+    assert_eq!(code, Some(2), "{out}{err}");
+    assert!(err.contains("lies below the write root"), "{out}{err}");
+    assert!(err.contains("git_writable"), "{out}{err}");
+    let path = config(
+        &dir,
+        &format!("[policy.agents]\n{roots}git_writable = true\n"),
+    );
+    let (code, out, err) = run(&["policy-check", "--config", path.to_str().unwrap()], &[]);
+    assert_eq!(code, Some(0), "{out}{err}");
+}
+
 /// A subagent's agent is a process of its owner like any other (issue 43, 5): under
 /// `[policy.default]` with `network = "none"` the scripted agent runs bounded (no new privileges,
 /// the seccomp filter, no capability) and still answers.

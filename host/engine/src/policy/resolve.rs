@@ -44,6 +44,22 @@ pub enum PolicyError {
         /// The OS's error.
         why: String,
     },
+    /// A write root holding a `.git` lies inside another write root, with `.git` read-only: a task
+    /// could move the inner root aside and leave its repository unguarded, so every start would be
+    /// refused; said when the config is read.
+    #[error(
+        "policy '{policy}': {git} is kept read-only but lies below the write root {root}, where a \
+         task could move its root aside and leave the repository unguarded: name only one of the \
+         two roots, or set git_writable = true"
+    )]
+    GitBelowWrite {
+        /// The policy.
+        policy: String,
+        /// The inner root's `.git`.
+        git: String,
+        /// The outer write root.
+        root: String,
+    },
     /// A hidden path (the policy's or the host's own) lies deeper than directly in a write root: a
     /// task could rename the directory above it and uncover it at its next start.
     #[error(
@@ -143,6 +159,19 @@ fn bounds_of(name: &str, table: &PolicyTable, host: &HostPaths) -> Result<Bounds
             return Err(PolicyError::HiddenBelowWrite {
                 policy: name.to_owned(),
                 hidden: hidden.display().to_string(),
+                root: root.display().to_string(),
+            });
+        }
+    }
+    if !table.git_writable {
+        let guarded = write.iter().map(|root| root.join(".git"));
+        if let Some((git, root)) = guarded
+            .filter(|git| git.symlink_metadata().is_ok())
+            .find_map(|git| movable_in(&git, &write).map(|root| (git.clone(), root)))
+        {
+            return Err(PolicyError::GitBelowWrite {
+                policy: name.to_owned(),
+                git: git.display().to_string(),
                 root: root.display().to_string(),
             });
         }
