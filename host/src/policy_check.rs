@@ -77,7 +77,9 @@ fn host_paths(config: &crate::config::Config) -> crate::policy::HostPaths {
     let (base, _) = crate::rundir::RunDir::base();
     let runtime = base.ends_with("taskhost").then_some(base);
     let spill: Option<PathBuf> = config.tasks.spill_dir.clone();
+    let dirs: Vec<PathBuf> = config.host.plugin_dir.iter().cloned().collect();
     crate::policy::HostPaths::new(state.into_iter().chain(spill).chain(runtime))
+        .with_code(crate::serve::default_plugins::code(config, &[], &dirs))
 }
 
 /// One line per part: what the policy asks and how this machine enforces it.

@@ -482,3 +482,90 @@ async fn a_subagents_agent_runs_under_its_owners_policy_and_still_answers() {
     assert!(seen.contains("Seccomp:\t2"), "{seen}");
     assert!(seen.contains("CapEff:\t0000000000000000"), "{seen}");
 }
+
+/// A plugin directory inside a write root: a bounded task puts a library there and the host,
+/// watching the directory, loads it, so the task's code runs in the host past every bound (watched
+/// happening before: the probe plugin's tools appeared). A policy whose write roots hold the host's
+/// code (its binary, the bounds wrapper, a plugin or a plugin directory) is refused; were the host
+/// to start, the library must not be loaded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_directory_inside_a_write_root_refuses_the_policy() {
+    let dir = scratch("policy-code-below");
+    let work = dir.join("work");
+    let plugins = work.join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    let cfg = config(
+        &dir,
+        &format!(
+            "[policy.default]\nwrite = [{:?}]\n",
+            work.display().to_string()
+        ),
+    );
+    let built = |name: &str| binary().with_file_name(format!("lib{name}.so"));
+    let bash = built("taskhost_plugin_bash");
+    let tasks = built("taskhost_plugin_tasks");
+    let socket = dir.join("taskhost.sock");
+    let child = crate::mcp::SocketHost::command_after(
+        &dir,
+        &socket,
+        "umask 077",
+        &[
+            "--config",
+            cfg.to_str().unwrap(),
+            "--plugin",
+            bash.to_str().unwrap(),
+            "--plugin",
+            tasks.to_str().unwrap(),
+            "--plugin-dir",
+            plugins.to_str().unwrap(),
+        ],
+    )
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    // Killed when dropped, should an assertion below fail.
+    let mut host = crate::mcp::SocketHost {
+        child,
+        socket: socket.clone(),
+    };
+    let child = &mut host.child;
+    let up = taskhost_tests::eventually(Duration::from_secs(20), || {
+        std::os::unix::net::UnixStream::connect(&socket).is_ok()
+            || matches!(child.try_wait(), Ok(Some(_)))
+    });
+    assert!(up, "the host neither listened nor ended");
+    if let Ok(Some(status)) = child.try_wait() {
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(status.code(), Some(2), "{err}");
+        assert!(err.contains("the host's code"), "{err}");
+        return;
+    }
+    let client = crate::mcp::socket_client(&socket, crate::mcp::Watcher::default()).await;
+    let probe = built("taskhost_test_probe");
+    let id = crate::mcp::start(
+        &client,
+        &format!(
+            "cp {} {}/planted.so && echo planted",
+            probe.display(),
+            plugins.display()
+        ),
+    )
+    .await;
+    let out = crate::mcp::read_waiting(&client, &id, 20_000).await;
+    let mut loaded = false;
+    for _ in 0..50 {
+        let tools = client.peer().list_all_tools().await.expect("tools");
+        loaded = tools.iter().any(|t| t.name.starts_with("probe_"));
+        if loaded {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(client);
+    crate::mcp::stop_host(child);
+    assert!(
+        !loaded,
+        "the task's library was loaded into the host: {out}"
+    );
+}

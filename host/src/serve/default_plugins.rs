@@ -1,6 +1,7 @@
 //! The plugins a host loads when it is given none: `tasks`, `bash` and `subagent`, found beside the
 //! binary (as a build leaves them) or, for an installed binary, in `../lib/taskhost/plugins` from
-//! its directory (`/usr/lib/taskhost/plugins` for `/usr/bin/taskhost`, as the package puts them).
+//! its directory (`/usr/lib/taskhost/plugins` for `/usr/bin/taskhost`, as the package puts them);
+//! and the host's code, which no policy's write root may hold.
 
 use std::path::{Path, PathBuf};
 
@@ -32,6 +33,33 @@ fn chosen(dir: &Path) -> Vec<PathBuf> {
                 _ => beside,
             }
         })
+        .collect()
+}
+
+/// The host's code (see `HostPaths::code`): its binary, the bounds wrapper beside it, and the
+/// plugins it loads: the config's and `cli`'s, the directories `dirs` and what is in them, or, with
+/// none of these, the default plugins.
+pub(crate) fn code(
+    config: &crate::config::Config,
+    cli: &[PathBuf],
+    dirs: &[PathBuf],
+) -> Vec<PathBuf> {
+    let plugins: Vec<PathBuf> = (config.plugins.iter().map(|p| p.path.clone()))
+        .chain(cli.iter().cloned())
+        .collect();
+    let exe = std::env::current_exe().ok();
+    let wrapper = exe.as_deref().map(|e| {
+        taskhost_process::bounds::Wrapper::beside(e)
+            .program()
+            .to_owned()
+    });
+    let defaults = (plugins.is_empty() && dirs.is_empty()).then(paths);
+    exe.into_iter()
+        .chain(wrapper)
+        .chain(plugins)
+        .chain(dirs.iter().cloned())
+        .chain(defaults.into_iter().flatten())
+        .map(|p| std::path::absolute(&p).unwrap_or(p))
         .collect()
 }
 

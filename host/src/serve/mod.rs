@@ -236,8 +236,9 @@ fn prepare(args: &ServeArgs) -> Result<Prepared, ServeError> {
         insecure: args.insecure_http,
     };
     let dir = state::state_dir(&config, args.state.as_deref(), args.no_state).map_err(fail(2))?;
-    let policies =
-        state::host_policies(&config, &args.listen, &run_dir, dir.as_deref()).map_err(fail(2))?;
+    let code = default_plugins::code(&config, &args.plugins, &plugin_dirs(&config, args));
+    let policies = state::host_policies((&config, code), &args.listen, &run_dir, dir.as_deref())
+        .map_err(fail(2))?;
     let mut handover = dir.as_deref().and_then(|d| Handover::of(d, &args.listen));
     let takeover = match handover.as_mut() {
         Some(handover) => handover.take_waiting().map_err(fail(2))?,

@@ -141,9 +141,10 @@ fn nicer_by(steps: i32) {
 }
 
 /// The config's policies for this host, its own paths hidden from each (its runtime and spill
-/// directories, its state, its sockets); or why the host must not start (an exit 2).
+/// directories, its state, its sockets) and its `code` ([`super::default_plugins::code`]) out of
+/// their write roots; or why the host must not start (an exit 2).
 pub(super) fn host_policies(
-    config: &Config,
+    (config, code): (&Config, Vec<std::path::PathBuf>),
     listen: &[String],
     run_dir: &crate::rundir::RunDir,
     state: Option<&Path>,
@@ -156,7 +157,8 @@ pub(super) fn host_policies(
         .chain(state.map(Path::to_path_buf))
         .chain(config.tasks.spill_dir.clone())
         .chain(sockets);
-    crate::policy::for_serve(&config.policy, &crate::policy::HostPaths::new(paths))
+    let host = crate::policy::HostPaths::new(paths).with_code(code);
+    crate::policy::for_serve(&config.policy, &host)
         .map_err(|e| format!("{e}: the host does not start"))
 }
 

@@ -44,6 +44,20 @@ pub enum PolicyError {
         /// The OS's error.
         why: String,
     },
+    /// A write root holds the host's code (see [`HostPaths::code`]).
+    #[error(
+        "policy '{policy}': {code} is the host's code but lies in the write root {root}: a task \
+         could change what the host runs, past every bound; keep the host's binary and plugins \
+         outside the write roots"
+    )]
+    CodeBelowWrite {
+        /// The policy.
+        policy: String,
+        /// The binary, plugin or plugin directory.
+        code: String,
+        /// The write root it lies in.
+        root: String,
+    },
     /// A write root holding a `.git` lies inside another write root, with `.git` read-only: a task
     /// could move the inner root aside and leave its repository unguarded, so every start would be
     /// refused; said when the config is read.
@@ -81,9 +95,17 @@ pub enum PolicyError {
     Bounds(#[from] BoundsError),
 }
 
-/// The host's own paths, which every bounded task is kept from reading or writing.
+/// The host's own paths: those every bounded task is kept from reading or writing, and its code,
+/// which no write root may hold.
 #[derive(Clone, Debug, Default)]
-pub struct HostPaths(pub Vec<PathBuf>);
+pub struct HostPaths {
+    /// Hidden from every bounded task (its state, runtime and spill directories, its sockets).
+    pub hidden: Vec<PathBuf>,
+    /// The host's code: its binary, the bounds wrapper, its plugins and plugin directories. A
+    /// task that could write one would run its code in the host (or, through the wrapper, before
+    /// another task's bounds), so a policy whose write roots hold one is refused.
+    pub code: Vec<PathBuf>,
+}
 
 impl HostPaths {
     /// `paths` made absolute, without any that lies inside another (hiding the outer hides it).
@@ -99,7 +121,19 @@ impl HostPaths {
             .filter(|p| !all.iter().any(|q| q != *p && p.starts_with(q)))
             .cloned()
             .collect();
-        Self(kept)
+        Self {
+            hidden: kept,
+            code: Vec::new(),
+        }
+    }
+
+    /// These paths with `code` as the host's code.
+    #[must_use]
+    pub fn with_code(self, code: impl IntoIterator<Item = PathBuf>) -> Self {
+        Self {
+            code: code.into_iter().collect(),
+            ..self
+        }
     }
 }
 
@@ -148,7 +182,7 @@ fn bounds_of(name: &str, table: &PolicyTable, host: &HostPaths) -> Result<Bounds
     // elsewhere, while the mount stays on what it named when the host started.
     let real = |p: &PathBuf| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
     let mut hide: Vec<PathBuf> = table.hide.iter().map(real).collect();
-    for path in host.0.iter().map(real) {
+    for path in host.hidden.iter().map(real) {
         if !hide.contains(&path) {
             hide.push(path);
         }
@@ -162,6 +196,20 @@ fn bounds_of(name: &str, table: &PolicyTable, host: &HostPaths) -> Result<Bounds
                 root: root.display().to_string(),
             });
         }
+    }
+    if table.write.is_some()
+        && let Some((code, root)) = host.code.iter().map(real).find_map(|c| {
+            write
+                .iter()
+                .find(|w| c.starts_with(w))
+                .map(|w| (c.clone(), w))
+        })
+    {
+        return Err(PolicyError::CodeBelowWrite {
+            policy: name.to_owned(),
+            code: code.display().to_string(),
+            root: root.display().to_string(),
+        });
     }
     if !table.git_writable {
         let guarded = write.iter().map(|root| root.join(".git"));

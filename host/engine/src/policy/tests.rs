@@ -20,7 +20,7 @@ fn host() -> HostPaths {
 #[test]
 fn every_policy_hides_the_hosts_own_paths() {
     assert_eq!(
-        host().0,
+        host().hidden,
         [PathBuf::from("/run/th/host-1"), PathBuf::from("/srv/state")]
     );
     let mut t = table(Some("/work"));
