@@ -25,6 +25,7 @@ const PARTS: &[&str] = &[
 /// # Errors
 /// `(2, why)` for a config that cannot be read or a policy that cannot be used here.
 pub fn policy_check(config: Option<&Path>) -> Result<ExitCode, (u8, String)> {
+    let path = config;
     let config = match config {
         Some(path) => crate::config::Config::load(path).map_err(|e| (2, e.to_string()))?,
         None => crate::config::Config::default(),
@@ -38,7 +39,7 @@ pub fn policy_check(config: Option<&Path>) -> Result<ExitCode, (u8, String)> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let resolved = crate::policy::resolve(&config.policy, &host_paths(&config))
+    let resolved = crate::policy::resolve(&config.policy, &host_paths(&config, path))
         .map_err(|e| (2, format!("{e}; the host would refuse to start")))?;
     let mut refused = 0;
     for (name, bounds) in &resolved {
@@ -66,7 +67,7 @@ pub fn policy_check(config: Option<&Path>) -> Result<ExitCode, (u8, String)> {
 
 /// The paths a host of this config would hide from every bounded task (its state directory, its
 /// spill directory, the runtime directories' base): a host adds its own runtime directory.
-fn host_paths(config: &crate::config::Config) -> crate::policy::HostPaths {
+fn host_paths(config: &crate::config::Config, file: Option<&Path>) -> crate::policy::HostPaths {
     let state = config
         .state
         .dir
@@ -77,9 +78,10 @@ fn host_paths(config: &crate::config::Config) -> crate::policy::HostPaths {
     let (base, _) = crate::rundir::RunDir::base();
     let runtime = base.ends_with("taskhost").then_some(base);
     let spill: Option<PathBuf> = config.tasks.spill_dir.clone();
-    let dirs: Vec<PathBuf> = config.host.plugin_dir.iter().cloned().collect();
-    crate::policy::HostPaths::new(state.into_iter().chain(spill).chain(runtime))
-        .with_code(crate::serve::default_plugins::code(config, &[], &dirs))
+    let dirs = crate::serve::default_plugins::dirs(config, &[]);
+    crate::policy::HostPaths::new(state.into_iter().chain(spill).chain(runtime)).with_code(
+        crate::serve::default_plugins::code((config, file), &[], &dirs),
+    )
 }
 
 /// One line per part: what the policy asks and how this machine enforces it.

@@ -569,3 +569,48 @@ async fn a_plugin_directory_inside_a_write_root_refuses_the_policy() {
         "the task's library was loaded into the host: {out}"
     );
 }
+
+/// Found by an attacker helper once the test above passed: the host's code reached other ways from
+/// a write root, each accepted by `policy-check` before (and served): the config itself in a write
+/// root (a task rewrote it, dropping the policy, for the next upgrade), a plugin named through a
+/// symbolic link that lies in a write root (the task pointed it at its own library, reloaded at
+/// once), and a write root that is a library in the plugin directory. Each refuses the policy.
+#[test]
+fn the_config_a_link_to_a_plugin_or_a_root_in_the_plugin_directory_refuses_the_policy() {
+    let dir = scratch("policy-code-ways");
+    let work = dir.join("work");
+    let outside = dir.join("outside");
+    let plugins = dir.join("plugins");
+    for d in [&work, &outside, &plugins] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(outside.join("p.so"), "").unwrap();
+    std::os::unix::fs::symlink(outside.join("p.so"), work.join("link.so")).unwrap();
+    std::fs::write(plugins.join("evil.so"), "").unwrap();
+    let root = |p: &Path| format!("[policy.agents]\nwrite = [{:?}]\n", p.display().to_string());
+    let cases = [
+        (work.join("config.toml"), root(&work)),
+        (
+            dir.join("link.toml"),
+            format!(
+                "{}[[plugin]]\npath = {:?}\n",
+                root(&work),
+                work.join("link.so")
+            ),
+        ),
+        (
+            dir.join("dir.toml"),
+            format!(
+                "[host]\nplugin_dir = {:?}\n{}",
+                plugins.display().to_string(),
+                root(&plugins.join("evil.so"))
+            ),
+        ),
+    ];
+    for (path, text) in cases {
+        std::fs::write(&path, &text).unwrap();
+        let (code, out, err) = run(&["policy-check", "--config", path.to_str().unwrap()], &[]);
+        assert_eq!(code, Some(2), "{text}\n{out}{err}");
+        assert!(err.contains("the host's code"), "{text}\n{err}");
+    }
+}

@@ -36,11 +36,22 @@ fn chosen(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The host's code (see `HostPaths::code`): its binary, the bounds wrapper beside it, and the
-/// plugins it loads: the config's and `cli`'s, the directories `dirs` and what is in them, or, with
-/// none of these, the default plugins.
+/// The plugin directories: the config's, then `cli`'s (`--plugin-dir`), each absolute.
+pub(crate) fn dirs(config: &crate::config::Config, cli: &[PathBuf]) -> Vec<PathBuf> {
+    config
+        .host
+        .plugin_dir
+        .iter()
+        .chain(cli)
+        .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.clone()))
+        .collect()
+}
+
+/// The host's code (see `HostPaths::code`): its binary, the bounds wrapper beside it, the config
+/// at `config_file`, and the plugins it loads: the config's and `cli`'s, the directories `dirs`
+/// and the libraries in them, or, with none of these, the default plugins.
 pub(crate) fn code(
-    config: &crate::config::Config,
+    (config, config_file): (&crate::config::Config, Option<&Path>),
     cli: &[PathBuf],
     dirs: &[PathBuf],
 ) -> Vec<PathBuf> {
@@ -54,10 +65,15 @@ pub(crate) fn code(
             .to_owned()
     });
     let defaults = (plugins.is_empty() && dirs.is_empty()).then(paths);
+    let in_dirs = dirs
+        .iter()
+        .flat_map(|d| crate::plugin::watch::libraries_in(d).unwrap_or_default());
     exe.into_iter()
         .chain(wrapper)
+        .chain(config_file.map(Path::to_path_buf))
         .chain(plugins)
         .chain(dirs.iter().cloned())
+        .chain(in_dirs)
         .chain(defaults.into_iter().flatten())
         .map(|p| std::path::absolute(&p).unwrap_or(p))
         .collect()

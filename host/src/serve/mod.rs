@@ -155,7 +155,7 @@ pub fn serve(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> Result<(), S
         Some(
             host.watch_with_dirs(
                 crate::plugin::watch::DEFAULT_DEBOUNCE,
-                &plugin_dirs(&config, &args),
+                &default_plugins::dirs(&config, &args.plugin_dirs),
             )
             .map_err(|e| fail(1)(e.to_string()))?,
         )
@@ -236,7 +236,12 @@ fn prepare(args: &ServeArgs) -> Result<Prepared, ServeError> {
         insecure: args.insecure_http,
     };
     let dir = state::state_dir(&config, args.state.as_deref(), args.no_state).map_err(fail(2))?;
-    let code = default_plugins::code(&config, &args.plugins, &plugin_dirs(&config, args));
+    let config_file = args.config.as_deref();
+    let code = default_plugins::code(
+        (&config, config_file),
+        &args.plugins,
+        &default_plugins::dirs(&config, &args.plugin_dirs),
+    );
     let policies = state::host_policies((&config, code), &args.listen, &run_dir, dir.as_deref())
         .map_err(fail(2))?;
     let mut handover = dir.as_deref().and_then(|d| Handover::of(d, &args.listen));
@@ -257,17 +262,6 @@ fn prepare(args: &ServeArgs) -> Result<Prepared, ServeError> {
         handover,
         policies,
     })
-}
-
-/// The plugin directories: the config's, then `--plugin-dir`s, each absolute.
-fn plugin_dirs(config: &Config, args: &ServeArgs) -> Vec<PathBuf> {
-    config
-        .host
-        .plugin_dir
-        .iter()
-        .chain(&args.plugin_dirs)
-        .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.clone()))
-        .collect()
 }
 
 /// Creates the host on its state and its keeper, or the keeper a predecessor handed over, whose
@@ -344,7 +338,7 @@ fn load_plugins(
         .map(|p| (p.path.clone(), Some(p.config_json())))
         .collect();
     entries.extend(args.plugins.iter().map(|p| (p.clone(), None)));
-    let dirs = plugin_dirs(config, args);
+    let dirs = default_plugins::dirs(config, &args.plugin_dirs);
     for dir in &dirs {
         let found = crate::plugin::watch::libraries_in(dir).map_err(|e| {
             fail(2)(format!(

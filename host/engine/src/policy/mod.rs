@@ -10,6 +10,7 @@
 //! its spill directory. The host refuses to start when any configured policy cannot be enforced on
 //! this machine ([`resolve`], then [`crate::process::bounds::check`]).
 
+mod code;
 mod resolve;
 mod table;
 

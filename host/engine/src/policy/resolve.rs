@@ -46,9 +46,10 @@ pub enum PolicyError {
     },
     /// A write root holds the host's code (see [`HostPaths::code`]).
     #[error(
-        "policy '{policy}': {code} is the host's code but lies in the write root {root}: a task \
-         could change what the host runs, past every bound; keep the host's binary and plugins \
-         outside the write roots"
+        "policy '{policy}': {code} is (or leads to) the host's code, and a task could change it \
+         through the write root {root}, and so what the host runs, past every bound; keep the \
+         host's binary, plugins, plugin directories and config, and the links to them, outside \
+         the write roots, and no write root in a plugin directory"
     )]
     CodeBelowWrite {
         /// The policy.
@@ -101,9 +102,10 @@ pub enum PolicyError {
 pub struct HostPaths {
     /// Hidden from every bounded task (its state, runtime and spill directories, its sockets).
     pub hidden: Vec<PathBuf>,
-    /// The host's code: its binary, the bounds wrapper, its plugins and plugin directories. A
-    /// task that could write one would run its code in the host (or, through the wrapper, before
-    /// another task's bounds), so a policy whose write roots hold one is refused.
+    /// The host's code: its binary, the bounds wrapper, its plugins, plugin directories and their
+    /// libraries, its config. A task that could change one would run its code in the host (or,
+    /// through the wrapper, before another task's bounds), so a policy under which a task could is
+    /// refused (see the `code` module).
     pub code: Vec<PathBuf>,
 }
 
@@ -198,12 +200,7 @@ fn bounds_of(name: &str, table: &PolicyTable, host: &HostPaths) -> Result<Bounds
         }
     }
     if table.write.is_some()
-        && let Some((code, root)) = host.code.iter().map(real).find_map(|c| {
-            write
-                .iter()
-                .find(|w| c.starts_with(w))
-                .map(|w| (c.clone(), w))
-        })
+        && let Some((code, root)) = super::code::writable(&host.code, &write)
     {
         return Err(PolicyError::CodeBelowWrite {
             policy: name.to_owned(),
