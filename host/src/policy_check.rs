@@ -24,9 +24,8 @@ const PARTS: &[&str] = &[
 ///
 /// # Errors
 /// `(2, why)` for a config that cannot be read or a policy that cannot be used here.
-pub fn policy_check(config: Option<&Path>) -> Result<ExitCode, (u8, String)> {
-    let path = config;
-    let config = match config {
+pub fn policy_check(file: Option<&Path>) -> Result<ExitCode, (u8, String)> {
+    let config = match file {
         Some(path) => crate::config::Config::load(path).map_err(|e| (2, e.to_string()))?,
         None => crate::config::Config::default(),
     };
@@ -39,7 +38,7 @@ pub fn policy_check(config: Option<&Path>) -> Result<ExitCode, (u8, String)> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let resolved = crate::policy::resolve(&config.policy, &host_paths(&config, path))
+    let resolved = crate::policy::resolve(&config.policy, &host_paths(&config, file))
         .map_err(|e| (2, format!("{e}; the host would refuse to start")))?;
     let mut refused = 0;
     for (name, bounds) in &resolved {

@@ -541,7 +541,8 @@ async fn a_plugin_directory_inside_a_write_root_refuses_the_policy() {
         assert!(err.contains("the host's code"), "{err}");
         return;
     }
-    let client = crate::mcp::socket_client(&socket, crate::mcp::Watcher::default()).await;
+    let watcher = crate::mcp::Watcher::default();
+    let client = crate::mcp::socket_client(&socket, watcher.clone()).await;
     let probe = built("taskhost_test_probe");
     let id = crate::mcp::start(
         &client,
@@ -553,15 +554,15 @@ async fn a_plugin_directory_inside_a_write_root_refuses_the_policy() {
     )
     .await;
     let out = crate::mcp::read_waiting(&client, &id, 20_000).await;
-    let mut loaded = false;
-    for _ in 0..50 {
-        let tools = client.peer().list_all_tools().await.expect("tools");
-        loaded = tools.iter().any(|t| t.name.starts_with("probe_"));
-        if loaded {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    // A library loaded changes the tool list: waited for (the host announces it), then looked at.
+    taskhost_tests::eventually(Duration::from_secs(5), || {
+        watcher
+            .list_changed
+            .load(std::sync::atomic::Ordering::SeqCst)
+            > 0
+    });
+    let tools = client.peer().list_all_tools().await.expect("tools");
+    let loaded = tools.iter().any(|t| t.name.starts_with("probe_"));
     drop(client);
     crate::mcp::stop_host(child);
     assert!(

@@ -236,8 +236,7 @@ fn add_opened(
     access: BitFlags<AccessFs>,
 ) -> Result<RulesetCreated, RulesetError> {
     // What was opened, not what the path names by now.
-    let dir = nix::sys::stat::fstat(fd.as_fd())
-        .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
+    let dir = super::model::file_kind(&fd).is_ok_and(|kind| kind == libc::S_IFDIR);
     let access = if dir {
         access
     } else {

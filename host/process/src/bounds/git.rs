@@ -10,13 +10,13 @@
 //! A `.git` that is neither a directory nor a regular file (a named pipe, say) is no repository.
 
 use std::io::Read;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
 
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
 
-use super::model::{movable_in, open_unlinked};
+use super::model::{fd_path, file_kind, movable_in, open_unlinked};
 
 /// A git directory (or `.git` file) to bind read-only, opened `O_PATH`.
 pub(super) struct GitDir {
@@ -52,7 +52,7 @@ fn of_root(root: &Path, roots: &[PathBuf], dirs: &mut Vec<GitDir>) -> std::io::R
             root.display()
         )));
     }
-    let kind = nix::sys::stat::fstat(fd.as_fd())?.st_mode & libc::S_IFMT;
+    let kind = file_kind(&fd)?;
     if kind == libc::S_IFDIR {
         dirs.push(GitDir { path: dot_git, fd });
         return Ok(());
@@ -71,7 +71,7 @@ fn of_root(root: &Path, roots: &[PathBuf], dirs: &mut Vec<GitDir>) -> std::io::R
     let Some(commondir) = open(&gitdir.join("commondir"), OFlag::empty())? else {
         return Ok(());
     };
-    if nix::sys::stat::fstat(commondir.as_fd())?.st_mode & libc::S_IFMT == libc::S_IFREG {
+    if file_kind(&commondir)? == libc::S_IFREG {
         let text = read_small(&commondir)?;
         named_dir(&gitdir, text.trim(), roots, dirs)?;
     }
@@ -113,7 +113,7 @@ fn named_dir(
         }
         return Ok(None);
     };
-    let real = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
+    let real = std::fs::read_link(fd_path(&fd))?;
     if let Some(root) = movable_in(&real, roots)
         && !in_roots_git(&real, root)
     {
@@ -141,7 +141,7 @@ fn creatable_in<'a>(path: &Path, roots: &'a [PathBuf]) -> std::io::Result<Option
         let Some(fd) = open(existing, OFlag::O_DIRECTORY)? else {
             continue;
         };
-        let real = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
+        let real = std::fs::read_link(fd_path(&fd))?;
         let full = real.join(path.strip_prefix(existing).unwrap_or(path));
         return Ok(roots
             .iter()
@@ -175,7 +175,7 @@ fn open(path: &Path, flags: OFlag) -> std::io::Result<Option<OwnedFd>> {
 /// The first 4 KiB of the regular file `fd` opened (a `.git` file or a `commondir` holds one line).
 fn read_small(fd: &OwnedFd) -> std::io::Result<String> {
     // Reopened through its descriptor: the same file, whatever its name holds by now.
-    let file = std::fs::File::open(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
+    let file = std::fs::File::open(fd_path(fd))?;
     let mut bytes = Vec::new();
     file.take(4096).read_to_end(&mut bytes)?;
     // Bytes that are no text name no directory; they refuse nothing.

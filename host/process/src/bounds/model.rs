@@ -137,6 +137,17 @@ pub(super) fn open_unlinked(
     openat2(nix::fcntl::AT_FDCWD, path, how)
 }
 
+/// The path through which this process reaches what `fd` opened (`/proc/self/fd/N`): a bind, a
+/// remount or a reopening through it is of that very file, whatever its name holds by now.
+pub(super) fn fd_path(fd: &impl std::os::fd::AsRawFd) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+}
+
+/// The file type (`S_IFDIR`, `S_IFREG`, ...) of what `fd` opened.
+pub(super) fn file_kind(fd: impl std::os::fd::AsFd) -> nix::Result<libc::mode_t> {
+    nix::sys::stat::fstat(fd.as_fd()).map(|st| st.st_mode & libc::S_IFMT)
+}
+
 /// The write root of `roots` in which `path` lies deeper than directly (or which `path` is): a task
 /// that may write there could rename a directory above `path` and put another in its place, so a
 /// mount made on `path` guards nothing. `None` for a path outside every root or directly in one.

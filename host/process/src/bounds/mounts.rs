@@ -9,7 +9,6 @@
 //! any change of them (mount, umount, pivot_root), and the capabilities are given up before the
 //! program runs.
 
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use nix::mount::{MsFlags, mount};
@@ -164,10 +163,7 @@ fn read_only(git: &GitDir) -> std::io::Result<()> {
         MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH | MoveMountFlags::MOVE_MOUNT_T_EMPTY_PATH,
     )?;
     // The new mount, by its descriptor's link: the remount finds the mount's own root there.
-    remount(
-        Path::new(&format!("/proc/self/fd/{}", tree.as_raw_fd())),
-        MsFlags::MS_RDONLY,
-    )
+    remount(&super::model::fd_path(&tree), MsFlags::MS_RDONLY)
 }
 
 /// Covers `path`: an empty read-only tmpfs over a directory, `/dev/null` on a mount that opens no

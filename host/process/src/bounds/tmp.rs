@@ -9,7 +9,7 @@
 //! new `/tmp`'s rights to everything mounted beneath it.) Anything else below `/tmp`, such as a
 //! program or an X11 socket there, is out of the task's sight.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
 use nix::fcntl::OFlag;
@@ -40,7 +40,7 @@ pub(super) fn make(keep: &[&Path], cwd: &Path) -> std::io::Result<()> {
     )?;
     for (path, fd) in kept {
         std::fs::create_dir_all(&path)?;
-        let source = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
+        let source = super::model::fd_path(&fd);
         mount(
             Some(&source),
             &path,
